@@ -1,0 +1,76 @@
+"""Every way of computing the benchmark that perfbot times side by side.
+
+- ``fused``: the Triton kernel of geglu.py;
+- ``eager``: cuBLAS matmul, then chunk, gelu and multiply as separate PyTorch ops (the seed's
+  forward pass);
+- ``compiled``: ``torch.compile`` of eager, default mode;
+- ``gemm``: cuBLAS ``x @ weight.T`` alone, without the epilogue: the floor for the fused kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from .geglu import geglu, kernel_config
+
+GegluFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def eager_geglu(x: torch.Tensor, weight: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    z = F.linear(x, weight)
+    z1, z2 = z.chunk(2, dim=-1)
+    return z1 * F.gelu(z2, approximate=approximate)
+
+
+def gemm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return x @ weight.T
+
+
+@functools.cache
+def _compiled_eager() -> Callable[..., torch.Tensor]:
+    # One compiled function for the whole process, as a user would write it; dynamo
+    # re-specializes on new shapes and on the `approximate` string.
+    return torch.compile(eager_geglu)
+
+
+def _no_config(x: torch.Tensor, weight: torch.Tensor) -> dict | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """One implementation; ``computes`` says which float64 reference it is checked against."""
+
+    name: str
+    computes: str  # "geglu" or "matmul"
+    build: Callable[[str], GegluFn]  # approximate -> function of (x, weight)
+    config: Callable[[torch.Tensor, torch.Tensor], dict | None] = field(default=_no_config)
+
+
+IMPLEMENTATIONS: dict[str, Implementation] = {
+    impl.name: impl
+    for impl in (
+        Implementation(
+            "fused",
+            "geglu",
+            lambda approximate: functools.partial(geglu, approximate=approximate),
+            kernel_config,
+        ),
+        Implementation(
+            "eager",
+            "geglu",
+            lambda approximate: functools.partial(eager_geglu, approximate=approximate),
+        ),
+        Implementation(
+            "compiled",
+            "geglu",
+            lambda approximate: functools.partial(_compiled_eager(), approximate=approximate),
+        ),
+        Implementation("gemm", "matmul", lambda approximate: gemm),
+    )
+}

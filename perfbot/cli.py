@@ -1,0 +1,157 @@
+"""The `perfbot` command: a click group of thin commands. Only here do errors become exit codes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from . import results as results_file
+from .config import ProjectConfig, find_project_root, load_project_config
+from .environment import collect_environment
+from .errors import EXIT_REGRESSION, PerfbotError
+from .report import failures_table, run_table
+from .runner import RunSettings, plan, progress_steps, run
+from .subject import Subject, load_subject
+
+_project_option = click.option(
+    "--project",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="perfbot checkout whose pyproject.toml, kernels/ and suites to use. Default: the nearest above the current directory.",
+)
+
+
+def _project(project: Path | None) -> ProjectConfig:
+    return load_project_config(project if project is not None else find_project_root(Path.cwd()))
+
+
+def _subject(config: ProjectConfig, kernels: Path | None) -> Subject:
+    return load_subject(kernels if kernels is not None else config.kernels_dir)
+
+
+class _PerfbotGroup(click.Group):
+    """Turns a PerfbotError from any command into its one-line message and exit code."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except PerfbotError as error:
+            click.echo(f"perfbot: error: {error}", err=True)
+            ctx.exit(error.exit_code)
+
+
+@click.group(cls=_PerfbotGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="perfbot")
+def perfbot() -> None:
+    """Performance-regression bot for the fused GeGLU Triton kernel.
+
+    Exit codes: 0 fine; 1 a significant slowdown or a wrong result; 2 bad input;
+    3 the environment failed (no CUDA GPU, a tool missing, GitHub unreachable).
+    """
+
+
+@perfbot.command("run")
+@click.option("--suite", "suite_names", multiple=True, default=["pr"], show_default=True,
+              help="Shape suite to run (repeat for several). `perfbot suites` lists them.")
+@click.option("--kernel", "kernel_names", multiple=True,
+              help="Only these implementations (repeat for several). Default: each suite's list.")
+@click.option("--approximate", "approximations", multiple=True, type=click.Choice(["none", "tanh"]),
+              default=["none"], show_default=True,
+              help="GELU variant: none (erf) or tanh; repeat to measure both.")
+@click.option("--samples", type=click.IntRange(min=10), default=30, show_default=True,
+              help="Timed samples per benchmark, each one CUDA-graph replay after an L2 flush.")
+@click.option("--warmup", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Untimed calls per implementation before capture (compiles and autotunes).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the results file (JSON, every sample) here.")
+@click.option("--overwrite", is_flag=True, help="Replace --out if it exists; without it an existing file is kept.")
+@click.option("--kernels", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="kernels/ package to measure instead of the project's.")
+@_project_option
+def run_command(
+    suite_names: tuple[str, ...],
+    kernel_names: tuple[str, ...],
+    approximations: tuple[str, ...],
+    samples: int,
+    warmup: int,
+    seed: int,
+    out: Path | None,
+    overwrite: bool,
+    kernels: Path | None,
+    project: Path | None,
+) -> None:
+    """Check and time the kernels on a shape suite, and print a table.
+
+    Every implementation is first checked against a float64 reference; a wrong one is reported
+    as a failure and never timed. Exits 1 if any implementation failed.
+
+    Example:
+
+        perfbot run --suite models --suite decode --out results.json
+    """
+    subject = _subject(_project(project), kernels)
+    unknown = [name for name in suite_names if name not in subject.suites]
+    if unknown:
+        raise click.BadParameter(f"unknown suite {unknown[0]!r}; known: {', '.join(subject.suites)}", param_hint="--suite")
+    if out is not None and out.exists() and not overwrite:  # checked again by save(); fail before measuring
+        raise click.BadParameter(f"{out} already exists; choose another name or pass --overwrite", param_hint="--out")
+    settings = RunSettings(samples=samples, warmup_calls=warmup, seed=seed,
+                           approximations=tuple(dict.fromkeys(approximations)), kernels=kernel_names)
+    suites = [subject.suites[name] for name in dict.fromkeys(suite_names)]
+    total = progress_steps(plan(subject, suites, settings), settings)
+    console = Console()
+    with Progress(TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("starting", total=total)
+        result = run(subject, suites, settings,
+                     on_progress=lambda label, steps: progress.update(task, advance=steps, description=label))
+    if out is not None:
+        results_file.save(result, out, overwrite=overwrite)
+    console.print(run_table(result))
+    if result.failures:
+        console.print(failures_table(result))
+        sys.exit(EXIT_REGRESSION)
+    if out is not None:
+        console.print(f"results written to {out}")
+
+
+@perfbot.command("env")
+@click.option("--json", "as_json", is_flag=True, help="Print the record as JSON.")
+def env_command(as_json: bool) -> None:
+    """Print where a run would be measured: versions, GPU, driver, clocks. Works without a GPU.
+
+    Example:
+
+        perfbot env --json
+    """
+    record = collect_environment().to_dict()
+    if as_json:
+        click.echo(json.dumps(record, indent=1))
+        return
+    state = record.pop("gpu_state")
+    for key, value in record.items():
+        click.echo(f"{key:<18}{'' if value is None else value}")
+    for key, value in (state or {}).items():
+        click.echo(f"gpu.{key:<14}{value}")
+
+
+@perfbot.command("suites")
+@_project_option
+def suites_command(project: Path | None) -> None:
+    """List the shape suites and their cases.
+
+    Example:
+
+        perfbot suites
+    """
+    subject = _subject(_project(project), None)
+    for suite in subject.suites.values():
+        click.echo(f"{suite.name}: {suite.about}  [kernels: {', '.join(suite.kernels)}]")
+        for case in suite.cases:
+            click.echo(f"  {case.name:<18} M={case.M:<6} K={case.K:<6} N={case.N:<6} {case.dtype}")

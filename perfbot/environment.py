@@ -1,0 +1,150 @@
+"""Where a result was measured: software versions, the GPU, and its clocks and limits (NVML)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import triton
+
+from . import __version__
+
+# Release wheels carry no commit in their version; these are the commits their tags point to.
+RELEASE_COMMITS = {"3.6.0": "7c56a5e40f7fd928dfd5c72902d5def0097db73a"}
+
+# NVML's clocks-event ("throttle") reason bits, from nvml.h.
+_CLOCK_EVENT_REASONS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+
+
+@dataclass(frozen=True)
+class GpuState:
+    """What NVML says about the GPU at one moment."""
+
+    sm_clock_mhz: int
+    memory_clock_mhz: int
+    max_sm_clock_mhz: int
+    temperature_c: int
+    power_w: float
+    power_limit_w: float
+    clock_event_reasons: tuple[str, ...]  # why clocks are below max; gpu_idle is harmless
+
+
+@dataclass(frozen=True)
+class Environment:
+    """The software and hardware a run measured on; `gpu_name` is None without a CUDA GPU."""
+
+    host: str
+    python: str
+    perfbot: str
+    torch: str
+    cuda: str | None
+    triton: str
+    triton_commit: str | None
+    gpu_name: str | None
+    gpu_sm_count: int | None
+    gpu_memory_bytes: int | None
+    gpu_l2_bytes: int | None
+    driver: str | None
+    gpu_state: GpuState | None
+    nvml_error: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def triton_commit(version: str = triton.__version__) -> str | None:
+    """The Triton commit, when known: set by the CI build, in a source build's version
+    (3.6.0+git7c56a5e4), or the tag commit of a release wheel."""
+    if os.environ.get("PERFBOT_TRITON_COMMIT"):
+        return os.environ["PERFBOT_TRITON_COMMIT"]
+    match = re.search(r"\+git([0-9a-f]{7,40})", version)
+    if match:
+        return match.group(1)
+    return RELEASE_COMMITS.get(version)
+
+
+def collect_environment(device: int | None = None) -> Environment:
+    """Read the environment; works on a machine without a GPU (the GPU fields are then None)."""
+    has_gpu = torch.cuda.is_available()
+    props = torch.cuda.get_device_properties(device or 0) if has_gpu else None
+    state, driver, nvml_error = _read_nvml(device or 0) if has_gpu else (None, None, "no CUDA GPU")
+    return Environment(
+        host=platform.node(),
+        python=platform.python_version(),
+        perfbot=__version__,
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        triton=triton.__version__,
+        triton_commit=triton_commit(),
+        gpu_name=props.name if props else None,
+        gpu_sm_count=props.multi_processor_count if props else None,
+        gpu_memory_bytes=props.total_memory if props else None,
+        gpu_l2_bytes=getattr(props, "L2_cache_size", None) if props else None,
+        driver=driver,
+        gpu_state=state,
+        nvml_error=nvml_error,
+    )
+
+
+def read_gpu_state(device: int = 0) -> GpuState | None:
+    return _read_nvml(device)[0]
+
+
+def _read_nvml(device: int) -> tuple[GpuState | None, str | None, str | None]:
+    """(state, driver version, error). NVML failing is recorded, never fatal: timings stay valid."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            handle = _nvml_handle(pynvml, device)
+            driver = pynvml.nvmlSystemGetDriverVersion()
+            reasons = pynvml.nvmlDeviceGetCurrentClocksEventReasons(handle)
+            state = GpuState(
+                sm_clock_mhz=pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+                memory_clock_mhz=pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+                max_sm_clock_mhz=pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM),
+                temperature_c=pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
+                power_w=pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
+                power_limit_w=pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0,
+                clock_event_reasons=clock_event_reasons(reasons),
+            )
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception as error:  # pynvml raises NVMLError subclasses, or ImportError when absent
+        return None, None, f"{type(error).__name__}: {error}"
+    return state, driver if isinstance(driver, str) else driver.decode(), None
+
+
+def _nvml_handle(pynvml: Any, device: int) -> Any:
+    # NVML numbers GPUs without CUDA_VISIBLE_DEVICES: find torch's device by its UUID.
+    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
+    if uuid is not None:
+        try:
+            return pynvml.nvmlDeviceGetHandleByUUID(f"GPU-{uuid}")
+        except pynvml.NVMLError:
+            pass
+    return pynvml.nvmlDeviceGetHandleByIndex(device)
+
+
+def clock_event_reasons(bits: int) -> tuple[str, ...]:
+    names = [name for bit, name in _CLOCK_EVENT_REASONS.items() if bits & bit]
+    unknown = bits & ~sum(_CLOCK_EVENT_REASONS)
+    if unknown:
+        names.append(f"unknown_{unknown:#x}")
+    return tuple(names)

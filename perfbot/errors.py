@@ -1,0 +1,27 @@
+"""The one error type users see. Only `cli.py` turns it into a message and an exit code."""
+
+from __future__ import annotations
+
+# Exit codes of every command (DESIGN.md).
+EXIT_OK = 0
+EXIT_REGRESSION = 1
+EXIT_BAD_INPUT = 2
+EXIT_ENVIRONMENT = 3
+
+
+class PerfbotError(Exception):
+    """A failure the user can act on; the message names the value and the fix."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class BadInput(PerfbotError):
+    """Arguments, config or files that perfbot cannot use (exit 2)."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class EnvironmentFailure(PerfbotError):
+    """The machine cannot do the job: no CUDA GPU, a tool missing, a service unreachable (exit 3)."""
+
+    exit_code = EXIT_ENVIRONMENT

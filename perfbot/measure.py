@@ -1,0 +1,81 @@
+"""The timing engine: CUDA-graph replays, L2 flushed before each sample, implementations
+interleaved. It returns every sample and decides nothing (decisions live in compare)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import torch
+
+# Bytes written between samples to evict the previous sample's data from L2; at least this,
+# and at least four times the L2 of the GPU at hand.
+MIN_FLUSH_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Captured:
+    """An implementation captured as a CUDA graph; `output` is the tensor each replay writes."""
+
+    graph: torch.cuda.CUDAGraph
+    output: torch.Tensor
+
+
+def capture(fn: Callable[[], torch.Tensor], warmup_calls: int) -> Captured:
+    """Run `fn` a few times outside the graph (compilation, autotuning, lazy init), then capture
+    one call. Capture on a side stream, as torch.cuda.graphs requires."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(warmup_calls):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        output = fn()
+    return Captured(graph, output)
+
+
+def time_interleaved(
+    captured: Mapping[str, Captured],
+    samples: int,
+    on_round: Callable[[], None] | None = None,
+) -> dict[str, list[float]]:
+    """Milliseconds of one graph replay per sample, for each name.
+
+    Every round times each implementation once; the order rotates from round to round so no
+    implementation always follows the same one. Before each sample a buffer larger than L2 is
+    overwritten, so every sample starts with a cold cache, as a layer in a model does. While the
+    GPU flushes, the host has already queued the start event and the replay: the events bracket
+    the kernel, not the launch.
+    """
+    names = list(captured)
+    flush = torch.empty(_flush_bytes(), dtype=torch.int8, device="cuda")
+    for item in captured.values():  # the first replay uploads the graph; keep it out
+        item.graph.replay()
+    torch.cuda.synchronize()
+
+    timings: dict[str, list[float]] = {name: [] for name in names}
+    for round_index in range(samples):
+        shift = round_index % len(names)
+        events = []
+        for name in names[shift:] + names[:shift]:
+            flush.zero_()
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            captured[name].graph.replay()
+            end.record()
+            events.append((name, start, end))
+        torch.cuda.synchronize()
+        for name, start, end in events:
+            timings[name].append(start.elapsed_time(end))
+        if on_round is not None:
+            on_round()
+    return timings
+
+
+def _flush_bytes() -> int:
+    l2 = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0)
+    return max(MIN_FLUSH_BYTES, 4 * l2)

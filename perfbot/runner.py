@@ -1,0 +1,235 @@
+"""`perfbot run`: check every implementation on every case, then time the correct ones."""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from . import correctness, measure
+from .environment import collect_environment
+from .errors import BadInput, EnvironmentFailure
+from .results import Benchmark, Failure, Results
+from .subject import Case, Subject, Suite
+
+MIN_SAMPLES = 10
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    samples: int = 30
+    warmup_calls: int = 3
+    seed: int = 0
+    approximations: tuple[str, ...] = ("none",)
+    kernels: tuple[str, ...] = ()  # empty: each suite's own list
+
+    def __post_init__(self) -> None:
+        if self.samples < MIN_SAMPLES:
+            raise BadInput(f"samples must be at least {MIN_SAMPLES} for a meaningful median, got {self.samples}")
+        if self.warmup_calls < 1:
+            raise BadInput(f"warmup calls must be at least 1, got {self.warmup_calls}")
+        bad = [a for a in self.approximations if a not in ("none", "tanh")]
+        if bad or not self.approximations:
+            raise BadInput(f"approximate must be 'none' or 'tanh', got {bad or 'nothing'}")
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One benchmark to run: an implementation of a case with one GELU approximation."""
+
+    case: Case
+    kernel: str  # the name results carry
+    implementation: str
+    approximate: str
+
+
+def plan(subject: Subject, suites: Sequence[Suite], settings: RunSettings) -> list[list[Planned]]:
+    """Benchmarks grouped by case; a group is timed interleaved."""
+    unknown = [k for k in settings.kernels if k not in subject.implementations]
+    if unknown:
+        raise BadInput(f"unknown kernel {unknown[0]!r}; known: {sorted(subject.implementations)}")
+    groups = []
+    for suite in suites:
+        kernels = [k for k in suite.kernels if not settings.kernels or k in settings.kernels]
+        for case in suite.cases:
+            group = []
+            for name in kernels:
+                impl = subject.implementations[name]
+                for approximate in settings.approximations:
+                    if impl.computes == "matmul" and approximate != settings.approximations[0]:
+                        continue  # no GELU in it: once per case is enough
+                    label = name if approximate == "none" or impl.computes == "matmul" else f"{name}[{approximate}]"
+                    group.append(Planned(case, label, name, approximate))
+            if group:
+                groups.append(group)
+    if not groups:
+        raise BadInput(f"nothing to run: none of the kernels {list(settings.kernels)} is in the chosen suites")
+    return groups
+
+
+def require_gpu() -> None:
+    if not torch.cuda.is_available():
+        raise EnvironmentFailure("no CUDA GPU is visible (torch.cuda.is_available() is False); perfbot run needs one")
+
+
+def progress_steps(groups: list[list[Planned]], settings: RunSettings) -> int:
+    """Steps `run` reports: one check and `samples` timing rounds per case."""
+    return len(groups) * (1 + settings.samples)
+
+
+def run(
+    subject: Subject,
+    suites: Sequence[Suite],
+    settings: RunSettings,
+    on_progress: Callable[[str, int], None] = lambda label, steps: None,
+) -> Results:
+    """Measure the suites. `on_progress(label, steps)` is told of finished steps."""
+    groups = plan(subject, suites, settings)
+    require_gpu()
+    before = collect_environment().gpu_state
+    benchmarks: list[Benchmark] = []
+    failures: list[Failure] = []
+    generator = torch.Generator(device="cuda").manual_seed(settings.seed)
+    for group in groups:
+        case = group[0].case
+        label = f"{case.suite}/{case.name}"
+        ready, failed = _check_group(subject, group, generator)
+        failures += failed
+        on_progress(label, 1)
+        timed, failed = _time_group(ready, settings, lambda: on_progress(label, 1))
+        benchmarks += timed
+        failures += failed
+        if not ready:
+            on_progress(label, settings.samples)
+        del ready
+        torch.cuda.empty_cache()
+    environment = collect_environment().to_dict()
+    environment["gpu_state"] = {"before": asdict(before) if before else None, "after": environment["gpu_state"]}
+    environment["kernels_commit"] = _git_commit(subject.path)
+    return Results(
+        environment=environment,
+        settings={
+            "suites": [s.name for s in suites],
+            "samples": settings.samples,
+            "warmup_calls": settings.warmup_calls,
+            "seed": settings.seed,
+            "timing": "one CUDA-graph replay per sample, L2 flushed before each, implementations interleaved",
+            "error_bounds": correctness.ERROR_BOUNDS,
+        },
+        benchmarks=benchmarks,
+        failures=failures,
+        created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    )
+
+
+@dataclass
+class _Ready:
+    planned: Planned
+    call: Callable[[], torch.Tensor]
+    expected: torch.Tensor
+    check: correctness.Check
+    config: dict | None
+
+
+def _inputs(case: Case, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fresh random inputs for each case, scaled so that z = x @ weight.T is of order 1."""
+    dtype = getattr(torch, case.dtype)
+    x = torch.randn(case.M, case.K, generator=generator, device="cuda").to(dtype)
+    weight = (torch.randn(2 * case.N, case.K, generator=generator, device="cuda") / case.K**0.5).to(dtype)
+    return x, weight
+
+
+def _check_group(
+    subject: Subject, group: list[Planned], generator: torch.Generator
+) -> tuple[list[_Ready], list[Failure]]:
+    case = group[0].case
+    x, weight = _inputs(case, generator)
+    references: dict[tuple[str, str], torch.Tensor] = {}
+    ready, failures = [], []
+    for planned in group:
+        impl = subject.implementations[planned.implementation]
+        key = (impl.computes, planned.approximate)
+        if key not in references:
+            references[key] = correctness.reference(x, weight, *key)
+        try:
+            fn = impl.build(planned.approximate)
+            output = fn(x, weight)
+            torch.cuda.synchronize()
+        except Exception as error:  # any failure of the subject is reported, never timed
+            failures.append(_failure(planned, f"raised {type(error).__name__}: {_first_line(error)}"))
+            continue
+        check = correctness.check(output, references[key], case.dtype)
+        if not check.passed:
+            failures.append(_failure(planned, "wrong result", check))
+            continue
+        config = impl.config(x, weight)
+        ready.append(_Ready(planned, functools.partial(fn, x, weight), references[key], check, config))
+    return ready, failures
+
+
+def _time_group(
+    ready: list[_Ready], settings: RunSettings, on_round: Callable[[], None]
+) -> tuple[list[Benchmark], list[Failure]]:
+    if not ready:
+        return [], []
+    case = ready[0].planned.case
+    captured = {r.planned.kernel: measure.capture(r.call, settings.warmup_calls) for r in ready}
+    timings = measure.time_interleaved(captured, settings.samples, on_round=on_round)
+    benchmarks, failures = [], []
+    for r in ready:
+        # What was timed must be right too: check the output of the last graph replay.
+        replayed = correctness.check(captured[r.planned.kernel].output, r.expected, case.dtype)
+        if not replayed.passed:
+            failures.append(_failure(r.planned, "wrong result when replayed from a CUDA graph", replayed))
+            continue
+        benchmarks.append(
+            Benchmark(
+                kernel=r.planned.kernel,
+                shape=case.shape,
+                dtype=case.dtype,
+                samples_ms=timings[r.planned.kernel],
+                suite=case.suite,
+                case=case.name,
+                approximate=r.planned.approximate,
+                flops=case.flops,
+                relative_error=r.check.relative_error,
+                error_bound=r.check.bound,
+                config=r.config,
+            )
+        )
+    return benchmarks, failures
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:300] if text else "(no message)"
+
+
+def _failure(planned: Planned, reason: str, check: correctness.Check | None = None) -> Failure:
+    case = planned.case
+    return Failure(
+        kernel=planned.kernel,
+        shape=case.shape,
+        dtype=case.dtype,
+        reason=reason,
+        suite=case.suite,
+        case=case.name,
+        approximate=planned.approximate,
+        relative_error=check.relative_error if check else None,
+        error_bound=check.bound if check else None,
+    )
+
+
+def _git_commit(path: Path) -> str | None:
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True, timeout=10, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout.strip() or None
