@@ -169,12 +169,12 @@ def geglu(
             f"geglu: out must be a contiguous {x.dtype} tensor of shape {out_shape} on {x.device}, "
             f"got {out.dtype} {tuple(out.shape)} on {out.device}"
         )
-    x2d = x.reshape(-1, K)
-    M = x2d.shape[0]
+    M = math.prod(x.shape[:-1])
     if M == 0 or N == 0:
         return out
     if K == 0:
         return out.zero_()
+    x2d = x.reshape(M, K)
     out2d = out.view(M, N)
 
     config = _pointer_config(M, N, x.dtype)

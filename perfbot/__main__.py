@@ -1,0 +1,3 @@
+from .cli import perfbot
+
+perfbot(prog_name="perfbot")

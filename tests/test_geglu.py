@@ -1,0 +1,147 @@
+"""The fused kernel against a float64 reference. On CPU this runs in Triton's interpreter
+(fp16 and fp32: its bf16 dot is wrong); bf16 and the compiled kernel run under the gpu marker."""
+
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from kernels.geglu import geglu, kernel_config
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+
+# (dtype, largest relative error): one rounding of the output plus fp32 accumulation.
+TOLERANCES = [(torch.float16, 1e-3), (torch.float32, 1e-5)]
+GPU_TOLERANCES = TOLERANCES + [(torch.bfloat16, 6e-3)]
+
+SHAPES = [  # (batch dims, K, N): odd sizes, below and above one block, and a lone row
+    ((1,), 16, 16),
+    ((9,), 41, 17),
+    ((130,), 341, 70),
+    ((3, 5), 64, 129),
+    ((2, 3, 7), 100, 33),
+    ((257,), 72, 200),
+]
+
+
+def reference(x: torch.Tensor, weight: torch.Tensor, approximate: str) -> torch.Tensor:
+    z1, z2 = (x.double() @ weight.double().T).chunk(2, dim=-1)
+    return z1 * F.gelu(z2, approximate=approximate)
+
+
+def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    return ((out.double() - ref).norm() / ref.norm()).item()
+
+
+def make_inputs(batch, K, N, dtype, device=DEVICE, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(*batch, K, generator=generator).to(dtype).to(device)
+    weight = (torch.randn(2 * N, K, generator=generator) / K**0.5).to(dtype).to(device)
+    return x, weight
+
+
+def _check(batch, K, N, dtype, bound, approximate, device=DEVICE):
+    x, weight = make_inputs(batch, K, N, dtype, device, seed=K * N)
+    # Poisoned output: every element must be written.
+    out = torch.full((*batch, N), float("nan"), dtype=dtype, device=device)
+    result = geglu(x, weight, approximate=approximate, out=out)
+    assert result is out
+    assert result.shape == (*batch, N)
+    assert torch.isfinite(result).all()
+    assert relative_error(result, reference(x, weight, approximate)) <= bound
+
+
+needs_interpreter = pytest.mark.skipif(not INTERPRETED, reason="interpreter tests run where there is no GPU")
+
+
+@needs_interpreter
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype,bound", TOLERANCES)
+@pytest.mark.parametrize("batch,K,N", SHAPES)
+def test_matches_float64_reference_in_interpreter(batch, K, N, dtype, bound, approximate):
+    _check(batch, K, N, dtype, bound, approximate)
+
+
+@needs_interpreter
+def test_the_two_halves_are_not_interchangeable():
+    # z1 * gelu(z2) != z2 * gelu(z1): a kernel that gated the wrong half must fail.
+    x, weight = make_inputs((33,), 48, 20, torch.float32)
+    swapped = torch.cat(weight.chunk(2)[::-1])
+    assert relative_error(geglu(x, swapped), reference(x, weight, "none")) > 0.1
+
+
+@needs_interpreter
+def test_erf_and_tanh_differ():
+    x, weight = make_inputs((64,), 32, 32, torch.float32)
+    x = x * 3  # where the two GELUs part most
+    assert relative_error(geglu(x, weight, approximate="tanh"), reference(x, weight, "none")) > 1e-5
+
+
+@needs_interpreter
+def test_empty_dimensions():
+    x, weight = make_inputs((0,), 8, 4, torch.float32)
+    assert geglu(x, weight).shape == (0, 4)
+    x, weight = make_inputs((5,), 0, 4, torch.float32)
+    assert torch.equal(geglu(x, weight), torch.zeros(5, 4))
+
+
+@needs_interpreter
+def test_non_contiguous_inputs():
+    x, weight = make_inputs((40,), 64, 24, torch.float32)
+    x_t = x.T.contiguous().T  # same values, transposed strides
+    w_t = weight.T.contiguous().T
+    assert relative_error(geglu(x_t, w_t), reference(x, weight, "none")) <= 1e-5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype,bound", GPU_TOLERANCES)
+@pytest.mark.parametrize("batch,K,N", SHAPES + [((1000,), 1000, 1000), ((2, 2048), 2048, 2560), ((16,), 3072, 24576)])
+def test_matches_float64_reference_on_gpu(batch, K, N, dtype, bound, approximate):
+    _check(batch, K, N, dtype, bound, approximate, device="cuda")
+
+
+BAD_INPUTS = [
+    # (x shape, x dtype, weight shape, weight dtype, words the message must contain)
+    ((4, 8), torch.float32, (6, 7), torch.float32, ["(6, 7)", "(4, 8)"]),
+    ((4, 8), torch.float32, (5, 8), torch.float32, ["(5, 8)"]),
+    ((4, 8), torch.float32, (6, 8, 1), torch.float32, ["(6, 8, 1)"]),
+    ((4, 8), torch.float16, (6, 8), torch.float32, ["torch.float16", "torch.float32"]),
+    ((4, 8), torch.float64, (6, 8), torch.float64, ["torch.float64"]),
+    ((4, 8), torch.int32, (6, 8), torch.int32, ["torch.int32"]),
+]
+
+
+@pytest.mark.parametrize("x_shape,x_dtype,w_shape,w_dtype,words", BAD_INPUTS)
+def test_bad_inputs_raise_value_error_naming_them(x_shape, x_dtype, w_shape, w_dtype, words):
+    x = torch.zeros(x_shape, dtype=x_dtype, device=DEVICE)
+    weight = torch.zeros(w_shape, dtype=w_dtype, device=DEVICE)
+    with pytest.raises(ValueError) as error:
+        geglu(x, weight)
+    for word in words:
+        assert word in str(error.value)
+
+
+def test_bad_approximation_and_out():
+    x, weight = make_inputs((4,), 8, 3, torch.float32)
+    with pytest.raises(ValueError, match="'sigmoid'"):
+        geglu(x, weight, approximate="sigmoid")
+    with pytest.raises(ValueError, match=r"\(4, 3\)"):
+        geglu(x, weight, out=torch.empty(4, 4, device=DEVICE))
+
+
+def test_cpu_tensors_are_refused_outside_the_interpreter(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    x, weight = make_inputs((4,), 8, 3, torch.float32, device="cpu")
+    with pytest.raises(ValueError, match="cpu"):
+        geglu(x, weight)
+
+
+def test_kernel_config_is_recorded_for_each_dtype():
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        x, weight = make_inputs((300,), 64, 40, dtype)
+        config = kernel_config(x, weight)
+        assert config["path"] == "pointer"
+        assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"} <= set(config)

@@ -1,0 +1,66 @@
+"""`perfbot run` end to end on the GPU: correctness first, then timing, then the results file."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from perfbot import measure, results
+from perfbot.cli import perfbot
+
+pytestmark = pytest.mark.gpu
+
+TINY_SUITES = """
+tiny:
+  about: two small cases
+  dtype: bfloat16
+  cases:
+    - {name: odd,   M: 333, K: 257, N: 190}
+    - {name: fp16,  M: 1024, K: 512, N: 1024, dtype: float16}
+"""
+
+
+def test_run_checks_times_and_writes_every_sample(project: Path, tmp_path: Path):
+    (project / "kernels" / "suites.yaml").write_text(TINY_SUITES)
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(
+        perfbot,
+        ["run", "--project", str(project), "--suite", "tiny", "--samples", "12",
+         "--approximate", "none", "--approximate", "tanh", "--out", str(out)],
+    )
+    assert result.exit_code == 0, result.output
+    loaded = results.load(out)
+    kernels = {b.kernel for b in loaded.benchmarks}
+    assert kernels == {"fused", "fused[tanh]", "eager", "eager[tanh]", "compiled", "compiled[tanh]", "gemm"}
+    assert all(len(b.samples_ms) == 12 and min(b.samples_ms) > 0 for b in loaded.benchmarks)
+    assert all(b.relative_error <= b.error_bound for b in loaded.benchmarks)
+    assert all(b.config["path"] == "pointer" for b in loaded.benchmarks if b.kernel.startswith("fused"))
+    env = json.loads(out.read_text())["environment"]
+    assert env["gpu_name"] and env["gpu_sm_count"] > 0
+    assert env["gpu_state"]["before"] is not None, env["nvml_error"]
+    assert "fused" in result.output and "% of gemm" in result.output
+
+
+def test_a_wrong_kernel_is_reported_and_never_timed(project: Path, tmp_path: Path):
+    (project / "kernels" / "suites.yaml").write_text(TINY_SUITES)
+    geglu = project / "kernels" / "geglu.py"
+    # Sabotage: gate with the wrong half.
+    geglu.write_text(geglu.read_text().replace("out = z1 * _gelu(z2, APPROXIMATE_TANH)", "out = z2 * _gelu(z1, APPROXIMATE_TANH)"))
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(perfbot, ["run", "--project", str(project), "--suite", "tiny", "--samples", "10", "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    loaded = results.load(out)
+    assert {f.kernel for f in loaded.failures} == {"fused"}
+    assert all(f.reason == "wrong result" for f in loaded.failures)
+    assert "fused" not in {b.kernel for b in loaded.benchmarks}
+
+
+def test_timing_engine_sees_a_kernel_that_takes_twice_as_long():
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    once = measure.capture(lambda: a @ a, warmup_calls=2)
+    twice = measure.capture(lambda: (a @ a) @ a, warmup_calls=2)
+    timings = measure.time_interleaved({"once": once, "twice": twice}, samples=15)
+    ratio = sorted(timings["twice"])[7] / sorted(timings["once"])[7]
+    assert 1.8 < ratio < 2.2
