@@ -45,6 +45,12 @@ class _PerfbotGroup(click.Group):
             ctx.exit(error.exit_code)
 
 
+def _console() -> Console:
+    # Tables are wide; when stdout is a file or a CI log, don't wrap them at 80 columns.
+    console = Console()
+    return console if console.is_terminal else Console(width=200)
+
+
 @click.group(cls=_PerfbotGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="perfbot")
 def perfbot() -> None:
@@ -105,7 +111,7 @@ def run_command(
                            approximations=tuple(dict.fromkeys(approximations)), kernels=kernel_names)
     suites = [subject.suites[name] for name in dict.fromkeys(suite_names)]
     total = progress_steps(plan(subject, suites, settings), settings)
-    console = Console()
+    console = _console()
     with Progress(TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task("starting", total=total)
@@ -119,6 +125,22 @@ def run_command(
         sys.exit(EXIT_REGRESSION)
     if out is not None:
         console.print(f"results written to {out}")
+
+
+@perfbot.command("show")
+@click.argument("results_path", metavar="RESULTS", type=click.Path(path_type=Path))
+def show_command(results_path: Path) -> None:
+    """Print the table of a stored results file, as `perfbot run` printed it.
+
+    Example:
+
+        perfbot show kernels/results/h200-2026-11-30.json
+    """
+    loaded = results_file.load(results_path)
+    console = _console()
+    console.print(run_table(loaded))
+    if loaded.failures:
+        console.print(failures_table(loaded))
 
 
 @perfbot.command("env")

@@ -1,0 +1,97 @@
+"""The results file: round trip, atomic writes, and clear errors for every malformed file."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perfbot import results
+from perfbot.errors import BadInput
+
+
+def sample_results() -> results.Results:
+    bench = results.Benchmark(
+        kernel="fused", shape={"M": 9, "K": 41, "N": 17}, dtype="float16", samples_ms=[1.0, 1.2, 0.9],
+        suite="s", case="c", flops=2 * 9 * 41 * 34, relative_error=1e-4, error_bound=2e-3,
+        config={"BLOCK_M": 64},
+    )
+    failure = results.Failure(kernel="eager", shape={"M": 9, "K": 41, "N": 17}, dtype="float16",
+                              reason="wrong result", relative_error=float("nan"), error_bound=2e-3)
+    return results.Results(environment={"gpu_name": "X"}, settings={"samples": 3}, benchmarks=[bench],
+                           failures=[failure], created="2026-11-30T00:00:00+00:00")
+
+
+def test_round_trip(tmp_path: Path):
+    path = tmp_path / "r.json"
+    results.save(sample_results(), path)
+    loaded = results.load(path)
+    assert loaded.benchmarks == sample_results().benchmarks
+    assert loaded.failures[0].relative_error is None  # NaN is written as null
+    assert loaded.benchmarks[0].median_ms == 1.0
+    data = json.loads(path.read_text())
+    assert data["format"] == 1
+    assert set(data["benchmarks"][0]) >= {"kernel", "shape", "dtype", "samples_ms"}
+
+
+def test_save_refuses_to_overwrite_and_leaves_no_temporary_file(tmp_path: Path):
+    path = tmp_path / "r.json"
+    path.write_text("old")
+    with pytest.raises(BadInput, match="already exists"):
+        results.save(sample_results(), path)
+    assert path.read_text() == "old"
+    results.save(sample_results(), path, overwrite=True)
+    assert results.load(path).benchmarks
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    return path
+
+
+def _valid() -> dict:
+    return json.loads(json.dumps(sample_results().to_json()).replace("NaN", "null"))
+
+
+def _with_samples(samples) -> str:
+    data = _valid()
+    data["benchmarks"][0]["samples_ms"] = samples
+    return json.dumps(data)
+
+
+def _duplicate() -> str:
+    data = _valid()
+    data["benchmarks"].append(dict(data["benchmarks"][0]))
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ('{"format": 1, "benchmarks": [', "not valid JSON"),
+        ('{"format": 99, "environment": {}, "benchmarks": []}', "format 99"),
+        ('{"environment": {}, "benchmarks": []}', "format None"),
+        ("[1, 2]", "JSON object"),
+        (_with_samples([1.0, float("nan")]), "positive finite"),
+        (_with_samples([1.0, -2.0]), "-2.0"),
+        (_with_samples([]), "non-empty"),
+        (_with_samples(["1.0"]), "'1.0'"),
+        (_duplicate(), "repeats benchmarks[0]"),
+        ('{"format": 1, "environment": {}, "benchmarks": [{"kernel": "k", "shape": {"M": "x"}, "dtype": "f", "samples_ms": [1]}]}', "object of integers"),
+    ],
+)
+def test_malformed_files_are_bad_input(tmp_path: Path, text: str, words: str):
+    with pytest.raises(BadInput) as error:
+        results.load(_write(tmp_path, text))
+    assert words in str(error.value)
+    assert "bad.json" in str(error.value)
+
+
+def test_missing_file_and_directory(tmp_path: Path):
+    with pytest.raises(BadInput, match="no such file"):
+        results.load(tmp_path / "nope.json")
+    with pytest.raises(BadInput, match="is a directory"):
+        results.load(tmp_path)
+    with pytest.raises(BadInput, match="is a directory"):
+        results.save(sample_results(), tmp_path)

@@ -1,0 +1,84 @@
+"""The parts of `perfbot run` that need no GPU: the plan, the correctness rule, the table,
+the environment record."""
+
+import math
+
+import pytest
+import torch
+
+from perfbot import correctness
+from perfbot.environment import clock_event_reasons, collect_environment, triton_commit
+from perfbot.errors import BadInput
+from perfbot.report import run_table
+from perfbot.results import Benchmark, Results
+from perfbot.runner import RunSettings, plan
+from perfbot.subject import load_subject
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def subject():
+    return load_subject(ROOT / "kernels")
+
+
+def test_plan_groups_by_case_and_times_gemm_once(subject):
+    settings = RunSettings(approximations=("none", "tanh"))
+    groups = plan(subject, [subject.suites["pr"]], settings)
+    assert len(groups) == len(subject.suites["pr"].cases)
+    kernels = [p.kernel for p in groups[0]]
+    assert kernels == ["fused", "fused[tanh]", "eager", "eager[tanh]", "compiled", "compiled[tanh]", "gemm"]
+
+
+def test_plan_honours_kernel_filter(subject):
+    groups = plan(subject, [subject.suites["decode"]], RunSettings(kernels=("fused", "gemm")))
+    assert {p.kernel for g in groups for p in g} == {"fused", "gemm"}
+
+
+def test_settings_are_validated():
+    with pytest.raises(BadInput, match="at least 10"):
+        RunSettings(samples=5)
+    with pytest.raises(BadInput, match="none' or 'tanh"):
+        RunSettings(approximations=("exact",))
+
+
+def test_correctness_rule():
+    ref = torch.randn(64, 32, dtype=torch.float64)
+    assert correctness.check(ref.to(torch.bfloat16), ref, "bfloat16").passed
+    assert not correctness.check((ref * 1.01).float(), ref, "float32").passed
+    broken = ref.clone().float()
+    broken[3, 3] = float("nan")
+    check = correctness.check(broken, ref, "float32")
+    assert math.isnan(check.relative_error) and not check.passed
+    assert not correctness.check(ref[:10], ref, "float32").passed
+
+
+def test_reference_is_z1_times_gelu_of_z2():
+    x, w = torch.randn(5, 8), torch.randn(6, 8)
+    z = x.double() @ w.double().T
+    expected = z[:, :3] * 0.5 * z[:, 3:] * (1 + torch.erf(z[:, 3:] / math.sqrt(2)))
+    assert torch.allclose(correctness.reference(x, w, "geglu", "none"), expected)
+
+
+def test_table_shows_throughput_share_of_gemm_and_speedup_over_eager():
+    def bench(kernel, ms):
+        return Benchmark(kernel=kernel, shape={"M": 1000, "K": 1000, "N": 500}, dtype="bfloat16",
+                         samples_ms=[ms] * 10, suite="s", case="c", flops=2 * 1000 * 1000 * 1000)
+
+    table = run_table(Results({}, {}, [bench("fused", 2.0), bench("eager", 3.0), bench("gemm", 1.5)]))
+    cells = {column.header: list(column.cells) for column in table.columns}
+    assert cells["% of gemm"] == ["75.0%", "50.0%", "100.0%"]
+    assert cells["× eager"] == ["1.50×", "1.00×", "2.00×"]
+    assert cells["TFLOP/s"] == ["1.0", "0.7", "1.3"]
+
+
+def test_environment_helpers(monkeypatch):
+    assert clock_event_reasons(0x1 | 0x4) == ("gpu_idle", "sw_power_cap")
+    assert clock_event_reasons(0x4000)[-1] == "unknown_0x4000"
+    monkeypatch.delenv("PERFBOT_TRITON_COMMIT", raising=False)
+    assert triton_commit("3.6.0+git7c56a5e4") == "7c56a5e4"
+    assert triton_commit("3.6.0") == "7c56a5e40f7fd928dfd5c72902d5def0097db73a"
+    assert triton_commit("9.9.9") is None
+    monkeypatch.setenv("PERFBOT_TRITON_COMMIT", "f" * 40)
+    assert triton_commit("9.9.9") == "f" * 40
+    env = collect_environment()
+    assert env.torch == torch.__version__
