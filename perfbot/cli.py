@@ -14,7 +14,7 @@ from . import results as results_file
 from .config import ProjectConfig, find_project_root, load_project_config
 from .environment import collect_environment
 from .errors import EXIT_REGRESSION, PerfbotError
-from .report import failures_table, run_table
+from .report import failures_table, run_markdown, run_table
 from .runner import RunSettings, plan, progress_steps, run
 from .subject import Subject, load_subject
 
@@ -129,14 +129,20 @@ def run_command(
 
 @perfbot.command("show")
 @click.argument("results_path", metavar="RESULTS", type=click.Path(path_type=Path))
-def show_command(results_path: Path) -> None:
+@click.option("--markdown", is_flag=True, help="Print a markdown table instead (failures are listed after it).")
+def show_command(results_path: Path, markdown: bool) -> None:
     """Print the table of a stored results file, as `perfbot run` printed it.
 
     Example:
 
-        perfbot show kernels/results/h200-2026-11-30.json
+        perfbot show kernels/results/h200-2026-11-30.json --markdown
     """
     loaded = results_file.load(results_path)
+    if markdown:
+        click.echo(run_markdown(loaded), nl=False)
+        for failure in loaded.failures:
+            click.echo(f"- FAILED {failure.suite}/{failure.case} {failure.kernel}: {failure.reason}")
+        return
     console = _console()
     console.print(run_table(loaded))
     if loaded.failures:

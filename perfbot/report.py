@@ -1,38 +1,40 @@
-"""Tables people read: the terminal table of a run."""
+"""Tables people read: a run's results in the terminal and in markdown."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import jinja2
 from rich.table import Table
 
 from .results import Benchmark, Results
 
+_COLUMNS = ("suite", "case", "M×K→N", "dtype", "kernel", "median ms", "samples", "TFLOP/s", "% of gemm", "× eager")
+_NUMERIC = 5  # columns from here on are right-aligned numbers
 
-def _shape_text(shape: dict[str, int]) -> str:
-    return f"{shape['M']}×{shape['K']}→{shape['N']}" if set(shape) == {"M", "K", "N"} else str(shape)
+_MARKDOWN = jinja2.Environment(autoescape=False, trim_blocks=True, lstrip_blocks=True).from_string(
+    """| {{ columns | join(" | ") }} |
+|{% for c in columns %}{{ "---:|" if loop.index0 >= numeric else "---|" }}{% endfor %}
+
+{% for row in rows %}
+| {{ row | map("md") | join(" | ") }} |
+{% endfor %}
+"""
+)
+_MARKDOWN.environment.filters["md"] = lambda text: str(text).replace("|", "\\|")
 
 
-def _peer(benchmarks: list[Benchmark], bench: Benchmark, implementation: str) -> Benchmark | None:
-    """The benchmark of `implementation` on the same case, with the same GELU when it has one."""
-    for other in benchmarks:
-        if other.suite == bench.suite and other.case == bench.case and other.dtype == bench.dtype:
-            if other.kernel == implementation and implementation == "gemm":
-                return other
-            if other.kernel.split("[")[0] == implementation and other.approximate == bench.approximate:
-                return other
-    return None
+@dataclass(frozen=True)
+class RunRow:
+    """One benchmark of a run, with its throughput relative to gemm and eager on the same case."""
 
+    bench: Benchmark
+    gemm: Benchmark | None
+    eager: Benchmark | None
 
-def run_table(results: Results) -> Table:
-    """Median ms, TFLOP/s, % of cuBLAS gemm throughput, and speedup over eager, per benchmark."""
-    table = Table(title="perfbot run (medians)", title_justify="left")
-    for column in ("suite", "case", "M×K→N", "dtype", "kernel"):
-        table.add_column(column)
-    for column in ("median ms", "samples", "TFLOP/s", "% of gemm", "× eager"):
-        table.add_column(column, justify="right")
-    for bench in results.benchmarks:
-        gemm = _peer(results.benchmarks, bench, "gemm")
-        eager = _peer(results.benchmarks, bench, "eager")
-        table.add_row(
+    def cells(self) -> tuple[str, ...]:
+        bench = self.bench
+        return (
             bench.suite,
             bench.case,
             _shape_text(bench.shape),
@@ -41,10 +43,30 @@ def run_table(results: Results) -> Table:
             f"{bench.median_ms:.4f}",
             str(len(bench.samples_ms)),
             f"{bench.tflops:.1f}" if bench.flops else "",
-            f"{100 * gemm.median_ms / bench.median_ms:.1f}%" if gemm else "",
-            f"{eager.median_ms / bench.median_ms:.2f}×" if eager else "",
+            f"{100 * self.gemm.median_ms / bench.median_ms:.1f}%" if self.gemm else "",
+            f"{self.eager.median_ms / bench.median_ms:.2f}×" if self.eager else "",
         )
+
+
+def run_rows(results: Results) -> list[RunRow]:
+    return [
+        RunRow(bench, _peer(results.benchmarks, bench, "gemm"), _peer(results.benchmarks, bench, "eager"))
+        for bench in results.benchmarks
+    ]
+
+
+def run_table(results: Results) -> Table:
+    """Median ms, TFLOP/s, % of cuBLAS gemm throughput, and speedup over eager, per benchmark."""
+    table = Table(title="perfbot run (medians)", title_justify="left")
+    for index, column in enumerate(_COLUMNS):
+        table.add_column(column, justify="right" if index >= _NUMERIC else "left")
+    for row in run_rows(results):
+        table.add_row(*row.cells())
     return table
+
+
+def run_markdown(results: Results) -> str:
+    return _MARKDOWN.render(columns=_COLUMNS, numeric=_NUMERIC, rows=[row.cells() for row in run_rows(results)])
 
 
 def failures_table(results: Results) -> Table:
@@ -63,6 +85,22 @@ def failures_table(results: Results) -> Table:
             _fmt(failure.error_bound),
         )
     return table
+
+
+def _shape_text(shape: dict[str, int]) -> str:
+    return f"{shape['M']}×{shape['K']}→{shape['N']}" if set(shape) == {"M", "K", "N"} else str(shape)
+
+
+def _peer(benchmarks: list[Benchmark], bench: Benchmark, implementation: str) -> Benchmark | None:
+    """The benchmark of `implementation` on the same case, with the same GELU when it has one."""
+    for other in benchmarks:
+        if (other.suite, other.case, other.dtype) != (bench.suite, bench.case, bench.dtype):
+            continue
+        if implementation == "gemm" and other.kernel == "gemm":
+            return other
+        if other.kernel.split("[")[0] == implementation and other.approximate == bench.approximate:
+            return other
+    return None
 
 
 def _fmt(value: float | None) -> str:
