@@ -3,10 +3,17 @@
     [z1 | z2] = x @ weight.T        x: [..., K], weight: [2N, K] (torch.nn.Linear layout)
     out       = z1 * gelu(z2)       out: [..., N]
 
-Each program computes one BLOCK_M x BLOCK_N tile of `out`, so it accumulates the matching
-tiles of z1 (rows n of weight) and z2 (rows N + n) side by side. The grid covers the N output
-columns, not the 2N columns of the matmul: the seed issue's kernel launched a program for every
-column of [z1 | z2] and half of them did work that was thrown away.
+Each tile of `out` accumulates the matching tiles of z1 (rows n of weight) and z2 (rows N + n)
+side by side and applies the epilogue in registers, so z never reaches memory. The grid covers
+the N output columns, not the 2N columns of the matmul: the seed issue's kernel launched a
+program for every column of [z1 | z2] and half of them did work that was thrown away.
+
+Two paths, chosen per call (see `launch_plan`):
+- ``tma`` (Hopper and newer, 16-bit inputs): a persistent kernel, one program per SM walking
+  the tiles in grouped order; x and both halves of weight arrive through TMA descriptors, out
+  leaves through one; optionally warp-specialized (producer warps load, consumer warps multiply).
+- ``pointer`` (everything else: A100, fp32, shapes TMA cannot describe): the tutorial-03 style
+  kernel with pointer arithmetic, one program per tile.
 """
 
 from __future__ import annotations
@@ -17,8 +24,12 @@ import os
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+from . import configs
 
 APPROXIMATIONS = ("none", "tanh")
+PATHS = ("tma", "pointer")
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
@@ -34,7 +45,20 @@ def _gelu(z, APPROXIMATE_TANH: tl.constexpr):
 
 
 @triton.jit
-def _geglu_kernel(
+def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    # Grouped order: GROUP_M row-blocks of x share each column-block of weight while it is
+    # still in L2 (Triton tutorial 03).
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = tile_id // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((tile_id % num_pid_in_group) % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def _geglu_pointer_kernel(
     # Pointers to matrices
     x_ptr, w_ptr, out_ptr,
     # Matrix dimensions
@@ -48,18 +72,7 @@ def _geglu_kernel(
     APPROXIMATE_TANH: tl.constexpr,
     INPUT_PRECISION: tl.constexpr,
 ):
-    # Grouped tile order: GROUP_M row-blocks share each column-block of weight while it is
-    # still in L2 (Triton tutorial 03).
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-
+    pid_m, pid_n = _tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
@@ -91,26 +104,37 @@ def _geglu_kernel(
     tl.store(out_ptrs, out.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def kernel_config(x: torch.Tensor, weight: torch.Tensor) -> dict:
-    """The launch configuration `geglu` uses for these inputs (recorded with every result)."""
-    _check_inputs(x, weight, "none")
-    return _pointer_config(math.prod(x.shape[:-1]), weight.shape[0] // 2, x.dtype)
-
-
-def _pointer_config(M: int, N: int, dtype: torch.dtype) -> dict:
-    # Two accumulators of BLOCK_M x BLOCK_N make the register footprint of one
-    # BLOCK_M x 2*BLOCK_N matmul tile. fp32 operands are twice the bytes: halve BLOCK_K so the
-    # pipelined stages still fit in shared memory.
-    block_m = 128 if M > 64 else max(16, triton.next_power_of_2(M))
-    return {
-        "path": "pointer",
-        "BLOCK_M": block_m,
-        "BLOCK_N": 64,
-        "BLOCK_K": 32 if dtype == torch.float32 else 64,
-        "GROUP_M": 8,
-        "num_warps": 8 if block_m >= 128 else 4,
-        "num_stages": 3,
-    }
+@triton.jit
+def _geglu_tma_kernel(
+    # Tensor descriptors: x [M, K], the halves of weight [N, K] each, out [M, N]
+    x_desc, w1_desc, w2_desc, out_desc,
+    # Matrix dimensions
+    M, N, K,
+    # Meta-parameters
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    NUM_SMS: tl.constexpr,
+    APPROXIMATE_TANH: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr,
+):
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    # Persistent: each program walks tiles NUM_SMS apart. TMA zero-fills loads past the edges
+    # of x and weight and clips the store at the edges of out, so no masks are needed.
+    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS, warp_specialize=WARP_SPECIALIZE):
+        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        offs_m = pid_m * BLOCK_M
+        offs_n = pid_n * BLOCK_N
+        z1 = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        z2 = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            offs_k = ki * BLOCK_K
+            x = x_desc.load([offs_m, offs_k])
+            z1 = tl.dot(x, w1_desc.load([offs_n, offs_k]).T, z1)
+            z2 = tl.dot(x, w2_desc.load([offs_n, offs_k]).T, z2)
+        out = z1 * _gelu(z2, APPROXIMATE_TANH)
+        out_desc.store([offs_m, offs_n], out.to(out_desc.dtype))
 
 
 def _interpreting() -> bool:
@@ -147,16 +171,69 @@ def _check_inputs(x: torch.Tensor, weight: torch.Tensor, approximate: str) -> No
         )
 
 
+def _tma_capable(x2d: torch.Tensor, weight: torch.Tensor, N: int) -> bool:
+    """TMA needs 16-bit inputs here (fp32 takes full-precision FMA dots either way), contiguous
+    rows whose strides are multiples of 16 bytes, and 16-byte-aligned bases for both halves."""
+    if x2d.dtype not in (torch.float16, torch.bfloat16):
+        return False
+    if not (x2d.is_contiguous() and weight.is_contiguous()):
+        return False
+    K = x2d.shape[1]
+    size = x2d.element_size()
+    return (K * size) % 16 == 0 and (N * size) % 16 == 0 and x2d.data_ptr() % 16 == 0 and weight.data_ptr() % 16 == 0
+
+
+def _device_info(device: torch.device) -> tuple[str, int, bool]:
+    """(GPU name, SM count, has TMA); the interpreter counts as an unknown GPU without TMA."""
+    if device.type != "cuda":
+        return "interpreter", 4, False
+    props = torch.cuda.get_device_properties(device)
+    return props.name, props.multi_processor_count, props.major >= 9
+
+
+def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) -> dict:
+    """The path and launch configuration `geglu` uses for these inputs (recorded with results).
+
+    `path` forces "tma" or "pointer"; by default TMA is used wherever it can be.
+    """
+    _check_inputs(x, weight, "none")
+    if path is not None and path not in PATHS:
+        raise ValueError(f"geglu: path must be one of {PATHS}, got {path!r}")
+    K, N = x.shape[-1], weight.shape[0] // 2
+    M = math.prod(x.shape[:-1])
+    x2d = x.reshape(M, K) if M and K else x
+    gpu, num_sms, has_tma = _device_info(x.device)
+    can_tma = (has_tma or _interpreting()) and M > 0 and K > 0 and _tma_capable(x2d, weight, N)
+    if path == "tma" and not can_tma:
+        raise ValueError(
+            f"geglu: the TMA path needs a Hopper GPU, 16-bit contiguous inputs and K, N multiples of 8; "
+            f"got x {tuple(x.shape)} {x.dtype} and weight {tuple(weight.shape)} on {x.device}"
+        )
+    chosen = path or ("tma" if can_tma and has_tma else "pointer")
+    shape_class = configs.shape_class(M, N, num_sms)
+    config = configs.lookup(gpu, chosen, shape_class, x.dtype)
+    return {"path": chosen, "gpu": gpu, "shape_class": shape_class, "num_sms": num_sms, **config}
+
+
+def kernel_config(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) -> dict:
+    """Alias of `launch_plan`, the name perfbot's implementations use."""
+    return launch_plan(x, weight, path)
+
+
 def geglu(
     x: torch.Tensor,
     weight: torch.Tensor,
     *,
     approximate: str = "none",
     out: torch.Tensor | None = None,
+    path: str | None = None,
+    config: dict | None = None,
 ) -> torch.Tensor:
     """out = z1 * gelu(z2, approximate) with [z1 | z2] = x @ weight.T.
 
     `out`, if given, receives the result and must be a contiguous [..., N] tensor of x's dtype.
+    `path` forces a kernel ("tma" or "pointer"); `config` overrides the tuned launch
+    configuration (used by the tuner).
     """
     _check_inputs(x, weight, approximate)
     K = x.shape[-1]
@@ -176,20 +253,54 @@ def geglu(
         return out.zero_()
     x2d = x.reshape(M, K)
     out2d = out.view(M, N)
+    plan = launch_plan(x2d, weight, path)
+    launch = _launch_tma if plan["path"] == "tma" else _launch_pointer
+    tanh = approximate == "tanh"
+    if config is not None:
+        plan = {**plan, **config}
+    elif plan["source"] == "untuned" and x.device.type == "cuda":
+        key = (plan["gpu"], plan["path"], plan["shape_class"], x.dtype)
+        plan = {**plan, **configs.autotune(key, lambda c: launch(x2d, weight, out2d, {**plan, **c}, tanh))}
+    launch(x2d, weight, out2d, plan, tanh)
+    return out
 
-    config = _pointer_config(M, N, x.dtype)
-    grid = (triton.cdiv(M, config["BLOCK_M"]) * triton.cdiv(N, config["BLOCK_N"]),)
-    _geglu_kernel[grid](
+
+def _launch_pointer(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
+    M, K = x2d.shape
+    N = out2d.shape[1]
+    grid = (triton.cdiv(M, plan["BLOCK_M"]) * triton.cdiv(N, plan["BLOCK_N"]),)
+    _geglu_pointer_kernel[grid](
         x2d, weight, out2d,
         M, N, K,
         x2d.stride(0), x2d.stride(1),
         weight.stride(0), weight.stride(1),
         out2d.stride(0), out2d.stride(1),
-        BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"], BLOCK_K=config["BLOCK_K"],
-        GROUP_M=config["GROUP_M"],
-        APPROXIMATE_TANH=approximate == "tanh",
+        BLOCK_M=plan["BLOCK_M"], BLOCK_N=plan["BLOCK_N"], BLOCK_K=plan["BLOCK_K"],
+        GROUP_M=plan["GROUP_M"],
+        APPROXIMATE_TANH=tanh,
         # Full fp32 products for fp32 inputs, as torch does by default (no TF32).
         INPUT_PRECISION="ieee",
-        num_warps=config["num_warps"], num_stages=config["num_stages"],
+        num_warps=plan["num_warps"], num_stages=plan["num_stages"],
     )
-    return out
+
+
+def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
+    M, K = x2d.shape
+    N = out2d.shape[1]
+    bm, bn, bk = plan["BLOCK_M"], plan["BLOCK_N"], plan["BLOCK_K"]
+    x_desc = TensorDescriptor(x2d, [M, K], [K, 1], [bm, bk])
+    w1_desc = TensorDescriptor(weight[:N], [N, K], [K, 1], [bn, bk])
+    w2_desc = TensorDescriptor(weight[N:], [N, K], [K, 1], [bn, bk])
+    out_desc = TensorDescriptor(out2d, [M, N], [N, 1], [bm, bn])
+    tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
+    programs = min(plan["num_sms"], tiles)
+    _geglu_tma_kernel[(programs,)](
+        x_desc, w1_desc, w2_desc, out_desc,
+        M, N, K,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+        GROUP_M=plan["GROUP_M"],
+        NUM_SMS=programs,
+        APPROXIMATE_TANH=tanh,
+        WARP_SPECIALIZE=plan["warp_specialize"],
+        num_warps=plan["num_warps"], num_stages=plan["num_stages"],
+    )

@@ -4,7 +4,11 @@
 - ``eager``: cuBLAS matmul, then chunk, gelu and multiply as separate PyTorch ops (the seed's
   forward pass);
 - ``compiled``: ``torch.compile`` of eager, default mode;
-- ``gemm``: cuBLAS ``x @ weight.T`` alone, without the epilogue: the floor for the fused kernel.
+- ``fused-pointer``: the fused kernel forced onto its pointer path (the path of GPUs without TMA);
+- ``max-autotune``: ``torch.compile(mode="max-autotune-no-cudagraphs")`` of eager, each shape
+  compiled and tuned for itself: what a user would pick instead of a hand-written kernel;
+- ``gemm``: cuBLAS ``x @ weight.T`` alone, without the epilogue: the floor for the fused kernel;
+- ``copy``: a device-to-device copy of weight, the memory-bandwidth ceiling for decode shapes.
 """
 
 from __future__ import annotations
@@ -31,11 +35,21 @@ def gemm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return x @ weight.T
 
 
+def copy_weight(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return weight.clone()
+
+
 @functools.cache
 def _compiled_eager() -> Callable[..., torch.Tensor]:
     # One compiled function for the whole process, as a user would write it; dynamo
     # re-specializes on new shapes and on the `approximate` string.
     return torch.compile(eager_geglu)
+
+
+@functools.cache
+def _max_autotuned_eager() -> Callable[..., torch.Tensor]:
+    # dynamic=False: every shape gets kernels tuned for it, the strongest form of this baseline.
+    return torch.compile(eager_geglu, mode="max-autotune-no-cudagraphs", dynamic=False)
 
 
 def _no_config(x: torch.Tensor, weight: torch.Tensor) -> dict | None:
@@ -47,7 +61,7 @@ class Implementation:
     """One implementation; ``computes`` says which float64 reference it is checked against."""
 
     name: str
-    computes: str  # "geglu" or "matmul"
+    computes: str  # "geglu", "matmul" or "copy" (of weight)
     build: Callable[[str], GegluFn]  # approximate -> function of (x, weight)
     config: Callable[[torch.Tensor, torch.Tensor], dict | None] = field(default=_no_config)
 
@@ -71,6 +85,18 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             "geglu",
             lambda approximate: functools.partial(_compiled_eager(), approximate=approximate),
         ),
+        Implementation(
+            "fused-pointer",
+            "geglu",
+            lambda approximate: functools.partial(geglu, approximate=approximate, path="pointer"),
+            functools.partial(kernel_config, path="pointer"),
+        ),
+        Implementation(
+            "max-autotune",
+            "geglu",
+            lambda approximate: functools.partial(_max_autotuned_eager(), approximate=approximate),
+        ),
         Implementation("gemm", "matmul", lambda approximate: gemm),
+        Implementation("copy", "copy", lambda approximate: copy_weight),
     )
 }

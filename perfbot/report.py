@@ -9,7 +9,7 @@ from rich.table import Table
 
 from .results import Benchmark, Results
 
-_COLUMNS = ("suite", "case", "M×K→N", "dtype", "kernel", "median ms", "samples", "TFLOP/s", "% of gemm", "× eager")
+_COLUMNS = ("suite", "case", "M×K→N", "dtype", "kernel", "median ms", "samples", "TFLOP/s", "GB/s", "% of gemm", "× eager")
 _NUMERIC = 5  # columns from here on are right-aligned numbers
 
 _MARKDOWN = jinja2.Environment(autoescape=False, trim_blocks=True, lstrip_blocks=True).from_string(
@@ -43,16 +43,20 @@ class RunRow:
             f"{bench.median_ms:.4f}",
             str(len(bench.samples_ms)),
             f"{bench.tflops:.1f}" if bench.flops else "",
+            f"{bench.gbps:.0f}" if bench.bytes else "",
             f"{100 * self.gemm.median_ms / bench.median_ms:.1f}%" if self.gemm else "",
             f"{self.eager.median_ms / bench.median_ms:.2f}×" if self.eager else "",
         )
 
 
 def run_rows(results: Results) -> list[RunRow]:
-    return [
-        RunRow(bench, _peer(results.benchmarks, bench, "gemm"), _peer(results.benchmarks, bench, "eager"))
-        for bench in results.benchmarks
-    ]
+    rows = []
+    for bench in results.benchmarks:
+        if bench.flops:  # ratios to gemm and eager mean something only for the same arithmetic
+            rows.append(RunRow(bench, _peer(results.benchmarks, bench, "gemm"), _peer(results.benchmarks, bench, "eager")))
+        else:
+            rows.append(RunRow(bench, None, None))
+    return rows
 
 
 def run_table(results: Results) -> Table:

@@ -31,6 +31,7 @@ class Benchmark:
     case: str = ""
     approximate: str = "none"
     flops: int = 0
+    bytes: int = 0  # the fewest bytes the benchmark must move through memory
     relative_error: float | None = None
     error_bound: float | None = None
     config: dict[str, Any] | None = None  # the Triton kernel's launch config, if any
@@ -46,6 +47,10 @@ class Benchmark:
     @property
     def tflops(self) -> float:
         return self.flops / (self.median_ms * 1e-3) / 1e12
+
+    @property
+    def gbps(self) -> float:
+        return self.bytes / (self.median_ms * 1e-3) / 1e9
 
 
 @dataclass(frozen=True)

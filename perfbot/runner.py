@@ -61,9 +61,10 @@ def plan(subject: Subject, suites: Sequence[Suite], settings: RunSettings) -> li
             for name in kernels:
                 impl = subject.implementations[name]
                 for approximate in settings.approximations:
-                    if impl.computes == "matmul" and approximate != settings.approximations[0]:
+                    has_gelu = impl.computes == "geglu"
+                    if not has_gelu and approximate != settings.approximations[0]:
                         continue  # no GELU in it: once per case is enough
-                    label = name if approximate == "none" or impl.computes == "matmul" else f"{name}[{approximate}]"
+                    label = name if approximate == "none" or not has_gelu else f"{name}[{approximate}]"
                     group.append(Planned(case, label, name, approximate))
             if group:
                 groups.append(group)
@@ -130,6 +131,7 @@ def run(
 @dataclass
 class _Ready:
     planned: Planned
+    computes: str
     call: Callable[[], torch.Tensor]
     expected: torch.Tensor
     check: correctness.Check
@@ -168,7 +170,7 @@ def _check_group(
             failures.append(_failure(planned, "wrong result", check))
             continue
         config = impl.config(x, weight)
-        ready.append(_Ready(planned, functools.partial(fn, x, weight), references[key], check, config))
+        ready.append(_Ready(planned, impl.computes, functools.partial(fn, x, weight), references[key], check, config))
     return ready, failures
 
 
@@ -196,7 +198,8 @@ def _time_group(
                 suite=case.suite,
                 case=case.name,
                 approximate=r.planned.approximate,
-                flops=case.flops,
+                flops=case.flops(r.computes),
+                bytes=case.bytes_moved(r.computes),
                 relative_error=r.check.relative_error,
                 error_bound=r.check.bound,
                 config=r.config,

@@ -34,10 +34,19 @@ class Case:
     def shape(self) -> dict[str, int]:
         return {"M": self.M, "K": self.K, "N": self.N}
 
-    @property
-    def flops(self) -> int:
+    def flops(self, computes: str) -> int:
         # The matmul's multiply-adds; the GeGLU epilogue is O(M N) and left out.
-        return 2 * self.M * self.K * 2 * self.N
+        return 0 if computes == "copy" else 2 * self.M * self.K * 2 * self.N
+
+    def bytes_moved(self, computes: str) -> int:
+        """The fewest bytes `computes` must move through memory: each input read once, the
+        output written once."""
+        size = {"float16": 2, "bfloat16": 2, "float32": 4}[self.dtype]
+        weight = 2 * self.N * self.K
+        if computes == "copy":
+            return 2 * weight * size
+        outputs = self.M * self.N * (2 if computes == "matmul" else 1)
+        return (self.M * self.K + weight + outputs) * size
 
 
 @dataclass(frozen=True)

@@ -88,10 +88,10 @@ def test_markdown_table_matches_the_terminal_cells_and_escapes_pipes():
     from perfbot.report import run_markdown
 
     bench = Benchmark(kernel="fu|sed", shape={"M": 10, "K": 20, "N": 30}, dtype="float16",
-                      samples_ms=[0.5] * 10, suite="s", case="c", flops=2 * 10 * 20 * 60)
+                      samples_ms=[0.5] * 10, suite="s", case="c", flops=2 * 10 * 20 * 60, bytes=100_000)
     text = run_markdown(Results({}, {}, [bench]))
     assert text == (
-        "| suite | case | M×K→N | dtype | kernel | median ms | samples | TFLOP/s | % of gemm | × eager |\n"
-        "|---|---|---|---|---|---:|---:|---:|---:|---:|\n"
-        "| s | c | 10×20→30 | float16 | fu\\|sed | 0.5000 | 10 | 0.0 |  |  |\n"
+        "| suite | case | M×K→N | dtype | kernel | median ms | samples | TFLOP/s | GB/s | % of gemm | × eager |\n"
+        "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n"
+        "| s | c | 10×20→30 | float16 | fu\\|sed | 0.5000 | 10 | 0.0 | 0 |  |  |\n"
     )

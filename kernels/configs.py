@@ -1,0 +1,113 @@
+"""Launch configurations of the fused GeGLU kernel: tuned per GPU and shape class, autotuned
+where no tuned one exists.
+
+Autotuning at benchmark time picked different configs in separate processes (4.6% spread,
+DESIGN.md), which a regression bot would read as a change of speed. So configs are tuned once
+per GPU (scripts/tune_geglu.py writes tuned_configs.yaml) and looked up; only a GPU that file
+does not know is autotuned, once per process, over the candidates below.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from pathlib import Path
+from typing import Callable
+
+import torch
+import yaml
+
+TUNED_FILE = Path(__file__).with_name("tuned_configs.yaml")
+SHAPE_CLASSES = ("decode", "small", "large")
+_SMEM_BYTES = 220 * 1024  # Hopper allows 227 KiB per block; keep a margin for barriers
+
+# fp32 inputs take the pointer path with full-precision FMA dots; smem per stage doubles.
+FP32_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 3}
+
+
+def shape_class(M: int, N: int, num_sms: int) -> str:
+    """decode: at most 64 rows, bound by reading weight once. small: fewer 128x128 output
+    tiles than two waves of the GPU, so smaller tiles keep every SM busy. large: the rest."""
+    if M <= 64:
+        return "decode"
+    if -(-M // 128) * -(-N // 128) < 2 * num_sms:
+        return "small"
+    return "large"
+
+
+def _grid(**axes: list) -> list[dict]:
+    return [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
+
+
+def _smem_bytes(config: dict, element_size: int = 2) -> int:
+    stage = (config["BLOCK_M"] + 2 * config["BLOCK_N"]) * config["BLOCK_K"] * element_size
+    return config["num_stages"] * stage + config["BLOCK_M"] * config["BLOCK_N"] * element_size
+
+
+# Candidates for 16-bit inputs, per path and shape class.
+_CANDIDATES = {
+    ("tma", "large"): _grid(BLOCK_M=[128], BLOCK_N=[128, 64], BLOCK_K=[64], GROUP_M=[8],
+                            num_warps=[8], num_stages=[3, 4], warp_specialize=[True, False]),
+    ("tma", "small"): _grid(BLOCK_M=[64, 128], BLOCK_N=[64, 128], BLOCK_K=[64], GROUP_M=[8],
+                            num_warps=[4], num_stages=[4], warp_specialize=[True, False]),
+    ("tma", "decode"): _grid(BLOCK_M=[64], BLOCK_N=[32, 64, 128], BLOCK_K=[128, 256], GROUP_M=[1],
+                             num_warps=[4], num_stages=[3, 5], warp_specialize=[False]),
+    ("pointer", "large"): _grid(BLOCK_M=[128], BLOCK_N=[64, 128], BLOCK_K=[32, 64], GROUP_M=[8],
+                                num_warps=[8], num_stages=[3]),
+    ("pointer", "small"): _grid(BLOCK_M=[64, 128], BLOCK_N=[64], BLOCK_K=[64], GROUP_M=[8],
+                                num_warps=[4], num_stages=[3, 4]),
+    ("pointer", "decode"): _grid(BLOCK_M=[16], BLOCK_N=[32, 64], BLOCK_K=[128, 256], GROUP_M=[1],
+                                 num_warps=[4], num_stages=[3, 5]),
+}
+
+
+def candidates(path: str, shape_class: str) -> list[dict]:
+    """Configs worth trying for 16-bit inputs, those that fit in shared memory."""
+    return [c for c in _CANDIDATES[(path, shape_class)] if _smem_bytes(c) <= _SMEM_BYTES]
+
+
+@functools.cache
+def tuned_table() -> dict:
+    """tuned_configs.yaml: GPU name -> path -> shape class -> config."""
+    if not TUNED_FILE.is_file():
+        return {}
+    table = yaml.safe_load(TUNED_FILE.read_text()) or {}
+    if not isinstance(table, dict):
+        raise ValueError(f"{TUNED_FILE}: expected a mapping of GPU name -> path -> shape class -> config")
+    return table
+
+
+_autotuned: dict[tuple, dict] = {}
+
+
+def lookup(gpu: str, path: str, shape_class: str, dtype: torch.dtype) -> dict:
+    """The config for this GPU, path, shape class and dtype, and where it came from."""
+    if dtype == torch.float32:
+        return {**FP32_CONFIG, "source": "fixed"}
+    tuned = tuned_table().get(gpu, {}).get(path, {}).get(shape_class)
+    if tuned is not None:
+        return {**tuned, "source": "tuned"}
+    if (gpu, path, shape_class, dtype) in _autotuned:
+        return {**_autotuned[(gpu, path, shape_class, dtype)], "source": "autotuned"}
+    # Not tuned and not yet autotuned (or the interpreter, which cannot time): the first
+    # candidate; geglu autotunes before its first launch on a real GPU.
+    return {**candidates(path, shape_class)[0], "source": "untuned"}
+
+
+def autotune(key: tuple, run_with: Callable[[dict], None]) -> dict:
+    """Time every candidate for `key` = (gpu, path, shape_class, dtype) with `run_with(config)`
+    and remember the fastest for the rest of the process."""
+    if key not in _autotuned:
+        import triton.testing
+
+        gpu, path, cls, dtype = key
+        timed = []
+        for config in candidates(path, cls):
+            try:
+                timed.append((triton.testing.do_bench(lambda: run_with(config), return_mode="median"), config))
+            except Exception:  # a candidate that does not compile or launch here is not a choice
+                continue
+        if not timed:
+            raise RuntimeError(f"geglu: no candidate config runs for {key}")
+        _autotuned[key] = min(timed, key=lambda pair: pair[0])[1]
+    return _autotuned[key]
