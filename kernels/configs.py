@@ -19,7 +19,7 @@ import yaml
 
 TUNED_FILE = Path(__file__).with_name("tuned_configs.yaml")
 SHAPE_CLASSES = ("decode", "small", "large")
-_SMEM_BYTES = 220 * 1024  # Hopper allows 227 KiB per block; keep a margin for barriers
+_SMEM_BYTES = 226 * 1024  # Hopper allows 227 KiB per block; keep a margin for barriers
 
 # fp32 inputs take the pointer path with full-precision FMA dots; smem per stage doubles.
 FP32_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 3}
@@ -41,23 +41,31 @@ def _grid(**axes: list) -> list[dict]:
 
 def _smem_bytes(config: dict, element_size: int = 2) -> int:
     stage = (config["BLOCK_M"] + 2 * config["BLOCK_N"]) * config["BLOCK_K"] * element_size
-    return config["num_stages"] * stage + config["BLOCK_M"] * config["BLOCK_N"] * element_size
+    epilogue = config["BLOCK_M"] * config["BLOCK_N"] * element_size // (2 if config.get("epilogue_subtile") else 1)
+    return config["num_stages"] * stage + epilogue
 
 
-# Candidates for 16-bit inputs, per path and shape class.
+# Candidates for 16-bit inputs, per path and shape class. On Triton 3.6, warp specialization
+# with 4 warps gave NaNs or failed to compile (H200, 2026-11-30): only 8-warp variants try it.
+# Decode candidates leave BLOCK_M to the launch, which covers all rows (at most 64) with one block.
 _CANDIDATES = {
-    ("tma", "large"): _grid(BLOCK_M=[128], BLOCK_N=[128, 64], BLOCK_K=[64], GROUP_M=[8],
-                            num_warps=[8], num_stages=[3, 4], warp_specialize=[True, False]),
+    ("tma", "large"): _grid(BLOCK_M=[128], BLOCK_N=[128], BLOCK_K=[64, 128], GROUP_M=[8, 16],
+                            num_warps=[8], num_stages=[3, 4], warp_specialize=[True, False],
+                            epilogue_subtile=[True, False])
+    + _grid(BLOCK_M=[256], BLOCK_N=[64], BLOCK_K=[64], GROUP_M=[8], num_warps=[8], num_stages=[3, 4],
+            warp_specialize=[True, False], epilogue_subtile=[False]),
     ("tma", "small"): _grid(BLOCK_M=[64, 128], BLOCK_N=[64, 128], BLOCK_K=[64], GROUP_M=[8],
-                            num_warps=[4], num_stages=[4], warp_specialize=[True, False]),
+                            num_warps=[4], num_stages=[4], warp_specialize=[False], epilogue_subtile=[False])
+    + _grid(BLOCK_M=[128], BLOCK_N=[64, 128], BLOCK_K=[64], GROUP_M=[8],
+            num_warps=[8], num_stages=[3, 4], warp_specialize=[True, False], epilogue_subtile=[False]),
     ("tma", "decode"): _grid(BLOCK_M=[64], BLOCK_N=[32, 64, 128], BLOCK_K=[128, 256], GROUP_M=[1],
-                             num_warps=[4], num_stages=[3, 5], warp_specialize=[False]),
+                             num_warps=[4], num_stages=[3, 5], warp_specialize=[False], epilogue_subtile=[False]),
     ("pointer", "large"): _grid(BLOCK_M=[128], BLOCK_N=[64, 128], BLOCK_K=[32, 64], GROUP_M=[8],
-                                num_warps=[8], num_stages=[3]),
-    ("pointer", "small"): _grid(BLOCK_M=[64, 128], BLOCK_N=[64], BLOCK_K=[64], GROUP_M=[8],
+                                num_warps=[8], num_stages=[3, 4]),
+    ("pointer", "small"): _grid(BLOCK_M=[64, 128], BLOCK_N=[64, 128], BLOCK_K=[32, 64], GROUP_M=[8],
                                 num_warps=[4], num_stages=[3, 4]),
-    ("pointer", "decode"): _grid(BLOCK_M=[16], BLOCK_N=[32, 64], BLOCK_K=[128, 256], GROUP_M=[1],
-                                 num_warps=[4], num_stages=[3, 5]),
+    ("pointer", "decode"): _grid(BLOCK_M=[64], BLOCK_N=[32, 64, 128], BLOCK_K=[128, 256], GROUP_M=[1],
+                                 num_warps=[4, 8], num_stages=[3, 4, 6]),
 }
 
 
@@ -75,6 +83,11 @@ def tuned_table() -> dict:
     if not isinstance(table, dict):
         raise ValueError(f"{TUNED_FILE}: expected a mapping of GPU name -> path -> shape class -> config")
     return table
+
+
+def preferred_path(gpu: str, shape_class: str) -> str | None:
+    """The path that tuning found fastest for this GPU and shape class, if it was tuned."""
+    return tuned_table().get(gpu, {}).get("prefer", {}).get(shape_class)
 
 
 _autotuned: dict[tuple, dict] = {}

@@ -116,6 +116,7 @@ def _geglu_tma_kernel(
     NUM_SMS: tl.constexpr,
     APPROXIMATE_TANH: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr,
+    EPILOGUE_SUBTILE: tl.constexpr,
 ):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -133,8 +134,14 @@ def _geglu_tma_kernel(
             x = x_desc.load([offs_m, offs_k])
             z1 = tl.dot(x, w1_desc.load([offs_n, offs_k]).T, z1)
             z2 = tl.dot(x, w2_desc.load([offs_n, offs_k]).T, z2)
-        out = z1 * _gelu(z2, APPROXIMATE_TANH)
-        out_desc.store([offs_m, offs_n], out.to(out_desc.dtype))
+        out = (z1 * _gelu(z2, APPROXIMATE_TANH)).to(out_desc.dtype)
+        if EPILOGUE_SUBTILE:
+            # Two half-width stores: half the shared memory for the epilogue, left for stages.
+            left, right = tl.split(tl.permute(tl.reshape(out, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+            out_desc.store([offs_m, offs_n], left)
+            out_desc.store([offs_m, offs_n + BLOCK_N // 2], right)
+        else:
+            out_desc.store([offs_m, offs_n], out)
 
 
 def _interpreting() -> bool:
@@ -209,10 +216,23 @@ def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) 
             f"geglu: the TMA path needs a Hopper GPU, 16-bit contiguous inputs and K, N multiples of 8; "
             f"got x {tuple(x.shape)} {x.dtype} and weight {tuple(weight.shape)} on {x.device}"
         )
-    chosen = path or ("tma" if can_tma and has_tma else "pointer")
     shape_class = configs.shape_class(M, N, num_sms)
+    preferred = configs.preferred_path(gpu, shape_class)
+    if path is not None:
+        chosen = path
+    elif preferred is not None and (preferred != "tma" or can_tma):
+        chosen = preferred
+    else:
+        chosen = "tma" if can_tma and has_tma else "pointer"
     config = configs.lookup(gpu, chosen, shape_class, x.dtype)
-    return {"path": chosen, "gpu": gpu, "shape_class": shape_class, "num_sms": num_sms, **config}
+    return _fit_rows({"path": chosen, "gpu": gpu, "shape_class": shape_class, "num_sms": num_sms, **config}, M)
+
+
+def _fit_rows(plan: dict, M: int) -> dict:
+    if plan["shape_class"] == "decode":
+        # One block of rows holds every row, so weight is read from memory once.
+        plan["BLOCK_M"] = max(16, triton.next_power_of_2(M))
+    return plan
 
 
 def kernel_config(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) -> dict:
@@ -257,10 +277,10 @@ def geglu(
     launch = _launch_tma if plan["path"] == "tma" else _launch_pointer
     tanh = approximate == "tanh"
     if config is not None:
-        plan = {**plan, **config}
+        plan = _fit_rows({**plan, **config}, M)
     elif plan["source"] == "untuned" and x.device.type == "cuda":
         key = (plan["gpu"], plan["path"], plan["shape_class"], x.dtype)
-        plan = {**plan, **configs.autotune(key, lambda c: launch(x2d, weight, out2d, {**plan, **c}, tanh))}
+        plan = _fit_rows({**plan, **configs.autotune(key, lambda c: launch(x2d, weight, out2d, _fit_rows({**plan, **c}, M), tanh))}, M)
     launch(x2d, weight, out2d, plan, tanh)
     return out
 
@@ -291,7 +311,8 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
     x_desc = TensorDescriptor(x2d, [M, K], [K, 1], [bm, bk])
     w1_desc = TensorDescriptor(weight[:N], [N, K], [K, 1], [bn, bk])
     w2_desc = TensorDescriptor(weight[N:], [N, K], [K, 1], [bn, bk])
-    out_desc = TensorDescriptor(out2d, [M, N], [N, 1], [bm, bn])
+    subtile = plan.get("epilogue_subtile", False)
+    out_desc = TensorDescriptor(out2d, [M, N], [N, 1], [bm, bn // 2 if subtile else bn])
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
     programs = min(plan["num_sms"], tiles)
     _geglu_tma_kernel[(programs,)](
@@ -302,5 +323,6 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
         NUM_SMS=programs,
         APPROXIMATE_TANH=tanh,
         WARP_SPECIALIZE=plan["warp_specialize"],
+        EPILOGUE_SUBTILE=subtile,
         num_warps=plan["num_warps"], num_stages=plan["num_stages"],
     )

@@ -47,7 +47,7 @@ def cases_by_class(num_sms: int) -> dict[str, list]:
     return by_class
 
 
-def tune(path: str, cls: str, cases: list, samples: int) -> tuple[dict, list[str]]:
+def tune(path: str, cls: str, cases: list, samples: int) -> tuple[dict, float, list[str]]:
     candidates = configs.candidates(path, cls)
     times: dict[int, list[float]] = {i: [] for i in range(len(candidates))}
     gemm_times = []
@@ -85,7 +85,7 @@ def tune(path: str, cls: str, cases: list, samples: int) -> tuple[dict, list[str
         log.append(f"  {path}/{cls} candidate {i}: geomean {value:.4f} ms = {value / gemm_geomean:.3f}x gemm  {candidates[i]}")
     for case, t, g in zip(cases, times[best], gemm_times):
         log.append(f"  {path}/{cls} best on {case.name} ({case.M}x{case.K}->{case.N}): {t:.4f} ms, gemm {g:.4f} ms, ratio {t / g:.3f}")
-    return candidates[best], log
+    return candidates[best], geomean[best], log
 
 
 def main() -> None:
@@ -99,14 +99,18 @@ def main() -> None:
         "tuned": f"{datetime.date.today()}, Triton {triton.__version__}, PyTorch {torch.__version__}, "
                  f"by scripts/tune_geglu.py --samples {args.samples}",
     }
+    fastest: dict[str, tuple[float, str]] = {}
     for path in args.paths.split(","):
         entry[path] = {}
         for cls, cases in cases_by_class(props.multi_processor_count).items():
             if not cases:
                 continue
-            best, log = tune(path, cls, cases, args.samples)
+            best, geomean, log = tune(path, cls, cases, args.samples)
             print("\n".join(log), flush=True)
             entry[path][cls] = best
+            fastest[cls] = min(fastest.get(cls, (math.inf, "")), (geomean, path))
+    # geglu takes the path that was fastest for each shape class on this GPU.
+    entry["prefer"] = {cls: path for cls, (_, path) in fastest.items()}
     table = yaml.safe_load(args.out.read_text()) if args.out.is_file() else {}
     table = table or {}
     table[props.name] = entry
