@@ -117,6 +117,7 @@ def _geglu_tma_kernel(
     APPROXIMATE_TANH: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr,
+    ONE_DOT: tl.constexpr,
 ):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -129,11 +130,22 @@ def _geglu_tma_kernel(
         offs_n = pid_n * BLOCK_N
         z1 = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         z2 = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for ki in range(k_tiles):
-            offs_k = ki * BLOCK_K
-            x = x_desc.load([offs_m, offs_k])
-            z1 = tl.dot(x, w1_desc.load([offs_n, offs_k]).T, z1)
-            z2 = tl.dot(x, w2_desc.load([offs_n, offs_k]).T, z2)
+        if ONE_DOT:
+            # weight seen as [2, N, K]: one load brings the matching rows of both halves, and
+            # one BLOCK_M x 2*BLOCK_N product computes [z1 | z2] for the tile.
+            z = tl.zeros((BLOCK_M, 2 * BLOCK_N), dtype=tl.float32)
+            for ki in range(k_tiles):
+                offs_k = ki * BLOCK_K
+                x = x_desc.load([offs_m, offs_k])
+                w = tl.reshape(w1_desc.load([0, offs_n, offs_k]), (2 * BLOCK_N, BLOCK_K))
+                z = tl.dot(x, w.T, z)
+            z1, z2 = tl.split(tl.permute(tl.reshape(z, (BLOCK_M, 2, BLOCK_N)), (0, 2, 1)))
+        else:
+            for ki in range(k_tiles):
+                offs_k = ki * BLOCK_K
+                x = x_desc.load([offs_m, offs_k])
+                z1 = tl.dot(x, w1_desc.load([offs_n, offs_k]).T, z1)
+                z2 = tl.dot(x, w2_desc.load([offs_n, offs_k]).T, z2)
         out = (z1 * _gelu(z2, APPROXIMATE_TANH)).to(out_desc.dtype)
         if EPILOGUE_SUBTILE:
             # Two half-width stores: half the shared memory for the epilogue, left for stages.
@@ -309,8 +321,12 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
     N = out2d.shape[1]
     bm, bn, bk = plan["BLOCK_M"], plan["BLOCK_N"], plan["BLOCK_K"]
     x_desc = TensorDescriptor(x2d, [M, K], [K, 1], [bm, bk])
-    w1_desc = TensorDescriptor(weight[:N], [N, K], [K, 1], [bn, bk])
-    w2_desc = TensorDescriptor(weight[N:], [N, K], [K, 1], [bn, bk])
+    one_dot = plan.get("one_dot", False)
+    if one_dot:
+        w1_desc = w2_desc = TensorDescriptor(weight, [2, N, K], [N * K, K, 1], [2, bn, bk])
+    else:
+        w1_desc = TensorDescriptor(weight[:N], [N, K], [K, 1], [bn, bk])
+        w2_desc = TensorDescriptor(weight[N:], [N, K], [K, 1], [bn, bk])
     subtile = plan.get("epilogue_subtile", False)
     out_desc = TensorDescriptor(out2d, [M, N], [N, 1], [bm, bn // 2 if subtile else bn])
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
@@ -324,5 +340,6 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
         APPROXIMATE_TANH=tanh,
         WARP_SPECIALIZE=plan["warp_specialize"],
         EPILOGUE_SUBTILE=subtile,
+        ONE_DOT=one_dot,
         num_warps=plan["num_warps"], num_stages=plan["num_stages"],
     )

@@ -7,7 +7,7 @@ CUDA-graph replays, L2 flushed), and keeps the candidate with the lowest geometr
 
     python scripts/tune_geglu.py --out kernels/tuned_configs.yaml [--samples 10]
 
-The file keeps the entries of other GPUs; this GPU's entry is replaced.
+The file keeps the entries of other GPUs, and of the paths and classes not tuned this time.
 """
 
 from __future__ import annotations
@@ -93,27 +93,28 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "kernels" / "tuned_configs.yaml", help="YAML file to update")
     parser.add_argument("--samples", type=int, default=10, help="timed samples per candidate and shape")
     parser.add_argument("--paths", default="tma,pointer", help="comma-separated paths to tune")
+    parser.add_argument("--classes", default=",".join(configs.SHAPE_CLASSES), help="comma-separated shape classes")
     args = parser.parse_args()
     props = torch.cuda.get_device_properties(0)
-    entry: dict = {
-        "tuned": f"{datetime.date.today()}, Triton {triton.__version__}, PyTorch {torch.__version__}, "
-                 f"by scripts/tune_geglu.py --samples {args.samples}",
-    }
-    fastest: dict[str, tuple[float, str]] = {}
+    table = (yaml.safe_load(args.out.read_text()) if args.out.is_file() else None) or {}
+    entry = table.setdefault(props.name, {})
+    entry["tuned"] = (f"{datetime.date.today()}, Triton {triton.__version__}, PyTorch {torch.__version__}, "
+                      f"by scripts/tune_geglu.py --samples {args.samples}")
+    classes = args.classes.split(",")
     for path in args.paths.split(","):
-        entry[path] = {}
         for cls, cases in cases_by_class(props.multi_processor_count).items():
-            if not cases:
-                continue
-            best, geomean, log = tune(path, cls, cases, args.samples)
-            print("\n".join(log), flush=True)
-            entry[path][cls] = best
-            fastest[cls] = min(fastest.get(cls, (math.inf, "")), (geomean, path))
+            if cases and cls in classes:
+                best, geomean, log = tune(path, cls, cases, args.samples)
+                print("\n".join(log), flush=True)
+                entry.setdefault(path, {})[cls] = best
+                entry.setdefault("geomean_ms", {}).setdefault(path, {})[cls] = round(geomean, 5)
     # geglu takes the path that was fastest for each shape class on this GPU.
-    entry["prefer"] = {cls: path for cls, (_, path) in fastest.items()}
-    table = yaml.safe_load(args.out.read_text()) if args.out.is_file() else {}
-    table = table or {}
-    table[props.name] = entry
+    geomeans = entry.get("geomean_ms", {})
+    entry["prefer"] = {
+        cls: min((by_class[cls], path) for path, by_class in geomeans.items() if cls in by_class)[1]
+        for cls in configs.SHAPE_CLASSES
+        if any(cls in by_class for by_class in geomeans.values())
+    }
     header = "# Tuned launch configs of kernels/geglu.py: GPU name -> path -> shape class (16-bit inputs).\n" \
              "# Written by scripts/tune_geglu.py on the GPU it names; see kernels/configs.py.\n"
     args.out.write_text(header + yaml.safe_dump(table, sort_keys=False))
