@@ -16,6 +16,7 @@ TINY_SUITES = """
 tiny:
   about: two small cases
   dtype: bfloat16
+  kernels: [fused, fused-pointer, eager, compiled, gemm, copy]
   cases:
     - {name: odd,   M: 333, K: 257, N: 190}
     - {name: fp16,  M: 1024, K: 512, N: 1024, dtype: float16}
@@ -33,10 +34,12 @@ def test_run_checks_times_and_writes_every_sample(project: Path, tmp_path: Path)
     assert result.exit_code == 0, result.output
     loaded = results.load(out)
     kernels = {b.kernel for b in loaded.benchmarks}
-    assert kernels == {"fused", "fused[tanh]", "eager", "eager[tanh]", "compiled", "compiled[tanh]", "gemm"}
+    assert kernels == {"fused", "fused[tanh]", "fused-pointer", "fused-pointer[tanh]", "eager", "eager[tanh]",
+                       "compiled", "compiled[tanh]", "gemm", "copy"}
     assert all(len(b.samples_ms) == 12 and min(b.samples_ms) > 0 for b in loaded.benchmarks)
     assert all(b.relative_error <= b.error_bound for b in loaded.benchmarks)
-    assert all(b.config["path"] == "pointer" for b in loaded.benchmarks if b.kernel.startswith("fused"))
+    assert all(b.config["path"] == "pointer" for b in loaded.benchmarks if b.kernel.startswith("fused-pointer"))
+    assert all(b.config["source"] == "tuned" for b in loaded.benchmarks if b.kernel.startswith("fused"))
     env = json.loads(out.read_text())["environment"]
     assert env["gpu_name"] and env["gpu_sm_count"] > 0
     assert env["gpu_state"]["before"] is not None, env["nvml_error"]
@@ -47,12 +50,16 @@ def test_a_wrong_kernel_is_reported_and_never_timed(project: Path, tmp_path: Pat
     (project / "kernels" / "suites.yaml").write_text(TINY_SUITES)
     geglu = project / "kernels" / "geglu.py"
     # Sabotage: gate with the wrong half.
-    geglu.write_text(geglu.read_text().replace("out = z1 * _gelu(z2, APPROXIMATE_TANH)", "out = z2 * _gelu(z1, APPROXIMATE_TANH)"))
+    text = geglu.read_text()
+    for right in ("out = z1 * _gelu(z2, APPROXIMATE_TANH)", "out = (z1 * _gelu(z2, APPROXIMATE_TANH))"):
+        assert right in text
+        text = text.replace(right, right.replace("z1 * _gelu(z2", "z2 * _gelu(z1"))
+    geglu.write_text(text)
     out = tmp_path / "r.json"
     result = CliRunner().invoke(perfbot, ["run", "--project", str(project), "--suite", "tiny", "--samples", "10", "--out", str(out)])
     assert result.exit_code == 1, result.output
     loaded = results.load(out)
-    assert {f.kernel for f in loaded.failures} == {"fused"}
+    assert {f.kernel for f in loaded.failures} == {"fused", "fused-pointer"}
     assert all(f.reason == "wrong result" for f in loaded.failures)
     assert "fused" not in {b.kernel for b in loaded.benchmarks}
 
