@@ -34,17 +34,6 @@ SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
 @triton.jit
-def _erf(x):
-    # Abramowitz & Stegun 7.1.26, |error| < 1.5e-7 (about fp32's resolution near 1): one exp
-    # and one fast reciprocal instead of libdevice's erff, whose cost showed in the epilogue.
-    a = tl.abs(x)
-    t = tl.fdiv(1.0, 1.0 + 0.3275911 * a, ieee_rounding=False)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    y = 1.0 - poly * tl.exp(-a * a)
-    return tl.where(x < 0, -y, y)
-
-
-@triton.jit
 def _gelu(z, APPROXIMATE_TANH: tl.constexpr):
     if APPROXIMATE_TANH:
         # 0.5 z (1 + tanh(u)) == z * sigmoid(2u), with u = sqrt(2/pi) (z + 0.044715 z^3)
@@ -52,7 +41,7 @@ def _gelu(z, APPROXIMATE_TANH: tl.constexpr):
         return z * tl.sigmoid(2.0 * u)
     else:
         # 0.5 z (1 + erf(z / sqrt(2)))
-        return 0.5 * z * (1.0 + _erf(z * 0.7071067811865476))
+        return 0.5 * z * (1.0 + tl.math.erf(z * 0.7071067811865476))
 
 
 @triton.jit
