@@ -14,7 +14,7 @@ from . import results as results_file
 from .config import ProjectConfig, find_project_root, load_project_config
 from .environment import collect_environment
 from .errors import EXIT_REGRESSION, PerfbotError
-from .report import failures_table, run_markdown, run_table
+from .report import case_markdown, failures_table, run_markdown, run_table
 from .runner import RunSettings, plan, progress_steps, run
 from .subject import Subject, load_subject
 
@@ -130,7 +130,9 @@ def run_command(
 @perfbot.command("show")
 @click.argument("results_path", metavar="RESULTS", type=click.Path(path_type=Path))
 @click.option("--markdown", is_flag=True, help="Print a markdown table instead (failures are listed after it).")
-def show_command(results_path: Path, markdown: bool) -> None:
+@click.option("--by-case", "by_case", metavar="KERNEL", default=None,
+              help="Markdown, one row per case: KERNEL's median ms next to every other implementation's, and its speed relative to each.")
+def show_command(results_path: Path, markdown: bool, by_case: str | None) -> None:
     """Print the table of a stored results file, as `perfbot run` printed it.
 
     Example:
@@ -138,6 +140,9 @@ def show_command(results_path: Path, markdown: bool) -> None:
         perfbot show kernels/results/h200-2026-11-30.json --markdown
     """
     loaded = results_file.load(results_path)
+    if by_case is not None:
+        click.echo(case_markdown(loaded, by_case), nl=False)
+        return
     if markdown:
         click.echo(run_markdown(loaded), nl=False)
         for failure in loaded.failures:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import jinja2
+from rich.markup import escape
 from rich.table import Table
 
 from .results import Benchmark, Results
@@ -65,7 +66,7 @@ def run_table(results: Results) -> Table:
     for index, column in enumerate(_COLUMNS):
         table.add_column(column, justify="right" if index >= _NUMERIC else "left")
     for row in run_rows(results):
-        table.add_row(*row.cells())
+        table.add_row(*(escape(cell) for cell in row.cells()))  # "fused[tanh]" is not markup
     return table
 
 
@@ -78,17 +79,43 @@ def failures_table(results: Results) -> Table:
     for column in ("suite", "case", "M×K→N", "dtype", "kernel", "reason", "rel. error", "bound"):
         table.add_column(column)
     for failure in results.failures:
-        table.add_row(
-            failure.suite,
-            failure.case,
-            _shape_text(failure.shape),
-            failure.dtype,
-            failure.kernel,
-            failure.reason,
-            _fmt(failure.relative_error),
-            _fmt(failure.error_bound),
-        )
+        cells = (failure.suite, failure.case, _shape_text(failure.shape), failure.dtype, failure.kernel,
+                 failure.reason, _fmt(failure.relative_error), _fmt(failure.error_bound))
+        table.add_row(*(escape(cell) for cell in cells))
     return table
+
+
+_CASE_KERNELS = ("gemm", "eager", "compiled", "max-autotune", "fused-pointer")
+
+
+def case_markdown(results: Results, kernel: str = "fused") -> str:
+    """One row per case and GELU variant: the median ms of `kernel` and of each implementation
+    it is measured against, and `kernel`'s speed relative to each (above 1.00: faster)."""
+    present = [k for k in _CASE_KERNELS if any(b.kernel.split("[")[0] == k for b in results.benchmarks)]
+    has_copy = any(b.kernel == "copy" for b in results.benchmarks)
+    columns = ["case", "M×K→N", "dtype", "GELU", f"{kernel} ms"] + [f"{k} ms" for k in present] + [
+        f"vs {k}" for k in present
+    ] + (["GB/s", "of copy GB/s"] if has_copy else [])
+    rows = []
+    for bench in results.benchmarks:
+        if bench.kernel.split("[")[0] != kernel:
+            continue
+        peers = [_peer(results.benchmarks, bench, k) for k in present]
+        rows.append(
+            [bench.case, _shape_text(bench.shape), bench.dtype, "tanh" if bench.approximate == "tanh" else "erf",
+             f"{bench.median_ms:.4f}"]
+            + [f"{p.median_ms:.4f}" if p else "" for p in peers]
+            + [f"{p.median_ms / bench.median_ms:.3f}" if p else "" for p in peers]
+            + (_bandwidth_cells(results.benchmarks, bench) if has_copy else [])
+        )
+    return _MARKDOWN.render(columns=columns, numeric=4, rows=rows)
+
+
+def _bandwidth_cells(benchmarks: list[Benchmark], bench: Benchmark) -> list[str]:
+    """The bandwidth `bench` reached, and its share of a device-to-device copy's on the same case."""
+    copy = _peer(benchmarks, bench, "copy")
+    share = f"{100 * bench.gbps / copy.gbps:.1f}%" if copy and copy.bytes else ""
+    return [f"{bench.gbps:.0f}", share]
 
 
 def _shape_text(shape: dict[str, int]) -> str:
@@ -100,7 +127,7 @@ def _peer(benchmarks: list[Benchmark], bench: Benchmark, implementation: str) ->
     for other in benchmarks:
         if (other.suite, other.case, other.dtype) != (bench.suite, bench.case, bench.dtype):
             continue
-        if implementation == "gemm" and other.kernel == "gemm":
+        if implementation in ("gemm", "copy") and other.kernel == implementation:
             return other
         if other.kernel.split("[")[0] == implementation and other.approximate == bench.approximate:
             return other

@@ -95,3 +95,30 @@ def test_markdown_table_matches_the_terminal_cells_and_escapes_pipes():
         "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n"
         "| s | c | 10×20→30 | float16 | fu\\|sed | 0.5000 | 10 | 0.0 | 0 |  |  |\n"
     )
+
+
+def _bench(kernel, ms, approximate="none", **fields):
+    return Benchmark(kernel=kernel, shape={"M": 16, "K": 64, "N": 32}, dtype="bfloat16", samples_ms=[ms] * 10,
+                     suite="s", case="c", approximate=approximate, flops=2 * 16 * 64 * 64, **fields)
+
+
+def test_terminal_table_keeps_bracketed_kernel_names():
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    console.print(run_table(Results({}, {}, [_bench("fused[tanh]", 1.0, "tanh")])))
+    assert "fused[tanh]" in console.export_text()
+
+
+def test_case_view_puts_every_implementation_beside_the_kernel():
+    from perfbot.report import case_markdown
+
+    results = Results({}, {}, [
+        _bench("fused", 2.0, bytes=4000), _bench("fused[tanh]", 1.6, "tanh", bytes=4000), _bench("eager", 3.0),
+        _bench("eager[tanh]", 2.4, "tanh"), _bench("gemm", 1.8), _bench("copy", 4.0, bytes=16000),
+    ])
+    lines = case_markdown(results).splitlines()
+    assert lines[0] == ("| case | M×K→N | dtype | GELU | fused ms | gemm ms | eager ms | vs gemm | vs eager "
+                        "| GB/s | of copy GB/s |")
+    assert lines[2] == "| c | 16×64→32 | bfloat16 | erf | 2.0000 | 1.8000 | 3.0000 | 0.900 | 1.500 | 0 | 50.0% |"
+    assert lines[3] == "| c | 16×64→32 | bfloat16 | tanh | 1.6000 | 1.8000 | 2.4000 | 1.125 | 1.500 | 0 | 62.5% |"
