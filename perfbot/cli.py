@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -11,10 +13,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import results as results_file
+from . import store as baseline_store
+from .compare import compare
 from .config import ProjectConfig, find_project_root, load_project_config
+from .export import to_pytest_benchmark
+from .thresholds import load_policy
 from .environment import collect_environment
-from .errors import EXIT_REGRESSION, PerfbotError
-from .report import case_markdown, failures_table, run_markdown, run_table
+from .errors import EXIT_REGRESSION, BadInput, PerfbotError
+from .report import case_markdown, comment_markdown, compare_table, comparison_json, failures_table, run_markdown, run_table
 from .runner import RunSettings, plan, progress_steps, run
 from .subject import Subject, load_subject
 
@@ -188,3 +194,160 @@ def suites_command(project: Path | None) -> None:
         click.echo(f"{suite.name}: {suite.about}  [kernels: {', '.join(suite.kernels)}]")
         for case in suite.cases:
             click.echo(f"  {case.name:<18} M={case.M:<6} K={case.K:<6} N={case.N:<6} {case.dtype}")
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write a derived report atomically (reports are regenerated, so replacing one is fine)."""
+    if path.is_dir():
+        raise BadInput(f"{path}: is a directory; give a file name")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _store_dir(store: Path | None, project: Path | None) -> Path:
+    return store if store is not None else _project(project).store_dir
+
+
+_store_option = click.option(
+    "--store", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Baseline store directory. Default: [tool.perfbot] store of the project (.perfbot/store).",
+)
+
+
+@perfbot.command("compare")
+@click.argument("files", nargs=-1, metavar="[BASELINE] CURRENT", type=click.Path(path_type=Path))
+@click.option("--store", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Compare CURRENT with the newest stored run of its GPU in this store, instead of a BASELINE file.")
+@click.option("--thresholds", "thresholds_path", type=click.Path(path_type=Path), default=None,
+              help="Regression policy. Default: thresholds.yaml at the project root.")
+@click.option("--markdown", "markdown_path", type=click.Path(path_type=Path), default=None,
+              help="Write the PR comment (markdown) here.")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None,
+              help="Write every comparison as JSON here.")
+@click.option("--force", is_flag=True, help="Compare runs from different GPU models anyway.")
+@_project_option
+def compare_command(
+    files: tuple[Path, ...],
+    store: Path | None,
+    thresholds_path: Path | None,
+    markdown_path: Path | None,
+    json_path: Path | None,
+    force: bool,
+    project: Path | None,
+) -> None:
+    """Compare two results files and decide, per benchmark, whether it got slower.
+
+    Exits 1 on a significant slowdown beyond the policy's fail threshold, or if CURRENT holds a
+    wrong result. The report also goes to $GITHUB_STEP_SUMMARY when that is set.
+
+    Example:
+
+        perfbot compare base.json head.json --markdown comment.md
+    """
+    if store is not None and len(files) != 1:
+        raise click.UsageError("with --store, give only CURRENT (the baseline comes from the store)")
+    if store is None and len(files) != 2:
+        raise click.UsageError("give BASELINE and CURRENT, or --store DIR and CURRENT")
+    current = results_file.load(files[-1])
+    if store is not None:
+        gpu = current.environment.get("gpu_name")
+        if not isinstance(gpu, str):
+            raise BadInput(f"{files[-1]}: names no GPU (environment.gpu_name), so it has no stored baseline")
+        baseline_path, baseline = baseline_store.latest(store, gpu)
+        click.echo(f"baseline: {baseline_path}", err=True)
+    else:
+        baseline = results_file.load(files[0])
+    policy_path = thresholds_path if thresholds_path is not None else _project(project).root / "thresholds.yaml"
+    report = compare(baseline, current, load_policy(policy_path), force=force)
+    _console().print(compare_table(report))
+    comment = comment_markdown(report)
+    if markdown_path is not None:
+        _write_text(markdown_path, comment)
+    if json_path is not None:
+        _write_text(json_path, json.dumps(comparison_json(report), indent=1, allow_nan=False) + "\n")
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a") as handle:
+            handle.write(comment + "\n")
+    for item in report.added:
+        click.echo(f"added (no baseline): {item.kernel} {item.shape} {item.dtype}")
+    for item in report.removed:
+        click.echo(f"removed (baseline only): {item.kernel} {item.shape} {item.dtype}")
+    if report.fails:
+        sys.exit(EXIT_REGRESSION)
+
+
+@perfbot.group("baseline")
+def baseline_group() -> None:
+    """Manage the baseline store: one folder per GPU model, every stored run kept as history.
+
+    Example:
+
+        perfbot baseline update results.json && perfbot baseline show
+    """
+
+
+@baseline_group.command("update")
+@click.argument("results_path", metavar="RESULTS", type=click.Path(path_type=Path))
+@_store_option
+@_project_option
+def baseline_update_command(results_path: Path, store: Path | None, project: Path | None) -> None:
+    """Store a results file as the newest baseline of its GPU (older ones stay as history).
+
+    Example:
+
+        perfbot baseline update results.json --store .perfbot/store
+    """
+    loaded = results_file.load(results_path)
+    if loaded.failures:
+        raise BadInput(f"{results_path}: holds {len(loaded.failures)} wrong result(s); a failing run is no baseline")
+    click.echo(f"stored {baseline_store.add(_store_dir(store, project), loaded)}")
+
+
+@baseline_group.command("show")
+@click.option("--gpu", default=None, help="Only this GPU model (as in environment.gpu_name, e.g. 'NVIDIA H200').")
+@_store_option
+@_project_option
+def baseline_show_command(gpu: str | None, store: Path | None, project: Path | None) -> None:
+    """List the stored runs per GPU, oldest first; the newest of each GPU is its baseline.
+
+    Example:
+
+        perfbot baseline show --gpu "NVIDIA H200"
+    """
+    directory = _store_dir(store, project)
+    entries = baseline_store.history(directory, gpu)
+    if not entries:
+        click.echo(f"{directory}: no stored runs" + (f" for {gpu!r}" if gpu else ""))
+        return
+    newest = {e.gpu: e.path for e in entries}
+    for entry in entries:
+        mark = "baseline" if newest[entry.gpu] == entry.path else "history"
+        click.echo(f"{entry.gpu:<20} {entry.created:<26} {entry.benchmarks:>4} benchmarks  {mark:<8}  {entry.path}")
+
+
+@perfbot.command("export")
+@click.argument("results_path", metavar="RESULTS", type=click.Path(path_type=Path))
+@click.option("--format", "export_format", type=click.Choice(["pytest-benchmark"]), default="pytest-benchmark",
+              show_default=True, help="Target format.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="File to write.")
+@click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
+def export_command(results_path: Path, export_format: str, out: Path, overwrite: bool) -> None:
+    """Write a results file in another tool's format, for dashboards that ingest it.
+
+    Example:
+
+        perfbot export results.json --out results.pytest-benchmark.json
+    """
+    loaded = results_file.load(results_path)
+    if out.exists() and not overwrite:
+        raise BadInput(f"{out}: already exists; choose another name or pass --overwrite")
+    _write_text(out, json.dumps(to_pytest_benchmark(loaded), indent=1) + "\n")
+    click.echo(f"wrote {out} ({export_format})")

@@ -1,14 +1,22 @@
-"""Tables people read: a run's results in the terminal and in markdown."""
+"""What people read: a run's tables, and a comparison as a PR comment, a terminal table and JSON."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Any
 
 import jinja2
 from rich.markup import escape
 from rich.table import Table
 
+from .compare import Comparison, Report
 from .results import Benchmark, Results
+
+# The hidden line by which the bot finds its own PR comment again. Rendered text can never
+# contain it: every text from files is HTML-escaped ("<" becomes "&lt;").
+MARKER = "<!-- perfbot-report -->"
+GITHUB_COMMENT_LIMIT = 65536
 
 _COLUMNS = ("suite", "case", "M×K→N", "dtype", "kernel", "median ms", "samples", "TFLOP/s", "GB/s", "% of gemm", "× eager")
 _NUMERIC = 5  # columns from here on are right-aligned numbers
@@ -54,7 +62,7 @@ def run_rows(results: Results) -> list[RunRow]:
     rows = []
     for bench in results.benchmarks:
         if bench.flops:  # ratios to gemm and eager mean something only for the same arithmetic
-            rows.append(RunRow(bench, _peer(results.benchmarks, bench, "gemm"), _peer(results.benchmarks, bench, "eager")))
+            rows.append(RunRow(bench, results.peer(bench, "gemm"), results.peer(bench, "eager")))
         else:
             rows.append(RunRow(bench, None, None))
     return rows
@@ -100,20 +108,20 @@ def case_markdown(results: Results, kernel: str = "fused") -> str:
     for bench in results.benchmarks:
         if bench.kernel.split("[")[0] != kernel:
             continue
-        peers = [_peer(results.benchmarks, bench, k) for k in present]
+        peers = [results.peer(bench, k) for k in present]
         rows.append(
             [bench.case, _shape_text(bench.shape), bench.dtype, "tanh" if bench.approximate == "tanh" else "erf",
              f"{bench.median_ms:.4f}"]
             + [f"{p.median_ms:.4f}" if p else "" for p in peers]
             + [f"{p.median_ms / bench.median_ms:.3f}" if p else "" for p in peers]
-            + (_bandwidth_cells(results.benchmarks, bench) if has_copy else [])
+            + (_bandwidth_cells(results, bench) if has_copy else [])
         )
     return _MARKDOWN.render(columns=columns, numeric=4, rows=rows)
 
 
-def _bandwidth_cells(benchmarks: list[Benchmark], bench: Benchmark) -> list[str]:
+def _bandwidth_cells(results: Results, bench: Benchmark) -> list[str]:
     """The bandwidth `bench` reached, and its share of a device-to-device copy's on the same case."""
-    copy = _peer(benchmarks, bench, "copy")
+    copy = results.peer(bench, "copy")
     share = f"{100 * bench.gbps / copy.gbps:.1f}%" if copy and copy.bytes else ""
     return [f"{bench.gbps:.0f}", share]
 
@@ -122,17 +130,137 @@ def _shape_text(shape: dict[str, int]) -> str:
     return f"{shape['M']}×{shape['K']}→{shape['N']}" if set(shape) == {"M", "K", "N"} else str(shape)
 
 
-def _peer(benchmarks: list[Benchmark], bench: Benchmark, implementation: str) -> Benchmark | None:
-    """The benchmark of `implementation` on the same case, with the same GELU when it has one."""
-    for other in benchmarks:
-        if (other.suite, other.case, other.dtype) != (bench.suite, bench.case, bench.dtype):
-            continue
-        if implementation in ("gemm", "copy") and other.kernel == implementation:
-            return other
-        if other.kernel.split("[")[0] == implementation and other.approximate == bench.approximate:
-            return other
-    return None
-
-
 def _fmt(value: float | None) -> str:
     return "" if value is None else f"{value:.3g}"
+
+
+_VERDICT_ICONS = {"regression": "🔺 regression", "improvement": "🟢 improvement", "unchanged": "unchanged",
+                  "inconclusive": "❔ inconclusive"}
+_ENVIRONMENT_KEYS = ("gpu_name", "gpu_sm_count", "driver", "cuda", "torch", "triton", "triton_commit", "kernels_commit")
+
+
+def markdown_escape(value: Any) -> str:
+    """Text from files or git, made inert in a markdown table: no HTML (so no forged marker),
+    no pipes or newlines (so no broken table), no emphasis or links."""
+    if value is None:
+        return "—"
+    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = re.sub(r"[\r\n]+", " ", text)
+    return re.sub(r"([\\`*_\[\]|#!])", r"\\\1", text)
+
+
+def label(bench: Benchmark) -> str:
+    where = f"{bench.suite}/{bench.case} · " if bench.suite else ""
+    return markdown_escape(f"{bench.kernel} · {where}{_shape_text(bench.shape)} {bench.dtype}")
+
+
+def _comment_row(c: Comparison) -> str:
+    verdict = ("❌ " if c.fails else "") + _VERDICT_ICONS[c.verdict]
+    interval = f"[{c.estimate.low:.4f}, {c.estimate.high:.4f}]" if c.estimate else "—"
+    tflops = f"{c.current.tflops:.0f}" if c.current.flops else ""
+    eager = f"{c.speedup_vs_eager:.2f}×" if c.speedup_vs_eager else ""
+    cells = [label(c.current), f"{c.baseline.median_ms:.4f}", f"{c.current.median_ms:.4f}",
+             f"{c.change_percent:+.2f}%", interval, verdict, tflops, eager]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _notes(report: Report) -> list[str]:
+    notes = []
+    for c in report.comparisons:
+        if c.config_change:
+            notes.append(f"{label(c.current)}: kernel config changed ({markdown_escape(c.config_change)}) — "
+                         f"a likely cause of any change in its time")
+        if c.verdict in ("regression", "inconclusive"):
+            notes.append(f"{label(c.current)}: {markdown_escape(c.reason)}")
+    for d in report.differences:
+        notes.append(f"environment differs: {d.field} {markdown_escape(d.baseline)} → {markdown_escape(d.current)}")
+    return notes
+
+
+_COMMENT = jinja2.Environment(
+    loader=jinja2.PackageLoader("perfbot", "templates"), autoescape=False, trim_blocks=True, lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
+_COMMENT.filters.update(md=markdown_escape, label=label, shape=_shape_text)
+
+
+def comment_markdown(report: Report, limit: int = GITHUB_COMMENT_LIMIT) -> str:
+    """The PR comment: verdict line first, changed rows, unchanged rows folded, environments,
+    and the hidden marker. Over `limit` characters, unchanged rows go first, then changed rows
+    from the end, each with a note saying so."""
+    order = {"regression": 0, "inconclusive": 1, "improvement": 2}
+    changed = sorted((c for c in report.comparisons if c.verdict != "unchanged"),
+                     key=lambda c: (not c.fails, order[c.verdict], -abs(c.change_percent)))
+    unchanged = [c for c in report.comparisons if c.verdict == "unchanged"]
+    template = _COMMENT.get_template("comment.md.j2")
+    confidence = f"{report.comparisons[0].estimate.confidence:.0%}" if report.comparisons and report.comparisons[0].estimate else "95%"
+
+    def render(rows: list[Comparison], folded: list[Comparison]) -> str:
+        return template.render(
+            report=report, rows=rows, unchanged=folded, omitted_rows=len(changed) - len(rows),
+            omitted_unchanged=len(unchanged) - len(folded), notes=_notes(report), row=_comment_row,
+            confidence=confidence, environment_keys=_ENVIRONMENT_KEYS,
+            differing={d.field for d in report.differences}, marker=MARKER,
+        )
+
+    text = render(changed, unchanged)
+    if len(text) > limit:
+        text = render(changed, [])
+    keep = len(changed)
+    while len(text) > limit and keep > 0:
+        keep = keep * 3 // 4
+        text = render(changed[:keep], [])
+    if len(text) > limit:  # the notes alone are too long: keep the verdict, the note and the marker
+        text = text[: limit - len(MARKER) - 200] + "\n\n_…cut to stay under GitHub's comment limit._\n" + MARKER + "\n"
+    return text
+
+
+def compare_table(report: Report) -> Table:
+    table = Table(title=report.headline, title_justify="left")
+    for column in ("benchmark", "baseline ms", "current ms", "change", "CI of ratio", "verdict", "TFLOP/s", "× eager"):
+        table.add_column(column, justify="right" if column not in ("benchmark", "verdict", "CI of ratio") else "left")
+    for c in report.comparisons:
+        cur = c.current
+        name = f"{cur.kernel} {cur.suite}/{cur.case} {_shape_text(cur.shape)} {cur.dtype}"
+        table.add_row(
+            escape(name), f"{c.baseline.median_ms:.4f}", f"{cur.median_ms:.4f}", f"{c.change_percent:+.2f}%",
+            f"[{c.estimate.low:.4f}, {c.estimate.high:.4f}]" if c.estimate else "—",
+            ("FAIL " if c.fails else "") + c.verdict,
+            f"{cur.tflops:.0f}" if cur.flops else "", f"{c.speedup_vs_eager:.2f}×" if c.speedup_vs_eager else "",
+        )
+    return table
+
+
+def comparison_json(report: Report) -> dict[str, Any]:
+    def identity(bench: Any) -> dict[str, Any]:
+        return {"kernel": bench.kernel, "shape": bench.shape, "dtype": bench.dtype, "suite": bench.suite, "case": bench.case}
+
+    return {
+        "format": 1,
+        "headline": report.headline,
+        "fails": report.fails,
+        "geomean_ratio": report.geomean_ratio,
+        "interleaved": report.interleaved,
+        "comparisons": [
+            {
+                **identity(c.current),
+                "baseline_median_ms": c.baseline.median_ms,
+                "current_median_ms": c.current.median_ms,
+                "change_percent": c.change_percent,
+                "ci": [c.estimate.low, c.estimate.high] if c.estimate else None,
+                "p_value": c.p_value,
+                "q_value": c.q_value,
+                "verdict": c.verdict,
+                "fails": c.fails,
+                "reason": c.reason,
+                "config_change": c.config_change,
+                "fail_percent": c.rule.fail_percent,
+            }
+            for c in report.comparisons
+        ],
+        "added": [identity(b) for b in report.added],
+        "removed": [identity(b) for b in report.removed],
+        "failures": [{**identity(f), "reason": f.reason} for f in report.failures],
+        "environment_differences": [{"field": d.field, "baseline": d.baseline, "current": d.current}
+                                    for d in report.differences],
+    }

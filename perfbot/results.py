@@ -76,6 +76,17 @@ class Results:
     failures: list[Failure] = field(default_factory=list)
     created: str = ""
 
+    def peer(self, bench: Benchmark, implementation: str) -> Benchmark | None:
+        """The benchmark of `implementation` on `bench`'s case, with the same GELU if it has one."""
+        for other in self.benchmarks:
+            if (other.suite, other.case, other.dtype, other.shape) != (bench.suite, bench.case, bench.dtype, bench.shape):
+                continue
+            if other.kernel == implementation and implementation in ("gemm", "copy"):
+                return other
+            if other.kernel.split("[")[0] == implementation and other.approximate == bench.approximate:
+                return other
+        return None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
@@ -94,7 +105,7 @@ def save(results: Results, path: Path, *, overwrite: bool = False) -> None:
     if path.exists() and not overwrite:
         raise BadInput(f"{path}: already exists; choose another name or pass --overwrite")
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(_finite_or_none(results.to_json()), indent=1, allow_nan=False) + "\n"
+    text = to_text(results)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as handle:
@@ -105,6 +116,11 @@ def save(results: Results, path: Path, *, overwrite: bool = False) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def to_text(results: Results) -> str:
+    """The file's JSON text; NaN (a NaN in an output, so no relative error) is written as null."""
+    return json.dumps(_finite_or_none(results.to_json()), indent=1, allow_nan=False) + "\n"
 
 
 def load(path: Path) -> Results:

@@ -11,21 +11,21 @@ from perfbot.cli import perfbot
 from tests.conftest import HAS_GPU
 
 
-def _commands(group: click.Group):
+def _commands(group: click.Group, prefix: tuple[str, ...] = ()):
     for name, command in group.commands.items():
-        yield name, command
+        yield prefix + (name,), command
         if isinstance(command, click.Group):
-            yield from _commands(command)
+            yield from _commands(command, prefix + (name,))
 
 
 def test_every_command_and_option_has_help_and_every_command_an_example():
-    for name, command in _commands(perfbot):
-        assert command.help, name
-        assert "Example:" in command.help, name
+    for path, command in _commands(perfbot):
+        assert command.help, path
+        assert "Example:" in command.help, path
         for param in command.params:
             if isinstance(param, click.Option) and param.name != "help":
-                assert param.help, f"{name} {param.opts}"
-        assert CliRunner().invoke(perfbot, [name, "--help"]).exit_code == 0
+                assert param.help, f"{path} {param.opts}"
+        assert CliRunner().invoke(perfbot, [*path, "--help"]).exit_code == 0
 
 
 def invoke(*args: str):

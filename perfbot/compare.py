@@ -1,0 +1,190 @@
+"""`perfbot compare`: one verdict per benchmark, and one for the whole comparison.
+
+Per benchmark (matched by kernel, shape, dtype): the effect is the ratio of medians
+current / baseline with a bootstrap confidence interval; significance is a two-sided
+Mann-Whitney U test on the raw samples, Benjamini-Hochberg-adjusted across all benchmarks
+compared. Verdicts:
+
+- regression: significant (q < alpha) and slower by more than warn_percent; it fails the check
+  only beyond fail_percent;
+- improvement: significant and faster by more than warn_percent;
+- inconclusive: too few samples, or not significant while the interval still reaches past the
+  fail threshold; the reason says what would settle it. Never passes or fails silently;
+- unchanged: everything else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import stats
+from .errors import BadInput
+from .results import Benchmark, Failure, Results
+from .thresholds import Policy, Rule
+
+VERDICTS = ("regression", "improvement", "unchanged", "inconclusive")
+# Environment fields that can change a kernel's speed; the GPU model must match outright.
+_ENVIRONMENT_FIELDS = ("gpu_sm_count", "driver", "cuda", "torch", "triton", "triton_commit")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    current: Benchmark
+    baseline: Benchmark
+    verdict: str
+    fails: bool
+    reason: str
+    rule: Rule
+    estimate: stats.RatioEstimate | None = None
+    p_value: float | None = None
+    q_value: float | None = None
+    speedup_vs_eager: float | None = None
+    config_change: str | None = None  # "BLOCK_N 128 -> 64": a likely cause of any change
+
+    @property
+    def change_percent(self) -> float:
+        return 100 * (self.current.median_ms / self.baseline.median_ms - 1)
+
+
+@dataclass(frozen=True)
+class EnvironmentDifference:
+    field: str
+    baseline: Any
+    current: Any
+
+
+@dataclass(frozen=True)
+class Report:
+    comparisons: tuple[Comparison, ...]
+    added: tuple[Benchmark, ...]
+    removed: tuple[Benchmark, ...]
+    failures: tuple[Failure, ...]  # wrong results in the current run
+    geomean_ratio: float | None
+    differences: tuple[EnvironmentDifference, ...]
+    baseline_environment: dict[str, Any] = field(repr=False)
+    current_environment: dict[str, Any] = field(repr=False)
+    interleaved: bool
+    policy_source: str
+
+    @property
+    def fails(self) -> bool:
+        return bool(self.failures) or any(c.fails for c in self.comparisons)
+
+    def count(self, verdict: str) -> int:
+        return sum(c.verdict == verdict for c in self.comparisons)
+
+    @property
+    def headline(self) -> str:
+        """The one-line verdict a reader sees first."""
+        failing = [c for c in self.comparisons if c.fails]
+        if self.failures:
+            lead = f"❌ {len(self.failures)} wrong result(s)"
+        elif failing:
+            worst = max(failing, key=lambda c: c.change_percent)
+            lead = f"❌ {len(failing)} significant slowdown(s) beyond the threshold (worst {worst.change_percent:+.1f}%)"
+        elif self.count("regression"):
+            lead = f"⚠️ {self.count('regression')} significant slowdown(s) under the fail threshold"
+        elif self.count("inconclusive"):
+            lead = f"❔ no significant slowdown; {self.count('inconclusive')} inconclusive"
+        else:
+            lead = "✅ no significant slowdown"
+        counts = ", ".join(f"{self.count(v)} {v}" for v in VERDICTS if self.count(v))
+        geomean = f"; geometric mean ratio {self.geomean_ratio:.3f}" if self.geomean_ratio else ""
+        return f"{lead} — {counts or 'nothing compared'}{geomean}"
+
+
+def compare(baseline: Results, current: Results, policy: Policy, *, force: bool = False) -> Report:
+    gpu = _same_gpu(baseline, current, force)
+    interleaved = _interleaved(baseline, current)
+    by_key = {b.key: b for b in baseline.benchmarks}
+    pairs = [(by_key[c.key], c) for c in current.benchmarks if c.key in by_key]
+    rules = [policy.rule_for(c.kernel, c.suite, c.dtype, gpu, c.shape, interleaved) for _, c in pairs]
+
+    tested = {}
+    for index, ((base, cur), rule) in enumerate(zip(pairs, rules)):
+        if min(len(base.samples_ms), len(cur.samples_ms)) >= rule.min_samples:
+            tested[index] = (stats.ratio_of_medians(base.samples_ms, cur.samples_ms),
+                             stats.mann_whitney_p(base.samples_ms, cur.samples_ms))
+    q_values = dict(zip(tested, stats.benjamini_hochberg([p for _, p in tested.values()])))
+
+    comparisons = []
+    for index, ((base, cur), rule) in enumerate(zip(pairs, rules)):
+        eager = current.peer(cur, "eager")
+        common = dict(current=cur, baseline=base, rule=rule, config_change=_config_change(base, cur),
+                      speedup_vs_eager=eager.median_ms / cur.median_ms if eager and cur.flops else None)
+        if index not in tested:
+            n = min(len(base.samples_ms), len(cur.samples_ms))
+            comparisons.append(Comparison(**common, verdict="inconclusive", fails=False,
+                                          reason=f"{n} samples; the policy needs {rule.min_samples}: "
+                                                 f"re-run with --samples {rule.min_samples} or more"))
+            continue
+        estimate, p = tested[index]
+        comparisons.append(_decide(common, estimate, p, q_values[index], rule))
+
+    current_keys = {c.key for c in current.benchmarks}
+    ratios = [c.current.median_ms / c.baseline.median_ms for c in comparisons]
+    return Report(
+        comparisons=tuple(comparisons),
+        added=tuple(c for c in current.benchmarks if c.key not in by_key),
+        removed=tuple(b for b in baseline.benchmarks if b.key not in current_keys),
+        failures=tuple(current.failures),
+        geomean_ratio=stats.geometric_mean(ratios) if ratios else None,
+        differences=_differences(baseline.environment, current.environment),
+        baseline_environment=baseline.environment,
+        current_environment=current.environment,
+        interleaved=interleaved,
+        policy_source=policy.source,
+    )
+
+
+def _decide(common: dict, estimate: stats.RatioEstimate, p: float, q: float, rule: Rule) -> Comparison:
+    slower = 100 * (estimate.ratio - 1)
+    significant = q < rule.alpha
+    interval = f"{estimate.confidence:.0%} CI of the ratio [{estimate.low:.4f}, {estimate.high:.4f}]"
+    tested = dict(common, estimate=estimate, p_value=p, q_value=q)
+    if significant and slower > rule.warn_percent:
+        fails = slower > rule.fail_percent
+        limit = f"beyond the {rule.fail_percent:g}% fail threshold" if fails else \
+            f"over the {rule.warn_percent:g}% warn threshold, under the {rule.fail_percent:g}% fail threshold"
+        return Comparison(**tested, verdict="regression", fails=fails,
+                          reason=f"{slower:+.2f}%, significant (q={q:.2g} < {rule.alpha:g}), {limit}")
+    if significant and -slower > rule.warn_percent:
+        return Comparison(**tested, verdict="improvement", fails=False,
+                          reason=f"{slower:+.2f}%, significant (q={q:.2g} < {rule.alpha:g})")
+    if not significant and 100 * (estimate.high - 1) > rule.fail_percent:
+        n = min(len(common["current"].samples_ms), len(common["baseline"].samples_ms))
+        return Comparison(**tested, verdict="inconclusive", fails=False,
+                          reason=f"not significant (q={q:.2g}), but the {interval} reaches past the "
+                                 f"{rule.fail_percent:g}% fail threshold: re-run with --samples {2 * n} to settle it")
+    within = "not significant" if not significant else f"significant but within ±{rule.warn_percent:g}%"
+    return Comparison(**tested, verdict="unchanged", fails=False, reason=f"{slower:+.2f}%, {within}")
+
+
+def _same_gpu(baseline: Results, current: Results, force: bool) -> str:
+    base_gpu = baseline.environment.get("gpu_name")
+    cur_gpu = current.environment.get("gpu_name")
+    if base_gpu != cur_gpu and not force:
+        raise BadInput(
+            f"the baseline was measured on {base_gpu!r} and the current run on {cur_gpu!r}; timings of "
+            "different GPU models say nothing about a regression. Pass --force to compare anyway"
+        )
+    return str(cur_gpu or "")
+
+
+def _interleaved(baseline: Results, current: Results) -> bool:
+    """Both sides of one interleaved A/B run (`perfbot run --against`) share its id."""
+    run_id = current.settings.get("ab_run")
+    return run_id is not None and run_id == baseline.settings.get("ab_run")
+
+
+def _differences(baseline: dict[str, Any], current: dict[str, Any]) -> tuple[EnvironmentDifference, ...]:
+    keys = ("gpu_name",) + _ENVIRONMENT_FIELDS
+    return tuple(EnvironmentDifference(k, baseline.get(k), current.get(k)) for k in keys if baseline.get(k) != current.get(k))
+
+
+def _config_change(baseline: Benchmark, current: Benchmark) -> str | None:
+    before, after = baseline.config or {}, current.config or {}
+    changed = [f"{k} {before.get(k)} → {after.get(k)}" for k in sorted(set(before) | set(after), key=str)
+               if before.get(k) != after.get(k)]
+    return ", ".join(changed) or None

@@ -1,0 +1,53 @@
+"""The statistics behind a verdict. Each function names its test; none decides anything."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+
+@dataclass(frozen=True)
+class RatioEstimate:
+    """current median / baseline median, with a bootstrap confidence interval."""
+
+    ratio: float
+    low: float
+    high: float
+    confidence: float
+
+
+def ratio_of_medians(baseline: Sequence[float], current: Sequence[float], confidence: float = 0.95,
+                     resamples: int = 2000, seed: int = 0) -> RatioEstimate:
+    """Percentile bootstrap (scipy.stats.bootstrap, independent resampling of each side) of
+    median(current) / median(baseline). Fixed seed: the same files give the same interval."""
+    base = np.asarray(baseline, dtype=float)
+    cur = np.asarray(current, dtype=float)
+
+    def statistic(b: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.median(c, axis=axis) / np.median(b, axis=axis)
+
+    result = stats.bootstrap((base, cur), statistic, n_resamples=resamples, confidence_level=confidence,
+                             method="percentile", vectorized=True, rng=np.random.default_rng(seed))
+    interval = result.confidence_interval
+    return RatioEstimate(float(statistic(base, cur)), float(interval.low), float(interval.high), confidence)
+
+
+def mann_whitney_p(baseline: Sequence[float], current: Sequence[float]) -> float:
+    """Two-sided Mann-Whitney U test (scipy.stats.mannwhitneyu, method "auto": exact for small
+    samples without ties, normal approximation with tie correction otherwise)."""
+    return float(stats.mannwhitneyu(baseline, current, alternative="two-sided").pvalue)
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
+    """q-values controlling the false discovery rate over many benchmarks
+    (scipy.stats.false_discovery_control, method "bh")."""
+    if not p_values:
+        return []
+    return [float(q) for q in stats.false_discovery_control(np.asarray(p_values, dtype=float), method="bh")]
+
+
+def geometric_mean(values: Sequence[float]) -> float:
+    return float(stats.gmean(np.asarray(values, dtype=float)))
