@@ -1,0 +1,229 @@
+"""The decision: verdicts per benchmark, exit codes, environments, and the statistics' promises."""
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from perfbot import results
+from perfbot.cli import perfbot
+from perfbot.compare import compare
+from perfbot.errors import BadInput
+from perfbot.results import Benchmark, Failure, Results
+from perfbot.thresholds import load_policy
+from tests.conftest import ROOT
+from tests.helpers import make_results
+
+POLICY = load_policy(ROOT / "thresholds.yaml")
+
+
+def verdicts(report):
+    return {(c.current.kernel, c.current.case): (c.verdict, c.fails) for c in report.comparisons}
+
+
+def test_the_same_code_measured_twice_is_unchanged():
+    report = compare(make_results(seed=1), make_results(seed=2), POLICY)
+    assert {v for v in verdicts(report).values()} == {("unchanged", False)}
+    assert not report.fails
+    assert report.headline.startswith("✅")
+    assert math.isclose(report.geomean_ratio, 1.0, abs_tol=0.01)
+
+
+def test_a_ten_percent_slowdown_fails():
+    report = compare(make_results(seed=1), make_results({("fused", "gemma-2b"): 1.10}, seed=2), POLICY)
+    assert verdicts(report)[("fused", "gemma-2b")] == ("regression", True)
+    assert sum(c.fails for c in report.comparisons) == 1
+    assert report.fails and report.headline.startswith("❌")
+    failing = [c for c in report.comparisons if c.fails][0]
+    assert 1.08 < failing.estimate.low < 1.10 < failing.estimate.high < 1.12
+    assert failing.q_value < 0.01
+
+
+def test_a_slowdown_between_warn_and_fail_is_reported_without_failing():
+    report = compare(make_results(seed=1), make_results({("fused", "gemma-2b"): 1.04}, seed=2), POLICY)
+    assert verdicts(report)[("fused", "gemma-2b")] == ("regression", False)
+    assert not report.fails
+    assert report.headline.startswith("⚠️")
+
+
+def test_an_improvement():
+    report = compare(make_results(seed=1), make_results({("gemm", "t5-v1.1-xl"): 0.9}, seed=2), POLICY)
+    assert verdicts(report)[("gemm", "t5-v1.1-xl")] == ("improvement", False)
+
+
+def test_too_few_samples_is_inconclusive_and_says_what_to_do():
+    report = compare(make_results(seed=1, n=5), make_results(seed=2, n=5), POLICY)
+    assert {c.verdict for c in report.comparisons} == {"inconclusive"}
+    assert "--samples 10" in report.comparisons[0].reason
+    assert not report.fails
+
+
+def test_noise_that_hides_a_possible_regression_is_inconclusive():
+    report = compare(make_results(seed=1, n=10, noise=0.08), make_results({("fused", "gemma-2b"): 1.03}, seed=2, n=10, noise=0.08), POLICY)
+    verdict = [c for c in report.comparisons if (c.current.kernel, c.current.case) == ("fused", "gemma-2b")][0]
+    assert verdict.verdict == "inconclusive"
+    assert "--samples 20" in verdict.reason
+
+
+def test_the_interleaved_policy_catches_one_percent():
+    base = make_results(seed=1, noise=0.002)
+    head = make_results({("fused", "gemma-2b"): 1.01}, seed=2, noise=0.002)
+    assert verdicts(compare(base, head, POLICY))[("fused", "gemma-2b")][1] is False  # across runs: under 6%
+    ab = {"ab_run": "run-1"}
+    report = compare(replace(base, settings=ab), replace(head, settings=ab), POLICY)
+    assert report.interleaved
+    assert verdicts(report)[("fused", "gemma-2b")] == ("regression", True)
+
+
+def test_added_removed_and_wrong_results():
+    base = make_results(seed=1)
+    head = make_results(seed=2)
+    extra = replace(head.benchmarks[0], kernel="fused-v2")
+    failure = Failure(kernel="fused", shape={"M": 1, "K": 8, "N": 8}, dtype="bfloat16", reason="wrong result")
+    head = replace(head, benchmarks=head.benchmarks[1:] + [extra], failures=[failure])
+    report = compare(base, head, POLICY)
+    assert [b.kernel for b in report.added] == ["fused-v2"]
+    assert [b.kernel for b in report.removed] == ["fused"]
+    assert report.fails and "wrong result" in report.headline
+
+
+def test_different_gpu_models_are_refused_unless_forced():
+    base = make_results(seed=1)
+    head = make_results(seed=2, environment={"gpu_name": "NVIDIA A100-SXM4-80GB"})
+    with pytest.raises(BadInput, match="--force"):
+        compare(base, head, POLICY)
+    report = compare(base, head, POLICY, force=True)
+    assert [d.field for d in report.differences] == ["gpu_name"]
+
+
+def test_environment_and_config_differences_are_shown():
+    base = make_results(seed=1)
+    head = make_results(seed=2, environment={"driver": "590.10", "triton": "3.7.0"}, config={"path": "tma", "BLOCK_N": 64})
+    report = compare(base, head, POLICY)
+    assert {(d.field, d.baseline, d.current) for d in report.differences} == {
+        ("driver", "580.159.04", "590.10"), ("triton", "3.6.0", "3.7.0")}
+    fused = [c for c in report.comparisons if c.current.kernel == "fused"]
+    assert all(c.config_change == "BLOCK_N 128 → 64" for c in fused)
+    assert all(c.config_change is None for c in report.comparisons if c.current.kernel != "fused")
+
+
+def test_q_values_are_never_below_p_values():
+    report = compare(make_results(seed=1), make_results({("fused", "gemma-2b"): 1.02}, seed=2), POLICY)
+    assert all(c.q_value >= c.p_value for c in report.comparisons)
+
+
+# Property tests of the decision rule.
+sample_lists = st.lists(st.floats(min_value=0.01, max_value=100.0, allow_nan=False), min_size=10, max_size=60)
+
+
+def _single(samples_ms: list[float]) -> Results:
+    bench = Benchmark(kernel="fused", shape={"M": 1, "K": 2, "N": 3}, dtype="bfloat16", samples_ms=samples_ms)
+    return Results(environment={"gpu_name": "X"}, settings={}, benchmarks=[bench])
+
+
+@settings(max_examples=60, deadline=None)
+@given(sample_lists)
+def test_identical_sample_sets_never_give_a_regression(samples_ms):
+    report = compare(_single(samples_ms), _single(list(samples_ms)), POLICY)
+    assert report.comparisons[0].verdict != "regression"
+    assert not report.fails
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(min_value=1.0, max_value=1.005), min_size=10, max_size=60),
+       st.floats(min_value=0.05, max_value=20.0))
+def test_a_uniform_ten_percent_slowdown_with_low_noise_always_fails(jitter, scale):
+    baseline = [scale * j for j in jitter]
+    current = [1.10 * value for value in baseline]
+    comparison = compare(_single(baseline), _single(current), POLICY).comparisons[0]
+    assert (comparison.verdict, comparison.fails) == ("regression", True)
+
+
+# The command line.
+def _save(tmp_path: Path, name: str, loaded: Results) -> Path:
+    path = tmp_path / name
+    results.save(loaded, path)
+    return path
+
+
+def test_cli_exit_codes_and_reports(tmp_path: Path, monkeypatch):
+    base = _save(tmp_path, "base.json", make_results(seed=1))
+    same = _save(tmp_path, "same.json", make_results(seed=2))
+    slow = _save(tmp_path, "slow.json", make_results({("fused", "gemma-2b"): 1.10}, seed=2))
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    runner = CliRunner()
+    assert runner.invoke(perfbot, ["compare", str(base), str(same)]).exit_code == 0
+    result = runner.invoke(perfbot, ["compare", str(base), str(slow), "--markdown", str(tmp_path / "c.md"),
+                                     "--json", str(tmp_path / "c.json")])
+    assert result.exit_code == 1, result.output
+    assert "FAIL regression" in result.output
+    data = json.loads((tmp_path / "c.json").read_text())
+    assert data["fails"] and [c["kernel"] for c in data["comparisons"] if c["fails"]] == ["fused"]
+    assert (tmp_path / "c.md").read_text().startswith("**perfbot:** ❌")
+    assert summary.read_text().count("<!-- perfbot-report -->") == 2
+
+
+def test_cli_refuses_other_gpus_without_force(tmp_path: Path):
+    base = _save(tmp_path, "base.json", make_results(seed=1))
+    other = _save(tmp_path, "other.json", make_results(seed=2, environment={"gpu_name": "NVIDIA A100"}))
+    result = CliRunner().invoke(perfbot, ["compare", str(base), str(other)])
+    assert result.exit_code == 2 and "--force" in result.output
+    assert CliRunner().invoke(perfbot, ["compare", str(base), str(other), "--force"]).exit_code == 0
+
+
+def _results_text(**changes) -> str:
+    data = make_results(seed=1).to_json()
+    data.update(changes)
+    return json.dumps(data)
+
+
+def _with_first_samples(values) -> str:
+    data = make_results(seed=1).to_json()
+    data["benchmarks"][0]["samples_ms"] = values
+    return json.dumps(data).replace("Infinity", "1e999")
+
+
+def _duplicated() -> str:
+    data = make_results(seed=1).to_json()
+    data["benchmarks"].append(data["benchmarks"][0])
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize(
+    "content,words",
+    [
+        (_results_text()[:200], "not valid JSON"),
+        (_results_text(format=7), "results format 7"),
+        (_with_first_samples([1.0, float("nan")]).replace("NaN", "NaN"), "positive finite"),
+        (_with_first_samples([1.0, -1.0]), "-1.0"),
+        (_with_first_samples([]), "non-empty"),
+        (_duplicated(), "repeats benchmarks[0]"),
+        (None, "no such file"),
+        ("DIR", "is a directory"),
+    ],
+    ids=["truncated", "format", "nan", "negative", "empty", "duplicate", "missing", "directory"],
+)
+def test_cli_malformed_inputs_exit_2(tmp_path: Path, content, words):
+    good = _save(tmp_path, "good.json", make_results(seed=1))
+    bad = tmp_path / "bad.json"
+    if content == "DIR":
+        bad.mkdir()
+    elif content is not None:
+        bad.write_text(content)
+    for args in ([str(good), str(bad)], [str(bad), str(good)]):
+        result = CliRunner().invoke(perfbot, ["compare", *args])
+        assert result.exit_code == 2, result.output
+        assert words in result.output and "bad.json" in result.output
+        assert "Traceback" not in result.output
+
+
+def test_cli_argument_shapes(tmp_path: Path):
+    good = _save(tmp_path, "good.json", make_results(seed=1))
+    assert CliRunner().invoke(perfbot, ["compare", str(good)]).exit_code == 2
+    assert CliRunner().invoke(perfbot, ["compare", "--store", str(tmp_path), str(good), str(good)]).exit_code == 2
