@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -181,7 +182,7 @@ _COMMENT = jinja2.Environment(
     loader=jinja2.PackageLoader("perfbot", "templates"), autoescape=False, trim_blocks=True, lstrip_blocks=True,
     keep_trailing_newline=True,
 )
-_COMMENT.filters.update(md=markdown_escape, label=label, shape=_shape_text)
+_COMMENT.filters.update(md=markdown_escape, label=label, shape=_shape_text, basename=lambda path: Path(path).name)
 
 
 def comment_markdown(report: Report, limit: int = GITHUB_COMMENT_LIMIT) -> str:
