@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -17,10 +18,12 @@ from . import store as baseline_store
 from .compare import compare
 from .config import ProjectConfig, find_project_root, load_project_config
 from .export import to_pytest_benchmark
+from .github import STATES, GitHub
+from . import triton_build
 from .thresholds import load_policy
 from .environment import collect_environment
 from .errors import EXIT_REGRESSION, BadInput, PerfbotError
-from .report import case_markdown, comment_markdown, compare_table, comparison_json, failures_table, run_markdown, run_table
+from .report import GITHUB_COMMENT_LIMIT, case_markdown, comment_markdown, compare_table, comparison_json, failures_table, run_markdown, run_table
 from .runner import RunSettings, plan, progress_steps, run
 from .subject import Subject, load_subject
 
@@ -351,3 +354,104 @@ def export_command(results_path: Path, export_format: str, out: Path, overwrite:
         raise BadInput(f"{out}: already exists; choose another name or pass --overwrite")
     _write_text(out, json.dumps(to_pytest_benchmark(loaded), indent=1) + "\n")
     click.echo(f"wrote {out} ({export_format})")
+
+
+@perfbot.command("comment")
+@click.option("--repo", required=True, help="Repository as OWNER/NAME.")
+@click.option("--pr", type=click.IntRange(min=1), required=True, help="Pull request number.")
+@click.option("--body-file", type=click.Path(path_type=Path), required=True,
+              help="Markdown to post, e.g. the file `perfbot compare --markdown` wrote.")
+@click.option("--author", default=None,
+              help="Login whose marked comment may be edited. Default: any bot account (GITHUB_TOKEN posts as github-actions[bot]).")
+@click.option("--status", "state", type=click.Choice(STATES), default=None,
+              help="Also set a commit status with this state on --sha.")
+@click.option("--sha", default=None, help="Commit for --status.")
+@click.option("--context", default="perfbot", show_default=True, help="Name of the commit status.")
+@click.option("--target-url", default=None, help="Link of the commit status, e.g. the workflow run.")
+def comment_command(repo: str, pr: int, body_file: Path, author: str | None, state: str | None, sha: str | None,
+                    context: str, target_url: str | None) -> None:
+    """Post the report as the PR's one perfbot comment (edited in place on every push).
+
+    Token from GITHUB_TOKEN, API root from GITHUB_API_URL. Transient failures are retried;
+    exits 3 when GitHub stays unreachable. With --status the commit status is set even if the
+    comment could not be posted, so the verdict stays visible.
+
+    Example:
+
+        perfbot comment --repo octo/perfbot --pr 7 --body-file comment.md --status failure --sha $SHA
+    """
+    if (state is None) != (sha is None):
+        raise click.UsageError("--status and --sha go together")
+    if sha is not None and not re.fullmatch(r"[0-9a-f]{40}", sha):
+        raise click.BadParameter(f"must be a full 40-hex-digit commit SHA, got {sha!r}", param_hint="--sha")
+    body = _read_body(body_file)
+    client = GitHub.from_environment()
+    problems = []
+    try:
+        posted = client.upsert_comment(repo, pr, body, author)
+        click.echo(f"{posted.action} {posted.url}")
+    except PerfbotError as error:
+        problems.append(error)
+    if state is not None and sha is not None:
+        headline = body.splitlines()[0].replace("**perfbot:**", "").strip() if body.strip() else "perfbot"
+        try:
+            client.set_status(repo, sha, state, headline, context, target_url)
+            click.echo(f"status {state} set on {sha[:12]}")
+        except PerfbotError as error:
+            problems.append(error)
+    if problems:
+        worst = max(problems, key=lambda e: e.exit_code)
+        for problem in problems:
+            click.echo(f"perfbot: error: {problem}", err=True)
+        sys.exit(worst.exit_code)
+
+
+def _read_body(path: Path) -> str:
+    if path.is_dir():
+        raise BadInput(f"{path}: is a directory, not a markdown file")
+    try:
+        body = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise BadInput(f"{path}: cannot read it as UTF-8 text: {error}") from None
+    if not body.strip():
+        raise BadInput(f"{path}: is empty; nothing to post")
+    if len(body) > GITHUB_COMMENT_LIMIT:
+        raise BadInput(f"{path}: {len(body)} characters, over GitHub's {GITHUB_COMMENT_LIMIT} for a comment")
+    return body
+
+
+@perfbot.group("triton")
+def triton_group() -> None:
+    """Triton builds for CI and bisection.
+
+    Example:
+
+        perfbot triton build --commit 7c56a5e40f7fd928dfd5c72902d5def0097db73a
+    """
+
+
+@triton_group.command("build")
+@click.option("--commit", default=None, help="Commit to build. Default: [tool.perfbot] triton-commit of the project.")
+@click.option("--source", default=triton_build.DEFAULT_SOURCE, show_default=True,
+              help="Triton repository: a local path or a git URL.")
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Wheel cache, one folder per commit. Default: ~/.cache/perfbot/triton-wheels.")
+@click.option("--no-build-isolation", is_flag=True,
+              help="Build with the build tools already installed (pip's --no-build-isolation) instead of fresh ones.")
+@_project_option
+def triton_build_command(commit: str | None, source: str, cache: Path | None, no_build_isolation: bool,
+                         project: Path | None) -> None:
+    """Build a Triton wheel at a commit, or take it from the cache; prints the wheel's path.
+
+    Exits 3 if the build fails, with the end of its log.
+
+    Example:
+
+        perfbot triton build --commit 7c56a5e4 --source ~/src/triton --cache /ci/wheels
+    """
+    commit = commit or _project(project).triton_commit
+    wheel, built = triton_build.build(commit, source, cache, build_isolation=not no_build_isolation)
+    click.echo(f"{'built' if built else 'cache hit'}: {wheel}", err=True)
+    click.echo(str(wheel))

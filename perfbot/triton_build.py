@@ -1,0 +1,126 @@
+"""`perfbot triton build`: a Triton wheel at one commit, built once and cached by commit.
+
+    <cache>/<full commit sha>/triton-*.whl      a finished build (a cache hit returns it)
+    <cache>/<full commit sha>.log               the last build's log
+
+Older Triton commits keep setup.py under python/, newer ones at the top; both are built with
+`pip wheel`. ccache is used when it is on PATH, and MAX_JOBS is bounded by memory, since each
+LLVM/MLIR compile job can take several GB.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .errors import BadInput, EnvironmentFailure
+
+DEFAULT_SOURCE = "https://github.com/triton-lang/triton.git"
+GB_PER_JOB = 4  # a C++ compile job of Triton's LLVM-heavy sources peaks at a few GB
+_SHA = re.compile(r"[0-9a-f]{7,40}")
+
+
+def default_cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "perfbot" / "triton-wheels"
+
+
+def max_jobs(memory_bytes: int | None = None, cpus: int | None = None) -> int:
+    """Parallel compile jobs: one per CPU, but no more than memory allows."""
+    if memory_bytes is None:
+        memory_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    cpus = cpus or os.cpu_count() or 1
+    return max(1, min(cpus, memory_bytes // (GB_PER_JOB * 1024**3)))
+
+
+def cached_wheel(cache: Path, commit: str) -> Path | None:
+    wheels = sorted((cache / commit).glob("*.whl")) if (cache / commit).is_dir() else []
+    return wheels[0] if wheels else None
+
+
+def build(commit: str, source: str = DEFAULT_SOURCE, cache: Path | None = None, *,
+          build_isolation: bool = True, log_lines: int = 40) -> tuple[Path, bool]:
+    """(wheel, built): the wheel of `commit`, from the cache when it is there (built False)."""
+    if not _SHA.fullmatch(commit):
+        raise BadInput(f"--commit must be a hex commit SHA (7 to 40 digits), got {commit!r}")
+    if shutil.which("git") is None:
+        raise EnvironmentFailure("git is not installed; perfbot triton build needs it")
+    cache = cache or default_cache()
+    if cache.exists() and not cache.is_dir():
+        raise BadInput(f"{cache}: the wheel cache must be a directory")
+    cache.mkdir(parents=True, exist_ok=True)
+    if len(commit) == 40 and (hit := cached_wheel(cache, commit)):
+        return hit, False
+
+    with tempfile.TemporaryDirectory(dir=cache, prefix=".build-") as scratch:
+        checkout = Path(scratch) / "src"
+        full = _checkout(source, commit, checkout)
+        if hit := cached_wheel(cache, full):  # a short SHA that names a cached build
+            return hit, False
+        project = _project_dir(checkout, full)
+        log = cache / f"{full}.log"
+        out = Path(scratch) / "wheel"
+        command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(out), str(project)]
+        if not build_isolation:
+            command.insert(4, "--no-build-isolation")
+        env = dict(os.environ, MAX_JOBS=str(max_jobs()))
+        if shutil.which("ccache"):
+            env["TRITON_BUILD_WITH_CCACHE"] = "true"
+        with log.open("w") as handle:
+            handle.write(f"$ {' '.join(command)}\n# MAX_JOBS={env['MAX_JOBS']} "
+                         f"TRITON_BUILD_WITH_CCACHE={env.get('TRITON_BUILD_WITH_CCACHE', 'false')}\n")
+            handle.flush()
+            done = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=project)
+        wheels = sorted(out.glob("*.whl"))
+        if done.returncode != 0 or not wheels:
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-log_lines:])
+            raise EnvironmentFailure(f"building Triton at {full[:12]} failed (exit {done.returncode}); "
+                                     f"full log: {log}\n{tail}")
+        # Publish the finished wheel with one rename, so a crash never leaves half a cache entry.
+        staged = Path(scratch) / full
+        staged.mkdir()
+        shutil.move(str(wheels[0]), staged / wheels[0].name)
+        try:
+            os.rename(staged, cache / full)
+        except OSError:  # another build of the same commit finished first: use that one
+            pass
+    wheel = cached_wheel(cache, full)
+    assert wheel is not None
+    return wheel, True
+
+
+def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def _checkout(source: str, commit: str, checkout: Path) -> str:
+    """Check `commit` out of `source` (a path or URL) into `checkout`; returns the full SHA."""
+    if not re.match(r"^[a-z+]+://|^git@", source) and not Path(source).exists():
+        raise BadInput(f"--source {source!r} is neither an existing path nor a URL")
+    cloned = _git("clone", "--quiet", "--no-checkout", source, str(checkout))
+    if cloned.returncode != 0:
+        raise EnvironmentFailure(f"cannot clone {source}: {cloned.stderr.strip().splitlines()[-1:]}")
+    if _git("cat-file", "-e", f"{commit}^{{commit}}", cwd=checkout).returncode != 0:
+        _git("fetch", "--quiet", "origin", commit, cwd=checkout)  # commits off the default branches
+    resolved = _git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", cwd=checkout)
+    if resolved.returncode != 0:
+        raise BadInput(f"commit {commit} is not in {source}")
+    full = resolved.stdout.strip()
+    switched = _git("-c", "advice.detachedHead=false", "checkout", "--quiet", full, cwd=checkout)
+    if switched.returncode != 0:
+        raise EnvironmentFailure(f"cannot check out {full[:12]}: {switched.stderr.strip()}")
+    _git("submodule", "update", "--init", "--recursive", "--quiet", cwd=checkout)
+    return full
+
+
+def _project_dir(checkout: Path, commit: str) -> Path:
+    """Newer Triton builds from the top (setup.py or pyproject.toml); older from python/."""
+    if (checkout / "setup.py").is_file() or (checkout / "pyproject.toml").is_file():
+        return checkout
+    if (checkout / "python" / "setup.py").is_file():
+        return checkout / "python"
+    raise BadInput(f"Triton at {commit[:12]} has neither setup.py nor python/setup.py; is --source a Triton repository?")

@@ -1,0 +1,137 @@
+"""`perfbot triton build` on small stand-in repositories of both source layouts, built for real
+with pip (the real Triton build downloads LLVM and only runs on a networked runner)."""
+
+import os
+import stat
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from perfbot import triton_build
+from perfbot.cli import perfbot
+from perfbot.errors import BadInput, EnvironmentFailure
+
+SETUP = '''
+import os, pathlib
+from setuptools import setup
+here = pathlib.Path(__file__).parent
+counter = os.environ.get("STANDIN_BUILD_COUNTER")
+if counter:
+    with open(counter, "a") as handle:
+        handle.write("built\\n")
+(here / "triton" / "build_env.txt").write_text(
+    f"MAX_JOBS={os.environ.get('MAX_JOBS')}\\nCCACHE={os.environ.get('TRITON_BUILD_WITH_CCACHE')}\\n")
+setup(name="triton", version="0.0.1", packages=["triton"], package_data={"triton": ["build_env.txt"]})
+'''
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def standin(tmp_path: Path, layout: str) -> tuple[Path, str, str]:
+    """A git repository shaped like Triton's old (python/setup.py) or new (setup.py) layout:
+    a good commit, then one whose build fails."""
+    repo = tmp_path / f"triton-{layout}"
+    package_root = repo / "python" if layout == "old" else repo
+    (package_root / "triton").mkdir(parents=True)
+    (package_root / "triton" / "__init__.py").write_text("VERSION = 'stand-in'\n")
+    (package_root / "setup.py").write_text(SETUP)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "good")
+    good = _git(repo, "rev-parse", "HEAD")
+    (package_root / "setup.py").write_text("raise SystemExit('error: compiler exploded in lib/Dialect')\n")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "broken")
+    return repo, good, _git(repo, "rev-parse", "HEAD")
+
+
+def _wheel_env(wheel: Path) -> str:
+    with zipfile.ZipFile(wheel) as archive:
+        return archive.read("triton/build_env.txt").decode()
+
+
+@pytest.mark.parametrize("layout", ["old", "new"])
+def test_builds_once_then_hits_the_cache(tmp_path: Path, layout: str, monkeypatch):
+    repo, good, _ = standin(tmp_path, layout)
+    counter = tmp_path / "builds.txt"
+    monkeypatch.setenv("STANDIN_BUILD_COUNTER", str(counter))
+    cache = tmp_path / "cache"
+    wheel, built = triton_build.build(good, str(repo), cache, build_isolation=False)
+    assert built and wheel.parent == cache / good and wheel.name.startswith("triton-0.0.1")
+    assert f"MAX_JOBS={triton_build.max_jobs()}" in _wheel_env(wheel)
+    runs_of_one_build = counter.read_text()  # pip runs setup.py more than once per build
+    again, built_again = triton_build.build(good[:10], str(repo), cache, build_isolation=False)
+    assert (again, built_again) == (wheel, False)
+    assert triton_build.build(good, str(repo), cache, build_isolation=False) == (wheel, False)
+    assert counter.read_text() == runs_of_one_build  # the cache hits ran no build at all
+
+
+def test_cli_prints_the_wheel_and_uses_ccache_when_present(tmp_path: Path, monkeypatch):
+    repo, good, _ = standin(tmp_path, "new")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    ccache = bin_dir / "ccache"
+    ccache.write_text("#!/bin/sh\nexec \"$@\"\n")
+    ccache.chmod(ccache.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    result = CliRunner().invoke(perfbot, ["triton", "build", "--commit", good, "--source", str(repo),
+                                          "--cache", str(tmp_path / "cache"), "--no-build-isolation"])
+    assert result.exit_code == 0, result.output
+    wheel = Path(result.stdout.strip().splitlines()[-1])
+    assert wheel.is_file() and "CCACHE=true" in _wheel_env(wheel)
+
+
+def test_a_failed_build_exits_3_with_the_end_of_its_log(tmp_path: Path):
+    repo, _, broken = standin(tmp_path, "old")
+    cache = tmp_path / "cache"
+    result = CliRunner().invoke(perfbot, ["triton", "build", "--commit", broken, "--source", str(repo),
+                                          "--cache", str(cache), "--no-build-isolation"])
+    assert result.exit_code == 3
+    assert "compiler exploded" in result.output and f"{broken}.log" in result.output
+    assert not (cache / broken).exists()  # nothing half-built is cached
+    assert [p.name for p in cache.iterdir()] == [f"{broken}.log"]
+
+
+def test_bad_input(tmp_path: Path):
+    repo, _, _ = standin(tmp_path, "new")
+    with pytest.raises(BadInput, match="is not in"):
+        triton_build.build("deadbeefdeadbeef", str(repo), tmp_path / "c", build_isolation=False)
+    with pytest.raises(BadInput, match="hex commit SHA"):
+        triton_build.build("main; rm -rf /", str(repo), tmp_path / "c")
+    with pytest.raises(BadInput, match="neither an existing path nor a URL"):
+        triton_build.build("abcdef1", str(tmp_path / "nowhere"), tmp_path / "c")
+    empty = tmp_path / "empty"
+    subprocess.run(["git", "init", "-q", str(empty)], check=True)
+    (empty / "README").write_text("x")
+    _git(empty, "add", "-A")
+    _git(empty, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
+    with pytest.raises(BadInput, match="neither setup.py nor python/setup.py"):
+        triton_build.build(_git(empty, "rev-parse", "HEAD"), str(empty), tmp_path / "c")
+    result = CliRunner().invoke(perfbot, ["triton", "build", "--commit", "xyz", "--source", str(repo)])
+    assert result.exit_code == 2
+
+
+def test_max_jobs_is_bounded_by_memory():
+    gb = 1024**3
+    assert triton_build.max_jobs(8 * gb, 64) == 2
+    assert triton_build.max_jobs(1024 * gb, 8) == 8
+    assert triton_build.max_jobs(1 * gb, 4) == 1
+
+
+def test_the_default_commit_is_the_pinned_one(project: Path, tmp_path: Path):
+    # No network here: a local stand-in lacks the pinned commit, which is reported as bad input.
+    repo, _, _ = standin(tmp_path, "new")
+    result = CliRunner().invoke(perfbot, ["triton", "build", "--project", str(project), "--source", str(repo),
+                                          "--cache", str(tmp_path / "c")])
+    assert result.exit_code == 2 and "7c56a5e40f7fd928dfd5c72902d5def0097db73a is not in" in result.output
+
+
+def test_an_unusable_cache_path(tmp_path: Path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(BadInput, match="must be a directory"):
+        triton_build.build("abcdef1", "https://example.invalid/x.git", tmp_path / "file")
+    assert EnvironmentFailure.exit_code == 3
