@@ -13,19 +13,33 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from typing import TYPE_CHECKING
+
 from . import results as results_file
 from . import store as baseline_store
+from . import triton_build
 from .compare import compare
 from .config import ProjectConfig, find_project_root, load_project_config
+from .errors import EXIT_REGRESSION, BadInput, PerfbotError
 from .export import to_pytest_benchmark
 from .github import STATES, GitHub
-from . import triton_build
+from .report import (
+    GITHUB_COMMENT_LIMIT,
+    case_markdown,
+    comment_markdown,
+    compare_table,
+    comparison_json,
+    failures_table,
+    run_markdown,
+    run_table,
+)
 from .thresholds import load_policy
-from .environment import collect_environment
-from .errors import EXIT_REGRESSION, BadInput, PerfbotError
-from .report import GITHUB_COMMENT_LIMIT, case_markdown, comment_markdown, compare_table, comparison_json, failures_table, run_markdown, run_table
-from .runner import RunSettings, plan, progress_steps, run
-from .subject import Subject, load_subject
+
+if TYPE_CHECKING:
+    from .subject import Subject
+
+# Commands that measure import torch (through runner, subject, environment) when they run, not
+# at start-up: the comment job and `perfbot compare` work on machines without it.
 
 _project_option = click.option(
     "--project",
@@ -40,6 +54,8 @@ def _project(project: Path | None) -> ProjectConfig:
 
 
 def _subject(config: ProjectConfig, kernels: Path | None) -> Subject:
+    from .subject import load_subject
+
     return load_subject(kernels if kernels is not None else config.kernels_dir)
 
 
@@ -110,6 +126,8 @@ def run_command(
 
         perfbot run --suite models --suite decode --out results.json
     """
+    from .runner import RunSettings, plan, progress_steps, run
+
     subject = _subject(_project(project), kernels)
     unknown = [name for name in suite_names if name not in subject.suites]
     if unknown:
@@ -172,6 +190,8 @@ def env_command(as_json: bool) -> None:
 
         perfbot env --json
     """
+    from .environment import collect_environment
+
     record = collect_environment().to_dict()
     if as_json:
         click.echo(json.dumps(record, indent=1))

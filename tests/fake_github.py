@@ -56,6 +56,10 @@ def _not_found() -> _Reply:
     return _Reply(404, {"message": "Not Found"})
 
 
+def _bad_json() -> _Reply:
+    return _Reply(400, {"message": "Problems parsing JSON"})
+
+
 class _Server(ThreadingHTTPServer):
     """Tracks open connections so that stopping also ends keep-alive connections still held by clients."""
 
@@ -95,7 +99,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.connections.discard(self.connection)
         super().finish()
 
-    def handle_request(self) -> None:
+    def respond(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length).decode("utf-8", "replace")
         request = Request(self.command, self.path, dict(self.headers.items()), body)
@@ -108,7 +112,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = handle_request
+    do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = respond
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silent: test output should show the tests, not an access log."""
@@ -138,7 +142,9 @@ class FakeGitHub:
     def __enter__(self) -> FakeGitHub:
         self._server = _Server(self)
         self.url = f"http://127.0.0.1:{self._server.server_port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-github", daemon=True)
+        # A short poll interval: shutdown() waits for the serving loop to notice, 0.5 s per test by default.
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="fake-github", daemon=True)
         self._thread.start()
         return self
 
@@ -146,14 +152,16 @@ class FakeGitHub:
                  tb: TracebackType | None) -> None:
         assert self._server is not None and self._thread is not None
         self._server.shutdown()
-        self._server.close_connections()
         self._server.server_close()
+        self._server.close_connections()
         self._thread.join()
 
     # --- test controls ---
 
     def add_comment(self, repo: str, number: int, body: str, login: str = "someone", user_type: str = "User") -> dict:
         """Seed a comment by another user, as if posted before the client ran; returns a copy of it."""
+        if repo not in self.repos:
+            raise ValueError(f"{repo!r} is not one of this fake's repositories {self.repos}")
         with self._lock:
             return copy.deepcopy(self._store_comment(repo, number, body, self._user(login, user_type)))
 
@@ -254,14 +262,12 @@ class FakeGitHub:
         return next((r for r in self.repos if r.lower() == wanted), None)
 
     @staticmethod
-    def _json_body(body: str) -> dict | _Reply:
+    def _json_object(body: str) -> dict | None:
         try:
-            data = json.loads(body or "null")
+            data = json.loads(body)
         except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            return _Reply(400, {"message": "Problems parsing JSON"})
-        return data
+            return None
+        return data if isinstance(data, dict) else None
 
     def _validation_failed(self, resource: str, field_name: str, doc: str) -> _Reply:
         return _Reply(422, {"message": "Validation Failed",
@@ -286,34 +292,32 @@ class FakeGitHub:
         return _Reply(200, comments[start:start + per_page], {"Link": links} if links else {})
 
     def _create_comment(self, repo: str, number: int, body: str) -> _Reply:
-        data = self._json_body(body)
-        if isinstance(data, _Reply):
-            return data
+        if (data := self._json_object(body)) is None:
+            return _bad_json()
         if not isinstance(data.get("body"), str) or not data["body"]:
             return self._validation_failed("IssueComment", "body", "issues/comments#create-an-issue-comment")
         return _Reply(201, self._store_comment(repo, number, data["body"], self._user(self.bot_login, "Bot")))
 
     def _edit_comment(self, comment: dict, body: str) -> _Reply:
-        data = self._json_body(body)
-        if isinstance(data, _Reply):
-            return data
+        if (data := self._json_object(body)) is None:
+            return _bad_json()
         if not isinstance(data.get("body"), str) or not data["body"]:
             return self._validation_failed("IssueComment", "body", "issues/comments#update-an-issue-comment")
         comment.update(self._bodies(data["body"]), updated_at=_now())
         return _Reply(200, comment)
 
     def _create_status(self, repo: str, sha: str, body: str) -> _Reply:
-        data = self._json_body(body)
-        if isinstance(data, _Reply):
-            return data
+        if (data := self._json_object(body)) is None:
+            return _bad_json()
         if data.get("state") not in STATUS_STATES:
             return self._validation_failed("Status", "state", "commits/statuses#create-a-commit-status")
         now = _now()
+        status_id = self._new_id()
         status = {
             "url": f"{self.url}/repos/{repo}/statuses/{sha}",
             "avatar_url": self._avatar(self.bot_login),
-            "id": self._new_id(),
-            "node_id": f"SC_kwDO{self._next_id - 1}",
+            "id": status_id,
+            "node_id": f"SC_kwDO{status_id}",
             "state": data["state"],
             "description": data.get("description"),
             "target_url": data.get("target_url"),
