@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Store a results file as the newest baseline on the perfbot-baselines branch and push it,
+# retrying when another run pushed first (each attempt starts again from the branch's tip).
+#   scripts/push-baseline.sh RESULTS
+# The remote is PERFBOT_BASELINE_REMOTE, or this repository on GitHub authenticated with
+# GITHUB_TOKEN (sent as a header, never written into a URL or a file).
+set -euo pipefail
+results=$(realpath "${1:?usage: scripts/push-baseline.sh RESULTS}")
+perfbot=${PERFBOT:-.venv/bin/perfbot}
+branch=perfbot-baselines
+remote=${PERFBOT_BASELINE_REMOTE:-${GITHUB_SERVER_URL:-https://github.com}/${GITHUB_REPOSITORY:?}.git}
+auth=()
+if [ -n "${GITHUB_TOKEN:-}" ] && [ -z "${PERFBOT_BASELINE_REMOTE:-}" ]; then
+  basic=$(printf 'x-access-token:%s' "$GITHUB_TOKEN" | base64 -w0)
+  auth=(-c "http.extraHeader=Authorization: Basic $basic")
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for attempt in 1 2 3 4 5; do
+  rm -rf "$work/repo"
+  if ! git "${auth[@]}" clone --quiet --depth 1 --branch "$branch" "$remote" "$work/repo" 2>/dev/null; then
+    git init --quiet "$work/repo"
+    git -C "$work/repo" checkout --quiet --orphan "$branch"
+  fi
+  "$perfbot" baseline update "$results" --store "$work/repo/store"
+  git -C "$work/repo" add store
+  git -C "$work/repo" -c user.name=perfbot -c user.email=perfbot@users.noreply.github.com \
+    commit --quiet -m "baseline: ${GITHUB_SHA:-$(basename "$results")}"
+  if git "${auth[@]}" -C "$work/repo" push --quiet "$remote" "HEAD:refs/heads/$branch"; then
+    echo "stored on $branch (attempt $attempt)"
+    exit 0
+  fi
+  echo "push rejected (attempt $attempt): another run stored first; retrying from the new tip" >&2
+  sleep $((attempt * 3))
+done
+echo "perfbot: error: could not push to $branch after 5 attempts" >&2
+exit 3
