@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -20,11 +21,13 @@ from . import store as baseline_store
 from . import triton_build
 from .compare import compare
 from .config import ProjectConfig, find_project_root, load_project_config
-from .errors import EXIT_REGRESSION, BadInput, PerfbotError
+from .errors import EXIT_REGRESSION, BadInput, EnvironmentFailure, PerfbotError, WrongResult
 from .export import to_pytest_benchmark
 from .github import STATES, GitHub
 from .report import (
     GITHUB_COMMENT_LIMIT,
+    bisect_markdown,
+    bisect_table,
     case_markdown,
     comment_markdown,
     compare_table,
@@ -475,3 +478,124 @@ def triton_build_command(commit: str | None, source: str, cache: Path | None, no
     wheel, built = triton_build.build(commit, source, cache, build_isolation=not no_build_isolation)
     click.echo(f"{'built' if built else 'cache hit'}: {wheel}", err=True)
     click.echo(str(wheel))
+
+
+@perfbot.command("sample")
+@click.option("--suite", "suite_name", required=True, help="Suite of the benchmark.")
+@click.option("--case", "case_name", required=True, help="Case (shape) within the suite.")
+@click.option("--kernel", default="fused", show_default=True, help="Implementation to time.")
+@click.option("--approximate", type=click.Choice(["none", "tanh"]), default="none", show_default=True,
+              help="GELU variant.")
+@click.option("--samples", type=click.IntRange(min=10), default=20, show_default=True, help="Samples to print.")
+@click.option("--kernels", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="kernels/ package to measure instead of the project's.")
+@_project_option
+def sample_command(suite_name: str, case_name: str, kernel: str, approximate: str, samples: int,
+                   kernels: Path | None, project: Path | None) -> None:
+    """Check one benchmark, time it, and print its samples in ms, one per line (for bisect).
+
+    Exits 1 if the kernel gives a wrong result, 3 without a CUDA GPU.
+
+    Example:
+
+        perfbot sample --suite pr --case t5-v1.1-xl --kernel fused --samples 30
+    """
+    import dataclasses
+
+    from .runner import RunSettings, run
+
+    subject = _subject(_project(project), kernels)
+    if suite_name not in subject.suites:
+        raise click.BadParameter(f"unknown suite {suite_name!r}; known: {', '.join(subject.suites)}", param_hint="--suite")
+    suite = subject.suites[suite_name]
+    cases = tuple(c for c in suite.cases if c.name == case_name)
+    if not cases:
+        raise click.BadParameter(f"suite {suite_name} has no case {case_name!r}; it has "
+                                 f"{', '.join(c.name for c in suite.cases)}", param_hint="--case")
+    settings = RunSettings(samples=samples, approximations=(approximate,), kernels=(kernel,))
+    result = run(subject, [dataclasses.replace(suite, cases=cases, kernels=(kernel,))], settings)
+    for failure in result.failures:
+        raise WrongResult(f"{failure.kernel} on {failure.case}: {failure.reason}")
+    for value in result.benchmarks[0].samples_ms:
+        click.echo(f"{value:.6f}")
+
+
+@perfbot.command("bisect")
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Git repository to bisect (a Triton checkout unless --measure is given).")
+@click.option("--good", required=True, help="A revision where the benchmark was fast.")
+@click.option("--bad", required=True, help="A later revision where it is slower.")
+@click.option("--build", "build_command", default=None, help="Shell command that builds a commit, run in its worktree.")
+@click.option("--measure", "measure_command", default=None,
+              help="Shell command run in the worktree that prints samples in ms, one per line.")
+@click.option("--suite", "suite_name", default="pr", show_default=True, help="Triton mode: suite of the benchmark.")
+@click.option("--case", "case_name", default="t5-v1.1-xl", show_default=True, help="Triton mode: case of the benchmark.")
+@click.option("--kernel", default="fused", show_default=True, help="Triton mode: implementation to time.")
+@click.option("--samples", type=click.IntRange(min=10), default=20, show_default=True,
+              help="Triton mode: samples per measurement round.")
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Triton mode: wheel cache. Default: ~/.cache/perfbot/triton-wheels.")
+@click.option("--state", "state_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="State file, for resuming. Default: one per repository, ends and commands under ~/.cache/perfbot/bisect.")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the table as markdown here.")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01, show_default=True,
+              help="Significance level of the one-sided Mann-Whitney U tests.")
+@click.option("--min-slowdown", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="Percent by which bad must be slower than good to bisect at all.")
+@click.option("--max-rounds", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Measurement rounds for a commit before an ambiguous one is classified by the nearer median.")
+@click.option("--max-probes", type=click.IntRange(min=0), default=None,
+              help="Stop after measuring this many new commits (resume by running the same command again).")
+@_project_option
+def bisect_command(repo: Path, good: str, bad: str, build_command: str | None, measure_command: str | None,
+                   suite_name: str, case_name: str, kernel: str, samples: int, cache: Path | None,
+                   state_path: Path | None, report_path: Path | None, alpha: float, min_slowdown: float,
+                   max_rounds: int, max_probes: int | None, project: Path | None) -> None:
+    """Find the commit that made a benchmark slower, with statistics at every step.
+
+    Each probed commit is checked out in a worktree of its own (your working copy is never
+    touched). A commit whose build or measure fails is skipped, never blamed. Prints
+    `first bad commit: <sha>` and exits 0 when found; exits 2 when bad is not significantly
+    slower than good.
+
+    Example:
+
+        perfbot bisect --repo . --good v1 --bad main --build "make" --measure "./bench --ms"
+    """
+    from .bisect import CommandProber, TritonProber, bisect
+
+    if not (repo / ".git").exists() and not repo.is_dir():
+        raise BadInput(f"--repo {repo}: no such directory")
+    if build_command is not None and measure_command is None:
+        raise click.UsageError("--build needs --measure (the command that prints the samples)")
+    workdir = Path(tempfile.mkdtemp(prefix="perfbot-bisect-"))
+    try:
+        if measure_command is not None:
+            prober = CommandProber(repo, build_command or "true", measure_command, workdir)
+        else:
+            config = _project(project)
+            sample_args = ["--project", str(config.root), "--suite", suite_name, "--case", case_name,
+                           "--kernel", kernel, "--samples", str(samples)]
+            prober = TritonProber(repo, cache or triton_build.default_cache(), sample_args)
+
+        def shown(probe) -> None:
+            what = f"skipped ({probe.unusable})" if probe.unusable else f"{len(probe.samples)} samples, median {probe.median_ms:.4f} ms"
+            click.echo(f"probed {probe.sha[:12]} {probe.subject[:50]}: {what}", err=True)
+
+        outcome = bisect(repo, good, bad, prober, state_path=state_path, alpha=alpha,
+                         min_slowdown_percent=min_slowdown, max_rounds=max_rounds, max_probes=max_probes,
+                         on_probe=shown)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    _console().print(bisect_table(outcome))
+    click.echo(f"state: {outcome.state_path}", err=True)
+    if report_path is not None:
+        _write_text(report_path, bisect_markdown(outcome, str(repo)))
+    for note in outcome.non_monotonic:
+        click.echo(f"not monotonic: {note}")
+    if outcome.first_bad is None:
+        raise EnvironmentFailure(
+            "the first bad commit is one of " + ", ".join(c[:12] for c in outcome.candidates)
+            + ": the commits between could not be built or measured")
+    click.echo(f"first bad commit: {outcome.first_bad}")

@@ -15,6 +15,12 @@ class PerfbotError(Exception):
     exit_code = EXIT_BAD_INPUT
 
 
+class WrongResult(PerfbotError):
+    """A kernel computed a wrong result: the check fails (exit 1), and nothing is timed."""
+
+    exit_code = EXIT_REGRESSION
+
+
 class BadInput(PerfbotError):
     """Arguments, config or files that perfbot cannot use (exit 2)."""
 

@@ -265,3 +265,35 @@ def comparison_json(report: Report) -> dict[str, Any]:
         "environment_differences": [{"field": d.field, "baseline": d.baseline, "current": d.current}
                                     for d in report.differences],
     }
+
+
+def _bisect_headline(outcome: Any) -> str:
+    if outcome.first_bad:
+        return f"first bad commit {outcome.first_bad[:12]}"
+    return "first bad commit is one of " + ", ".join(c[:12] for c in outcome.candidates)
+
+
+def bisect_table(outcome: Any) -> Table:
+    """Every probed commit, oldest first: samples, median, change from good, verdict."""
+    table = Table(title=f"perfbot bisect: {_bisect_headline(outcome)}", title_justify="left")
+    for column in ("commit", "subject", "samples", "median ms", "vs good", "verdict", "note"):
+        table.add_column(column, justify="right" if column in ("samples", "median ms", "vs good") else "left")
+    good_ms = outcome.probes[0].median_ms if outcome.probes and outcome.probes[0].samples else None
+    for p in outcome.probes:
+        change = f"{100 * (p.median_ms / good_ms - 1):+.2f}%" if p.samples and good_ms else ""
+        verdict = p.verdict or ("skipped" if p.unusable else "—")
+        if p.sha == outcome.first_bad:
+            verdict += " (first bad)"
+        table.add_row(p.sha[:12], escape(p.subject[:48]), str(len(p.samples)),
+                      f"{p.median_ms:.4f}" if p.samples else "—", change, verdict, escape(p.note or p.unusable or ""))
+    return table
+
+
+def bisect_markdown(outcome: Any, repo: str) -> str:
+    probes = list(outcome.probes)
+    good_ms = probes[0].median_ms if probes and probes[0].samples else 1.0
+    return _COMMENT.get_template("bisect.md.j2").render(
+        headline=_bisect_headline(outcome), repo=repo, good=probes[0].sha if probes else "",
+        bad=probes[-1].sha if probes else "", probes=probes, measured=sum(bool(p.samples) for p in probes),
+        total=outcome.range_size, good_ms=good_ms, non_monotonic=outcome.non_monotonic,
+    )

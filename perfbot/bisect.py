@@ -1,0 +1,375 @@
+"""`perfbot bisect`: find the first commit between a good and a bad one that made a benchmark
+slower, measuring as few commits as a binary search allows, with statistics at each step.
+
+Each probed commit is built and measured by a `Prober` (shell commands in a worktree of its
+own, or Triton built at that commit). Samples are compared with both ends by one-sided
+Mann-Whitney U tests: a commit significantly slower than good is bad (so the earliest slowdown
+is found), one significantly faster than bad is good. An ambiguous commit is measured again; a
+commit between the two ends, or beyond either, is reported as evidence that the range is not
+monotonic.
+All samples and verdicts live in a state file, so an interrupted bisect resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from statistics import median
+from typing import Protocol
+
+from scipy import stats as scipy_stats
+
+from .errors import BadInput, EnvironmentFailure
+
+STATE_VERSION = 1
+
+
+@dataclass
+class Probe:
+    """What is known about one commit."""
+
+    sha: str
+    subject: str
+    samples: list[float] = field(default_factory=list)
+    unusable: str | None = None  # why it could not be built or measured (then it is skipped)
+    verdict: str | None = None  # "good", "bad", or None while undecided
+    note: str | None = None  # non-monotonic evidence, or how an ambiguous verdict was reached
+    rounds: int = 0
+
+    @property
+    def median_ms(self) -> float | None:
+        return median(self.samples) if self.samples else None
+
+
+@dataclass
+class State:
+    version: int
+    repo: str
+    good: str
+    bad: str
+    recipe: str  # what builds and measures; a resumed bisect must use the same
+    probes: dict[str, Probe]
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {**asdict(self), "probes": {sha: asdict(p) for sha, p in self.probes.items()}}
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w") as handle:
+            json.dump(data, handle, indent=1)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: Path) -> State:
+        try:
+            data = json.loads(path.read_text())
+            if data.get("version") != STATE_VERSION:
+                raise BadInput(f"{path}: bisect state version {data.get('version')!r}, this perfbot reads "
+                               f"{STATE_VERSION}; delete it to start over")
+            probes = {sha: Probe(**p) for sha, p in data["probes"].items()}
+            return cls(STATE_VERSION, data["repo"], data["good"], data["bad"], data["recipe"], probes)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise BadInput(f"{path}: unreadable bisect state ({error}); delete it to start over") from None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    first_bad: str | None  # None when unusable commits hide which one it is
+    candidates: tuple[str, ...]  # the commits that may be first bad (one when found)
+    probes: tuple[Probe, ...]  # every measured or skipped commit, oldest first
+    non_monotonic: tuple[str, ...]  # notes on commits that do not fit one step from good to bad
+    state_path: Path
+    range_size: int  # commits from good to bad, both included
+
+
+class Prober(Protocol):
+    recipe: str
+
+    def measure(self, sha: str) -> list[float]:
+        """Build the commit if needed and return timing samples (ms); raise Unusable if it
+        cannot be built or measured."""
+
+
+class Unusable(Exception):
+    """The commit cannot be built or measured: skip it, never blame it."""
+
+
+def rev_parse(repo: Path, rev: str) -> str:
+    done = _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    if done.returncode != 0:
+        raise BadInput(f"{rev!r} is not a commit in {repo}")
+    return done.stdout.strip()
+
+
+def commits_between(repo: Path, good: str, bad: str) -> list[tuple[str, str]]:
+    """(sha, subject) of the commits after good up to bad, oldest first, along the ancestry path."""
+    if _git(repo, "merge-base", "--is-ancestor", good, bad).returncode != 0:
+        raise BadInput(f"good {good[:12]} is not an ancestor of bad {bad[:12]}; bisect needs good before bad")
+    done = _git(repo, "log", "--reverse", "--ancestry-path", "--format=%H %s", f"{good}..{bad}")
+    if done.returncode != 0:
+        raise EnvironmentFailure(f"git log failed in {repo}: {done.stderr.strip()}")
+    pairs = [line.split(" ", 1) for line in done.stdout.splitlines() if line]
+    return [(p[0], p[1] if len(p) > 1 else "") for p in pairs]
+
+
+def default_state_path(repo: Path, good: str, bad: str, recipe: str) -> Path:
+    key = hashlib.sha256(f"{repo.resolve()}\0{good}\0{bad}\0{recipe}".encode()).hexdigest()[:16]
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "perfbot" / "bisect" / f"{good[:12]}-{bad[:12]}-{key}.json"
+
+
+def bisect(
+    repo: Path,
+    good_rev: str,
+    bad_rev: str,
+    prober: Prober,
+    *,
+    state_path: Path | None = None,
+    alpha: float = 0.01,
+    min_slowdown_percent: float = 1.0,
+    max_rounds: int = 3,
+    max_probes: int | None = None,
+    on_probe: Callable[[Probe], None] = lambda probe: None,
+) -> Outcome:
+    """Find the first bad commit. Raises BadInput when bad is not significantly slower than good."""
+    if not (repo / ".git").exists() and _git(repo, "rev-parse", "--git-dir").returncode != 0:
+        raise BadInput(f"{repo}: not a git repository")
+    good, bad = rev_parse(repo, good_rev), rev_parse(repo, bad_rev)
+    if good == bad:
+        raise BadInput("good and bad are the same commit")
+    commits = commits_between(repo, good, bad)
+    subjects = dict(commits) | {good: _git(repo, "log", "-1", "--format=%s", good).stdout.strip()}
+    state_path = state_path or default_state_path(repo, good, bad, prober.recipe)
+    state = _resume(state_path, repo, good, bad, prober.recipe)
+    budget = [max_probes]
+
+    def probe(sha: str) -> Probe:
+        known = state.probes.get(sha)
+        if known is not None and (known.samples or known.unusable):
+            return known
+        if budget[0] is not None:
+            if budget[0] <= 0:
+                raise _Paused()
+            budget[0] -= 1
+        current = Probe(sha, subjects.get(sha, ""))
+        try:
+            current.samples = _checked(prober.measure(sha), sha)
+            current.rounds = 1
+        except Unusable as why:
+            current.unusable = str(why)
+        state.probes[sha] = current
+        state.save(state_path)
+        on_probe(current)
+        return current
+
+    try:
+        ends = [probe(good), probe(bad)]
+        for end, name in zip(ends, ("good", "bad")):
+            if end.unusable:
+                raise BadInput(f"the {name} end {end.sha[:12]} cannot be measured: {end.unusable}")
+        good_probe, bad_probe = ends
+        good_probe.verdict, bad_probe.verdict = "good", "bad"
+        p = _p(bad_probe.samples, good_probe.samples, "greater")
+        slowdown = 100 * (bad_probe.median_ms / good_probe.median_ms - 1)
+        if not (p < alpha and slowdown > min_slowdown_percent):
+            raise BadInput(
+                f"bad {bad[:12]} is not significantly slower than good {good[:12]}: medians "
+                f"{bad_probe.median_ms:.4f} vs {good_probe.median_ms:.4f} ms ({slowdown:+.2f}%, one-sided "
+                f"Mann-Whitney p={p:.2g}; needs p < {alpha:g} and more than {min_slowdown_percent:g}%)"
+            )
+        order = [good] + [sha for sha, _ in commits]  # index 0 is good, the last is bad
+        lo, hi = 0, len(order) - 1
+        while hi - lo > 1:
+            index = _next_index(order, lo, hi, state.probes)
+            if index is None:
+                break  # every commit left in between is unusable
+            current = probe(order[index])
+            if current.unusable:
+                continue
+            _classify(current, good_probe, bad_probe, alpha, max_rounds, prober, state, state_path)
+            if current.verdict == "bad":
+                hi = index
+            else:
+                lo = index
+    except _Paused:
+        raise EnvironmentFailure(
+            f"stopped after the probe limit; the state is in {state_path}: run the same command again to go on"
+        ) from None
+
+    probes = tuple(state.probes[sha] for sha in [good] + [c for c, _ in commits] if sha in state.probes)
+    candidates = tuple(order[lo + 1 : hi + 1])
+    notes = tuple(f"{p.sha[:12]}: {p.note}" for p in probes if p.note and "not monotonic" in p.note)
+    return Outcome(order[hi] if len(candidates) == 1 else None, candidates, probes, notes, state_path, len(order))
+
+
+class _Paused(Exception):
+    pass
+
+
+def _resume(path: Path, repo: Path, good: str, bad: str, recipe: str) -> State:
+    if path.is_dir():
+        raise BadInput(f"{path}: is a directory, not a bisect state file")
+    if not path.exists():
+        return State(STATE_VERSION, str(repo.resolve()), good, bad, recipe, {})
+    state = State.load(path)
+    if (state.good, state.bad, state.recipe) != (good, bad, recipe):
+        raise BadInput(f"{path}: holds another bisect (other ends or commands); use another --state or delete it")
+    return state
+
+
+def _checked(samples: list[float], sha: str) -> list[float]:
+    if len(samples) < 3:
+        raise Unusable(f"measure gave {len(samples)} sample(s); at least 3 are needed")
+    return samples
+
+
+def _next_index(order: list[str], lo: int, hi: int, probes: dict[str, Probe]) -> int | None:
+    """The middle of (lo, hi), or the usable commit nearest to it, as `git bisect skip` does."""
+    middle = (lo + hi) // 2
+    for distance in range(hi - lo):
+        for index in (middle - distance, middle + distance):
+            if lo < index < hi:
+                known = probes.get(order[index])
+                if known is None or not known.unusable:
+                    return index
+    return None
+
+
+def _p(samples: list[float], reference: list[float], alternative: str) -> float:
+    return float(scipy_stats.mannwhitneyu(samples, reference, alternative=alternative).pvalue)
+
+
+def _classify(current: Probe, good: Probe, bad: Probe, alpha: float, max_rounds: int, prober: Prober,
+              state: State, state_path: Path) -> None:
+    """Bad if significantly slower than good (so bisect finds the earliest slowdown, also when it
+    came in steps); good if significantly faster than bad; otherwise measure again, and after
+    max_rounds let the nearer median decide."""
+    if current.verdict is not None:
+        return
+    while True:
+        slower_than_good = _p(current.samples, good.samples, "greater") < alpha
+        faster_than_bad = _p(current.samples, bad.samples, "less") < alpha
+        if slower_than_good or faster_than_bad:
+            current.verdict = "bad" if slower_than_good else "good"
+            if slower_than_good and faster_than_bad:
+                current.note = "between the two ends (slower than good, faster than bad): range not monotonic, " \
+                               "the slowdown comes in steps"
+            break
+        if current.rounds >= max_rounds:
+            nearer_bad = abs(_log_ratio(current, bad)) < abs(_log_ratio(current, good))
+            current.verdict = "bad" if nearer_bad else "good"
+            current.note = f"ambiguous after {current.rounds} rounds; classified by the nearer median"
+            break
+        try:
+            current.samples = current.samples + _checked(prober.measure(current.sha), current.sha)
+        except Unusable as why:
+            current.note = f"a further round failed ({why}); classified with the samples at hand"
+            current.rounds = max_rounds
+            continue
+        current.rounds += 1
+        state.save(state_path)
+    if _p(current.samples, good.samples, "less") < alpha:
+        current.note = "significantly faster than the good end: range not monotonic"
+    elif _p(current.samples, bad.samples, "greater") < alpha:
+        current.note = "significantly slower than the bad end: range not monotonic"
+    state.save(state_path)
+
+
+def _log_ratio(a: Probe, b: Probe) -> float:
+    import math
+
+    return math.log(a.median_ms / b.median_ms)
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+
+
+class CommandProber:
+    """Any repository: `build` then `measure` run by the shell in a worktree of the commit;
+    `measure` prints samples in ms, one per line. A non-zero exit makes the commit unusable."""
+
+    def __init__(self, repo: Path, build: str, measure: str, workdir: Path, timeout_s: float = 3600):
+        self.repo, self.build, self.measure_command, self.workdir, self.timeout_s = repo, build, measure, workdir, timeout_s
+        self.recipe = f"build: {build}\nmeasure: {measure}"
+
+    def measure(self, sha: str) -> list[float]:
+        tree = self.workdir / sha
+        if tree.exists():
+            shutil.rmtree(tree)
+        added = _git(self.repo, "worktree", "add", "--detach", "--force", str(tree), sha)
+        if added.returncode != 0:
+            raise EnvironmentFailure(f"git worktree add failed for {sha[:12]}: {added.stderr.strip()}")
+        try:
+            env = dict(os.environ, PERFBOT_BISECT_COMMIT=sha)
+            for name, command in (("build", self.build), ("measure", self.measure_command)):
+                done = subprocess.run(command, shell=True, cwd=tree, env=env, capture_output=True, text=True,
+                                      timeout=self.timeout_s)
+                if done.returncode != 0:
+                    last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [""]
+                    raise Unusable(f"{name} exited {done.returncode}: {last[0][:200]}")
+            return parse_samples(done.stdout)
+        except subprocess.TimeoutExpired as error:
+            raise Unusable(f"timed out after {error.timeout:.0f} s") from None
+        finally:
+            _git(self.repo, "worktree", "remove", "--force", str(tree))
+
+
+def parse_samples(text: str) -> list[float]:
+    samples = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            value = float(line)
+        except ValueError:
+            raise Unusable(f"measure printed {line.strip()[:60]!r}, not a number of milliseconds") from None
+        if not value > 0 or value == float("inf"):
+            raise Unusable(f"measure printed {value}, not a positive time")
+        samples.append(value)
+    return samples
+
+
+class TritonProber:
+    """Triton, the default: each commit's wheel from `perfbot triton build` (cached by commit) is
+    unpacked into an environment of its own, put first on PYTHONPATH, and one benchmark is
+    timed there by `perfbot sample` with perfbot's own engine."""
+
+    def __init__(self, repo: Path, cache: Path, sample_args: list[str], timeout_s: float = 7200):
+        self.repo, self.cache, self.sample_args, self.timeout_s = repo, cache, sample_args, timeout_s
+        self.recipe = "triton: perfbot sample " + " ".join(sample_args)
+
+    def measure(self, sha: str) -> list[float]:
+        import sys
+
+        from . import triton_build
+
+        try:
+            wheel, _ = triton_build.build(sha, str(self.repo), self.cache)
+        except EnvironmentFailure as error:
+            raise Unusable(f"build failed: {str(error).splitlines()[0]}") from None
+        environment = self.cache / "envs" / sha
+        if not environment.is_dir():
+            staging = Path(tempfile.mkdtemp(dir=self.cache, prefix=".env-"))
+            installed = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                                        "--target", str(staging), str(wheel)], capture_output=True, text=True)
+            if installed.returncode != 0:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise Unusable(f"installing {wheel.name} failed: {installed.stderr.strip()[-200:]}")
+            environment.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging, environment)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(environment), os.environ.get("PYTHONPATH")])),
+                   PERFBOT_TRITON_COMMIT=sha)
+        done = subprocess.run([sys.executable, "-m", "perfbot", "sample", *self.sample_args], env=env,
+                              capture_output=True, text=True, timeout=self.timeout_s)
+        if done.returncode == 3:
+            raise EnvironmentFailure(f"perfbot sample could not run: {done.stderr.strip()[-300:]}")
+        if done.returncode != 0:
+            raise Unusable(f"perfbot sample exited {done.returncode}: {done.stderr.strip()[-200:]}")
+        return parse_samples(done.stdout)

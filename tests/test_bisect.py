@@ -1,0 +1,199 @@
+"""`perfbot bisect` on git repositories generated here: a measured "speed" per commit with
+noise, build failures, and commands that log every call (to count builds and measurements)."""
+
+import json
+import math
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from perfbot.cli import perfbot
+
+MEASURE = '''
+import os, pathlib, random, sys
+log = pathlib.Path(os.environ["BISECT_LOG"])
+calls = log.read_text().count("measure " + os.environ["PERFBOT_BISECT_COMMIT"]) if log.exists() else 0
+with log.open("a") as handle:
+    handle.write("measure " + os.environ["PERFBOT_BISECT_COMMIT"] + "\\n")
+speed, noise = map(float, pathlib.Path("speed.txt").read_text().split())
+rng = random.Random(os.environ["PERFBOT_BISECT_COMMIT"] + str(calls))
+for _ in range(15):
+    print(f"{speed * (1 + noise * rng.gauss(0, 1)):.6f}")
+'''
+BUILD = '''
+import os, pathlib, sys
+with open(os.environ["BISECT_LOG"], "a") as handle:
+    handle.write("build " + os.environ["PERFBOT_BISECT_COMMIT"] + "\\n")
+if pathlib.Path("BROKEN").exists():
+    sys.exit("error: does not compile")
+'''
+
+
+def _git(repo: Path, *args: str) -> str:
+    # Fixed dates: the same history gets the same SHAs, so the seeded noise is the same every run.
+    env = {"GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+           "PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env=env).stdout.strip()
+
+
+def history(tmp_path: Path, speeds: list[float], noise: float = 0.01, broken: tuple[int, ...] = ()) -> tuple[Path, list[str]]:
+    """One commit per speed (ms); commits in `broken` do not build."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "measure.py").write_text(MEASURE)
+    (repo / "build.py").write_text(BUILD)
+    shas = []
+    for index, speed in enumerate(speeds):
+        (repo / "speed.txt").write_text(f"{speed} {noise}\n")
+        (repo / "version.txt").write_text(f"{index}\n")  # every commit changes something
+        (repo / "BROKEN").unlink(missing_ok=True)
+        if index in broken:
+            (repo / "BROKEN").write_text("x")
+        _git(repo, "add", "-A")
+        _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", f"commit {index}")
+        shas.append(_git(repo, "rev-parse", "HEAD"))
+    return repo, shas
+
+
+def run_bisect(repo: Path, good: str, bad: str, tmp_path: Path, *extra: str, monkeypatch=None):
+    return CliRunner().invoke(perfbot, [
+        "bisect", "--repo", str(repo), "--good", good, "--bad", bad, "--build", "python3 build.py",
+        "--measure", "python3 measure.py", "--state", str(tmp_path / "state.json"), *extra])
+
+
+@pytest.fixture(autouse=True)
+def log(tmp_path: Path, monkeypatch) -> Path:
+    path = tmp_path / "calls.log"
+    monkeypatch.setenv("BISECT_LOG", str(path))
+    return path
+
+
+def _calls(log: Path, kind: str) -> list[str]:
+    return [line.split()[1] for line in log.read_text().splitlines() if line.startswith(kind)] if log.exists() else []
+
+
+def test_finds_a_step_slowdown_frugally_and_leaves_the_working_copy_alone(tmp_path: Path, log: Path):
+    speeds = [1.0] * 19 + [1.05] * 13  # commit 19 is 5% slower, 1% noise
+    repo, shas = history(tmp_path, speeds)
+    (repo / "notes.txt").write_text("uncommitted work\n")
+    head, status = _git(repo, "rev-parse", "HEAD"), _git(repo, "status", "--porcelain")
+    result = run_bisect(repo, shas[0], shas[-1], tmp_path, "--report", str(tmp_path / "bisect.md"))
+    assert result.exit_code == 0, result.output
+    assert f"first bad commit: {shas[19]}" in result.output
+    measured = set(_calls(log, "measure"))
+    assert len(measured) <= math.ceil(math.log2(31)) + 2 + 1  # about log2(N) plus the two ends
+    assert (_git(repo, "rev-parse", "HEAD"), _git(repo, "status", "--porcelain")) == (head, status)
+    assert (repo / "notes.txt").read_text() == "uncommitted work\n"
+    assert _git(repo, "worktree", "list").count("\n") == 0  # every worktree removed
+    report = (tmp_path / "bisect.md").read_text()
+    assert f"first bad commit {shas[19][:12]}" in report and "| `" in report
+
+
+def test_unbuildable_commits_next_to_the_culprit_are_skipped_not_blamed(tmp_path: Path, log: Path):
+    speeds = [1.0] * 16 + [1.05] * 16
+    repo, shas = history(tmp_path, speeds, broken=(14, 17, 18))
+    result = run_bisect(repo, shas[0], shas[-1], tmp_path)
+    assert result.exit_code == 0, result.output
+    assert f"first bad commit: {shas[16]}" in result.output
+    assert "skipped" in result.output
+    assert shas[17] in _calls(log, "build")  # probed, failed to build, skipped
+    assert not set(_calls(log, "measure")) & {shas[14], shas[17], shas[18]}  # never measured, so never blamed
+
+
+def test_when_unbuildable_commits_hide_the_culprit_it_says_which_could_be(tmp_path: Path):
+    speeds = [1.0] * 10 + [1.05] * 6
+    repo, shas = history(tmp_path, speeds, broken=(10,))
+    result = run_bisect(repo, shas[0], shas[-1], tmp_path)
+    assert result.exit_code == 3
+    assert f"one of {shas[10][:12]}, {shas[11][:12]}" in result.output
+
+
+def test_no_slowdown_in_the_range_is_refused_with_both_medians(tmp_path: Path):
+    repo, shas = history(tmp_path, [1.0] * 8)
+    result = run_bisect(repo, shas[0], shas[-1], tmp_path)
+    assert result.exit_code == 2
+    assert "not significantly slower" in result.output and "medians" in result.output
+
+
+def test_a_slowdown_smaller_than_the_noise_is_refused(tmp_path: Path):
+    repo, shas = history(tmp_path, [1.0] * 4 + [1.003] * 4, noise=0.03)
+    result = run_bisect(repo, shas[0], shas[-1], tmp_path)
+    assert result.exit_code == 2 and "not significantly slower" in result.output
+
+
+def test_an_interrupted_bisect_resumes_without_rebuilding_or_remeasuring(tmp_path: Path, log: Path):
+    speeds = [1.0] * 21 + [1.05] * 11
+    repo, shas = history(tmp_path, speeds)
+    first = run_bisect(repo, shas[0], shas[-1], tmp_path, "--max-probes", "3")
+    assert first.exit_code == 3 and "run the same command again" in first.output
+    done_before = _calls(log, "measure")
+    assert len(done_before) == 3
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert set(state["probes"]) == set(done_before)
+    second = run_bisect(repo, shas[0], shas[-1], tmp_path)
+    assert second.exit_code == 0, second.output
+    assert f"first bad commit: {shas[21]}" in second.output
+    builds = _calls(log, "build")
+    assert len(builds) == len(set(builds))  # no commit built twice
+    assert set(_calls(log, "measure")[3:]).isdisjoint(done_before)
+
+
+def test_a_range_that_is_not_monotonic_is_reported(tmp_path: Path):
+    # Two steps: 1.00 -> 1.04 at commit 8, -> 1.08 at commit 24. Bisect finds the earlier one and
+    # reports the commits it saw between the ends.
+    speeds = [1.0] * 8 + [1.04] * 16 + [1.08] * 8
+    repo, shas = history(tmp_path, speeds, noise=0.005)
+    result = run_bisect(repo, shas[0], shas[-1], tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "not monotonic" in result.output
+    assert f"first bad commit: {shas[8]}" in result.output
+
+
+def test_a_faster_commit_inside_the_range_is_reported(tmp_path: Path):
+    speeds = [1.0] * 4 + [0.9] * 4 + [1.0] * 4 + [1.05] * 4
+    repo, shas = history(tmp_path, speeds, noise=0.005)
+    result = run_bisect(repo, shas[0], shas[-1], tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "faster than the good end: range not monotonic" in result.output
+
+
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["--good", "nope"], "'nope' is not a commit"),
+        (["--bad", "HEAD~40"], "is not a commit"),
+    ],
+)
+def test_unknown_revisions(tmp_path: Path, args, words):
+    repo, shas = history(tmp_path, [1.0, 1.1, 1.2])
+    good, bad = shas[0], shas[-1]
+    merged = {"--good": good, "--bad": bad, **dict(zip(args[::2], args[1::2]))}
+    result = run_bisect(repo, merged["--good"], merged["--bad"], tmp_path)
+    assert result.exit_code == 2 and words in result.output
+
+
+def test_good_must_be_an_ancestor_of_bad(tmp_path: Path):
+    repo, shas = history(tmp_path, [1.0, 1.1, 1.2])
+    result = run_bisect(repo, shas[-1], shas[0], tmp_path)
+    assert result.exit_code == 2 and "not an ancestor" in result.output
+
+
+def test_other_bad_input(tmp_path: Path):
+    repo, shas = history(tmp_path, [1.0, 1.1])
+    result = CliRunner().invoke(perfbot, ["bisect", "--repo", str(tmp_path / "nowhere"), "--good", "a", "--bad", "b",
+                                          "--measure", "true"])
+    assert result.exit_code == 2
+    result = CliRunner().invoke(perfbot, ["bisect", "--repo", str(repo), "--good", shas[0], "--bad", shas[1],
+                                          "--build", "true"])
+    assert result.exit_code == 2 and "--build needs --measure" in result.output
+    garbage = CliRunner().invoke(perfbot, ["bisect", "--repo", str(repo), "--good", shas[0], "--bad", shas[1],
+                                           "--measure", "echo fast", "--state", str(tmp_path / "s.json")])
+    assert garbage.exit_code == 2 and "cannot be measured" in garbage.output and "'fast'" in garbage.output
+    (tmp_path / "other.json").write_text('{"version": 1, "repo": "x", "good": "a", "bad": "b", "recipe": "r", "probes": {}}')
+    other = run_bisect(repo, shas[0], shas[1], tmp_path, "--state", str(tmp_path / "other.json"))
+    assert other.exit_code == 2 and "another bisect" in other.output
