@@ -245,6 +245,13 @@ def _p(samples: list[float], reference: list[float], alternative: str) -> float:
     return float(scipy_stats.mannwhitneyu(samples, reference, alternative=alternative).pvalue)
 
 
+# Where a commit sits between the ends, in log-time: 0 at good, 1 at bad. Non-monotonic evidence
+# needs significance and a real effect: a quarter of the good-to-bad step beyond an end (or
+# within the middle half, for a commit between them). Without that gate a 0.4% difference
+# between two bad commits was flagged on the H200 (the bisect demo of 2026-11-30).
+NON_MONOTONIC_MARGIN = 0.25
+
+
 def _classify(current: Probe, good: Probe, bad: Probe, alpha: float, max_rounds: int, prober: Prober,
               state: State, state_path: Path) -> None:
     """Bad if significantly slower than good (so bisect finds the earliest slowdown, also when it
@@ -257,13 +264,9 @@ def _classify(current: Probe, good: Probe, bad: Probe, alpha: float, max_rounds:
         faster_than_bad = _p(current.samples, bad.samples, "less") < alpha
         if slower_than_good or faster_than_bad:
             current.verdict = "bad" if slower_than_good else "good"
-            if slower_than_good and faster_than_bad:
-                current.note = "between the two ends (slower than good, faster than bad): range not monotonic, " \
-                               "the slowdown comes in steps"
             break
         if current.rounds >= max_rounds:
-            nearer_bad = abs(_log_ratio(current, bad)) < abs(_log_ratio(current, good))
-            current.verdict = "bad" if nearer_bad else "good"
+            current.verdict = "bad" if _position(current, good, bad) > 0.5 else "good"
             current.note = f"ambiguous after {current.rounds} rounds; classified by the nearer median"
             break
         try:
@@ -274,17 +277,23 @@ def _classify(current: Probe, good: Probe, bad: Probe, alpha: float, max_rounds:
             continue
         current.rounds += 1
         state.save(state_path)
-    if _p(current.samples, good.samples, "less") < alpha:
+    position = _position(current, good, bad)
+    if position < -NON_MONOTONIC_MARGIN and _p(current.samples, good.samples, "less") < alpha:
         current.note = "significantly faster than the good end: range not monotonic"
-    elif _p(current.samples, bad.samples, "greater") < alpha:
+    elif position > 1 + NON_MONOTONIC_MARGIN and _p(current.samples, bad.samples, "greater") < alpha:
         current.note = "significantly slower than the bad end: range not monotonic"
+    elif (NON_MONOTONIC_MARGIN < position < 1 - NON_MONOTONIC_MARGIN
+          and _p(current.samples, good.samples, "greater") < alpha
+          and _p(current.samples, bad.samples, "less") < alpha):
+        current.note = "between the two ends (slower than good, faster than bad): range not monotonic, " \
+                       "the slowdown comes in steps"
     state.save(state_path)
 
 
-def _log_ratio(a: Probe, b: Probe) -> float:
+def _position(current: Probe, good: Probe, bad: Probe) -> float:
     import math
 
-    return math.log(a.median_ms / b.median_ms)
+    return math.log(current.median_ms / good.median_ms) / math.log(bad.median_ms / good.median_ms)
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
@@ -341,8 +350,10 @@ class TritonProber:
     unpacked into an environment of its own, put first on PYTHONPATH, and one benchmark is
     timed there by `perfbot sample` with perfbot's own engine."""
 
-    def __init__(self, repo: Path, cache: Path, sample_args: list[str], timeout_s: float = 7200):
+    def __init__(self, repo: Path, cache: Path, sample_args: list[str], timeout_s: float = 7200,
+                 build_isolation: bool = True):
         self.repo, self.cache, self.sample_args, self.timeout_s = repo, cache, sample_args, timeout_s
+        self.build_isolation = build_isolation
         self.recipe = "triton: perfbot sample " + " ".join(sample_args)
 
     def measure(self, sha: str) -> list[float]:
@@ -351,7 +362,7 @@ class TritonProber:
         from . import triton_build
 
         try:
-            wheel, _ = triton_build.build(sha, str(self.repo), self.cache)
+            wheel, _ = triton_build.build(sha, str(self.repo), self.cache, build_isolation=self.build_isolation)
         except EnvironmentFailure as error:
             raise Unusable(f"build failed: {str(error).splitlines()[0]}") from None
         environment = self.cache / "envs" / sha

@@ -23,7 +23,6 @@ from .compare import compare
 from .config import ProjectConfig, find_project_root, load_project_config
 from .errors import EXIT_REGRESSION, BadInput, EnvironmentFailure, PerfbotError, WrongResult
 from .export import to_pytest_benchmark
-from .github import STATES, GitHub
 from .report import (
     GITHUB_COMMENT_LIMIT,
     bisect_markdown,
@@ -42,7 +41,8 @@ if TYPE_CHECKING:
     from .subject import Subject
 
 # Commands that measure import torch (through runner, subject, environment) when they run, not
-# at start-up: the comment job and `perfbot compare` work on machines without it.
+# at start-up: the comment job and `perfbot compare` work on machines without it. Likewise
+# github3 is imported by `perfbot comment` alone (the GPU machines may lack it).
 
 _project_option = click.option(
     "--project",
@@ -386,7 +386,7 @@ def export_command(results_path: Path, export_format: str, out: Path, overwrite:
               help="Markdown to post, e.g. the file `perfbot compare --markdown` wrote.")
 @click.option("--author", default=None,
               help="Login whose marked comment may be edited. Default: any bot account (GITHUB_TOKEN posts as github-actions[bot]).")
-@click.option("--status", "state", type=click.Choice(STATES), default=None,
+@click.option("--status", "state", type=click.Choice(["success", "failure", "error", "pending"]), default=None,
               help="Also set a commit status with this state on --sha.")
 @click.option("--sha", default=None, help="Commit for --status.")
 @click.option("--context", default="perfbot", show_default=True, help="Name of the commit status.")
@@ -407,6 +407,8 @@ def comment_command(repo: str, pr: int, body_file: Path, author: str | None, sta
         raise click.UsageError("--status and --sha go together")
     if sha is not None and not re.fullmatch(r"[0-9a-f]{40}", sha):
         raise click.BadParameter(f"must be a full 40-hex-digit commit SHA, got {sha!r}", param_hint="--sha")
+    from .github import GitHub  # github3 is needed here only
+
     body = _read_body(body_file)
     client = GitHub.from_environment()
     problems = []
@@ -535,6 +537,8 @@ def sample_command(suite_name: str, case_name: str, kernel: str, approximate: st
               help="Triton mode: samples per measurement round.")
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Triton mode: wheel cache. Default: ~/.cache/perfbot/triton-wheels.")
+@click.option("--no-build-isolation", is_flag=True,
+              help="Triton mode: build with the build tools already installed (pip's --no-build-isolation).")
 @click.option("--state", "state_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="State file, for resuming. Default: one per repository, ends and commands under ~/.cache/perfbot/bisect.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -550,7 +554,7 @@ def sample_command(suite_name: str, case_name: str, kernel: str, approximate: st
 @_project_option
 def bisect_command(repo: Path, good: str, bad: str, build_command: str | None, measure_command: str | None,
                    suite_name: str, case_name: str, kernel: str, samples: int, cache: Path | None,
-                   state_path: Path | None, report_path: Path | None, alpha: float, min_slowdown: float,
+                   no_build_isolation: bool, state_path: Path | None, report_path: Path | None, alpha: float, min_slowdown: float,
                    max_rounds: int, max_probes: int | None, project: Path | None) -> None:
     """Find the commit that made a benchmark slower, with statistics at every step.
 
@@ -577,7 +581,8 @@ def bisect_command(repo: Path, good: str, bad: str, build_command: str | None, m
             config = _project(project)
             sample_args = ["--project", str(config.root), "--suite", suite_name, "--case", case_name,
                            "--kernel", kernel, "--samples", str(samples)]
-            prober = TritonProber(repo, cache or triton_build.default_cache(), sample_args)
+            prober = TritonProber(repo, cache or triton_build.default_cache(), sample_args,
+                                  build_isolation=not no_build_isolation)
 
         def shown(probe) -> None:
             what = f"skipped ({probe.unusable})" if probe.unusable else f"{len(probe.samples)} samples, median {probe.median_ms:.4f} ms"
