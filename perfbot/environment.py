@@ -31,6 +31,13 @@ _CLOCK_EVENT_REASONS = {
 }
 
 
+# Reasons that mean the clocks were held down while measuring (not idle or a setting).
+THROTTLE_REASONS = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
+                              "hw_power_brake_slowdown"})
+# SM clock change between the first and last round of a run that marks it as drifted.
+DRIFT_PERCENT = 2.0
+
+
 @dataclass(frozen=True)
 class GpuState:
     """What NVML says about the GPU at one moment."""
@@ -148,3 +155,55 @@ def clock_event_reasons(bits: int) -> tuple[str, ...]:
     if unknown:
         names.append(f"unknown_{unknown:#x}")
     return tuple(names)
+
+
+class GpuMonitor:
+    """NVML kept open for a whole run, read after every timing round (a few microseconds).
+    Without NVML every read is empty: the timings stay valid, just unflagged."""
+
+    def __init__(self, device: int = 0):
+        self._device = device
+        self._nvml: Any = None
+        self._handle: Any = None
+
+    def __enter__(self) -> GpuMonitor:
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._nvml, self._handle = pynvml, _nvml_handle(pynvml, self._device)
+        except Exception:  # no NVML here: reads stay empty, and the record says so (nvml_error)
+            self._nvml = None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._nvml is not None:
+            self._nvml.nvmlShutdown()
+
+    def read(self) -> Any:
+        from .measure import Round
+
+        if self._nvml is None:
+            return Round()
+        try:
+            reasons = clock_event_reasons(self._nvml.nvmlDeviceGetCurrentClocksEventReasons(self._handle))
+            clock = self._nvml.nvmlDeviceGetClockInfo(self._handle, self._nvml.NVML_CLOCK_SM)
+        except Exception:
+            return Round()
+        return Round(tuple(r for r in reasons if r in THROTTLE_REASONS), clock)
+
+
+def stability(rounds: list[Any]) -> dict[str, Any]:
+    """What the rounds of a run say about the GPU: how many were throttled, and whether the SM
+    clock drifted between the first and the last round (compared only while loaded)."""
+    record: dict[str, Any] = {"throttled_rounds": sum(bool(r.throttle_reasons) for r in rounds)}
+    reasons = sorted({reason for r in rounds for reason in r.throttle_reasons})
+    if reasons:
+        record["throttle_reasons"] = reasons
+    clocks = [r.sm_clock_mhz for r in rounds if r.sm_clock_mhz]
+    if len(clocks) >= 2:
+        change = 100 * (clocks[-1] / clocks[0] - 1)
+        record["sm_clock_first_last_mhz"] = [clocks[0], clocks[-1]]
+        if abs(change) > DRIFT_PERCENT:
+            record["clock_drift"] = f"SM clock {clocks[0]} -> {clocks[-1]} MHz ({change:+.1f}%) during the run"
+    return record

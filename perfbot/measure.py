@@ -1,16 +1,36 @@
 """The timing engine: CUDA-graph replays, L2 flushed before each sample, implementations
-interleaved. It returns every sample and decides nothing (decisions live in compare)."""
+interleaved, the GPU's throttle state read after every round. It returns every sample and
+decides nothing (decisions live in compare)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
 # Bytes written between samples to evict the previous sample's data from L2; at least this,
 # and at least four times the L2 of the GPU at hand.
 MIN_FLUSH_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Round:
+    """The GPU's state right after one round: NVML's throttle reasons and SM clock."""
+
+    throttle_reasons: tuple[str, ...] = ()
+    sm_clock_mhz: int | None = None
+
+
+@dataclass(frozen=True)
+class Timings:
+    samples: dict[str, list[float]]  # name -> ms, one per round
+    rounds: list[Round]
+
+
+class Monitor(Protocol):
+    def read(self) -> Round: ...
 
 
 @dataclass(frozen=True)
@@ -41,7 +61,8 @@ def time_interleaved(
     captured: Mapping[str, Captured],
     samples: int,
     on_round: Callable[[], None] | None = None,
-) -> dict[str, list[float]]:
+    monitor: Monitor | None = None,
+) -> Timings:
     """Milliseconds of one graph replay per sample, for each name.
 
     Every round times each implementation once; the order rotates from round to round so no
@@ -57,6 +78,7 @@ def time_interleaved(
     torch.cuda.synchronize()
 
     timings: dict[str, list[float]] = {name: [] for name in names}
+    rounds: list[Round] = []
     for round_index in range(samples):
         shift = round_index % len(names)
         events = []
@@ -71,9 +93,10 @@ def time_interleaved(
         torch.cuda.synchronize()
         for name, start, end in events:
             timings[name].append(start.elapsed_time(end))
+        rounds.append(monitor.read() if monitor is not None else Round())
         if on_round is not None:
             on_round()
-    return timings
+    return Timings(timings, rounds)
 
 
 def _flush_bytes() -> int:

@@ -35,6 +35,8 @@ class Benchmark:
     relative_error: float | None = None
     error_bound: float | None = None
     config: dict[str, Any] | None = None  # the Triton kernel's launch config, if any
+    # Indices of samples taken while NVML reported a power, thermal or clock slowdown.
+    throttled_samples: list[int] = field(default_factory=list)
 
     @property
     def key(self) -> tuple[str, tuple[tuple[str, int], ...], str]:

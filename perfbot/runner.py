@@ -6,18 +6,22 @@ import datetime
 import functools
 import subprocess
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
 from pathlib import Path
 
 import torch
 
 from . import correctness, measure
-from .environment import collect_environment
+from .environment import GpuMonitor, collect_environment, stability
 from .errors import BadInput, EnvironmentFailure
 from .results import Benchmark, Failure, Results
 from .subject import Case, Subject, Suite
 
 MIN_SAMPLES = 10
+# Where inputs live. Only the CPU tests of the orchestration change it (with the GPU's timing
+# primitives replaced): perfbot measures on CUDA devices.
+DEVICE = "cuda"
 
 
 @dataclass(frozen=True)
@@ -40,15 +44,23 @@ class RunSettings:
 
 @dataclass(frozen=True)
 class Planned:
-    """One benchmark to run: an implementation of a case with one GELU approximation."""
+    """One benchmark to run: an implementation of a case with one GELU approximation, from one
+    side of the run ("" for a plain run; "base" or "head" for an A/B run)."""
 
     case: Case
     kernel: str  # the name results carry
     implementation: str
     approximate: str
+    side: str = ""
+    impl: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def key(self) -> str:
+        """Unique within a timed group: both sides of an A/B run time the same kernel names."""
+        return f"{self.side}:{self.kernel}" if self.side else self.kernel
 
 
-def plan(subject: Subject, suites: Sequence[Suite], settings: RunSettings) -> list[list[Planned]]:
+def plan(subject: Subject, suites: Sequence[Suite], settings: RunSettings, side: str = "") -> list[list[Planned]]:
     """Benchmarks grouped by case; a group is timed interleaved."""
     unknown = [k for k in settings.kernels if k not in subject.implementations]
     if unknown:
@@ -59,13 +71,15 @@ def plan(subject: Subject, suites: Sequence[Suite], settings: RunSettings) -> li
         for case in suite.cases:
             group = []
             for name in kernels:
-                impl = subject.implementations[name]
+                impl = subject.implementations.get(name)
+                if impl is None:
+                    continue  # the other side of an A/B run may not have it
                 for approximate in settings.approximations:
                     has_gelu = impl.computes == "geglu"
                     if not has_gelu and approximate != settings.approximations[0]:
                         continue  # no GELU in it: once per case is enough
                     label = name if approximate == "none" or not has_gelu else f"{name}[{approximate}]"
-                    group.append(Planned(case, label, name, approximate))
+                    group.append(Planned(case, label, name, approximate, side, impl))
             if group:
                 groups.append(group)
     if not groups:
@@ -90,42 +104,67 @@ def run(
     on_progress: Callable[[str, int], None] = lambda label, steps: None,
 ) -> Results:
     """Measure the suites. `on_progress(label, steps)` is told of finished steps."""
-    groups = plan(subject, suites, settings)
+    return run_sides({"": subject}, suites, settings, on_progress)[""]
+
+
+def run_sides(
+    sides: dict[str, Subject],
+    suites: Sequence[Suite],
+    settings: RunSettings,
+    on_progress: Callable[[str, int], None] = lambda label, steps: None,
+    extra_settings: dict[str, Any] | None = None,
+) -> dict[str, Results]:
+    """Measure the suites for every side (one subject each), all interleaved case by case; one
+    Results per side. With two sides this is an A/B run: each case's benchmarks of both sides
+    alternate sample by sample on the same GPU."""
+    per_side = [plan(subject, suites, settings, side) for side, subject in sides.items()]
+    groups = [sum(case_groups, []) for case_groups in zip(*per_side)]
     require_gpu()
     before = collect_environment().gpu_state
-    benchmarks: list[Benchmark] = []
-    failures: list[Failure] = []
-    generator = torch.Generator(device="cuda").manual_seed(settings.seed)
-    for group in groups:
-        case = group[0].case
-        label = f"{case.suite}/{case.name}"
-        ready, failed = _check_group(subject, group, generator)
-        failures += failed
-        on_progress(label, 1)
-        timed, failed = _time_group(ready, settings, lambda: on_progress(label, 1))
-        benchmarks += timed
-        failures += failed
-        if not ready:
-            on_progress(label, settings.samples)
-        del ready
-        torch.cuda.empty_cache()
+    benchmarks: dict[str, list[Benchmark]] = {side: [] for side in sides}
+    failures: dict[str, list[Failure]] = {side: [] for side in sides}
+    rounds: list[measure.Round] = []
+    generator = torch.Generator(device=DEVICE).manual_seed(settings.seed)
+    with GpuMonitor() as monitor:
+        for group in groups:
+            case = group[0].case
+            label = f"{case.suite}/{case.name}"
+            ready, failed = _check_group(group, generator)
+            on_progress(label, 1)
+            timed, failed_timing, group_rounds = _time_group(ready, settings, monitor, lambda: on_progress(label, 1))
+            rounds += group_rounds
+            for item in timed:
+                benchmarks[item[0]].append(item[1])
+            for side, failure in [*failed, *failed_timing]:
+                failures[side].append(failure)
+            if not ready:
+                on_progress(label, settings.samples)
+            del ready
+            if DEVICE == "cuda":
+                torch.cuda.empty_cache()
     environment = collect_environment().to_dict()
     environment["gpu_state"] = {"before": asdict(before) if before else None, "after": environment["gpu_state"]}
-    environment["kernels_commit"] = _git_commit(subject.path)
-    return Results(
-        environment=environment,
-        settings={
-            "suites": [s.name for s in suites],
-            "samples": settings.samples,
-            "warmup_calls": settings.warmup_calls,
-            "seed": settings.seed,
-            "timing": "one CUDA-graph replay per sample, L2 flushed before each, implementations interleaved",
-            "error_bounds": correctness.ERROR_BOUNDS,
-        },
-        benchmarks=benchmarks,
-        failures=failures,
-        created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    )
+    environment.update(stability(rounds))
+    created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return {
+        side: Results(
+            environment={**environment, "kernels_commit": _git_commit(subject.path)},
+            settings={
+                "suites": [s.name for s in suites],
+                "samples": settings.samples,
+                "warmup_calls": settings.warmup_calls,
+                "seed": settings.seed,
+                "timing": "one CUDA-graph replay per sample, L2 flushed before each, implementations interleaved",
+                "error_bounds": correctness.ERROR_BOUNDS,
+                **({"side": side} if side else {}),
+                **(extra_settings or {}),
+            },
+            benchmarks=benchmarks[side],
+            failures=failures[side],
+            created=created,
+        )
+        for side, subject in sides.items()
+    }
 
 
 @dataclass
@@ -141,33 +180,32 @@ class _Ready:
 def _inputs(case: Case, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Fresh random inputs for each case, scaled so that z = x @ weight.T is of order 1."""
     dtype = getattr(torch, case.dtype)
-    x = torch.randn(case.M, case.K, generator=generator, device="cuda").to(dtype)
-    weight = (torch.randn(2 * case.N, case.K, generator=generator, device="cuda") / case.K**0.5).to(dtype)
+    x = torch.randn(case.M, case.K, generator=generator, device=DEVICE).to(dtype)
+    weight = (torch.randn(2 * case.N, case.K, generator=generator, device=DEVICE) / case.K**0.5).to(dtype)
     return x, weight
 
 
-def _check_group(
-    subject: Subject, group: list[Planned], generator: torch.Generator
-) -> tuple[list[_Ready], list[Failure]]:
+def _check_group(group: list[Planned], generator: torch.Generator) -> tuple[list[_Ready], list[tuple[str, Failure]]]:
     case = group[0].case
     x, weight = _inputs(case, generator)
     references: dict[tuple[str, str], torch.Tensor] = {}
     ready, failures = [], []
     for planned in group:
-        impl = subject.implementations[planned.implementation]
+        impl = planned.impl
         key = (impl.computes, planned.approximate)
         if key not in references:
             references[key] = correctness.reference(x, weight, *key)
         try:
             fn = impl.build(planned.approximate)
             output = fn(x, weight)
-            torch.cuda.synchronize()
+            if DEVICE == "cuda":
+                torch.cuda.synchronize()
         except Exception as error:  # any failure of the subject is reported, never timed
-            failures.append(_failure(planned, f"raised {type(error).__name__}: {_first_line(error)}"))
+            failures.append((planned.side, _failure(planned, f"raised {type(error).__name__}: {_first_line(error)}")))
             continue
         check = correctness.check(output, references[key], case.dtype)
         if not check.passed:
-            failures.append(_failure(planned, "wrong result", check))
+            failures.append((planned.side, _failure(planned, "wrong result", check)))
             continue
         config = impl.config(x, weight)
         ready.append(_Ready(planned, impl.computes, functools.partial(fn, x, weight), references[key], check, config))
@@ -175,37 +213,37 @@ def _check_group(
 
 
 def _time_group(
-    ready: list[_Ready], settings: RunSettings, on_round: Callable[[], None]
-) -> tuple[list[Benchmark], list[Failure]]:
+    ready: list[_Ready], settings: RunSettings, monitor: GpuMonitor, on_round: Callable[[], None]
+) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]], list[measure.Round]]:
     if not ready:
-        return [], []
+        return [], [], []
     case = ready[0].planned.case
-    captured = {r.planned.kernel: measure.capture(r.call, settings.warmup_calls) for r in ready}
-    timings = measure.time_interleaved(captured, settings.samples, on_round=on_round)
+    captured = {r.planned.key: measure.capture(r.call, settings.warmup_calls) for r in ready}
+    timings = measure.time_interleaved(captured, settings.samples, on_round=on_round, monitor=monitor)
+    throttled = [index for index, r in enumerate(timings.rounds) if r.throttle_reasons]
     benchmarks, failures = [], []
     for r in ready:
         # What was timed must be right too: check the output of the last graph replay.
-        replayed = correctness.check(captured[r.planned.kernel].output, r.expected, case.dtype)
+        replayed = correctness.check(captured[r.planned.key].output, r.expected, case.dtype)
         if not replayed.passed:
-            failures.append(_failure(r.planned, "wrong result when replayed from a CUDA graph", replayed))
+            failures.append((r.planned.side, _failure(r.planned, "wrong result when replayed from a CUDA graph", replayed)))
             continue
-        benchmarks.append(
-            Benchmark(
-                kernel=r.planned.kernel,
-                shape=case.shape,
-                dtype=case.dtype,
-                samples_ms=timings[r.planned.kernel],
-                suite=case.suite,
-                case=case.name,
-                approximate=r.planned.approximate,
-                flops=case.flops(r.computes),
-                bytes=case.bytes_moved(r.computes),
-                relative_error=r.check.relative_error,
-                error_bound=r.check.bound,
-                config=r.config,
-            )
-        )
-    return benchmarks, failures
+        benchmarks.append((r.planned.side, Benchmark(
+            kernel=r.planned.kernel,
+            shape=case.shape,
+            dtype=case.dtype,
+            samples_ms=timings.samples[r.planned.key],
+            suite=case.suite,
+            case=case.name,
+            approximate=r.planned.approximate,
+            flops=case.flops(r.computes),
+            bytes=case.bytes_moved(r.computes),
+            relative_error=r.check.relative_error,
+            error_bound=r.check.bound,
+            config=r.config,
+            throttled_samples=throttled,
+        )))
+    return benchmarks, failures, timings.rounds
 
 
 def _first_line(error: Exception) -> str:

@@ -71,7 +71,7 @@ def tune(path: str, cls: str, cases: list, samples: int) -> tuple[dict, float, l
                 times[i].append(math.inf)
                 continue
             captured[i] = measure.capture(call, 2)
-        timings = measure.time_interleaved(captured, samples)
+        timings = measure.time_interleaved(captured, samples).samples
         median = lambda values: sorted(values)[len(values) // 2]  # noqa: E731
         gemm_times.append(median(timings.pop("gemm")))
         for i, samples_ms in timings.items():
