@@ -107,6 +107,12 @@ def perfbot() -> None:
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists; without it an existing file is kept.")
 @click.option("--kernels", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="kernels/ package to measure instead of the project's.")
+@click.option("--against", default=None, metavar="REV",
+              help="A/B: also measure the kernels of git revision REV, interleaved with these, and compare.")
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("perfbot-ab"), show_default=True,
+              help="With --against: where base.json, head.json, comparison.json and comment.md go.")
+@click.option("--thresholds", "thresholds_path", type=click.Path(path_type=Path), default=None,
+              help="With --against: regression policy. Default: thresholds.yaml at the project root.")
 @_project_option
 def run_command(
     suite_names: tuple[str, ...],
@@ -118,20 +124,28 @@ def run_command(
     out: Path | None,
     overwrite: bool,
     kernels: Path | None,
+    against: str | None,
+    out_dir: Path,
+    thresholds_path: Path | None,
     project: Path | None,
 ) -> None:
     """Check and time the kernels on a shape suite, and print a table.
 
     Every implementation is first checked against a float64 reference; a wrong one is reported
-    as a failure and never timed. Exits 1 if any implementation failed.
+    as a failure and never timed. Exits 1 if any implementation failed. With --against REV the
+    kernels of REV are measured too, interleaved sample by sample, and judged as `perfbot
+    compare` does (interleaved thresholds); a failing slowdown is measured again in a second
+    interleaved round and fails (exit 1) only if it holds.
 
     Example:
 
         perfbot run --suite models --suite decode --out results.json
+        perfbot run --suite pr --against origin/main --out-dir ab
     """
     from .runner import RunSettings, plan, progress_steps, run
 
-    subject = _subject(_project(project), kernels)
+    config = _project(project)
+    subject = _subject(config, kernels)
     unknown = [name for name in suite_names if name not in subject.suites]
     if unknown:
         raise click.BadParameter(f"unknown suite {unknown[0]!r}; known: {', '.join(subject.suites)}", param_hint="--suite")
@@ -140,10 +154,13 @@ def run_command(
     settings = RunSettings(samples=samples, warmup_calls=warmup, seed=seed,
                            approximations=tuple(dict.fromkeys(approximations)), kernels=kernel_names)
     suites = [subject.suites[name] for name in dict.fromkeys(suite_names)]
+    if against is not None:
+        policy = load_policy(thresholds_path or config.root / "thresholds.yaml")
+        _run_against(config, kernels or config.kernels_dir, subject, suites, settings, against, out_dir, overwrite, policy)
+        return
     total = progress_steps(plan(subject, suites, settings), settings)
     console = _console()
-    with Progress(TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as progress:
+    with _progress() as progress:
         task = progress.add_task("starting", total=total)
         result = run(subject, suites, settings,
                      on_progress=lambda label, steps: progress.update(task, advance=steps, description=label))
@@ -155,6 +172,64 @@ def run_command(
         sys.exit(EXIT_REGRESSION)
     if out is not None:
         console.print(f"results written to {out}")
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=Console(stderr=True), transient=True)
+
+
+def _run_against(config: ProjectConfig, kernels_dir: Path, head: Subject, suites: list, settings: object, rev: str,
+                 out_dir: Path, overwrite: bool, policy: object) -> None:
+    from .ab import checkout, judge, new_run_id, restrict
+    from .runner import plan, progress_steps, run_sides
+    from .subject import load_subject
+
+    names = ("base.json", "head.json", "comparison.json", "comment.md")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise BadInput(f"--out-dir {out_dir}: is a file")
+    existing = [n for n in names if (out_dir / n).exists()]
+    if existing and not overwrite:
+        raise BadInput(f"{out_dir / existing[0]} already exists; choose another --out-dir or pass --overwrite")
+    try:
+        relative = kernels_dir.resolve().relative_to(config.root.resolve())
+    except ValueError:
+        raise BadInput(f"--against needs the kernels inside the project ({config.root}), got {kernels_dir}") from None
+    with checkout(config.root, rev) as (tree, sha):
+        base = load_subject(tree / relative)
+        run_id = new_run_id()
+
+        def measure_sides(chosen: list, tag: str) -> tuple:
+            total = progress_steps(plan(head, chosen, settings), settings)
+            with _progress() as progress:
+                task = progress.add_task("starting", total=total)
+                sides = run_sides({"base": base, "head": head}, chosen, settings,
+                                  lambda label, steps: progress.update(task, advance=steps, description=label),
+                                  extra_settings={"ab_run": run_id + tag, "against": sha})
+            return sides["base"], sides["head"]
+
+        base_results, head_results = measure_sides(suites, "")
+        for name, loaded in (("base.json", base_results), ("head.json", head_results)):
+            results_file.save(loaded, out_dir / name, overwrite=overwrite)
+        report = judge(base_results, head_results, policy,
+                       lambda cases: measure_sides(restrict(suites, cases), "-confirm"))
+    _emit(report, out_dir / "comment.md", out_dir / "comparison.json")
+    if report.fails:
+        sys.exit(EXIT_REGRESSION)
+
+
+def _emit(report: object, markdown_path: Path | None, json_path: Path | None) -> None:
+    """The terminal table, the PR comment and JSON files, and the job summary when on Actions."""
+    _console().print(compare_table(report))
+    comment = comment_markdown(report)
+    if markdown_path is not None:
+        _write_text(markdown_path, comment)
+    if json_path is not None:
+        _write_text(json_path, json.dumps(comparison_json(report), indent=1, allow_nan=False) + "\n")
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a") as handle:
+            handle.write(comment + "\n")
 
 
 @perfbot.command("show")
@@ -292,16 +367,7 @@ def compare_command(
         baseline = results_file.load(files[0])
     policy_path = thresholds_path if thresholds_path is not None else _project(project).root / "thresholds.yaml"
     report = compare(baseline, current, load_policy(policy_path), force=force)
-    _console().print(compare_table(report))
-    comment = comment_markdown(report)
-    if markdown_path is not None:
-        _write_text(markdown_path, comment)
-    if json_path is not None:
-        _write_text(json_path, json.dumps(comparison_json(report), indent=1, allow_nan=False) + "\n")
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        with open(summary, "a") as handle:
-            handle.write(comment + "\n")
+    _emit(report, markdown_path, json_path)
     for item in report.added:
         click.echo(f"added (no baseline): {item.kernel} {item.shape} {item.dtype}")
     for item in report.removed:

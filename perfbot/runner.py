@@ -61,9 +61,11 @@ class Planned:
 
 
 def plan(subject: Subject, suites: Sequence[Suite], settings: RunSettings, side: str = "") -> list[list[Planned]]:
-    """Benchmarks grouped by case; a group is timed interleaved."""
+    """Benchmarks grouped by case; a group is timed interleaved. The base side of an A/B run
+    may lack kernels (it can predate them): those are left out instead of refused."""
+    lenient = side == "base"
     unknown = [k for k in settings.kernels if k not in subject.implementations]
-    if unknown:
+    if unknown and not lenient:
         raise BadInput(f"unknown kernel {unknown[0]!r}; known: {sorted(subject.implementations)}")
     groups = []
     for suite in suites:
@@ -82,7 +84,7 @@ def plan(subject: Subject, suites: Sequence[Suite], settings: RunSettings, side:
                     group.append(Planned(case, label, name, approximate, side, impl))
             if group:
                 groups.append(group)
-    if not groups:
+    if not groups and not lenient:
         raise BadInput(f"nothing to run: none of the kernels {list(settings.kernels)} is in the chosen suites")
     return groups
 
@@ -117,8 +119,11 @@ def run_sides(
     """Measure the suites for every side (one subject each), all interleaved case by case; one
     Results per side. With two sides this is an A/B run: each case's benchmarks of both sides
     alternate sample by sample on the same GPU."""
-    per_side = [plan(subject, suites, settings, side) for side, subject in sides.items()]
-    groups = [sum(case_groups, []) for case_groups in zip(*per_side)]
+    by_case: dict[tuple[str, str], list[Planned]] = {}
+    for side, subject in sides.items():
+        for group in plan(subject, suites, settings, side):
+            by_case.setdefault((group[0].case.suite, group[0].case.name), []).extend(group)
+    groups = list(by_case.values())
     require_gpu()
     before = collect_environment().gpu_state
     benchmarks: dict[str, list[Benchmark]] = {side: [] for side in sides}

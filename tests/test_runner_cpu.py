@@ -1,14 +1,19 @@
 """The orchestration of `perfbot run` on the CPU: planning, checking, timing interleaved,
-splitting an A/B run into its two sides. Only the GPU's primitives are replaced (CUDA-graph
-capture, CUDA-event timing, the no-GPU check); the kernels run for real, the fused one in
-Triton's interpreter."""
+splitting an A/B run into its two sides, confirming a regression. Only the GPU's primitives are
+replaced (CUDA-graph capture, CUDA-event timing, the no-GPU check); the kernels run for real,
+the fused one in Triton's interpreter. Timings come from a given function of the benchmark, so
+the statistics downstream see known slowdowns."""
 
-import time
+import random
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from perfbot import measure, runner
+from perfbot.cli import perfbot
 from perfbot.subject import load_subject
 
 TINY = """
@@ -22,37 +27,40 @@ tiny:
 """
 
 
-@pytest.fixture
-def fake_gpu(monkeypatch):
-    def capture(fn, warmup_calls):
+class FakeGpu:
+    """Capture calls the function; timing returns `ms(name, call)` for each sample."""
+
+    def __init__(self):
+        self.ms = lambda name, call: 1.0
+        self.calls: dict[str, int] = {}
+        self.rng = random.Random(0)
+
+    def capture(self, fn, warmup_calls):
         for _ in range(warmup_calls):
             fn()
-        return measure.Captured(graph=None, output=fn()), fn
+        return measure.Captured(graph=None, output=fn())
 
-    def time_interleaved(captured, samples, on_round=None, monitor=None):
-        names = list(captured)
-        timings = {name: [] for name in names}
+    def time_interleaved(self, captured, samples, on_round=None, monitor=None):
+        timings = {name: [] for name in captured}
         rounds = []
-        for index in range(samples):
-            for name in names[index % len(names):] + names[:index % len(names)]:
-                start = time.perf_counter()
-                captured[name][1]()
-                timings[name].append(1000 * (time.perf_counter() - start))
+        for _ in range(samples):
+            for name in captured:
+                self.calls[name] = self.calls.get(name, 0) + 1
+                timings[name].append(self.ms(name, self.calls[name]) * (1 + 0.002 * self.rng.gauss(0, 1)))
             rounds.append(monitor.read() if monitor else measure.Round())
             if on_round:
                 on_round()
         return measure.Timings(timings, rounds)
 
+
+@pytest.fixture
+def gpu(monkeypatch) -> FakeGpu:
+    fake = FakeGpu()
     monkeypatch.setattr(runner, "DEVICE", "cpu")
     monkeypatch.setattr(runner, "require_gpu", lambda: None)
-    monkeypatch.setattr(measure, "capture", lambda fn, warmup_calls: _Pair(*capture(fn, warmup_calls)))
-    monkeypatch.setattr(measure, "time_interleaved", lambda captured, samples, on_round=None, monitor=None:
-                        time_interleaved({k: (v.captured, v.fn) for k, v in captured.items()}, samples, on_round, monitor))
-
-
-class _Pair:
-    def __init__(self, captured, fn):
-        self.captured, self.fn, self.output = captured, fn, captured.output
+    monkeypatch.setattr(measure, "capture", fake.capture)
+    monkeypatch.setattr(measure, "time_interleaved", fake.time_interleaved)
+    return fake
 
 
 def _subject(project: Path):
@@ -60,39 +68,83 @@ def _subject(project: Path):
     return load_subject(project / "kernels")
 
 
-def test_a_plain_run_checks_times_and_records(fake_gpu, project: Path):
+def test_a_plain_run_checks_times_and_records(gpu, project: Path):
     subject = _subject(project)
+    settings = runner.RunSettings(samples=10)
     steps = []
-    results = runner.run(subject, [subject.suites["tiny"]], runner.RunSettings(samples=10),
-                         on_progress=lambda label, n: steps.append(n))
+    results = runner.run(subject, [subject.suites["tiny"]], settings, on_progress=lambda label, n: steps.append(n))
     assert {(b.case, b.kernel) for b in results.benchmarks} == {
         (c, k) for c in ("odd", "square") for k in ("fused", "eager", "gemm", "copy")}
     assert all(len(b.samples_ms) == 10 and b.relative_error <= b.error_bound for b in results.benchmarks)
     assert results.failures == []
-    assert sum(steps) == runner.progress_steps(runner.plan(subject, [subject.suites["tiny"]], runner.RunSettings(samples=10)),
-                                               runner.RunSettings(samples=10))
+    assert sum(steps) == runner.progress_steps(runner.plan(subject, [subject.suites["tiny"]], settings), settings)
     assert results.environment["throttled_rounds"] == 0
     fused = [b for b in results.benchmarks if b.kernel == "fused"][0]
     assert fused.config["path"] == "pointer" and fused.throttled_samples == []
 
 
-def test_an_ab_run_splits_into_two_sides(fake_gpu, project: Path, tmp_path: Path):
-    import shutil
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          check=True, capture_output=True, text=True).stdout.strip()
 
-    head = _subject(project)
-    base_dir = tmp_path / "base"
-    shutil.copytree(project, base_dir)
-    geglu = base_dir / "kernels" / "geglu.py"
-    text = geglu.read_text()
+
+@pytest.fixture
+def repo(project: Path) -> Path:
+    """The project copy as a git repository with two commits: base, then head."""
+    (project / "kernels" / "suites.yaml").write_text(TINY)
+    _git(project, "init", "-q")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-qm", "base")
+    (project / "kernels" / "NOTES").write_text("head\n")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-qm", "head")
+    return project
+
+
+def _ab(repo: Path, out: Path, *extra: str):
+    return CliRunner().invoke(perfbot, ["run", "--project", str(repo), "--suite", "tiny", "--samples", "12",
+                                        "--against", "HEAD~1", "--out-dir", str(out), *extra])
+
+
+def test_ab_of_identical_code_passes_and_writes_both_sides(gpu, repo: Path, tmp_path: Path):
+    out = tmp_path / "ab"
+    result = _ab(repo, out)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == ["base.json", "comment.md", "comparison.json", "head.json"]
+    comment = (out / "comment.md").read_text()
+    assert "interleaved A/B thresholds" in comment and comment.startswith("**perfbot:** ✅")
+    assert _git(repo, "worktree", "list").count("\n") == 0  # the worktree of the base is gone
+    again = _ab(repo, out)
+    assert again.exit_code == 2 and "--overwrite" in again.output
+
+
+def test_ab_regression_must_hold_in_a_second_round(gpu, repo: Path, tmp_path: Path):
+    gpu.ms = lambda name, call: 1.02 if name == "head:fused" else 1.0  # 2%: over the 0.5% A/B threshold
+    result = _ab(repo, tmp_path / "ab")
+    assert result.exit_code == 1, result.output
+    assert "confirmed by a second interleaved round" in (tmp_path / "ab" / "comment.md").read_text()
+
+
+def test_ab_slowdown_that_vanishes_in_the_second_round_does_not_fail(gpu, repo: Path, tmp_path: Path):
+    # Slow only in the first 24 samples of head:fused (two cases of 12): a passing hiccup.
+    gpu.ms = lambda name, call: 1.02 if name == "head:fused" and call <= 24 else 1.0
+    result = _ab(repo, tmp_path / "ab")
+    assert result.exit_code == 0, result.output
+    assert "NOT confirmed by a second interleaved round" in (tmp_path / "ab" / "comment.md").read_text()
+
+
+def test_ab_with_a_wrong_head_kernel(gpu, repo: Path, tmp_path: Path):
+    geglu = repo / "kernels" / "geglu.py"
     right = "out = z1 * _gelu(z2, APPROXIMATE_TANH)"
-    assert right in text
-    geglu.write_text(text.replace(right, "out = z2 * _gelu(z1, APPROXIMATE_TANH)"))  # a wrong base
-    base = load_subject(base_dir / "kernels")
-    sides = runner.run_sides({"base": base, "head": head}, [head.suites["tiny"]], runner.RunSettings(samples=10),
-                             extra_settings={"ab_run": "r1"})
-    assert set(sides) == {"base", "head"}
-    assert {f.kernel for f in sides["base"].failures} == {"fused"}
-    assert sides["head"].failures == []
-    assert {b.kernel for b in sides["head"].benchmarks} == {"fused", "eager", "gemm", "copy"}
-    assert sides["base"].settings["ab_run"] == sides["head"].settings["ab_run"] == "r1"
-    assert (sides["base"].settings["side"], sides["head"].settings["side"]) == ("base", "head")
+    assert right in geglu.read_text()
+    geglu.write_text(geglu.read_text().replace(right, right.replace("z1 * _gelu(z2", "z2 * _gelu(z1")))
+    _git(repo, "commit", "-qam", "wrong head")
+    result = _ab(repo, tmp_path / "ab")
+    assert result.exit_code == 1
+    assert "wrong result" in (tmp_path / "ab" / "comment.md").read_text()
+
+
+def test_ab_bad_revision(gpu, repo: Path, tmp_path: Path):
+    result = CliRunner().invoke(perfbot, ["run", "--project", str(repo), "--suite", "tiny", "--against", "nope",
+                                          "--out-dir", str(tmp_path / "ab")])
+    assert result.exit_code == 2 and "'nope' is not a commit" in result.output
