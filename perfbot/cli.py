@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -113,6 +114,8 @@ def perfbot() -> None:
               help="With --against: where base.json, head.json, comparison.json and comment.md go.")
 @click.option("--thresholds", "thresholds_path", type=click.Path(path_type=Path), default=None,
               help="With --against: regression policy. Default: thresholds.yaml at the project root.")
+@click.option("--trend-store", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="With --against: also compare with the newest stored run of this GPU here, as one line of trend (never fails).")
 @_project_option
 def run_command(
     suite_names: tuple[str, ...],
@@ -127,6 +130,7 @@ def run_command(
     against: str | None,
     out_dir: Path,
     thresholds_path: Path | None,
+    trend_store: Path | None,
     project: Path | None,
 ) -> None:
     """Check and time the kernels on a shape suite, and print a table.
@@ -156,7 +160,8 @@ def run_command(
     suites = [subject.suites[name] for name in dict.fromkeys(suite_names)]
     if against is not None:
         policy = load_policy(thresholds_path or config.root / "thresholds.yaml")
-        _run_against(config, kernels or config.kernels_dir, subject, suites, settings, against, out_dir, overwrite, policy)
+        _run_against(config, kernels or config.kernels_dir, subject, suites, settings, against, out_dir, overwrite,
+                     policy, trend_store)
         return
     total = progress_steps(plan(subject, suites, settings), settings)
     console = _console()
@@ -180,7 +185,7 @@ def _progress() -> Progress:
 
 
 def _run_against(config: ProjectConfig, kernels_dir: Path, head: Subject, suites: list, settings: object, rev: str,
-                 out_dir: Path, overwrite: bool, policy: object) -> None:
+                 out_dir: Path, overwrite: bool, policy: object, trend_store: Path | None) -> None:
     from .ab import checkout, judge, new_run_id, restrict
     from .runner import plan, progress_steps, run_sides
     from .subject import load_subject
@@ -213,9 +218,25 @@ def _run_against(config: ProjectConfig, kernels_dir: Path, head: Subject, suites
             results_file.save(loaded, out_dir / name, overwrite=overwrite)
         report = judge(base_results, head_results, policy,
                        lambda cases: measure_sides(restrict(suites, cases), "-confirm"))
+    if trend_store is not None:
+        report = dataclasses.replace(report, trend=_trend(trend_store, head_results, policy))
     _emit(report, out_dir / "comment.md", out_dir / "comparison.json")
     if report.fails:
         sys.exit(EXIT_REGRESSION)
+
+
+def _trend(store: Path, head: object, policy: object) -> str:
+    """One line: the head run against the newest stored baseline of its GPU. Never fails."""
+    gpu = head.environment.get("gpu_name")
+    try:
+        path, stored = baseline_store.latest(store, str(gpu))
+        report = compare(stored, head, policy)
+    except PerfbotError as error:
+        return f"no comparison with a stored baseline: {error}"
+    slower = [c for c in report.comparisons if c.verdict == "regression"]
+    return (f"against the stored baseline of {stored.created or path.name}: geometric mean ratio "
+            f"{report.geomean_ratio:.3f}, {len(slower)} significant slowdown(s) across runs "
+            f"(cross-run thresholds; informational)")
 
 
 def _emit(report: object, markdown_path: Path | None, json_path: Path | None) -> None:
@@ -670,3 +691,68 @@ def bisect_command(repo: Path, good: str, bad: str, build_command: str | None, m
             "the first bad commit is one of " + ", ".join(c[:12] for c in outcome.candidates)
             + ": the commits between could not be built or measured")
     click.echo(f"first bad commit: {outcome.first_bad}")
+
+
+@perfbot.command("selftest")
+@click.option("--suite", "suite_name", default="pr", show_default=True, help="Suite of the benchmark to use.")
+@click.option("--case", "case_name", default="t5-v1.1-xl", show_default=True, help="Case of the benchmark.")
+@click.option("--kernel", default="fused", show_default=True, help="Implementation to time.")
+@click.option("--rounds", type=click.IntRange(min=5), default=100, show_default=True,
+              help="Comparisons per row (A/A, and A/B at each level).")
+@click.option("--samples", type=click.IntRange(min=10), default=10, show_default=True,
+              help="Samples per side and round, as in a pull-request check.")
+@click.option("--levels", default="0.5,1,2,5", show_default=True, help="Injected slowdowns in percent, comma-separated.")
+@click.option("--thresholds", "thresholds_path", type=click.Path(path_type=Path), default=None,
+              help="Regression policy. Default: thresholds.yaml at the project root.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the table as JSON here.")
+@_project_option
+def selftest_command(suite_name: str, case_name: str, kernel: str, rounds: int, samples: int, levels: str,
+                     thresholds_path: Path | None, out: Path | None, project: Path | None) -> None:
+    """Measure this runner's false-alarm rate (A/A) and the smallest slowdown it detects (A/B
+    with a calibrated sleep injected after the kernel), under the rule in force.
+
+    Example:
+
+        perfbot selftest --rounds 100 --out selftest.json
+    """
+    from rich.table import Table
+
+    from . import selftest
+    from .runner import DEVICE, _inputs, require_gpu
+
+    try:
+        parsed = tuple(float(v) for v in levels.split(","))
+    except ValueError:
+        raise click.BadParameter(f"must be numbers separated by commas, got {levels!r}", param_hint="--levels") from None
+    if not parsed or any(not 0 < v < 100 for v in parsed):
+        raise click.BadParameter("every level must be a percentage between 0 and 100", param_hint="--levels")
+    config = _project(project)
+    policy = load_policy(thresholds_path or config.root / "thresholds.yaml")
+    subject = _subject(config, None)
+    if suite_name not in subject.suites or not any(c.name == case_name for c in subject.suites[suite_name].cases):
+        raise click.BadParameter(f"no case {case_name!r} in suite {suite_name!r}", param_hint="--case")
+    if kernel not in subject.implementations:
+        raise click.BadParameter(f"unknown kernel {kernel!r}", param_hint="--kernel")
+    require_gpu()
+    import torch
+
+    case = next(c for c in subject.suites[suite_name].cases if c.name == case_name)
+    x, weight = _inputs(case, torch.Generator(device=DEVICE).manual_seed(0))
+    fn = subject.implementations[kernel].build("none")
+    with _progress() as progress:
+        task = progress.add_task("selftest rounds", total=rounds)
+        collected = selftest.measure_rounds(lambda: fn(x, weight), parsed, rounds, samples,
+                                            on_round=lambda: progress.update(task, advance=1))
+    result = selftest.tally(collected, parsed, policy)
+    table = Table(title=f"perfbot selftest: {kernel} on {suite_name}/{case_name}, {samples}+{samples} samples, "
+                        f"{rounds} rounds; {result.rule}", title_justify="left")
+    for column in ("comparison", "injected (nominal)", "injected (measured)", "flagged", "rate"):
+        table.add_column(column, justify="left" if column == "comparison" else "right")
+    table.add_row("A/A (false alarms)", "0%", "", f"{result.false_alarms}/{rounds}", f"{result.false_alarms / rounds:.1%}")
+    for level in result.levels:
+        table.add_row(f"A/B +{level.nominal_percent:g}%", f"{level.nominal_percent:g}%",
+                      f"{level.measured_percent:.2f}%", f"{level.detected}/{level.rounds}",
+                      f"{level.detected / level.rounds:.1%}")
+    _console().print(table)
+    if out is not None:
+        _write_text(out, json.dumps(result.to_json(), indent=1) + "\n")

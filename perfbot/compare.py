@@ -66,6 +66,7 @@ class Report:
     current_environment: dict[str, Any] = field(repr=False)
     interleaved: bool
     policy_source: str
+    trend: str | None = None  # one line on the longer trend (an A/B run against a stored baseline)
 
     @property
     def fails(self) -> bool:

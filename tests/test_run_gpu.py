@@ -71,3 +71,20 @@ def test_timing_engine_sees_a_kernel_that_takes_twice_as_long():
     timings = measure.time_interleaved({"once": once, "twice": twice}, samples=15).samples
     ratio = sorted(timings["twice"])[7] / sorted(timings["once"])[7]
     assert 1.8 < ratio < 2.2
+
+
+def test_selftest_injects_what_it_reports():
+    from perfbot import selftest
+
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    rounds = selftest.measure_rounds(lambda: a @ a, (5.0,), rounds=5, samples=10)
+    ratios = [sorted(r["B5"])[5] / sorted(r["A"])[5] for r in rounds]
+    assert all(1.03 < ratio < 1.08 for ratio in ratios), ratios
+
+
+def test_throttle_monitor_reads_the_gpu():
+    from perfbot.environment import GpuMonitor
+
+    with GpuMonitor() as monitor:
+        state = monitor.read()
+    assert state.sm_clock_mhz and state.sm_clock_mhz > 0

@@ -148,3 +148,16 @@ def test_ab_bad_revision(gpu, repo: Path, tmp_path: Path):
     result = CliRunner().invoke(perfbot, ["run", "--project", str(repo), "--suite", "tiny", "--against", "nope",
                                           "--out-dir", str(tmp_path / "ab")])
     assert result.exit_code == 2 and "'nope' is not a commit" in result.output
+
+
+def test_ab_reports_the_longer_trend_without_failing_on_it(gpu, repo: Path, tmp_path: Path):
+    from perfbot import results, store
+    from tests.helpers import make_results
+
+    directory = tmp_path / "store"
+    store.add(directory, make_results(seed=1))  # an H200 baseline; this CPU run names no GPU
+    result = _ab(repo, tmp_path / "ab", "--trend-store", str(directory))
+    assert result.exit_code == 0, result.output
+    comment = (tmp_path / "ab" / "comment.md").read_text()
+    assert "**Longer trend:** no comparison with a stored baseline" in comment
+    assert results.load(tmp_path / "ab" / "head.json").settings["side"] == "head"
