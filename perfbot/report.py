@@ -175,6 +175,13 @@ def _notes(report: Report) -> list[str]:
             notes.append(f"{label(c.current)}: {markdown_escape(c.reason)}")
     for d in report.differences:
         notes.append(f"environment differs: {d.field} {markdown_escape(d.baseline)} → {markdown_escape(d.current)}")
+    for side, environment in (("baseline", report.baseline_environment), ("current", report.current_environment)):
+        if environment.get("clock_drift"):
+            notes.append(f"{side} run: clocks drifted — {markdown_escape(environment['clock_drift'])}")
+        if environment.get("throttled_rounds"):
+            reasons = ", ".join(environment.get("throttle_reasons", []))
+            notes.append(f"{side} run: {environment['throttled_rounds']} timing round(s) while NVML reported "
+                         f"throttling ({markdown_escape(reasons)}); those samples are flagged in the results")
     return notes
 
 

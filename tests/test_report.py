@@ -75,3 +75,12 @@ def test_a_huge_report_stays_under_githubs_limit_and_says_so():
     assert "left out to stay under GitHub's comment limit" in text
     assert text.rstrip("\n").endswith(MARKER)
     assert text.startswith("**perfbot:** ❌")
+
+
+def test_throttling_and_clock_drift_are_reported():
+    base = make_results(seed=1)
+    head = make_results(seed=2, environment={"throttled_rounds": 3, "throttle_reasons": ["sw_thermal_slowdown"],
+                                             "clock_drift": "SM clock 1980 -> 1800 MHz (-9.1%) during the run"})
+    text = comment_markdown(compare(base, head, POLICY))
+    assert "current run: clocks drifted — SM clock 1980 -&gt; 1800 MHz" in text
+    assert "3 timing round(s) while NVML reported throttling (sw\\_thermal\\_slowdown)" in text

@@ -122,3 +122,16 @@ def test_case_view_puts_every_implementation_beside_the_kernel():
                         "| GB/s | of copy GB/s |")
     assert lines[2] == "| c | 16×64→32 | bfloat16 | erf | 2.0000 | 1.8000 | 3.0000 | 0.900 | 1.500 | 0 | 50.0% |"
     assert lines[3] == "| c | 16×64→32 | bfloat16 | tanh | 1.6000 | 1.8000 | 2.4000 | 1.125 | 1.500 | 0 | 62.5% |"
+
+
+def test_stability_counts_throttled_rounds_and_marks_drift():
+    from perfbot.environment import stability
+    from perfbot.measure import Round
+
+    steady = stability([Round((), 1980)] * 5)
+    assert steady == {"throttled_rounds": 0, "sm_clock_first_last_mhz": [1980, 1980]}
+    drifted = stability([Round((), 1980), Round(("sw_thermal_slowdown",), 1900), Round(("hw_slowdown",), 1800)])
+    assert drifted["throttled_rounds"] == 2
+    assert drifted["throttle_reasons"] == ["hw_slowdown", "sw_thermal_slowdown"]
+    assert "1980 -> 1800 MHz (-9.1%)" in drifted["clock_drift"]
+    assert stability([Round(), Round()]) == {"throttled_rounds": 0}  # no NVML: nothing claimed
