@@ -5,7 +5,6 @@ the fused one in Triton's interpreter. Timings come from a given function of the
 the statistics downstream see known slowdowns."""
 
 import random
-import shutil
 import subprocess
 from pathlib import Path
 

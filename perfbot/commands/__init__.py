@@ -1,0 +1,1 @@
+"""The commands of `perfbot`, one module per family; importing one registers its commands."""

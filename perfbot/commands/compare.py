@@ -1,0 +1,151 @@
+"""Deciding and keeping: `perfbot compare`, `baseline update|show`, `export`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ..cli import emit, perfbot, project_config, project_option, write_text
+
+from .. import results as results_file
+from .. import store as baseline_store
+from ..compare import compare
+from ..errors import EXIT_REGRESSION, BadInput
+from ..export import to_pytest_benchmark
+from ..thresholds import load_policy
+
+
+def _store_dir(store: Path | None, project: Path | None) -> Path:
+    return store if store is not None else project_config(project).store_dir
+
+
+_store_option = click.option(
+    "--store", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Baseline store directory. Default: [tool.perfbot] store of the project (.perfbot/store).",
+)
+
+
+@perfbot.command("compare")
+@click.argument("files", nargs=-1, metavar="[BASELINE] CURRENT", type=click.Path(path_type=Path))
+@click.option("--store", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Compare CURRENT with the newest stored run of its GPU in this store, instead of a BASELINE file.")
+@click.option("--thresholds", "thresholds_path", type=click.Path(path_type=Path), default=None,
+              help="Regression policy. Default: thresholds.yaml at the project root.")
+@click.option("--markdown", "markdown_path", type=click.Path(path_type=Path), default=None,
+              help="Write the PR comment (markdown) here.")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None,
+              help="Write every comparison as JSON here.")
+@click.option("--force", is_flag=True, help="Compare runs from different GPU models anyway.")
+@project_option
+def compare_command(
+    files: tuple[Path, ...],
+    store: Path | None,
+    thresholds_path: Path | None,
+    markdown_path: Path | None,
+    json_path: Path | None,
+    force: bool,
+    project: Path | None,
+) -> None:
+    """Compare two results files and decide, per benchmark, whether it got slower.
+
+    Exits 1 on a significant slowdown beyond the policy's fail threshold, or if CURRENT holds a
+    wrong result. The report also goes to $GITHUB_STEP_SUMMARY when that is set.
+
+    Example:
+
+        perfbot compare base.json head.json --markdown comment.md
+    """
+    if store is not None and len(files) != 1:
+        raise click.UsageError("with --store, give only CURRENT (the baseline comes from the store)")
+    if store is None and len(files) != 2:
+        raise click.UsageError("give BASELINE and CURRENT, or --store DIR and CURRENT")
+    current = results_file.load(files[-1])
+    if store is not None:
+        gpu = current.environment.get("gpu_name")
+        if not isinstance(gpu, str):
+            raise BadInput(f"{files[-1]}: names no GPU (environment.gpu_name), so it has no stored baseline")
+        baseline_path, baseline = baseline_store.latest(store, gpu)
+        click.echo(f"baseline: {baseline_path}", err=True)
+    else:
+        baseline = results_file.load(files[0])
+    policy_path = thresholds_path if thresholds_path is not None else project_config(project).root / "thresholds.yaml"
+    report = compare(baseline, current, load_policy(policy_path), force=force)
+    emit(report, markdown_path, json_path)
+    for item in report.added:
+        click.echo(f"added (no baseline): {item.kernel} {item.shape} {item.dtype}")
+    for item in report.removed:
+        click.echo(f"removed (baseline only): {item.kernel} {item.shape} {item.dtype}")
+    if report.fails:
+        sys.exit(EXIT_REGRESSION)
+
+
+@perfbot.group("baseline")
+def baseline_group() -> None:
+    """Manage the baseline store: one folder per GPU model, every stored run kept as history.
+
+    Example:
+
+        perfbot baseline update results.json && perfbot baseline show
+    """
+
+
+@baseline_group.command("update")
+@click.argument("results_path", metavar="RESULTS", type=click.Path(path_type=Path))
+@_store_option
+@project_option
+def baseline_update_command(results_path: Path, store: Path | None, project: Path | None) -> None:
+    """Store a results file as the newest baseline of its GPU (older ones stay as history).
+
+    Example:
+
+        perfbot baseline update results.json --store .perfbot/store
+    """
+    loaded = results_file.load(results_path)
+    if loaded.failures:
+        raise BadInput(f"{results_path}: holds {len(loaded.failures)} wrong result(s); a failing run is no baseline")
+    click.echo(f"stored {baseline_store.add(_store_dir(store, project), loaded)}")
+
+
+@baseline_group.command("show")
+@click.option("--gpu", default=None, help="Only this GPU model (as in environment.gpu_name, e.g. 'NVIDIA H200').")
+@_store_option
+@project_option
+def baseline_show_command(gpu: str | None, store: Path | None, project: Path | None) -> None:
+    """List the stored runs per GPU, oldest first; the newest of each GPU is its baseline.
+
+    Example:
+
+        perfbot baseline show --gpu "NVIDIA H200"
+    """
+    directory = _store_dir(store, project)
+    entries = baseline_store.history(directory, gpu)
+    if not entries:
+        click.echo(f"{directory}: no stored runs" + (f" for {gpu!r}" if gpu else ""))
+        return
+    newest = {e.gpu: e.path for e in entries}
+    for entry in entries:
+        mark = "baseline" if newest[entry.gpu] == entry.path else "history"
+        click.echo(f"{entry.gpu:<20} {entry.created:<26} {entry.benchmarks:>4} benchmarks  {mark:<8}  {entry.path}")
+
+
+@perfbot.command("export")
+@click.argument("results_path", metavar="RESULTS", type=click.Path(path_type=Path))
+@click.option("--format", "export_format", type=click.Choice(["pytest-benchmark"]), default="pytest-benchmark",
+              show_default=True, help="Target format.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="File to write.")
+@click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
+def export_command(results_path: Path, export_format: str, out: Path, overwrite: bool) -> None:
+    """Write a results file in another tool's format, for dashboards that ingest it.
+
+    Example:
+
+        perfbot export results.json --out results.pytest-benchmark.json
+    """
+    loaded = results_file.load(results_path)
+    if out.exists() and not overwrite:
+        raise BadInput(f"{out}: already exists; choose another name or pass --overwrite")
+    write_text(out, json.dumps(to_pytest_benchmark(loaded), indent=1) + "\n")
+    click.echo(f"wrote {out} ({export_format})")

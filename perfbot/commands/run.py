@@ -1,0 +1,272 @@
+"""Measuring: `perfbot run` (and its in-job A/B), `sample`, `show`, `env`, `suites`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ..cli import console, emit, load_kernels, perfbot, progress, project_config, project_option
+import dataclasses
+
+from .. import results as results_file
+from .. import store as baseline_store
+from ..compare import compare
+from ..config import ProjectConfig
+from ..errors import EXIT_REGRESSION, BadInput, PerfbotError, WrongResult
+from ..report import case_markdown, failures_table, run_markdown, run_table
+from ..subject import Subject
+from ..thresholds import load_policy
+
+
+@perfbot.command("run")
+@click.option("--suite", "suite_names", multiple=True, default=["pr"], show_default=True,
+              help="Shape suite to run (repeat for several). `perfbot suites` lists them.")
+@click.option("--kernel", "kernel_names", multiple=True,
+              help="Only these implementations (repeat for several). Default: each suite's list.")
+@click.option("--approximate", "approximations", multiple=True, type=click.Choice(["none", "tanh"]),
+              default=["none"], show_default=True,
+              help="GELU variant: none (erf) or tanh; repeat to measure both.")
+@click.option("--samples", type=click.IntRange(min=10), default=30, show_default=True,
+              help="Timed samples per benchmark, each one CUDA-graph replay after an L2 flush.")
+@click.option("--warmup", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Untimed calls per implementation before capture (compiles and autotunes).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the results file (JSON, every sample) here.")
+@click.option("--overwrite", is_flag=True, help="Replace --out if it exists; without it an existing file is kept.")
+@click.option("--kernels", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="kernels/ package to measure instead of the project's.")
+@click.option("--against", default=None, metavar="REV",
+              help="A/B: also measure the kernels of git revision REV, interleaved with these, and compare.")
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("perfbot-ab"), show_default=True,
+              help="With --against: where base.json, head.json, comparison.json and comment.md go.")
+@click.option("--thresholds", "thresholds_path", type=click.Path(path_type=Path), default=None,
+              help="With --against: regression policy. Default: thresholds.yaml at the project root.")
+@click.option("--trend-store", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="With --against: also compare with the newest stored run of this GPU here, as one line of trend (never fails).")
+@project_option
+def run_command(
+    suite_names: tuple[str, ...],
+    kernel_names: tuple[str, ...],
+    approximations: tuple[str, ...],
+    samples: int,
+    warmup: int,
+    seed: int,
+    out: Path | None,
+    overwrite: bool,
+    kernels: Path | None,
+    against: str | None,
+    out_dir: Path,
+    thresholds_path: Path | None,
+    trend_store: Path | None,
+    project: Path | None,
+) -> None:
+    """Check and time the kernels on a shape suite, and print a table.
+
+    Every implementation is first checked against a float64 reference; a wrong one is reported
+    as a failure and never timed. Exits 1 if any implementation failed. With --against REV the
+    kernels of REV are measured too, interleaved sample by sample, and judged as `perfbot
+    compare` does (interleaved thresholds); a failing slowdown is measured again in a second
+    interleaved round and fails (exit 1) only if it holds.
+
+    Example:
+
+        perfbot run --suite models --suite decode --out results.json
+        perfbot run --suite pr --against origin/main --out-dir ab
+    """
+    from ..runner import RunSettings, plan, progress_steps, run
+
+    config = project_config(project)
+    subject = load_kernels(config, kernels)
+    unknown = [name for name in suite_names if name not in subject.suites]
+    if unknown:
+        raise click.BadParameter(f"unknown suite {unknown[0]!r}; known: {', '.join(subject.suites)}", param_hint="--suite")
+    if out is not None and out.exists() and not overwrite:  # checked again by save(); fail before measuring
+        raise click.BadParameter(f"{out} already exists; choose another name or pass --overwrite", param_hint="--out")
+    settings = RunSettings(samples=samples, warmup_calls=warmup, seed=seed,
+                           approximations=tuple(dict.fromkeys(approximations)), kernels=kernel_names)
+    suites = [subject.suites[name] for name in dict.fromkeys(suite_names)]
+    if against is not None:
+        policy = load_policy(thresholds_path or config.root / "thresholds.yaml")
+        _run_against(config, kernels or config.kernels_dir, subject, suites, settings, against, out_dir, overwrite,
+                     policy, trend_store)
+        return
+    total = progress_steps(plan(subject, suites, settings), settings)
+    terminal = console()
+    with progress() as bar:
+        task = bar.add_task("starting", total=total)
+        result = run(subject, suites, settings,
+                     on_progress=lambda label, steps: bar.update(task, advance=steps, description=label))
+    if out is not None:
+        results_file.save(result, out, overwrite=overwrite)
+    terminal.print(run_table(result))
+    if result.failures:
+        terminal.print(failures_table(result))
+        sys.exit(EXIT_REGRESSION)
+    if out is not None:
+        terminal.print(f"results written to {out}")
+
+
+def _run_against(config: ProjectConfig, kernels_dir: Path, head: Subject, suites: list, settings: object, rev: str,
+                 out_dir: Path, overwrite: bool, policy: object, trend_store: Path | None) -> None:
+    from ..ab import checkout, judge, new_run_id, restrict
+    from ..runner import plan, progress_steps, run_sides
+    from ..subject import load_subject
+
+    names = ("base.json", "head.json", "comparison.json", "comment.md")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise BadInput(f"--out-dir {out_dir}: is a file")
+    existing = [n for n in names if (out_dir / n).exists()]
+    if existing and not overwrite:
+        raise BadInput(f"{out_dir / existing[0]} already exists; choose another --out-dir or pass --overwrite")
+    try:
+        relative = kernels_dir.resolve().relative_to(config.root.resolve())
+    except ValueError:
+        raise BadInput(f"--against needs the kernels inside the project ({config.root}), got {kernels_dir}") from None
+    with checkout(config.root, rev) as (tree, sha):
+        base = load_subject(tree / relative)
+        run_id = new_run_id()
+
+        def measure_sides(chosen: list, tag: str) -> tuple:
+            total = progress_steps(plan(head, chosen, settings), settings)
+            with progress() as bar:
+                task = bar.add_task("starting", total=total)
+                sides = run_sides({"base": base, "head": head}, chosen, settings,
+                                  lambda label, steps: bar.update(task, advance=steps, description=label),
+                                  extra_settings={"ab_run": run_id + tag, "against": sha})
+            return sides["base"], sides["head"]
+
+        base_results, head_results = measure_sides(suites, "")
+        for name, loaded in (("base.json", base_results), ("head.json", head_results)):
+            results_file.save(loaded, out_dir / name, overwrite=overwrite)
+        report = judge(base_results, head_results, policy,
+                       lambda cases: measure_sides(restrict(suites, cases), "-confirm"))
+    if trend_store is not None:
+        report = dataclasses.replace(report, trend=_trend(trend_store, head_results, policy))
+    emit(report, out_dir / "comment.md", out_dir / "comparison.json")
+    if report.fails:
+        sys.exit(EXIT_REGRESSION)
+
+
+def _trend(store: Path, head: object, policy: object) -> str:
+    """One line: the head run against the newest stored baseline of its GPU. Never fails."""
+    gpu = head.environment.get("gpu_name")
+    try:
+        path, stored = baseline_store.latest(store, str(gpu))
+        report = compare(stored, head, policy)
+    except PerfbotError as error:
+        return f"no comparison with a stored baseline: {error}"
+    slower = [c for c in report.comparisons if c.verdict == "regression"]
+    return (f"against the stored baseline of {stored.created or path.name}: geometric mean ratio "
+            f"{report.geomean_ratio:.3f}, {len(slower)} significant slowdown(s) across runs "
+            f"(cross-run thresholds; informational)")
+
+
+
+
+@perfbot.command("show")
+@click.argument("results_path", metavar="RESULTS", type=click.Path(path_type=Path))
+@click.option("--markdown", is_flag=True, help="Print a markdown table instead (failures are listed after it).")
+@click.option("--by-case", "by_case", metavar="KERNEL", default=None,
+              help="Markdown, one row per case: KERNEL's median ms next to every other implementation's, and its speed relative to each.")
+def show_command(results_path: Path, markdown: bool, by_case: str | None) -> None:
+    """Print the table of a stored results file, as `perfbot run` printed it.
+
+    Example:
+
+        perfbot show kernels/results/h200-2026-11-30.json --markdown
+    """
+    loaded = results_file.load(results_path)
+    if by_case is not None:
+        click.echo(case_markdown(loaded, by_case), nl=False)
+        return
+    if markdown:
+        click.echo(run_markdown(loaded), nl=False)
+        for failure in loaded.failures:
+            click.echo(f"- FAILED {failure.suite}/{failure.case} {failure.kernel}: {failure.reason}")
+        return
+    terminal = console()
+    terminal.print(run_table(loaded))
+    if loaded.failures:
+        terminal.print(failures_table(loaded))
+
+
+@perfbot.command("env")
+@click.option("--json", "as_json", is_flag=True, help="Print the record as JSON.")
+def env_command(as_json: bool) -> None:
+    """Print where a run would be measured: versions, GPU, driver, clocks. Works without a GPU.
+
+    Example:
+
+        perfbot env --json
+    """
+    from ..environment import collect_environment
+
+    record = collect_environment().to_dict()
+    if as_json:
+        click.echo(json.dumps(record, indent=1))
+        return
+    state = record.pop("gpu_state")
+    for key, value in record.items():
+        click.echo(f"{key:<18}{'' if value is None else value}")
+    for key, value in (state or {}).items():
+        click.echo(f"gpu.{key:<14}{value}")
+
+
+@perfbot.command("suites")
+@project_option
+def suites_command(project: Path | None) -> None:
+    """List the shape suites and their cases.
+
+    Example:
+
+        perfbot suites
+    """
+    subject = load_kernels(project_config(project), None)
+    for suite in subject.suites.values():
+        click.echo(f"{suite.name}: {suite.about}  [kernels: {', '.join(suite.kernels)}]")
+        for case in suite.cases:
+            click.echo(f"  {case.name:<18} M={case.M:<6} K={case.K:<6} N={case.N:<6} {case.dtype}")
+
+
+@perfbot.command("sample")
+@click.option("--suite", "suite_name", required=True, help="Suite of the benchmark.")
+@click.option("--case", "case_name", required=True, help="Case (shape) within the suite.")
+@click.option("--kernel", default="fused", show_default=True, help="Implementation to time.")
+@click.option("--approximate", type=click.Choice(["none", "tanh"]), default="none", show_default=True,
+              help="GELU variant.")
+@click.option("--samples", type=click.IntRange(min=10), default=20, show_default=True, help="Samples to print.")
+@click.option("--kernels", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="kernels/ package to measure instead of the project's.")
+@project_option
+def sample_command(suite_name: str, case_name: str, kernel: str, approximate: str, samples: int,
+                   kernels: Path | None, project: Path | None) -> None:
+    """Check one benchmark, time it, and print its samples in ms, one per line (for bisect).
+
+    Exits 1 if the kernel gives a wrong result, 3 without a CUDA GPU.
+
+    Example:
+
+        perfbot sample --suite pr --case t5-v1.1-xl --kernel fused --samples 30
+    """
+    import dataclasses
+
+    from ..runner import RunSettings, run
+
+    subject = load_kernels(project_config(project), kernels)
+    if suite_name not in subject.suites:
+        raise click.BadParameter(f"unknown suite {suite_name!r}; known: {', '.join(subject.suites)}", param_hint="--suite")
+    suite = subject.suites[suite_name]
+    cases = tuple(c for c in suite.cases if c.name == case_name)
+    if not cases:
+        raise click.BadParameter(f"suite {suite_name} has no case {case_name!r}; it has "
+                                 f"{', '.join(c.name for c in suite.cases)}", param_hint="--case")
+    settings = RunSettings(samples=samples, approximations=(approximate,), kernels=(kernel,))
+    result = run(subject, [dataclasses.replace(suite, cases=cases, kernels=(kernel,))], settings)
+    for failure in result.failures:
+        raise WrongResult(f"{failure.kernel} on {failure.case}: {failure.reason}")
+    for value in result.benchmarks[0].samples_ms:
+        click.echo(f"{value:.6f}")

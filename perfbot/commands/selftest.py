@@ -1,0 +1,77 @@
+"""Trusting the measurements: `perfbot selftest`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..cli import console, load_kernels, perfbot, progress, project_config, project_option, write_text
+
+from ..thresholds import load_policy
+
+
+@perfbot.command("selftest")
+@click.option("--suite", "suite_name", default="pr", show_default=True, help="Suite of the benchmark to use.")
+@click.option("--case", "case_name", default="t5-v1.1-xl", show_default=True, help="Case of the benchmark.")
+@click.option("--kernel", default="fused", show_default=True, help="Implementation to time.")
+@click.option("--rounds", type=click.IntRange(min=5), default=100, show_default=True,
+              help="Comparisons per row (A/A, and A/B at each level).")
+@click.option("--samples", type=click.IntRange(min=10), default=10, show_default=True,
+              help="Samples per side and round, as in a pull-request check.")
+@click.option("--levels", default="0.5,1,2,5", show_default=True, help="Injected slowdowns in percent, comma-separated.")
+@click.option("--thresholds", "thresholds_path", type=click.Path(path_type=Path), default=None,
+              help="Regression policy. Default: thresholds.yaml at the project root.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the table as JSON here.")
+@project_option
+def selftest_command(suite_name: str, case_name: str, kernel: str, rounds: int, samples: int, levels: str,
+                     thresholds_path: Path | None, out: Path | None, project: Path | None) -> None:
+    """Measure this runner's false-alarm rate (A/A) and the smallest slowdown it detects (A/B
+    with a calibrated sleep injected after the kernel), under the rule in force.
+
+    Example:
+
+        perfbot selftest --rounds 100 --out selftest.json
+    """
+    from rich.table import Table
+
+    from .. import selftest
+    from ..runner import DEVICE, _inputs, require_gpu
+
+    try:
+        parsed = tuple(float(v) for v in levels.split(","))
+    except ValueError:
+        raise click.BadParameter(f"must be numbers separated by commas, got {levels!r}", param_hint="--levels") from None
+    if not parsed or any(not 0 < v < 100 for v in parsed):
+        raise click.BadParameter("every level must be a percentage between 0 and 100", param_hint="--levels")
+    config = project_config(project)
+    policy = load_policy(thresholds_path or config.root / "thresholds.yaml")
+    subject = load_kernels(config, None)
+    if suite_name not in subject.suites or not any(c.name == case_name for c in subject.suites[suite_name].cases):
+        raise click.BadParameter(f"no case {case_name!r} in suite {suite_name!r}", param_hint="--case")
+    if kernel not in subject.implementations:
+        raise click.BadParameter(f"unknown kernel {kernel!r}", param_hint="--kernel")
+    require_gpu()
+    import torch
+
+    case = next(c for c in subject.suites[suite_name].cases if c.name == case_name)
+    x, weight = _inputs(case, torch.Generator(device=DEVICE).manual_seed(0))
+    fn = subject.implementations[kernel].build("none")
+    with progress() as bar:
+        task = bar.add_task("selftest rounds", total=rounds)
+        collected = selftest.measure_rounds(lambda: fn(x, weight), parsed, rounds, samples,
+                                            on_round=lambda: bar.update(task, advance=1))
+    result = selftest.tally(collected, parsed, policy)
+    table = Table(title=f"perfbot selftest: {kernel} on {suite_name}/{case_name}, {samples}+{samples} samples, "
+                        f"{rounds} rounds; {result.rule}", title_justify="left")
+    for column in ("comparison", "injected (nominal)", "injected (measured)", "flagged", "rate"):
+        table.add_column(column, justify="left" if column == "comparison" else "right")
+    table.add_row("A/A (false alarms)", "0%", "", f"{result.false_alarms}/{rounds}", f"{result.false_alarms / rounds:.1%}")
+    for level in result.levels:
+        table.add_row(f"A/B +{level.nominal_percent:g}%", f"{level.nominal_percent:g}%",
+                      f"{level.measured_percent:.2f}%", f"{level.detected}/{level.rounds}",
+                      f"{level.detected / level.rounds:.1%}")
+    console().print(table)
+    if out is not None:
+        write_text(out, json.dumps(result.to_json(), indent=1) + "\n")
