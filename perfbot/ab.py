@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from .compare import Comparison, Report, compare
+from .compare import Report, compare
 from .errors import BadInput, EnvironmentFailure
 from .results import Results
 from .thresholds import Policy
@@ -85,5 +85,3 @@ def judge(base: Results, head: Results, policy: Policy,
         raise BadInput("both sides must come from one interleaved A/B run")
     return confirm(compare(base, head, policy), policy, remeasure)
 
-
-__all__ = ["checkout", "confirm", "judge", "new_run_id", "restrict", "Comparison"]

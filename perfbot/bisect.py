@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -291,8 +293,6 @@ def _classify(current: Probe, good: Probe, bad: Probe, alpha: float, max_rounds:
 
 
 def _position(current: Probe, good: Probe, bad: Probe) -> float:
-    import math
-
     return math.log(current.median_ms / good.median_ms) / math.log(bad.median_ms / good.median_ms)
 
 
@@ -357,8 +357,6 @@ class TritonProber:
         self.recipe = "triton: perfbot sample " + " ".join(sample_args)
 
     def measure(self, sha: str) -> list[float]:
-        import sys
-
         from . import triton_build
 
         try:

@@ -182,7 +182,7 @@ class _Ready:
     config: dict | None
 
 
-def _inputs(case: Case, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def make_inputs(case: Case, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Fresh random inputs for each case, scaled so that z = x @ weight.T is of order 1."""
     dtype = getattr(torch, case.dtype)
     x = torch.randn(case.M, case.K, generator=generator, device=DEVICE).to(dtype)
@@ -192,7 +192,7 @@ def _inputs(case: Case, generator: torch.Generator) -> tuple[torch.Tensor, torch
 
 def _check_group(group: list[Planned], generator: torch.Generator) -> tuple[list[_Ready], list[tuple[str, Failure]]]:
     case = group[0].case
-    x, weight = _inputs(case, generator)
+    x, weight = make_inputs(case, generator)
     references: dict[tuple[str, str], torch.Tensor] = {}
     ready, failures = [], []
     for planned in group:

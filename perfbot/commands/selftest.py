@@ -37,7 +37,7 @@ def selftest_command(suite_name: str, case_name: str, kernel: str, rounds: int, 
     from rich.table import Table
 
     from .. import selftest
-    from ..runner import DEVICE, _inputs, require_gpu
+    from ..runner import DEVICE, make_inputs, require_gpu
 
     try:
         parsed = tuple(float(v) for v in levels.split(","))
@@ -56,7 +56,7 @@ def selftest_command(suite_name: str, case_name: str, kernel: str, rounds: int, 
     import torch
 
     case = next(c for c in subject.suites[suite_name].cases if c.name == case_name)
-    x, weight = _inputs(case, torch.Generator(device=DEVICE).manual_seed(0))
+    x, weight = make_inputs(case, torch.Generator(device=DEVICE).manual_seed(0))
     fn = subject.implementations[kernel].build("none")
     with progress() as bar:
         task = bar.add_task("selftest rounds", total=rounds)
