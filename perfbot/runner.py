@@ -223,10 +223,19 @@ def _time_group(
     if not ready:
         return [], [], []
     case = ready[0].planned.case
-    captured = {r.planned.key: measure.capture(r.call, settings.warmup_calls) for r in ready}
+    captured, failures = {}, []
+    for r in list(ready):
+        try:
+            captured[r.planned.key] = measure.capture(r.call, settings.warmup_calls)
+        except Exception as error:  # e.g. a kernel that cannot run inside CUDA-graph capture
+            failures.append((r.planned.side, _failure(r.planned, f"cannot be captured in a CUDA graph: "
+                                                                 f"{type(error).__name__}: {_first_line(error)}")))
+            ready.remove(r)
+    if not captured:
+        return [], failures, []
     timings = measure.time_interleaved(captured, settings.samples, on_round=on_round, monitor=monitor)
     throttled = [index for index, r in enumerate(timings.rounds) if r.throttle_reasons]
-    benchmarks, failures = [], []
+    benchmarks = []
     for r in ready:
         # What was timed must be right too: check the output of the last graph replay.
         replayed = correctness.check(captured[r.planned.key].output, r.expected, case.dtype)

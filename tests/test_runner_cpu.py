@@ -160,3 +160,19 @@ def test_ab_reports_the_longer_trend_without_failing_on_it(gpu, repo: Path, tmp_
     comment = (tmp_path / "ab" / "comment.md").read_text()
     assert "**Longer trend:** no comparison with a stored baseline" in comment
     assert results.load(tmp_path / "ab" / "head.json").settings["side"] == "head"
+
+
+def test_a_kernel_that_cannot_be_captured_is_a_failure_not_a_crash(gpu, project: Path, monkeypatch):
+    subject = _subject(project)
+    capture = gpu.capture
+
+    def refusing(fn, warmup_calls):
+        if getattr(fn, "args", None) and fn.func.__name__ == "copy_weight":
+            raise RuntimeError("operation not permitted when stream is capturing")
+        return capture(fn, warmup_calls)
+
+    monkeypatch.setattr(measure, "capture", refusing)
+    results = runner.run(subject, [subject.suites["tiny"]], runner.RunSettings(samples=10))
+    assert {f.kernel for f in results.failures} == {"copy"}
+    assert all("cannot be captured in a CUDA graph" in f.reason for f in results.failures)
+    assert {b.kernel for b in results.benchmarks} == {"fused", "eager", "gemm"}
