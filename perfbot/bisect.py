@@ -29,6 +29,7 @@ from typing import Protocol
 from scipy import stats as scipy_stats
 
 from .errors import BadInput, EnvironmentFailure
+from .files import write_atomic
 
 STATE_VERSION = 1
 
@@ -60,12 +61,8 @@ class State:
     probes: dict[str, Probe]
 
     def save(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = {**asdict(self), "probes": {sha: asdict(p) for sha, p in self.probes.items()}}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=1)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(data, indent=1))
 
     @classmethod
     def load(cls, path: Path) -> State:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,7 +13,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .config import ProjectConfig, find_project_root, load_project_config
-from .errors import BadInput, PerfbotError
+from .errors import PerfbotError
+from .files import write_atomic
 from .report import comment_markdown, compare_table, comparison_json
 
 if TYPE_CHECKING:
@@ -75,18 +75,8 @@ def progress() -> Progress:
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write a derived report atomically (reports are regenerated, so replacing one is fine)."""
-    if path.is_dir():
-        raise BadInput(f"{path}: is a directory; give a file name")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write a derived report (reports are regenerated, so replacing one is fine)."""
+    write_atomic(path, text)
 
 
 def emit(report: object, markdown_path: Path | None, json_path: Path | None) -> None:

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import median
 from typing import Any
 
 from .errors import BadInput
+from .files import read_text, write_atomic
 
 FORMAT = 1
 
@@ -102,22 +101,9 @@ class Results:
 
 def save(results: Results, path: Path, *, overwrite: bool = False) -> None:
     """Write atomically: a crash leaves the old file or the new one, never half of either."""
-    if path.is_dir():
-        raise BadInput(f"{path}: is a directory; give a file name for the results")
-    if path.exists() and not overwrite:
+    if path.exists() and not path.is_dir() and not overwrite:
         raise BadInput(f"{path}: already exists; choose another name or pass --overwrite")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = to_text(results)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, to_text(results), replace=overwrite)
 
 
 def to_text(results: Results) -> str:
@@ -127,14 +113,8 @@ def to_text(results: Results) -> str:
 
 def load(path: Path) -> Results:
     """Read and validate a results file; anything malformed is a BadInput naming the problem."""
-    if path.is_dir():
-        raise BadInput(f"{path}: is a directory, not a results file")
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise BadInput(f"{path}: cannot read it: {error}") from None
+        data = json.loads(read_text(path, "results file"))
     except json.JSONDecodeError as error:
         raise BadInput(f"{path}: not valid JSON (truncated?): {error}") from None
     if not isinstance(data, dict):

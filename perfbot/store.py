@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import results as results_file
 from .errors import BadInput
+from .files import write_atomic
 from .results import Results
 
 
@@ -49,15 +48,7 @@ def add(store: Path, results: Results) -> Path:
     target = folder / f"{stamp}-{hashlib.sha256(text.encode()).hexdigest()[:12]}.json"
     if target.exists():
         raise BadInput(f"{target}: this exact run is already stored")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".incoming-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.link(tmp, target)  # fails rather than replace a file that appeared meanwhile
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    write_atomic(target, text, replace=False)
     return target
 
 

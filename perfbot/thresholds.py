@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from .errors import BadInput
+from .files import read_text
 
 VERSION = 1
 _TOP_KEYS = {"version", "defaults", "interleaved", "overrides"}
@@ -62,13 +63,10 @@ class Policy:
 
 def load_policy(path: Path) -> Policy:
     where = str(path)
-    if path.is_dir():
-        raise BadInput(f"{where}: is a directory, not a thresholds file")
+    text = read_text(path, "thresholds file")
     try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise BadInput(f"{where}: no such file") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
         raise BadInput(f"{where}: cannot read it as YAML: {error}") from None
     if not isinstance(data, dict):
         raise BadInput(f"{where}: expected a mapping with keys {sorted(_TOP_KEYS)}")

@@ -11,6 +11,7 @@ from ..cli import perfbot
 import re
 
 from ..errors import BadInput, PerfbotError
+from ..files import read_text
 from ..report import GITHUB_COMMENT_LIMIT
 
 
@@ -67,14 +68,7 @@ def comment_command(repo: str, pr: int, body_file: Path, author: str | None, sta
 
 
 def _read_body(path: Path) -> str:
-    if path.is_dir():
-        raise BadInput(f"{path}: is a directory, not a markdown file")
-    try:
-        body = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise BadInput(f"{path}: cannot read it as UTF-8 text: {error}") from None
+    body = read_text(path, "markdown file")
     if not body.strip():
         raise BadInput(f"{path}: is empty; nothing to post")
     if len(body) > GITHUB_COMMENT_LIMIT:
