@@ -247,11 +247,6 @@ def _fit_rows(plan: dict, M: int) -> dict:
     return plan
 
 
-def kernel_config(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) -> dict:
-    """Alias of `launch_plan`, the name perfbot's implementations use."""
-    return launch_plan(x, weight, path)
-
-
 def geglu(
     x: torch.Tensor,
     weight: torch.Tensor,

@@ -20,7 +20,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from .geglu import geglu, kernel_config
+from .geglu import geglu, launch_plan
 
 GegluFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -73,7 +73,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             "fused",
             "geglu",
             lambda approximate: functools.partial(geglu, approximate=approximate),
-            kernel_config,
+            launch_plan,
         ),
         Implementation(
             "eager",
@@ -89,7 +89,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             "fused-pointer",
             "geglu",
             lambda approximate: functools.partial(geglu, approximate=approximate, path="pointer"),
-            functools.partial(kernel_config, path="pointer"),
+            functools.partial(launch_plan, path="pointer"),
         ),
         Implementation(
             "max-autotune",

@@ -108,10 +108,6 @@ def collect_environment(device: int | None = None) -> Environment:
     )
 
 
-def read_gpu_state(device: int = 0) -> GpuState | None:
-    return _read_nvml(device)[0]
-
-
 def _read_nvml(device: int) -> tuple[GpuState | None, str | None, str | None]:
     """(state, driver version, error). NVML failing is recorded, never fatal: timings stay valid."""
     try:

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kernels.geglu import geglu, kernel_config, launch_plan
+from kernels.geglu import geglu, launch_plan
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
@@ -186,7 +186,7 @@ def test_cpu_tensors_are_refused_outside_the_interpreter(monkeypatch):
 def test_kernel_config_is_recorded_for_each_dtype():
     for dtype in (torch.float16, torch.bfloat16, torch.float32):
         x, weight = make_inputs((300,), 64, 40, dtype)
-        config = kernel_config(x, weight)
+        config = launch_plan(x, weight)
         assert config["path"] in ("tma", "pointer")
         assert config["source"] in ("tuned", "untuned", "autotuned", "fixed")
         assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages", "shape_class", "gpu"} <= set(config)
