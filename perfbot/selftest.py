@@ -5,7 +5,9 @@
   at several nominal slowdowns. The slowdown actually injected is reported as measured (median
   ratio of the two sides over all rounds), not as asked for.
 
-Each round is judged exactly as an interleaved `perfbot compare` judges one benchmark.
+Each round is judged exactly as an interleaved `perfbot compare` judges one benchmark. The
+pull-request check fails only when a second interleaved round confirms the first, so rounds are
+also judged in consecutive pairs: a pair flags when both of its rounds do.
 """
 
 from __future__ import annotations
@@ -26,31 +28,48 @@ def slowed(level: float) -> str:
 
 
 @dataclass(frozen=True)
+class Flagged:
+    """How often one comparison flagged: single rounds, and consecutive pairs of rounds where
+    the second confirms the first (what fails a pull-request check)."""
+
+    rounds: int
+    flagged: int
+    pairs: int
+    confirmed: int
+
+    @classmethod
+    def of(cls, flags: list[bool]) -> Flagged:
+        pairs = len(flags) // 2
+        confirmed = sum(flags[2 * i] and flags[2 * i + 1] for i in range(pairs))
+        return cls(len(flags), sum(flags), pairs, confirmed)
+
+    def to_json(self) -> dict:
+        return {"rounds": self.rounds, "flagged": self.flagged, "rate": self.flagged / self.rounds,
+                "pairs": self.pairs, "confirmed": self.confirmed,
+                "confirmed_rate": self.confirmed / self.pairs if self.pairs else None}
+
+
+@dataclass(frozen=True)
 class LevelResult:
     nominal_percent: float
     measured_percent: float  # median over rounds of median(B)/median(A) - 1
-    detected: int
-    rounds: int
+    detections: Flagged
 
 
 @dataclass(frozen=True)
 class SelftestResult:
-    false_alarms: int
-    rounds: int
+    false_alarms: Flagged
     levels: tuple[LevelResult, ...]
     rule: str
+    kernel_ms: float
 
     def to_json(self) -> dict:
         return {
-            "false_alarms": self.false_alarms,
-            "rounds": self.rounds,
-            "false_alarm_rate": self.false_alarms / self.rounds if self.rounds else None,
             "rule": self.rule,
-            "levels": [
-                {"nominal_percent": l.nominal_percent, "measured_percent": l.measured_percent,
-                 "detected": l.detected, "rounds": l.rounds, "detection_rate": l.detected / l.rounds}
-                for l in self.levels
-            ],
+            "kernel_median_ms": self.kernel_ms,
+            "false_alarms": self.false_alarms.to_json(),
+            "levels": [{"nominal_percent": l.nominal_percent, "measured_percent": l.measured_percent,
+                        "detections": l.detections.to_json()} for l in self.levels],
         }
 
 
@@ -65,17 +84,18 @@ def _fails(baseline: list[float], current: list[float], policy: Policy) -> bool:
 
 def tally(rounds: list[dict[str, list[float]]], levels: tuple[float, ...], policy: Policy) -> SelftestResult:
     """Judge every round: A/A for false alarms, A against each slowed copy for detections."""
-    false_alarms = sum(_fails(r[BASE], r[TWIN], policy) for r in rounds)
+    false_alarms = Flagged.of([_fails(r[BASE], r[TWIN], policy) for r in rounds])
     results = []
     for level in levels:
         name = slowed(level)
-        detected = sum(_fails(r[BASE], r[name], policy) for r in rounds)
+        detections = Flagged.of([_fails(r[BASE], r[name], policy) for r in rounds])
         ratios = [median(r[name]) / median(r[BASE]) for r in rounds]
-        results.append(LevelResult(level, 100 * (median(ratios) - 1), detected, len(rounds)))
+        results.append(LevelResult(level, 100 * (median(ratios) - 1), detections))
     rule = policy.rule_for("selftest", "", "-", "selftest", {"M": 1}, interleaved=True)
     text = (f"two-sided Mann-Whitney U, q < {rule.alpha:g}, slowdown > {rule.fail_percent:g}% "
             f"(interleaved policy of {policy.source})")
-    return SelftestResult(false_alarms, len(rounds), tuple(results), text)
+    kernel_ms = median(median(r[BASE]) for r in rounds)
+    return SelftestResult(false_alarms, tuple(results), text, kernel_ms)
 
 
 def measure_rounds(fn: Callable[[], object], levels: tuple[float, ...], rounds: int, samples: int,

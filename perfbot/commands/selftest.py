@@ -18,8 +18,8 @@ from ..thresholds import load_policy
 @click.option("--kernel", default="fused", show_default=True, help="Implementation to time.")
 @click.option("--rounds", type=click.IntRange(min=5), default=100, show_default=True,
               help="Comparisons per row (A/A, and A/B at each level).")
-@click.option("--samples", type=click.IntRange(min=10), default=10, show_default=True,
-              help="Samples per side and round, as in a pull-request check.")
+@click.option("--samples", type=click.IntRange(min=10), default=30, show_default=True,
+              help="Samples per side and round; 30 is what `perfbot run` (and so the pull-request check) takes.")
 @click.option("--levels", default="0.5,1,2,5", show_default=True, help="Injected slowdowns in percent, comma-separated.")
 @click.option("--thresholds", "thresholds_path", type=click.Path(path_type=Path), default=None,
               help="Regression policy. Default: thresholds.yaml at the project root.")
@@ -63,15 +63,18 @@ def selftest_command(suite_name: str, case_name: str, kernel: str, rounds: int, 
         collected = selftest.measure_rounds(lambda: fn(x, weight), parsed, rounds, samples,
                                             on_round=lambda: bar.update(task, advance=1))
     result = selftest.tally(collected, parsed, policy)
-    table = Table(title=f"perfbot selftest: {kernel} on {suite_name}/{case_name}, {samples}+{samples} samples, "
-                        f"{rounds} rounds; {result.rule}", title_justify="left")
-    for column in ("comparison", "injected (nominal)", "injected (measured)", "flagged", "rate"):
+    table = Table(title=f"perfbot selftest: {kernel} on {suite_name}/{case_name} ({result.kernel_ms:.4f} ms), "
+                        f"{samples}+{samples} samples, {rounds} rounds; {result.rule}", title_justify="left")
+    for column in ("comparison", "injected (nominal)", "injected (measured)", "flagged, one round",
+                   "flagged and confirmed (pairs)"):
         table.add_column(column, justify="left" if column == "comparison" else "right")
-    table.add_row("A/A (false alarms)", "0%", "", f"{result.false_alarms}/{rounds}", f"{result.false_alarms / rounds:.1%}")
-    for level in result.levels:
-        table.add_row(f"A/B +{level.nominal_percent:g}%", f"{level.nominal_percent:g}%",
-                      f"{level.measured_percent:.2f}%", f"{level.detected}/{level.rounds}",
-                      f"{level.detected / level.rounds:.1%}")
+    rows = [("A/A (false alarms)", "0%", "", result.false_alarms)]
+    rows += [(f"A/B +{l.nominal_percent:g}%", f"{l.nominal_percent:g}%", f"{l.measured_percent:.2f}%", l.detections)
+             for l in result.levels]
+    for name, nominal, measured, flags in rows:
+        confirmed = f"{flags.confirmed}/{flags.pairs} ({flags.confirmed / flags.pairs:.1%})" if flags.pairs else "-"
+        table.add_row(name, nominal, measured, f"{flags.flagged}/{flags.rounds} ({flags.flagged / flags.rounds:.1%})",
+                      confirmed)
     console().print(table)
     if out is not None:
         write_text(out, json.dumps(result.to_json(), indent=1) + "\n")
