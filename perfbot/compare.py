@@ -1,9 +1,16 @@
 """`perfbot compare`: one verdict per benchmark, and one for the whole comparison.
 
-Per benchmark (matched by kernel, shape, dtype): the effect is the ratio of medians
-current / baseline with a bootstrap confidence interval; significance is a two-sided
-Mann-Whitney U test on the raw samples, Benjamini-Hochberg-adjusted across all benchmarks
-compared. Verdicts:
+Per benchmark (matched by kernel, shape, dtype), with significance Benjamini-Hochberg-adjusted
+across all benchmarks compared:
+
+- two separate runs: the effect is the ratio of medians current / baseline with a bootstrap
+  confidence interval; significance is a two-sided Mann-Whitney U test on the raw samples;
+- both sides of one interleaved A/B run: sample i of each side comes from the same round, so the
+  samples are paired. The effect is the median per-round ratio (bootstrap over rounds) and
+  significance a two-sided Wilcoxon signed-rank test of the log ratios: a GPU clock that changes
+  during the run moves both sides together and cancels.
+
+Verdicts:
 
 - regression: significant (q < alpha) and slower by more than warn_percent; it fails the check
   only beyond fail_percent;
@@ -105,8 +112,7 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
     tested = {}
     for index, ((base, cur), rule) in enumerate(zip(pairs, rules)):
         if min(len(base.samples_ms), len(cur.samples_ms)) >= rule.min_samples:
-            tested[index] = (stats.ratio_of_medians(base.samples_ms, cur.samples_ms),
-                             stats.mann_whitney_p(base.samples_ms, cur.samples_ms))
+            tested[index] = _test(base.samples_ms, cur.samples_ms, interleaved)
     q_values = dict(zip(tested, stats.benjamini_hochberg([p for _, p in tested.values()])))
 
     comparisons = []
@@ -137,6 +143,12 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
         interleaved=interleaved,
         policy_source=policy.source,
     )
+
+
+def _test(baseline: list[float], current: list[float], interleaved: bool) -> tuple[stats.RatioEstimate, float]:
+    if interleaved and len(baseline) == len(current):
+        return stats.paired_ratio(baseline, current), stats.wilcoxon_p(baseline, current)
+    return stats.ratio_of_medians(baseline, current), stats.mann_whitney_p(baseline, current)
 
 
 def _decide(common: dict, estimate: stats.RatioEstimate, p: float, q: float, rule: Rule) -> Comparison:

@@ -92,7 +92,7 @@ def tally(rounds: list[dict[str, list[float]]], levels: tuple[float, ...], polic
         ratios = [median(r[name]) / median(r[BASE]) for r in rounds]
         results.append(LevelResult(level, 100 * (median(ratios) - 1), detections))
     rule = policy.rule_for("selftest", "", "-", "selftest", {"M": 1}, interleaved=True)
-    text = (f"two-sided Mann-Whitney U, q < {rule.alpha:g}, slowdown > {rule.fail_percent:g}% "
+    text = (f"paired per-round ratios, two-sided Wilcoxon signed-rank, q < {rule.alpha:g}, slowdown > {rule.fail_percent:g}% "
             f"(interleaved policy of {policy.source})")
     kernel_ms = median(median(r[BASE]) for r in rounds)
     return SelftestResult(false_alarms, tuple(results), text, kernel_ms)

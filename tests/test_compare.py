@@ -5,6 +5,7 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
@@ -78,6 +79,34 @@ def test_the_interleaved_policy_catches_one_percent():
     report = compare(replace(base, settings=ab), replace(head, settings=ab), POLICY)
     assert report.interleaved
     assert verdicts(report)[("fused", "gemma-2b")] == ("regression", True)
+
+
+def _stepped(ms: float, seed: int) -> list[float]:
+    """30 samples whose clock steps 5% slower from round 15 on, as seen on the H200 (the step
+    is shared by both sides of an interleaved run; the per-sample jitter is not)."""
+    jitter = np.random.default_rng(seed).standard_normal(30)
+    return [ms * (1.05 if i >= 15 else 1.0) * (1 + 0.002 * jitter[i]) for i in range(30)]
+
+
+def _interleaved_pair(slowdown: float) -> tuple[Results, Results]:
+    bench = Benchmark(kernel="fused", shape={"M": 8192, "K": 2048, "N": 5120}, dtype="bfloat16", samples_ms=[],
+                      suite="pr", case="t5-v1.1-xl")
+    side = lambda samples: Results(environment={"gpu_name": "NVIDIA H200"}, settings={"ab_run": "run-1"},  # noqa: E731
+                                   benchmarks=[replace(bench, samples_ms=samples)])
+    return side(_stepped(0.53, seed=1)), side(_stepped(0.53 * slowdown, seed=2))
+
+
+def test_interleaved_samples_are_paired_so_a_clock_step_during_the_run_cancels():
+    base, head = _interleaved_pair(1.01)
+    [paired] = compare(base, head, POLICY).comparisons
+    assert (paired.verdict, paired.fails) == ("regression", True)
+    assert 1.005 < paired.estimate.low < 1.01 < paired.estimate.high < 1.015
+    # The same samples unpaired: the step swamps the 1% and only a wide interval is left.
+    unpaired = compare(replace(base, settings={}), replace(head, settings={}), POLICY).comparisons[0]
+    assert unpaired.estimate.high - unpaired.estimate.low > 0.03
+    base, head = _interleaved_pair(1.0)
+    [same] = compare(base, head, POLICY).comparisons
+    assert (same.verdict, same.fails) == ("unchanged", False)
 
 
 def test_added_removed_and_wrong_results():
