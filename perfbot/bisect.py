@@ -19,7 +19,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -357,19 +356,9 @@ class TritonProber:
         from . import triton_build
 
         try:
-            wheel, _ = triton_build.build(sha, str(self.repo), self.cache, build_isolation=self.build_isolation)
+            environment = triton_build.environment(sha, str(self.repo), self.cache, build_isolation=self.build_isolation)
         except EnvironmentFailure as error:
-            raise Unusable(f"build failed: {str(error).splitlines()[0]}") from None
-        environment = self.cache / "envs" / sha
-        if not environment.is_dir():
-            staging = Path(tempfile.mkdtemp(dir=self.cache, prefix=".env-"))
-            installed = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                                        "--target", str(staging), str(wheel)], capture_output=True, text=True)
-            if installed.returncode != 0:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise Unusable(f"installing {wheel.name} failed: {installed.stderr.strip()[-200:]}")
-            environment.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staging, environment)
+            raise Unusable(str(error).splitlines()[0]) from None
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(environment), os.environ.get("PYTHONPATH")])),
                    PERFBOT_TRITON_COMMIT=sha)
         done = subprocess.run([sys.executable, "-m", "perfbot", "sample", *self.sample_args], env=env,

@@ -72,7 +72,7 @@ def time_interleaved(
     the kernel, not the launch.
     """
     names = list(captured)
-    flush = torch.empty(_flush_bytes(), dtype=torch.int8, device="cuda")
+    flush = flush_buffer()
     for item in captured.values():  # the first replay uploads the graph; keep it out
         item.graph.replay()
     torch.cuda.synchronize()
@@ -97,6 +97,24 @@ def time_interleaved(
         if on_round is not None:
             on_round()
     return Timings(timings, rounds)
+
+
+def time_once(captured: Captured, flush: torch.Tensor) -> float:
+    """Milliseconds of one graph replay after an L2 flush, synchronized: for a worker process
+    that times one sample when told to, so that two processes alternate on the GPU."""
+    flush.zero_()
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    start.record()
+    captured.graph.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+def flush_buffer() -> torch.Tensor:
+    """A buffer to overwrite before each sample, large enough to evict L2."""
+    return torch.empty(_flush_bytes(), dtype=torch.int8, device="cuda")
 
 
 def _flush_bytes() -> int:

@@ -134,7 +134,7 @@ def run_sides(
         for group in groups:
             case = group[0].case
             label = f"{case.suite}/{case.name}"
-            ready, failed = _check_group(group, generator)
+            ready, failed = check_group(group, generator)
             on_progress(label, 1)
             timed, failed_timing, group_rounds = _time_group(ready, settings, monitor, lambda: on_progress(label, 1))
             rounds += group_rounds
@@ -148,28 +148,39 @@ def run_sides(
             if DEVICE == "cuda":
                 torch.cuda.empty_cache()
     environment = collect_environment().to_dict()
-    environment["gpu_state"] = {"before": asdict(before) if before else None, "after": environment["gpu_state"]}
-    environment.update(stability(rounds))
-    created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return {
-        side: Results(
-            environment={**environment, "kernels_commit": _git_commit(subject.path)},
-            settings={
-                "suites": [s.name for s in suites],
-                "samples": settings.samples,
-                "warmup_calls": settings.warmup_calls,
-                "seed": settings.seed,
-                "timing": "one CUDA-graph replay per sample, L2 flushed before each, implementations interleaved",
-                "error_bounds": correctness.ERROR_BOUNDS,
-                **({"side": side} if side else {}),
-                **(extra_settings or {}),
-            },
-            benchmarks=benchmarks[side],
-            failures=failures[side],
-            created=created,
-        )
+        side: side_results(environment, before, rounds, suites, settings, side, benchmarks[side], failures[side],
+                           {"kernels_commit": git_commit(subject.path)}, extra_settings)
         for side, subject in sides.items()
     }
+
+
+def side_results(environment: dict[str, Any], before: Any, rounds: list[measure.Round], suites: Sequence[Suite],
+                 settings: RunSettings, side: str, benchmarks: list[Benchmark], failures: list[Failure],
+                 environment_extra: dict[str, Any], extra_settings: dict[str, Any] | None,
+                 timing: str = "one CUDA-graph replay per sample, L2 flushed before each, implementations interleaved",
+                 ) -> Results:
+    """One side's results: the environment at the end (with the GPU's state before and the
+    run's stability), the settings, and what was measured."""
+    environment = {**environment, **environment_extra}
+    environment["gpu_state"] = {"before": asdict(before) if before else None, "after": environment["gpu_state"]}
+    environment.update(stability(rounds))
+    return Results(
+        environment=environment,
+        settings={
+            "suites": [s.name for s in suites],
+            "samples": settings.samples,
+            "warmup_calls": settings.warmup_calls,
+            "seed": settings.seed,
+            "timing": timing,
+            "error_bounds": correctness.ERROR_BOUNDS,
+            **({"side": side} if side else {}),
+            **(extra_settings or {}),
+        },
+        benchmarks=benchmarks,
+        failures=failures,
+        created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    )
 
 
 @dataclass
@@ -190,7 +201,7 @@ def make_inputs(case: Case, generator: torch.Generator) -> tuple[torch.Tensor, t
     return x, weight
 
 
-def _check_group(group: list[Planned], generator: torch.Generator) -> tuple[list[_Ready], list[tuple[str, Failure]]]:
+def check_group(group: list[Planned], generator: torch.Generator) -> tuple[list[_Ready], list[tuple[str, Failure]]]:
     case = group[0].case
     x, weight = make_inputs(case, generator)
     references: dict[tuple[str, str], torch.Tensor] = {}
@@ -220,9 +231,18 @@ def _check_group(group: list[Planned], generator: torch.Generator) -> tuple[list
 def _time_group(
     ready: list[_Ready], settings: RunSettings, monitor: GpuMonitor, on_round: Callable[[], None]
 ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]], list[measure.Round]]:
-    if not ready:
-        return [], [], []
-    case = ready[0].planned.case
+    captured, failures = capture_group(ready, settings)
+    if not captured:
+        return [], failures, []
+    timings = measure.time_interleaved(captured, settings.samples, on_round=on_round, monitor=monitor)
+    throttled = [index for index, r in enumerate(timings.rounds) if r.throttle_reasons]
+    benchmarks, wrong = finish_group(ready, captured, timings.samples, throttled)
+    return benchmarks, failures + wrong, timings.rounds
+
+
+def capture_group(ready: list[_Ready], settings: RunSettings) -> tuple[dict[str, measure.Captured], list[tuple[str, Failure]]]:
+    """Capture every checked benchmark as a CUDA graph; one that cannot be captured leaves
+    `ready` and becomes a failure."""
     captured, failures = {}, []
     for r in list(ready):
         try:
@@ -231,13 +251,16 @@ def _time_group(
             failures.append((r.planned.side, _failure(r.planned, f"cannot be captured in a CUDA graph: "
                                                                  f"{type(error).__name__}: {_first_line(error)}")))
             ready.remove(r)
-    if not captured:
-        return [], failures, []
-    timings = measure.time_interleaved(captured, settings.samples, on_round=on_round, monitor=monitor)
-    throttled = [index for index, r in enumerate(timings.rounds) if r.throttle_reasons]
-    benchmarks = []
+    return captured, failures
+
+
+def finish_group(ready: list[_Ready], captured: dict[str, measure.Captured], samples: dict[str, list[float]],
+                 throttled: list[int]) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
+    """The timed benchmarks, after checking that what was timed is right too: the output of the
+    last graph replay."""
+    benchmarks, failures = [], []
     for r in ready:
-        # What was timed must be right too: check the output of the last graph replay.
+        case = r.planned.case
         replayed = correctness.check(captured[r.planned.key].output, r.expected, case.dtype)
         if not replayed.passed:
             failures.append((r.planned.side, _failure(r.planned, "wrong result when replayed from a CUDA graph", replayed)))
@@ -246,7 +269,7 @@ def _time_group(
             kernel=r.planned.kernel,
             shape=case.shape,
             dtype=case.dtype,
-            samples_ms=timings.samples[r.planned.key],
+            samples_ms=samples[r.planned.key],
             suite=case.suite,
             case=case.name,
             approximate=r.planned.approximate,
@@ -257,7 +280,7 @@ def _time_group(
             config=r.config,
             throttled_samples=throttled,
         )))
-    return benchmarks, failures, timings.rounds
+    return benchmarks, failures
 
 
 def _first_line(error: Exception) -> str:
@@ -280,7 +303,7 @@ def _failure(planned: Planned, reason: str, check: correctness.Check | None = No
     )
 
 
-def _git_commit(path: Path) -> str | None:
+def git_commit(path: Path) -> str | None:
     try:
         result = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True, timeout=10, check=True

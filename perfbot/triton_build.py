@@ -2,6 +2,8 @@
 
     <cache>/<full commit sha>/triton-*.whl      a finished build (a cache hit returns it)
     <cache>/<full commit sha>.log               the last build's log
+    <cache>/envs/<full commit sha>/             the wheel installed (pip --target), to put first on
+                                                PYTHONPATH: an environment of that commit's own
 
 Older Triton commits keep setup.py under python/, newer ones at the top; both are built with
 `pip wheel`. ccache is used when it is on PATH, and MAX_JOBS is bounded by memory, since each
@@ -124,3 +126,23 @@ def _project_dir(checkout: Path, commit: str) -> Path:
     if (checkout / "python" / "setup.py").is_file():
         return checkout / "python"
     raise BadInput(f"Triton at {commit[:12]} has neither setup.py nor python/setup.py; is --source a Triton repository?")
+
+
+def environment(commit: str, source: str = DEFAULT_SOURCE, cache: Path | None = None, *,
+                build_isolation: bool = True) -> Path:
+    """A directory holding Triton at `commit` (built or cached, then installed there once), for
+    a process that puts it first on PYTHONPATH."""
+    cache = cache or default_cache()
+    wheel, _ = build(commit, source, cache, build_isolation=build_isolation)
+    installed_at = cache / "envs" / commit
+    if installed_at.is_dir():
+        return installed_at
+    staging = Path(tempfile.mkdtemp(dir=cache, prefix=".env-"))
+    installed = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                                "--target", str(staging), str(wheel)], capture_output=True, text=True)
+    if installed.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise EnvironmentFailure(f"installing {wheel.name} failed: {installed.stderr.strip()[-200:]}")
+    installed_at.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(staging, installed_at)
+    return installed_at

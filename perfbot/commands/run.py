@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -9,7 +11,6 @@ from pathlib import Path
 import click
 
 from ..cli import console, emit, load_kernels, perfbot, progress, project_config, project_option
-import dataclasses
 
 from .. import results as results_file
 from .. import store as baseline_store
@@ -47,6 +48,14 @@ from ..thresholds import load_policy
               help="With --against: regression policy. Default: thresholds.yaml at the project root.")
 @click.option("--trend-store", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="With --against: also compare with the newest stored run of this GPU here, as one line of trend (never fails).")
+@click.option("--triton-env", "triton_envs", multiple=True, metavar="SIDE=DIR",
+              help="With --against: run SIDE (base or head) in a worker process with the Triton installed in DIR "
+                   "first on PYTHONPATH; the sides then alternate sample by sample, one process each.")
+@click.option("--triton-source", default=None, metavar="REPO",
+              help="With --against, when REV pins another Triton commit than this checkout: build both pinned "
+                   "commits from this Triton repository (path or URL) and run each side with its own.")
+@click.option("--triton-cache", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Wheel and environment cache for --triton-source. Default: ~/.cache/perfbot/triton-wheels.")
 @project_option
 def run_command(
     suite_names: tuple[str, ...],
@@ -62,6 +71,9 @@ def run_command(
     out_dir: Path,
     thresholds_path: Path | None,
     trend_store: Path | None,
+    triton_envs: tuple[str, ...],
+    triton_source: str | None,
+    triton_cache: Path | None,
     project: Path | None,
 ) -> None:
     """Check and time the kernels on a shape suite, and print a table.
@@ -89,10 +101,13 @@ def run_command(
     settings = RunSettings(samples=samples, warmup_calls=warmup, seed=seed,
                            approximations=tuple(dict.fromkeys(approximations)), kernels=kernel_names)
     suites = [subject.suites[name] for name in dict.fromkeys(suite_names)]
+    if against is None and (triton_envs or triton_source or triton_cache):
+        raise click.UsageError("--triton-env, --triton-source and --triton-cache only apply to an A/B run (--against REV)")
     if against is not None:
         policy = load_policy(thresholds_path or config.root / "thresholds.yaml")
+        tritons = TritonChoice(_parse_triton_envs(triton_envs), triton_source, triton_cache)
         _run_against(config, kernels or config.kernels_dir, subject, suites, settings, against, out_dir, overwrite,
-                     policy, trend_store)
+                     policy, trend_store, tritons)
         return
     total = progress_steps(plan(subject, suites, settings), settings)
     terminal = console()
@@ -110,11 +125,36 @@ def run_command(
         terminal.print(f"results written to {out}")
 
 
+@dataclasses.dataclass(frozen=True)
+class TritonChoice:
+    """Which Triton each side of an A/B run gets: given environments, or builds of the pinned
+    commits from a source repository, or (neither) the one installed here."""
+
+    envs: dict[str, Path]
+    source: str | None
+    cache: Path | None
+
+
+def _parse_triton_envs(values: tuple[str, ...]) -> dict[str, Path]:
+    envs = {}
+    for value in values:
+        side, _, directory = value.partition("=")
+        if side not in ("base", "head") or not directory:
+            raise click.BadParameter(f"expected base=DIR or head=DIR, got {value!r}", param_hint="--triton-env")
+        if not Path(directory).is_dir():
+            raise click.BadParameter(f"{directory}: no such directory", param_hint="--triton-env")
+        envs[side] = Path(directory).resolve()
+    return envs
+
+
 def _run_against(config: ProjectConfig, kernels_dir: Path, head: Subject, suites: list, settings: object, rev: str,
-                 out_dir: Path, overwrite: bool, policy: object, trend_store: Path | None) -> None:
+                 out_dir: Path, overwrite: bool, policy: object, trend_store: Path | None,
+                 tritons: TritonChoice) -> None:
     from ..ab import checkout, judge, new_run_id, restrict
+    from ..config import load_project_config
     from ..runner import plan, progress_steps, run_sides
     from ..subject import load_subject
+    from ..worker import run_in_workers, workers
 
     names = ("base.json", "head.json", "comparison.json", "comment.md")
     if out_dir.exists() and not out_dir.is_dir():
@@ -126,17 +166,23 @@ def _run_against(config: ProjectConfig, kernels_dir: Path, head: Subject, suites
         relative = kernels_dir.resolve().relative_to(config.root.resolve())
     except ValueError:
         raise BadInput(f"--against needs the kernels inside the project ({config.root}), got {kernels_dir}") from None
-    with checkout(config.root, rev) as (tree, sha):
+    with checkout(config.root, rev) as (tree, sha), contextlib.ExitStack() as stack:
         base = load_subject(tree / relative)
+        pins = {"base": load_project_config(tree).triton_commit, "head": config.triton_commit}
+        specs = _worker_specs({"base": tree / relative, "head": kernels_dir.resolve()}, pins, tritons, rev)
         run_id = new_run_id()
+        started = stack.enter_context(workers(specs)) if specs else None
 
         def measure_sides(chosen: list, tag: str) -> tuple:
             total = progress_steps(plan(head, chosen, settings), settings)
+            extra = {"ab_run": run_id + tag, "against": sha, "triton_commits": pins}
             with progress() as bar:
                 task = bar.add_task("starting", total=total)
-                sides = run_sides({"base": base, "head": head}, chosen, settings,
-                                  lambda label, steps: bar.update(task, advance=steps, description=label),
-                                  extra_settings={"ab_run": run_id + tag, "against": sha})
+                advance = lambda label, steps: bar.update(task, advance=steps, description=label)  # noqa: E731
+                if started:
+                    sides = run_in_workers(started, chosen, settings, advance, extra_settings=extra)
+                else:
+                    sides = run_sides({"base": base, "head": head}, chosen, settings, advance, extra_settings=extra)
             return sides["base"], sides["head"]
 
         base_results, head_results = measure_sides(suites, "")
@@ -149,6 +195,23 @@ def _run_against(config: ProjectConfig, kernels_dir: Path, head: Subject, suites
     emit(report, out_dir / "comment.md", out_dir / "comparison.json")
     if report.fails:
         sys.exit(EXIT_REGRESSION)
+
+
+def _worker_specs(kernels: dict[str, Path], pins: dict[str, str], tritons: TritonChoice,
+                  rev: str) -> dict[str, tuple[Path, Path | None, str | None]]:
+    """Empty when both sides share the Triton installed here (measured in this process); else,
+    per side, what its worker process runs: (kernels, Triton environment or None, commit)."""
+    if tritons.envs:
+        return {side: (kernels[side], tritons.envs.get(side), None) for side in ("base", "head")}
+    if pins["base"] == pins["head"]:
+        return {}
+    if tritons.source is None:
+        raise BadInput(f"{rev} pins Triton {pins['base'][:12]} and this checkout {pins['head'][:12]}: each side needs "
+                       "its own; pass --triton-source REPO to build both, or --triton-env base=DIR --triton-env head=DIR")
+    from .. import triton_build
+
+    return {side: (kernels[side], triton_build.environment(pins[side], tritons.source, tritons.cache), pins[side])
+            for side in ("base", "head")}
 
 
 def _trend(store: Path, head: object, policy: object) -> str:

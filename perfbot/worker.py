@@ -1,0 +1,270 @@
+"""One side of an A/B run in a process of its own.
+
+When the two sides of `perfbot run --against` need different Tritons (a pull request that moves
+the pinned Triton commit), each side's kernels run in a worker process whose PYTHONPATH puts
+that side's Triton first. The coordinator alternates the workers sample by sample: it asks one
+worker for one timed sample, waits for it, then asks the next. The two never share the GPU at
+once, and a change of the GPU's clocks reaches both sides of a round, as in an in-process run.
+
+Protocol: one JSON object per line. The coordinator writes requests to the worker's stdin; the
+worker answers each on its own copy of stdout (its fd 1 points at stderr, so a kernel that
+prints cannot corrupt the stream).
+
+    {"op": "hello"}                                  -> {"environment": {...}}
+    {"op": "prepare", "suite": {...}, "settings": {...}}
+                                                     -> {"ready": [key, ...], "failures": [...]}
+    {"op": "sample", "key": key}                     -> {"ms": 0.123}
+    {"op": "finish", "throttled": [round, ...]}      -> {"benchmarks": [...], "failures": [...]}
+    {"op": "quit"}                                   (no answer; the worker exits)
+
+Any request may be answered with {"error": message, "exit": code} instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import (
+    EXIT_ENVIRONMENT,
+    BadInput,
+    EnvironmentFailure,
+    PerfbotError,
+    WrongResult,
+)
+from .results import Benchmark, Failure, Results
+
+WORKER_COMMAND = (sys.executable, "-m", "perfbot.worker")
+TIMING = ("one CUDA-graph replay per sample, L2 flushed before each; one worker process per side, "
+          "the sides alternating sample by sample")
+_ERRORS = {1: WrongResult, 2: BadInput, 3: EnvironmentFailure}
+
+
+class WorkerProcess:
+    """The coordinator's handle on one worker: start it, ask it things, stop it."""
+
+    def __init__(self, side: str, kernels: Path, triton_env: Path | None = None,
+                 command: Sequence[str] = WORKER_COMMAND, triton_commit: str | None = None):
+        self.side = side
+        env = dict(os.environ)
+        if triton_env is not None:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(triton_env), env.get("PYTHONPATH")]))
+        if triton_commit is not None:
+            env["PERFBOT_TRITON_COMMIT"] = triton_commit
+        self._log = tempfile.TemporaryFile(mode="w+")
+        try:
+            self._process = subprocess.Popen([*command, "--kernels", str(kernels), "--side", side], env=env, text=True,
+                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log)
+        except OSError as error:
+            raise EnvironmentFailure(f"cannot start the {side} worker ({command[0]}): {error}") from None
+
+    def ask(self, op: str, **fields: Any) -> dict[str, Any]:
+        try:
+            self._process.stdin.write(json.dumps({"op": op, **fields}) + "\n")
+            self._process.stdin.flush()
+            line = self._process.stdout.readline()
+        except (BrokenPipeError, OSError):
+            line = ""
+        if not line:
+            raise EnvironmentFailure(f"the {self.side} worker died ({self._exit_status()}): {self._log_tail()}")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise _ERRORS.get(reply.get("exit"), EnvironmentFailure)(f"{self.side} worker: {reply['error']}")
+        return reply
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            try:
+                self._process.stdin.write(json.dumps({"op": "quit"}) + "\n")
+                self._process.stdin.close()
+                self._process.wait(timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                self._process.kill()
+                self._process.wait()
+        self._log.close()
+
+    def _exit_status(self) -> str:
+        try:
+            return f"exit {self._process.wait(timeout=10)}"
+        except subprocess.TimeoutExpired:
+            return "no answer"
+
+    def _log_tail(self, lines: int = 5) -> str:
+        self._log.seek(0)
+        tail = [line.rstrip() for line in self._log.read().splitlines() if line.strip()][-lines:]
+        return " | ".join(tail) or "(nothing on stderr)"
+
+
+@contextmanager
+def workers(specs: dict[str, tuple[Path, Path | None, str | None]],
+            command: Sequence[str] | None = None) -> Iterator[dict[str, WorkerProcess]]:
+    """Started workers by side, from (kernels, triton environment or None, Triton commit or None);
+    all stopped afterwards."""
+    with ExitStack() as stack:
+        started = {}
+        for side, (kernels, triton_env, commit) in specs.items():
+            started[side] = WorkerProcess(side, kernels, triton_env, command or WORKER_COMMAND, commit)
+            stack.callback(started[side].close)
+        yield started
+
+
+def run_in_workers(workers: dict[str, WorkerProcess], suites: Sequence[Any], settings: Any,
+                   on_progress: Callable[[str, int], None] = lambda label, steps: None,
+                   extra_settings: dict[str, Any] | None = None) -> dict[str, Results]:
+    """`runner.run_sides` across processes: per case, every worker checks and captures its
+    benchmarks, then each round asks for one sample of every benchmark in a rotating order."""
+    from .environment import GpuMonitor, collect_environment
+    from .runner import side_results
+
+    environments = {side: w.ask("hello")["environment"] for side, w in workers.items()}
+    before = collect_environment().gpu_state
+    benchmarks: dict[str, list[Benchmark]] = {side: [] for side in workers}
+    failures: dict[str, list[Failure]] = {side: [] for side in workers}
+    rounds = []
+    with GpuMonitor() as monitor:
+        for suite in suites:
+            for case in suite.cases:
+                label = f"{case.suite}/{case.name}"
+                one_case = _suite_json(dataclasses.replace(suite, cases=(case,)))
+                owner: dict[str, WorkerProcess] = {}
+                for side, worker in workers.items():
+                    reply = worker.ask("prepare", suite=one_case, settings=dataclasses.asdict(settings))
+                    owner.update({key: worker for key in reply["ready"]})
+                    failures[side] += [Failure(**f) for f in reply["failures"]]
+                on_progress(label, 1)
+                keys, case_rounds = list(owner), []
+                for index in range(settings.samples):
+                    if keys:
+                        shift = index % len(keys)
+                        for key in keys[shift:] + keys[:shift]:
+                            owner[key].ask("sample", key=key)
+                        case_rounds.append(monitor.read())
+                    on_progress(label, 1)
+                throttled = [i for i, r in enumerate(case_rounds) if r.throttle_reasons]
+                rounds += case_rounds
+                for side, worker in workers.items():
+                    reply = worker.ask("finish", throttled=throttled)
+                    benchmarks[side] += [Benchmark(**b) for b in reply["benchmarks"]]
+                    failures[side] += [Failure(**f) for f in reply["failures"]]
+    at_end = collect_environment().to_dict()["gpu_state"]
+    return {
+        side: side_results({**environments[side], "gpu_state": at_end}, before, rounds, suites, settings, side,
+                           benchmarks[side], failures[side], {}, extra_settings, timing=TIMING)
+        for side in workers
+    }
+
+
+def _suite_json(suite: Any) -> dict[str, Any]:
+    return {"name": suite.name, "about": suite.about, "kernels": list(suite.kernels),
+            "cases": [dataclasses.asdict(c) for c in suite.cases]}
+
+
+class _Side:
+    """The worker's half: one side's kernels, loaded in this process."""
+
+    def __init__(self, kernels: Path, side: str):
+        self.kernels, self.side = kernels, side
+        self.subject: Any = None
+        self.ready: list = []
+        self.captured: dict = {}
+        self.samples: dict[str, list[float]] = {}
+        self.flush: Any = None
+
+    def hello(self) -> dict[str, Any]:
+        import triton
+
+        from .environment import collect_environment
+        from .runner import git_commit, require_gpu
+        from .subject import load_subject
+
+        require_gpu()
+        self.subject = load_subject(self.kernels)
+        environment = collect_environment().to_dict()
+        environment.update(triton_path=str(Path(triton.__file__).parent), kernels_commit=git_commit(self.kernels))
+        return {"environment": environment}
+
+    def prepare(self, suite: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+        import torch
+
+        from . import measure, runner
+        from .subject import Case, Suite
+
+        chosen = runner.RunSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()})
+        cases = tuple(Case(**c) for c in suite["cases"])
+        planned = runner.plan(self.subject, [Suite(suite["name"], suite["about"], tuple(suite["kernels"]), cases)],
+                              chosen, self.side)
+        self.ready, self.captured, failed = [], {}, []
+        for group in planned:  # one case: at most one group
+            generator = torch.Generator(device=runner.DEVICE).manual_seed(chosen.seed)
+            ready, not_right = runner.check_group(group, generator)
+            captured, not_captured = runner.capture_group(ready, chosen)
+            self.ready, self.captured, failed = ready, captured, not_right + not_captured
+        if self.captured and self.flush is None:
+            self.flush = measure.flush_buffer()
+        for item in self.captured.values():  # the first replay uploads the graph; keep it out
+            measure.time_once(item, self.flush)
+        self.samples = {key: [] for key in self.captured}
+        return {"ready": list(self.captured), "failures": [dataclasses.asdict(f) for _, f in failed]}
+
+    def sample(self, key: str) -> dict[str, Any]:
+        from . import measure
+
+        if key not in self.captured:
+            raise BadInput(f"no captured benchmark {key!r}")
+        ms = measure.time_once(self.captured[key], self.flush)
+        self.samples[key].append(ms)
+        return {"ms": ms}
+
+    def finish(self, throttled: list[int]) -> dict[str, Any]:
+        from .runner import DEVICE, finish_group
+
+        timed, wrong = finish_group(self.ready, self.captured, self.samples, throttled)
+        self.ready, self.captured, self.samples = [], {}, {}
+        if DEVICE == "cuda":
+            import torch
+
+            torch.cuda.empty_cache()
+        return {"benchmarks": [dataclasses.asdict(b) for _, b in timed],
+                "failures": [dataclasses.asdict(f) for _, f in wrong]}
+
+
+def serve(kernels: Path, side: str, requests: IO[str] = sys.stdin) -> None:
+    """The worker's loop: answer requests until "quit" or the end of stdin."""
+    answers = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # anything else printed goes to stderr, the coordinator's log of this worker
+    handler = _Side(kernels, side)
+    for line in requests:
+        request = json.loads(line)
+        op = request.pop("op")
+        if op == "quit":
+            break
+        try:
+            answer = getattr(handler, op)(**request) if op in ("hello", "prepare", "sample", "finish") else None
+            if answer is None:
+                raise BadInput(f"unknown request {op!r}")
+        except PerfbotError as error:
+            answer = {"error": str(error), "exit": error.exit_code}
+        except Exception as error:  # reported to the coordinator, which stops the run
+            answer = {"error": f"{type(error).__name__}: {error}", "exit": EXIT_ENVIRONMENT}
+        answers.write(json.dumps(answer) + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m perfbot.worker", description=__doc__.splitlines()[0])
+    parser.add_argument("--kernels", type=Path, required=True, help="the side's kernels/ package")
+    parser.add_argument("--side", required=True, help="base or head")
+    arguments = parser.parse_args(argv)
+    serve(arguments.kernels, arguments.side)
+
+
+if __name__ == "__main__":
+    main()

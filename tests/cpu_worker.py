@@ -1,0 +1,41 @@
+"""`python -m perfbot.worker` for the CPU tests: the real protocol, the real kernels (the fused
+one in Triton's interpreter), only the GPU's primitives replaced. Each sample takes
+`perfbot_test_speed.SCALE` ms (with 0.2% jitter): a module the tests put in the side's Triton
+environment, so a timing shows which environment the worker really imported. If that module
+sets DIE_AT_SAMPLE, the worker dies at that sample, as a crashing kernel would take it down."""
+
+import os
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # perfbot from this checkout
+
+from perfbot import measure, runner, worker  # noqa: E402
+
+try:
+    import perfbot_test_speed as speed
+except ImportError:  # a side with no environment of its own
+    speed = type("Speed", (), {"SCALE": 1.0})
+jitter = random.Random(os.getpid())
+taken = 0
+
+
+def capture(fn, warmup_calls):
+    for _ in range(warmup_calls):
+        fn()
+    return measure.Captured(graph=None, output=fn())
+
+
+def time_once(captured, flush):
+    global taken
+    taken += 1
+    if taken == getattr(speed, "DIE_AT_SAMPLE", None):
+        os._exit(9)
+    return speed.SCALE * (1 + 0.002 * jitter.gauss(0, 1))
+
+
+runner.DEVICE = "cpu"
+runner.require_gpu = lambda: None
+measure.capture, measure.time_once, measure.flush_buffer = capture, time_once, lambda: None
+worker.main()

@@ -1,0 +1,153 @@
+"""A/B across two Triton environments: one real worker process per side (tests/cpu_worker.py,
+the GPU's primitives replaced), alternating sample by sample. A side's "Triton environment" here
+holds a module that sets the speed of its samples, so the verdict shows which environment each
+worker really imported."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from perfbot import results, triton_build, worker
+from perfbot.cli import perfbot
+from tests.test_runner_cpu import TINY, _git
+
+CPU_WORKER = (sys.executable, str(Path(__file__).parent / "cpu_worker.py"))
+
+
+@pytest.fixture(autouse=True)
+def cpu_workers(monkeypatch):
+    monkeypatch.setattr(worker, "WORKER_COMMAND", CPU_WORKER)
+
+
+@pytest.fixture
+def repo(project: Path) -> Path:
+    (project / "kernels" / "suites.yaml").write_text(TINY)
+    _git(project, "init", "-q")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-qm", "base")
+    return project
+
+
+def _environment(path: Path, scale: float, extra: str = "") -> Path:
+    path.mkdir()
+    (path / "perfbot_test_speed.py").write_text(f"SCALE = {scale}\n{extra}")
+    return path
+
+
+def _ab(repo: Path, out: Path, *extra: str):
+    return CliRunner().invoke(perfbot, ["run", "--project", str(repo), "--suite", "tiny", "--kernel", "fused",
+                                        "--kernel", "eager", "--samples", "12", "--against", "HEAD",
+                                        "--out-dir", str(out), *extra])
+
+
+def test_each_side_runs_in_its_own_environment_and_a_slower_one_fails(repo: Path, tmp_path: Path):
+    base_env, head_env = _environment(tmp_path / "env-a", 1.0), _environment(tmp_path / "env-b", 1.03)
+    out = tmp_path / "ab"
+    result = _ab(repo, out, "--triton-env", f"base={base_env}", "--triton-env", f"head={head_env}")
+    assert result.exit_code == 1, result.output
+    comparison = (out / "comment.md").read_text()
+    assert "confirmed by a second interleaved round" in comparison
+    head = results.load(out / "head.json")
+    assert "one worker process per side" in head.settings["timing"]
+    assert {b.kernel for b in head.benchmarks} == {"fused", "eager"}
+    assert all(1.02 < b.median_ms < 1.04 for b in head.benchmarks)
+    assert all(0.99 < b.median_ms < 1.01 for b in results.load(out / "base.json").benchmarks)
+    assert head.environment["triton_path"].endswith("triton")
+
+
+def test_the_same_speed_in_both_environments_passes(repo: Path, tmp_path: Path):
+    base_env, head_env = _environment(tmp_path / "env-a", 1.0), _environment(tmp_path / "env-b", 1.0)
+    result = _ab(repo, tmp_path / "ab", "--triton-env", f"base={base_env}", "--triton-env", f"head={head_env}")
+    assert result.exit_code == 0, result.output
+    head = results.load(tmp_path / "ab" / "head.json")
+    assert len(head.benchmarks) == 4 and all(len(b.samples_ms) == 12 for b in head.benchmarks)
+    assert head.failures == []
+
+
+def _standin_triton(tmp_path: Path) -> tuple[Path, str, str]:
+    """A stand-in Triton repository whose two commits install a speed module: 1.0, then 1.03."""
+    source = tmp_path / "triton-src"
+    source.mkdir()
+    setup = "from setuptools import setup\nsetup(name='standin', version='0.1', py_modules=['perfbot_test_speed'])\n"
+    (source / "setup.py").write_text(setup)
+    shas = []
+    for scale in (1.0, 1.03):
+        (source / "perfbot_test_speed.py").write_text(f"SCALE = {scale}\n")
+        _git(source, "init", "-q") if not shas else None
+        _git(source, "add", "-A")
+        _git(source, "commit", "-qm", f"scale {scale}")
+        shas.append(_git(source, "rev-parse", "HEAD"))
+    return source, shas[0], shas[1]
+
+
+def _pin(repo: Path, sha: str) -> None:
+    pyproject = repo / "pyproject.toml"
+    text = pyproject.read_text()
+    old = text.split('triton-commit = "')[1].split('"')[0]
+    pyproject.write_text(text.replace(old, sha))
+
+
+def test_a_moved_triton_pin_builds_both_commits_and_measures_each_with_its_own(repo: Path, tmp_path: Path):
+    source, slow_free, slower = _standin_triton(tmp_path)
+    _pin(repo, slow_free)
+    _git(repo, "commit", "-qam", "pin the base's Triton")
+    _pin(repo, slower)
+    _git(repo, "commit", "-qam", "move the pin")
+    cache = tmp_path / "cache"
+    for sha in (slow_free, slower):  # built ahead, without build isolation (no network in CI)
+        triton_build.environment(sha, str(source), cache, build_isolation=False)
+    out = tmp_path / "ab"
+    result = CliRunner().invoke(perfbot, ["run", "--project", str(repo), "--suite", "tiny", "--kernel", "fused",
+                                          "--samples", "12", "--against", "HEAD~1", "--out-dir", str(out),
+                                          "--triton-source", str(source), "--triton-cache", str(cache)])
+    assert result.exit_code == 1, result.output
+    base, head = results.load(out / "base.json"), results.load(out / "head.json")
+    assert (base.environment["triton_commit"], head.environment["triton_commit"]) == (slow_free, slower)
+    assert head.settings["triton_commits"] == {"base": slow_free, "head": slower}
+    assert "triton_commit" in (out / "comment.md").read_text()  # the difference is shown
+
+
+def test_a_moved_pin_without_a_way_to_get_both_tritons_is_refused(repo: Path, tmp_path: Path):
+    _pin(repo, "1" * 40)
+    _git(repo, "commit", "-qam", "move the pin")
+    result = CliRunner().invoke(perfbot, ["run", "--project", str(repo), "--suite", "tiny", "--against", "HEAD~1",
+                                          "--out-dir", str(tmp_path / "ab")])
+    assert result.exit_code == 2
+    assert "pins Triton" in result.output and "--triton-source" in result.output
+
+
+def test_a_worker_that_dies_is_an_environment_failure_with_its_log(repo: Path, tmp_path: Path):
+    base_env = _environment(tmp_path / "env-a", 1.0)
+    head_env = _environment(tmp_path / "env-b", 1.0, "DIE_AT_SAMPLE = 5\n")
+    out = tmp_path / "ab"
+    result = _ab(repo, out, "--triton-env", f"base={base_env}", "--triton-env", f"head={head_env}")
+    assert result.exit_code == 3, result.output
+    assert "the head worker died (exit 9)" in result.output
+    assert not (out / "head.json").exists()  # nothing half-measured is written
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--triton-env", "side=/tmp"], "base=DIR or head=DIR"),
+    (["--triton-env", "base=/no/such/dir"], "no such directory"),
+])
+def test_bad_triton_env(repo: Path, tmp_path: Path, args, words):
+    result = _ab(repo, tmp_path / "ab", *args)
+    assert result.exit_code == 2 and words in result.output
+
+
+def test_triton_options_need_an_ab_run(repo: Path):
+    result = CliRunner().invoke(perfbot, ["run", "--project", str(repo), "--suite", "tiny",
+                                          "--triton-env", "base=/tmp"])
+    assert result.exit_code == 2 and "only apply to an A/B run" in result.output
+
+
+def test_the_worker_answers_bad_requests_with_an_error_not_a_crash(repo: Path):
+    requests = '{"op": "nonsense"}\n{"op": "sample", "key": "x"}\n{"op": "quit"}\n'
+    done = subprocess.run([*CPU_WORKER, "--kernels", str(repo / "kernels"), "--side", "head"], input=requests,
+                          capture_output=True, text=True, timeout=120)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and len(lines) == 2
+    assert "unknown request 'nonsense'" in lines[0] and "no captured benchmark 'x'" in lines[1]
