@@ -49,16 +49,16 @@ def _smem_bytes(config: dict, element_size: int = 2) -> int:
 # with 4 warps gave NaNs or failed to compile (H200, 2026-11-30): only 8-warp variants try it.
 # Decode candidates leave BLOCK_M to the launch, which covers all rows (at most 64) with one block.
 _CANDIDATES = {
-    ("tma", "large"): _grid(BLOCK_M=[128], BLOCK_N=[128], BLOCK_K=[64], GROUP_M=[8, 16],
-                            num_warps=[8], num_stages=[3, 4], warp_specialize=[True, False],
-                            epilogue_subtile=[True, False], one_dot=[True, False])
-    + _grid(BLOCK_M=[256], BLOCK_N=[64], BLOCK_K=[64], GROUP_M=[8], num_warps=[8], num_stages=[3, 4],
-            warp_specialize=[False], epilogue_subtile=[False], one_dot=[True, False]),
-    ("tma", "small"): _grid(BLOCK_M=[64, 128], BLOCK_N=[64, 128], BLOCK_K=[64], GROUP_M=[8],
-                            num_warps=[4], num_stages=[4], warp_specialize=[False], epilogue_subtile=[False],
-                            one_dot=[True, False])
+    # The configs tuning picked on the H200 before FLATTEN existed (warp-specialized), and the
+    # FLATTEN variants without warp specialization (tutorial 09 flattens only without it on Hopper).
+    ("tma", "large"): _grid(BLOCK_M=[128], BLOCK_N=[128], BLOCK_K=[64], GROUP_M=[16], num_warps=[8], num_stages=[3],
+                            warp_specialize=[True, False], epilogue_subtile=[False], one_dot=[True], flatten=[False])
+    + _grid(BLOCK_M=[128], BLOCK_N=[128], BLOCK_K=[64], GROUP_M=[16], num_warps=[8], num_stages=[3, 4],
+            warp_specialize=[False], epilogue_subtile=[True, False], one_dot=[True, False], flatten=[True]),
+    ("tma", "small"): _grid(BLOCK_M=[128], BLOCK_N=[64], BLOCK_K=[64], GROUP_M=[8], num_warps=[8], num_stages=[4],
+                            warp_specialize=[True], epilogue_subtile=[False], one_dot=[True], flatten=[False])
     + _grid(BLOCK_M=[128], BLOCK_N=[64, 128], BLOCK_K=[64], GROUP_M=[8], num_warps=[8], num_stages=[3, 4],
-            warp_specialize=[True, False], epilogue_subtile=[False], one_dot=[True, False]),
+            warp_specialize=[False], epilogue_subtile=[False], one_dot=[True], flatten=[True]),
     ("tma", "decode"): _grid(BLOCK_M=[64], BLOCK_N=[32, 64, 128], BLOCK_K=[128, 256], GROUP_M=[1],
                              num_warps=[4], num_stages=[3, 5], warp_specialize=[False], epilogue_subtile=[False],
                              one_dot=[False]),

@@ -118,13 +118,20 @@ def _geglu_tma_kernel(
     WARP_SPECIALIZE: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr,
     ONE_DOT: tl.constexpr,
+    FLATTEN: tl.constexpr,
 ):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
     # Persistent: each program walks tiles NUM_SMS apart. TMA zero-fills loads past the edges
     # of x and weight and clips the store at the edges of out, so no masks are needed.
-    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS, warp_specialize=WARP_SPECIALIZE):
+    # FLATTEN merges the tile loop and the K loop into one software pipeline, so the loads of the
+    # next tile are in flight while this tile's epilogue runs (Triton tutorial 09). The store's
+    # coordinates come from a second counter one tile behind, recomputed after the K loop, so
+    # that the epilogue does not depend on the values the next tile's prologue overwrites.
+    tile_id_c = tl.program_id(0) - NUM_SMS
+    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS, flatten=FLATTEN,
+                            warp_specialize=WARP_SPECIALIZE):
         pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
         offs_m = pid_m * BLOCK_M
         offs_n = pid_n * BLOCK_N
@@ -146,6 +153,10 @@ def _geglu_tma_kernel(
                 x = x_desc.load([offs_m, offs_k])
                 z1 = tl.dot(x, w1_desc.load([offs_n, offs_k]).T, z1)
                 z2 = tl.dot(x, w2_desc.load([offs_n, offs_k]).T, z2)
+        tile_id_c += NUM_SMS
+        pid_m, pid_n = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
+        offs_m = pid_m * BLOCK_M
+        offs_n = pid_n * BLOCK_N
         out = (z1 * _gelu(z2, APPROXIMATE_TANH)).to(out_desc.dtype)
         if EPILOGUE_SUBTILE:
             # Two half-width stores: half the shared memory for the epilogue, left for stages.
@@ -336,5 +347,6 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
         WARP_SPECIALIZE=plan["warp_specialize"],
         EPILOGUE_SUBTILE=subtile,
         ONE_DOT=one_dot,
+        FLATTEN=plan.get("flatten", False),
         num_warps=plan["num_warps"], num_stages=plan["num_stages"],
     )

@@ -113,16 +113,19 @@ def measure_rounds(fn: Callable[[], object], levels: tuple[float, ...], rounds: 
             return out
         return call
 
-    base = measure.capture(fn, 3)
-    probe = measure.time_interleaved({BASE: base}, 15).samples[BASE]
-    kernel_ms = median(probe)
-    calibration_cycles = 1_000_000
-    sleep_ms = median(measure.time_interleaved({"sleep": measure.capture(with_sleep(calibration_cycles), 2)},
-                                               15).samples["sleep"]) - kernel_ms
-    cycles_per_ms = calibration_cycles / max(sleep_ms, 1e-6)
-    captured = {BASE: base, TWIN: measure.capture(fn, 1)}
+    # Calibrate the sleep at two lengths: the added time is overhead + cycles / rate, and the
+    # overhead (the sleep kernel's own launch inside the graph, about a microsecond) matters
+    # when the injection is a fraction of a percent.
+    short_cycles, long_cycles = 100_000, 1_000_000
+    timed = measure.time_interleaved({BASE: measure.capture(fn, 3),
+                                      "short": measure.capture(with_sleep(short_cycles), 2),
+                                      "long": measure.capture(with_sleep(long_cycles), 2)}, 31).samples
+    kernel_ms, short_ms, long_ms = (median(timed[name]) for name in (BASE, "short", "long"))
+    ms_per_cycle = max(long_ms - short_ms, 1e-6) / (long_cycles - short_cycles)
+    overhead_ms = max(short_ms - kernel_ms - short_cycles * ms_per_cycle, 0.0)
+    captured = {BASE: measure.capture(fn, 1), TWIN: measure.capture(fn, 1)}
     for level in levels:
-        cycles = max(1, int(level / 100 * kernel_ms * cycles_per_ms))
+        cycles = max(1, int((level / 100 * kernel_ms - overhead_ms) / ms_per_cycle))
         captured[slowed(level)] = measure.capture(with_sleep(cycles), 1)
     collected = []
     for _ in range(rounds):

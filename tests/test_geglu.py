@@ -71,6 +71,8 @@ TMA_CONFIGS = [  # small blocks so the persistent loop walks several tiles per p
     {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 16, "epilogue_subtile": True},
     {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 32, "one_dot": True},
     {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16, "one_dot": True, "epilogue_subtile": True},
+    {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 16, "flatten": True},
+    {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 32, "one_dot": True, "epilogue_subtile": True, "flatten": True},
 ]
 
 
