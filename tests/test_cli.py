@@ -44,6 +44,7 @@ def test_run_without_a_gpu_exits_3_with_one_line(project: Path):
     "args,words",
     [
         (["--suite", "nope"], "unknown suite 'nope'"),
+        (["--suite", "pr", "--case", "gemma-7b"], "no case 'gemma-7b' in the chosen suites"),
         (["--samples", "3"], "3 is not in the range"),
         (["--kernel", "cutlass"], "unknown kernel 'cutlass'"),
         (["--approximate", "sigmoid"], "'sigmoid' is not one of"),

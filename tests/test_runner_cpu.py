@@ -82,6 +82,17 @@ def test_a_plain_run_checks_times_and_records(gpu, project: Path):
     assert fused.config["path"] == "pointer" and fused.throttled_samples == []
 
 
+def test_case_picks_cases_across_the_chosen_suites(gpu, project: Path, tmp_path: Path):
+    _subject(project)
+    out = tmp_path / "one.json"
+    result = CliRunner().invoke(perfbot, ["run", "--project", str(project), "--suite", "tiny", "--case", "square",
+                                          "--kernel", "eager", "--samples", "10", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    from perfbot import results
+
+    assert {(b.case, b.kernel) for b in results.load(out).benchmarks} == {("square", "eager")}
+
+
 def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
                           check=True, capture_output=True, text=True).stdout.strip()

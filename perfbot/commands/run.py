@@ -25,6 +25,8 @@ from ..thresholds import load_policy
 @perfbot.command("run")
 @click.option("--suite", "suite_names", multiple=True, default=["pr"], show_default=True,
               help="Shape suite to run (repeat for several). `perfbot suites` lists them.")
+@click.option("--case", "case_names", multiple=True,
+              help="Only the cases of these names in the chosen suites (repeat for several). Default: every case.")
 @click.option("--kernel", "kernel_names", multiple=True,
               help="Only these implementations (repeat for several). Default: each suite's list.")
 @click.option("--approximate", "approximations", multiple=True, type=click.Choice(["none", "tanh"]),
@@ -59,6 +61,7 @@ from ..thresholds import load_policy
 @project_option
 def run_command(
     suite_names: tuple[str, ...],
+    case_names: tuple[str, ...],
     kernel_names: tuple[str, ...],
     approximations: tuple[str, ...],
     samples: int,
@@ -101,6 +104,8 @@ def run_command(
     settings = RunSettings(samples=samples, warmup_calls=warmup, seed=seed,
                            approximations=tuple(dict.fromkeys(approximations)), kernels=kernel_names)
     suites = [subject.suites[name] for name in dict.fromkeys(suite_names)]
+    if case_names:
+        suites = _only_cases(suites, case_names)
     if against is None and (triton_envs or triton_source or triton_cache):
         raise click.UsageError("--triton-env, --triton-source and --triton-cache only apply to an A/B run (--against REV)")
     if against is not None:
@@ -123,6 +128,16 @@ def run_command(
         sys.exit(EXIT_REGRESSION)
     if out is not None:
         terminal.print(f"results written to {out}")
+
+
+def _only_cases(suites: list, names: tuple[str, ...]) -> list:
+    known = {case.name for suite in suites for case in suite.cases}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise click.BadParameter(f"no case {unknown[0]!r} in the chosen suites; they have {', '.join(sorted(known))}",
+                                 param_hint="--case")
+    chosen = [dataclasses.replace(suite, cases=tuple(c for c in suite.cases if c.name in names)) for suite in suites]
+    return [suite for suite in chosen if suite.cases]
 
 
 @dataclasses.dataclass(frozen=True)
