@@ -39,17 +39,28 @@ def copy_weight(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return weight.clone()
 
 
+def _compile(**options) -> Callable[..., torch.Tensor]:
+    """torch.compile of eager_geglu. A run compiles it for every case and GELU, in two modes, and
+    dynamo keeps one cache per function: past its recompile limit (8) it silently runs the
+    function eagerly, so a "compiled" baseline would be timed as eager (this happened on the
+    H200). Raise the limit well past any suite, and make hitting it an error, not a fallback."""
+    torch._dynamo.config.recompile_limit = 1024
+    torch._dynamo.config.accumulated_recompile_limit = 4096
+    torch._dynamo.config.fail_on_recompile_limit_hit = True
+    return torch.compile(eager_geglu, **options)
+
+
 @functools.cache
 def _compiled_eager() -> Callable[..., torch.Tensor]:
     # One compiled function for the whole process, as a user would write it; dynamo
     # re-specializes on new shapes and on the `approximate` string.
-    return torch.compile(eager_geglu)
+    return _compile()
 
 
 @functools.cache
 def _max_autotuned_eager() -> Callable[..., torch.Tensor]:
     # dynamic=False: every shape gets kernels tuned for it, the strongest form of this baseline.
-    return torch.compile(eager_geglu, mode="max-autotune-no-cudagraphs", dynamic=False)
+    return _compile(mode="max-autotune-no-cudagraphs", dynamic=False)
 
 
 def _no_config(x: torch.Tensor, weight: torch.Tensor) -> dict | None:

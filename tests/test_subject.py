@@ -61,3 +61,24 @@ def test_bad_suites_are_bad_input(tmp_path: Path, text: str, words: str):
     with pytest.raises(BadInput) as error:
         load_suites(path, {"fused", "eager"})
     assert words in str(error.value)
+
+
+def test_compiled_baselines_never_fall_back_to_eager_past_dynamos_recompile_limit():
+    """Twelve variants of one function (more than dynamo's default limit of 8) stay compiled once
+    an implementation built on torch.compile exists; the default would run the 9th eagerly."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    subject = load_subject(ROOT / "kernels")
+    subject.implementations["compiled"].build("none")
+    torch._dynamo.reset()
+    counters.clear()
+
+    def variant(x, scale: float):
+        return x * scale
+
+    compiled = torch.compile(variant, backend="eager", dynamic=False)
+    for n in range(12):
+        compiled(torch.ones(n + 1), float(n))
+    assert counters["frames"]["ok"] == 12
+    assert torch._dynamo.config.fail_on_recompile_limit_hit
