@@ -117,16 +117,26 @@ def measure_rounds(fn: Callable[[], object], levels: tuple[float, ...], rounds: 
     # overhead (the sleep kernel's own launch inside the graph, about a microsecond) matters
     # when the injection is a fraction of a percent.
     short_cycles, long_cycles = 100_000, 1_000_000
-    timed = measure.time_interleaved({BASE: measure.capture(fn, 3),
+    base = measure.capture(fn, 3)
+    timed = measure.time_interleaved({BASE: base,
                                       "short": measure.capture(with_sleep(short_cycles), 2),
                                       "long": measure.capture(with_sleep(long_cycles), 2)}, 31).samples
     kernel_ms, short_ms, long_ms = (median(timed[name]) for name in (BASE, "short", "long"))
     ms_per_cycle = max(long_ms - short_ms, 1e-6) / (long_cycles - short_cycles)
     overhead_ms = max(short_ms - kernel_ms - short_cycles * ms_per_cycle, 0.0)
-    captured = {BASE: measure.capture(fn, 1), TWIN: measure.capture(fn, 1)}
+    targets = {level: level / 100 * kernel_ms for level in levels}
+    cycles = {level: max(1, int((targets[level] - overhead_ms) / ms_per_cycle)) for level in levels}
+    # Short sleeps stray from that line (H200: +0.15% at every level of a 0.55 ms kernel), so
+    # measure each level against the kernel, paired by round, and correct its length; twice.
+    for _ in range(2):
+        trial = {BASE: base, **{slowed(level): measure.capture(with_sleep(cycles[level]), 1) for level in levels}}
+        timed = measure.time_interleaved(trial, 21).samples
+        for level in levels:
+            added = median(b - a for a, b in zip(timed[BASE], timed[slowed(level)]))
+            cycles[level] = max(1, int(cycles[level] + (targets[level] - added) / ms_per_cycle))
+    captured = {BASE: base, TWIN: measure.capture(fn, 1)}
     for level in levels:
-        cycles = max(1, int((level / 100 * kernel_ms - overhead_ms) / ms_per_cycle))
-        captured[slowed(level)] = measure.capture(with_sleep(cycles), 1)
+        captured[slowed(level)] = measure.capture(with_sleep(cycles[level]), 1)
     collected = []
     for _ in range(rounds):
         collected.append(measure.time_interleaved(captured, samples).samples)

@@ -49,3 +49,37 @@ def test_cli_bad_levels_and_no_gpu(project):
     if not HAS_GPU:
         result = CliRunner().invoke(perfbot, ["selftest", "--project", str(project), "--rounds", "5"])
         assert result.exit_code == 3 and "no CUDA GPU" in result.output
+
+
+def test_injection_is_calibrated_to_what_is_asked_even_when_short_sleeps_cost_more(monkeypatch):
+    """measure_rounds with the GPU's primitives replaced: a 0.55 ms kernel and a sleep that costs
+    1 us plus 0.5 ns per cycle, plus 0.8 us more below 10,000 cycles (short sleeps stray from the
+    two-point line, as on the H200). The injected slowdowns must land near the levels asked."""
+    import torch
+
+    from perfbot import measure
+
+    slept = []
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: slept.append(cycles))
+
+    def capture(fn, warmup_calls):
+        slept.clear()
+        fn()
+        return measure.Captured(graph=slept[-1] if slept else None, output=None)
+
+    def sleep_ms(cycles):
+        return 0.001 + 0.5e-6 * cycles + (0.0008 if cycles < 10_000 else 0.0)
+
+    rng = random.Random(1)
+
+    def time_interleaved(captured, samples, on_round=None, monitor=None):
+        rounds = [1 + 0.0005 * rng.gauss(0, 1) for _ in range(samples)]  # shared by a round
+        return measure.Timings({name: [0.55 * r + (sleep_ms(c.graph) if c.graph is not None else 0.0)
+                                       for r in rounds] for name, c in captured.items()}, [])
+
+    monkeypatch.setattr(measure, "capture", capture)
+    monkeypatch.setattr(measure, "time_interleaved", time_interleaved)
+    rounds = selftest.measure_rounds(lambda: None, (0.5, 1.0, 2.0), rounds=20, samples=10)
+    result = selftest.tally(rounds, (0.5, 1.0, 2.0), POLICY)
+    for level in result.levels:
+        assert abs(level.measured_percent - level.nominal_percent) < 0.05, level
