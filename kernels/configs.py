@@ -18,7 +18,11 @@ import torch
 import yaml
 
 TUNED_FILE = Path(__file__).with_name("tuned_configs.yaml")
-SHAPE_CLASSES = ("decode", "small", "large")
+SHAPE_CLASSES = ("gemv", "decode", "small", "large")
+# A class a GPU's entry was not tuned for borrows the config of a neighbour that was.
+_BORROWS_FROM = {"gemv": "decode"}
+# Classes whose one block of rows holds every row, so weight is read from memory once.
+ALL_ROWS_CLASSES = ("gemv", "decode")
 _SMEM_BYTES = 226 * 1024  # Hopper allows 227 KiB per block; keep a margin for barriers
 
 # fp32 inputs take the pointer path with full-precision FMA dots; smem per stage doubles.
@@ -26,8 +30,11 @@ FP32_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_w
 
 
 def shape_class(M: int, N: int, num_sms: int) -> str:
-    """decode: at most 64 rows, bound by reading weight once. small: fewer 128x128 output
-    tiles than two waves of the GPU, so smaller tiles keep every SM busy. large: the rest."""
+    """gemv: at most 4 rows (generating tokens one at a time). decode: at most 64 rows. Both are
+    bound by reading weight once. small: fewer 128x128 output tiles than two waves of the GPU, so
+    smaller tiles keep every SM busy. large: the rest."""
+    if M <= 4:
+        return "gemv"
     if M <= 64:
         return "decode"
     if -(-M // 128) * -(-N // 128) < 2 * num_sms:
@@ -69,6 +76,8 @@ _CANDIDATES = {
     ("pointer", "decode"): _grid(BLOCK_M=[64], BLOCK_N=[32, 64, 128], BLOCK_K=[128, 256], GROUP_M=[1],
                                  num_warps=[4, 8], num_stages=[3, 4, 6]),
 }
+_CANDIDATES[("tma", "gemv")] = _CANDIDATES[("tma", "decode")]
+_CANDIDATES[("pointer", "gemv")] = _CANDIDATES[("pointer", "decode")]
 
 
 def candidates(path: str, shape_class: str) -> list[dict]:
@@ -89,7 +98,8 @@ def tuned_table() -> dict:
 
 def preferred_path(gpu: str, shape_class: str) -> str | None:
     """The path that tuning found fastest for this GPU and shape class, if it was tuned."""
-    return tuned_table().get(gpu, {}).get("prefer", {}).get(shape_class)
+    prefer = tuned_table().get(gpu, {}).get("prefer", {})
+    return prefer.get(shape_class, prefer.get(_BORROWS_FROM.get(shape_class)))
 
 
 _autotuned: dict[tuple, dict] = {}
@@ -99,9 +109,13 @@ def lookup(gpu: str, path: str, shape_class: str, dtype: torch.dtype) -> dict:
     """The config for this GPU, path, shape class and dtype, and where it came from."""
     if dtype == torch.float32:
         return {**FP32_CONFIG, "source": "fixed"}
-    tuned = tuned_table().get(gpu, {}).get(path, {}).get(shape_class)
+    by_class = tuned_table().get(gpu, {}).get(path, {})
+    tuned = by_class.get(shape_class)
     if tuned is not None:
         return {**tuned, "source": "tuned"}
+    borrowed = by_class.get(_BORROWS_FROM.get(shape_class))
+    if borrowed is not None:
+        return {**borrowed, "source": f"tuned for {_BORROWS_FROM[shape_class]}"}
     if (gpu, path, shape_class, dtype) in _autotuned:
         return {**_autotuned[(gpu, path, shape_class, dtype)], "source": "autotuned"}
     # Not tuned and not yet autotuned (or the interpreter, which cannot time): the first

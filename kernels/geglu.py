@@ -252,7 +252,7 @@ def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) 
 
 
 def _fit_rows(plan: dict, M: int) -> dict:
-    if plan["shape_class"] == "decode":
+    if plan["shape_class"] in configs.ALL_ROWS_CLASSES:
         # One block of rows holds every row, so weight is read from memory once.
         plan["BLOCK_M"] = max(16, triton.next_power_of_2(M))
     return plan

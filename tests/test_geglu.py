@@ -192,3 +192,22 @@ def test_kernel_config_is_recorded_for_each_dtype():
         assert config["path"] in ("tma", "pointer")
         assert config["source"] in ("tuned", "untuned", "autotuned", "fixed")
         assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages", "shape_class", "gpu"} <= set(config)
+
+
+def test_shape_classes_and_a_class_borrowing_its_neighbours_tuned_config(tmp_path, monkeypatch):
+    from kernels import configs
+
+    assert [configs.shape_class(M, 24576, 132) for M in (1, 4, 5, 64, 65)] == \
+        ["gemv", "gemv", "decode", "decode", "small"]
+    table = tmp_path / "tuned.yaml"
+    table.write_text("GPU X:\n  pointer:\n    decode: {BLOCK_M: 64, BLOCK_N: 32, BLOCK_K: 256, GROUP_M: 1, "
+                     "num_warps: 4, num_stages: 6}\n  prefer: {decode: pointer}\n")
+    monkeypatch.setattr(configs, "TUNED_FILE", table)
+    configs.tuned_table.cache_clear()
+    try:
+        borrowed = configs.lookup("GPU X", "pointer", "gemv", torch.bfloat16)
+        assert borrowed["BLOCK_N"] == 32 and borrowed["source"] == "tuned for decode"
+        assert configs.preferred_path("GPU X", "gemv") == "pointer"
+        assert configs.lookup("GPU X", "pointer", "small", torch.bfloat16)["source"] == "untuned"
+    finally:
+        configs.tuned_table.cache_clear()
