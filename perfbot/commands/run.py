@@ -85,12 +85,15 @@ def run_command(
     as a failure and never timed. Exits 1 if any implementation failed. With --against REV the
     kernels of REV are measured too, interleaved sample by sample, and judged as `perfbot
     compare` does (interleaved thresholds); a failing slowdown is measured again in a second
-    interleaved round and fails (exit 1) only if it holds.
+    interleaved round and fails (exit 1) only if it holds. If REV pins another Triton commit,
+    each side runs in a worker process with its own Triton (--triton-source or --triton-env).
 
-    Example:
+    Examples:
 
+    \b
         perfbot run --suite models --suite decode --out results.json
         perfbot run --suite pr --against origin/main --out-dir ab
+        perfbot run --suite pr --against origin/main --triton-source ~/src/triton
     """
     from ..runner import RunSettings, plan, progress_steps, run
 
@@ -241,8 +244,6 @@ def _trend(store: Path, head: object, policy: object) -> str:
     return (f"against the stored baseline of {stored.created or path.name}: geometric mean ratio "
             f"{report.geomean_ratio:.3f}, {len(slower)} significant slowdown(s) across runs "
             f"(cross-run thresholds; informational)")
-
-
 
 
 @perfbot.command("show")
