@@ -88,7 +88,7 @@ def run_command(
     interleaved round and fails (exit 1) only if it holds. If REV pins another Triton commit,
     each side runs in a worker process with its own Triton (--triton-source or --triton-env).
 
-    Examples:
+    Example:
 
     \b
         perfbot run --suite models --suite decode --out results.json
