@@ -58,6 +58,8 @@ class WorkerProcess:
         env = dict(os.environ)
         if triton_env is not None:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(triton_env), env.get("PYTHONPATH")]))
+            # A commit set for this process's Triton does not describe the other one.
+            env.pop("PERFBOT_TRITON_COMMIT", None)
         if triton_commit is not None:
             env["PERFBOT_TRITON_COMMIT"] = triton_commit
         self._log = tempfile.TemporaryFile(mode="w+")

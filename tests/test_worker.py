@@ -43,7 +43,8 @@ def _ab(repo: Path, out: Path, *extra: str):
                                         "--out-dir", str(out), *extra])
 
 
-def test_each_side_runs_in_its_own_environment_and_a_slower_one_fails(repo: Path, tmp_path: Path):
+def test_each_side_runs_in_its_own_environment_and_a_slower_one_fails(repo: Path, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("PERFBOT_TRITON_COMMIT", "a" * 40)  # this process's Triton, not theirs
     base_env, head_env = _environment(tmp_path / "env-a", 1.0), _environment(tmp_path / "env-b", 1.03)
     out = tmp_path / "ab"
     result = _ab(repo, out, "--triton-env", f"base={base_env}", "--triton-env", f"head={head_env}")
@@ -56,6 +57,7 @@ def test_each_side_runs_in_its_own_environment_and_a_slower_one_fails(repo: Path
     assert all(1.02 < b.median_ms < 1.04 for b in head.benchmarks)
     assert all(0.99 < b.median_ms < 1.01 for b in results.load(out / "base.json").benchmarks)
     assert head.environment["triton_path"].endswith("triton")
+    assert head.environment["triton_commit"] != "a" * 40
 
 
 def test_the_same_speed_in_both_environments_passes(repo: Path, tmp_path: Path):
