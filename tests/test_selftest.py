@@ -83,3 +83,8 @@ def test_injection_is_calibrated_to_what_is_asked_even_when_short_sleeps_cost_mo
     result = selftest.tally(rounds, (0.5, 1.0, 2.0), POLICY)
     for level in result.levels:
         assert abs(level.measured_percent - level.nominal_percent) < 0.05, level
+
+
+def test_keep_samples_needs_out(project):
+    result = CliRunner().invoke(perfbot, ["selftest", "--project", str(project), "--keep-samples"])
+    assert result.exit_code == 2 and "--out" in result.output

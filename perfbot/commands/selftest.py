@@ -24,9 +24,10 @@ from ..thresholds import load_policy
 @click.option("--thresholds", "thresholds_path", type=click.Path(path_type=Path), default=None,
               help="Regression policy. Default: thresholds.yaml at the project root.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the table as JSON here.")
+@click.option("--keep-samples", is_flag=True, help="With --out: also write every sample of every round (ms), for a closer look.")
 @project_option
 def selftest_command(suite_name: str, case_name: str, kernel: str, rounds: int, samples: int, levels: str,
-                     thresholds_path: Path | None, out: Path | None, project: Path | None) -> None:
+                     thresholds_path: Path | None, out: Path | None, keep_samples: bool, project: Path | None) -> None:
     """Measure this runner's false-alarm rate (A/A) and the smallest slowdown it detects (A/B
     with a calibrated sleep injected after the kernel), under the rule in force.
 
@@ -50,6 +51,8 @@ def selftest_command(suite_name: str, case_name: str, kernel: str, rounds: int, 
     subject = load_kernels(config, None)
     if suite_name not in subject.suites or not any(c.name == case_name for c in subject.suites[suite_name].cases):
         raise click.BadParameter(f"no case {case_name!r} in suite {suite_name!r}", param_hint="--case")
+    if keep_samples and out is None:
+        raise click.UsageError("--keep-samples writes into --out; pass --out FILE too")
     if kernel not in subject.implementations:
         raise click.BadParameter(f"unknown kernel {kernel!r}", param_hint="--kernel")
     require_gpu()
@@ -77,4 +80,5 @@ def selftest_command(suite_name: str, case_name: str, kernel: str, rounds: int, 
                       confirmed)
     console().print(table)
     if out is not None:
-        write_text(out, json.dumps(result.to_json(), indent=1) + "\n")
+        record = {**result.to_json(), **({"rounds_ms": collected} if keep_samples else {})}
+        write_text(out, json.dumps(record, indent=1) + "\n")
