@@ -98,13 +98,19 @@ def _git(repo: Path, *args: str) -> str:
                           check=True, capture_output=True, text=True).stdout.strip()
 
 
-@pytest.fixture
-def repo(project: Path) -> Path:
-    """The project copy as a git repository with two commits: base, then head."""
+def init_repo(project: Path) -> Path:
+    """The project copy, with the tiny suite, as a git repository of one commit."""
     (project / "kernels" / "suites.yaml").write_text(TINY)
     _git(project, "init", "-q")
     _git(project, "add", "-A")
     _git(project, "commit", "-qm", "base")
+    return project
+
+
+@pytest.fixture
+def repo(project: Path) -> Path:
+    """The project copy as a git repository with two commits: base, then head."""
+    init_repo(project)
     (project / "kernels" / "NOTES").write_text("head\n")
     _git(project, "add", "-A")
     _git(project, "commit", "-qm", "head")

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from perfbot import results, triton_build, worker
 from perfbot.cli import perfbot
-from tests.test_runner_cpu import TINY, _git
+from tests.test_runner_cpu import _git, init_repo
 
 CPU_WORKER = (sys.executable, str(Path(__file__).parent / "cpu_worker.py"))
 
@@ -24,11 +24,7 @@ def cpu_workers(monkeypatch):
 
 @pytest.fixture
 def repo(project: Path) -> Path:
-    (project / "kernels" / "suites.yaml").write_text(TINY)
-    _git(project, "init", "-q")
-    _git(project, "add", "-A")
-    _git(project, "commit", "-qm", "base")
-    return project
+    return init_repo(project)
 
 
 def _environment(path: Path, scale: float, extra: str = "") -> Path:
