@@ -25,10 +25,9 @@ from pathlib import Path
 from statistics import median
 from typing import Protocol
 
-from scipy import stats as scipy_stats
-
 from .errors import BadInput, EnvironmentFailure
 from .files import write_atomic
+from .stats import mann_whitney_p
 
 STATE_VERSION = 1
 
@@ -173,7 +172,7 @@ def bisect(
                 raise BadInput(f"the {name} end {end.sha[:12]} cannot be measured: {end.unusable}")
         good_probe, bad_probe = ends
         good_probe.verdict, bad_probe.verdict = "good", "bad"
-        p = _p(bad_probe.samples, good_probe.samples, "greater")
+        p = mann_whitney_p(good_probe.samples, bad_probe.samples, "greater")
         slowdown = 100 * (bad_probe.median_ms / good_probe.median_ms - 1)
         if not (p < alpha and slowdown > min_slowdown_percent):
             raise BadInput(
@@ -239,10 +238,6 @@ def _next_index(order: list[str], lo: int, hi: int, probes: dict[str, Probe]) ->
     return None
 
 
-def _p(samples: list[float], reference: list[float], alternative: str) -> float:
-    return float(scipy_stats.mannwhitneyu(samples, reference, alternative=alternative).pvalue)
-
-
 # Where a commit sits between the ends, in log-time: 0 at good, 1 at bad. Non-monotonic evidence
 # needs significance and a real effect: a quarter of the good-to-bad step beyond an end (or
 # within the middle half, for a commit between them). Without that gate a 0.4% difference
@@ -258,8 +253,8 @@ def _classify(current: Probe, good: Probe, bad: Probe, alpha: float, max_rounds:
     if current.verdict is not None:
         return
     while True:
-        slower_than_good = _p(current.samples, good.samples, "greater") < alpha
-        faster_than_bad = _p(current.samples, bad.samples, "less") < alpha
+        slower_than_good = mann_whitney_p(good.samples, current.samples, "greater") < alpha
+        faster_than_bad = mann_whitney_p(bad.samples, current.samples, "less") < alpha
         if slower_than_good or faster_than_bad:
             current.verdict = "bad" if slower_than_good else "good"
             break
@@ -276,13 +271,13 @@ def _classify(current: Probe, good: Probe, bad: Probe, alpha: float, max_rounds:
         current.rounds += 1
         state.save(state_path)
     position = _position(current, good, bad)
-    if position < -NON_MONOTONIC_MARGIN and _p(current.samples, good.samples, "less") < alpha:
+    if position < -NON_MONOTONIC_MARGIN and mann_whitney_p(good.samples, current.samples, "less") < alpha:
         current.note = "significantly faster than the good end: range not monotonic"
-    elif position > 1 + NON_MONOTONIC_MARGIN and _p(current.samples, bad.samples, "greater") < alpha:
+    elif position > 1 + NON_MONOTONIC_MARGIN and mann_whitney_p(bad.samples, current.samples, "greater") < alpha:
         current.note = "significantly slower than the bad end: range not monotonic"
     elif (NON_MONOTONIC_MARGIN < position < 1 - NON_MONOTONIC_MARGIN
-          and _p(current.samples, good.samples, "greater") < alpha
-          and _p(current.samples, bad.samples, "less") < alpha):
+          and mann_whitney_p(good.samples, current.samples, "greater") < alpha
+          and mann_whitney_p(bad.samples, current.samples, "less") < alpha):
         current.note = "between the two ends (slower than good, faster than bad): range not monotonic, " \
                        "the slowdown comes in steps"
     state.save(state_path)

@@ -63,10 +63,11 @@ def wilcoxon_p(baseline: Sequence[float], current: Sequence[float]) -> float:
     return float(stats.wilcoxon(logs, alternative="two-sided").pvalue)
 
 
-def mann_whitney_p(baseline: Sequence[float], current: Sequence[float]) -> float:
-    """Two-sided Mann-Whitney U test (scipy.stats.mannwhitneyu, method "auto": exact for small
-    samples without ties, normal approximation with tie correction otherwise)."""
-    return float(stats.mannwhitneyu(baseline, current, alternative="two-sided").pvalue)
+def mann_whitney_p(baseline: Sequence[float], current: Sequence[float], alternative: str = "two-sided") -> float:
+    """Mann-Whitney U test (scipy.stats.mannwhitneyu, method "auto": exact for small samples
+    without ties, normal approximation with tie correction otherwise). `alternative` is about
+    current against baseline: "greater" asks whether current is slower, "less" faster."""
+    return float(stats.mannwhitneyu(current, baseline, alternative=alternative).pvalue)
 
 
 def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
