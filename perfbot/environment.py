@@ -62,6 +62,7 @@ class Environment:
     cuda: str | None
     triton: str
     triton_commit: str | None
+    triton_path: str  # where the imported Triton lives: tells apart two environments of one version
     gpu_name: str | None
     gpu_sm_count: int | None
     gpu_memory_bytes: int | None
@@ -98,6 +99,7 @@ def collect_environment(device: int | None = None) -> Environment:
         cuda=torch.version.cuda,
         triton=triton.__version__,
         triton_commit=triton_commit(),
+        triton_path=os.path.dirname(triton.__file__),
         gpu_name=props.name if props else None,
         gpu_sm_count=props.multi_processor_count if props else None,
         gpu_memory_bytes=props.total_memory if props else None,

@@ -182,8 +182,6 @@ class _Side:
         self.flush: Any = None
 
     def hello(self) -> dict[str, Any]:
-        import triton
-
         from .environment import collect_environment
         from .runner import git_commit, require_gpu
         from .subject import load_subject
@@ -191,7 +189,7 @@ class _Side:
         require_gpu()
         self.subject = load_subject(self.kernels)
         environment = collect_environment().to_dict()
-        environment.update(triton_path=str(Path(triton.__file__).parent), kernels_commit=git_commit(self.kernels))
+        environment["kernels_commit"] = git_commit(self.kernels)
         return {"environment": environment}
 
     def prepare(self, suite: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
