@@ -83,13 +83,7 @@ def time_interleaved(
         shift = round_index % len(names)
         events = []
         for name in names[shift:] + names[:shift]:
-            flush.zero_()
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            captured[name].graph.replay()
-            end.record()
-            events.append((name, start, end))
+            events.append((name, *_replay_between_events(captured[name], flush)))
         torch.cuda.synchronize()
         for name, start, end in events:
             timings[name].append(start.elapsed_time(end))
@@ -102,14 +96,20 @@ def time_interleaved(
 def time_once(captured: Captured, flush: torch.Tensor) -> float:
     """Milliseconds of one graph replay after an L2 flush, synchronized: for a worker process
     that times one sample when told to, so that two processes alternate on the GPU."""
+    start, end = _replay_between_events(captured, flush)
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+def _replay_between_events(captured: Captured, flush: torch.Tensor) -> tuple[torch.cuda.Event, torch.cuda.Event]:
+    """Queue an L2 flush, then one graph replay bracketed by timing events."""
     flush.zero_()
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     start.record()
     captured.graph.replay()
     end.record()
-    end.synchronize()
-    return start.elapsed_time(end)
+    return start, end
 
 
 def flush_buffer() -> torch.Tensor:
