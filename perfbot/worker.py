@@ -203,11 +203,11 @@ class _Side:
         planned = runner.plan(self.subject, [Suite(suite["name"], suite["about"], tuple(suite["kernels"]), cases)],
                               chosen, self.side)
         self.ready, self.captured, failed = [], {}, []
-        for group in planned:  # one case: at most one group
+        if planned:  # one case: at most one group
             generator = torch.Generator(device=runner.DEVICE).manual_seed(chosen.seed)
-            ready, not_right = runner.check_group(group, generator)
-            captured, not_captured = runner.capture_group(ready, chosen)
-            self.ready, self.captured, failed = ready, captured, not_right + not_captured
+            self.ready, not_right = runner.check_group(planned[0], generator)
+            self.captured, not_captured = runner.capture_group(self.ready, chosen)
+            failed = not_right + not_captured
         if self.captured and self.flush is None:
             self.flush = measure.flush_buffer()
         for item in self.captured.values():  # the first replay uploads the graph; keep it out
