@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from .errors import BadInput
+from .files import read_text
 
 DTYPES = ("float16", "bfloat16", "float32")
 _SUITE_KEYS = {"about", "dtype", "kernels", "cases"}
@@ -93,9 +94,10 @@ def load_subject(kernels_dir: Path) -> Subject:
 
 
 def load_suites(path: Path, known_kernels: set[str]) -> dict[str, Suite]:
+    text = read_text(path, "suites file")
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as error:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
         raise BadInput(f"{path}: cannot read the suites: {error}") from None
     if not isinstance(data, dict) or not data:
         raise BadInput(f"{path}: expected a mapping of suite name -> suite")
