@@ -4,7 +4,7 @@ decides nothing (decisions live in compare)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -65,8 +65,7 @@ def time_interleaved(
 ) -> Timings:
     """Milliseconds of one graph replay per sample, for each name.
 
-    Every round times each implementation once; the order rotates from round to round so no
-    implementation always follows the same one. Before each sample a buffer larger than L2 is
+    Every round times each implementation once, in the order `round_order` gives. Before each sample a buffer larger than L2 is
     overwritten, so every sample starts with a cold cache, as a layer in a model does. While the
     GPU flushes, the host has already queued the start event and the replay: the events bracket
     the kernel, not the launch.
@@ -80,9 +79,8 @@ def time_interleaved(
     timings: dict[str, list[float]] = {name: [] for name in names}
     rounds: list[Round] = []
     for round_index in range(samples):
-        shift = round_index % len(names)
         events = []
-        for name in names[shift:] + names[:shift]:
+        for name in round_order(names, round_index):
             events.append((name, *_replay_between_events(captured[name], flush)))
         torch.cuda.synchronize()
         for name, start, end in events:
@@ -91,6 +89,16 @@ def time_interleaved(
         if on_round is not None:
             on_round()
     return Timings(timings, rounds)
+
+
+def round_order(names: Sequence[str], round_index: int) -> list[str]:
+    """The order of one round: rotated, and reversed in every odd round, so that every pair of
+    names runs in both orders equally often. A rotation alone puts the second name right after
+    the first in all rounds but one, and anything one sample leaves behind for the next (the
+    clock, the power state) then biases that pair."""
+    shift = (round_index // 2) % len(names)
+    order = [*names[shift:], *names[:shift]]
+    return order[::-1] if round_index % 2 else order
 
 
 def time_once(captured: Captured, flush: torch.Tensor) -> float:

@@ -123,7 +123,8 @@ def run_in_workers(workers: dict[str, WorkerProcess], suites: Sequence[Any], set
                    on_progress: Callable[[str, int], None] = lambda label, steps: None,
                    extra_settings: dict[str, Any] | None = None) -> dict[str, Results]:
     """`runner.run_sides` across processes: per case, every worker checks and captures its
-    benchmarks, then each round asks for one sample of every benchmark in a rotating order."""
+    benchmarks, then each round asks for one sample of every benchmark in `measure.round_order`."""
+    from . import measure
     from .environment import GpuMonitor, collect_environment
     from .runner import side_results
 
@@ -146,8 +147,7 @@ def run_in_workers(workers: dict[str, WorkerProcess], suites: Sequence[Any], set
                 keys, case_rounds = list(owner), []
                 for index in range(settings.samples):
                     if keys:
-                        shift = index % len(keys)
-                        for key in keys[shift:] + keys[:shift]:
+                        for key in measure.round_order(keys, index):
                             owner[key].ask("sample", key=key)
                         case_rounds.append(monitor.read())
                     on_progress(label, 1)

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from perfbot import correctness
+from perfbot.measure import round_order
 from perfbot.environment import clock_event_reasons, collect_environment, triton_commit
 from perfbot.errors import BadInput
 from perfbot.report import run_table
@@ -32,6 +33,22 @@ def test_plan_groups_by_case_and_times_gemm_once(subject):
 def test_plan_honours_kernel_filter(subject):
     groups = plan(subject, [subject.suites["decode"]], RunSettings(kernels=("fused", "gemm")))
     assert {p.kernel for g in groups for p in g} == {"fused", "gemm"}
+
+
+@pytest.mark.parametrize("count", [2, 3, 6])
+def test_round_order_runs_every_pair_both_ways_equally_often(count):
+    names = [f"k{i}" for i in range(count)]
+    orders = [round_order(names, r) for r in range(2 * count)]
+    assert all(sorted(order) == names for order in orders)
+    for a in names:
+        for b in names:
+            if a != b:
+                before = sum(order.index(a) < order.index(b) for order in orders)
+                assert before == count, (a, b)
+                # and right after one another, also both ways alike
+                after = sum(order.index(b) == order.index(a) + 1 for order in orders)
+                assert after == sum(order.index(a) == order.index(b) + 1 for order in orders)
+    assert {order[0] for order in orders} == set(names)
 
 
 def test_settings_are_validated():
