@@ -66,9 +66,12 @@ _CANDIDATES = {
                             warp_specialize=[True], epilogue_subtile=[False], one_dot=[True], flatten=[False])
     + _grid(BLOCK_M=[128], BLOCK_N=[64, 128], BLOCK_K=[64], GROUP_M=[8], num_warps=[8], num_stages=[3, 4],
             warp_specialize=[False], epilogue_subtile=[False], one_dot=[True], flatten=[True]),
+    # Decode reads weight once; FLATTEN keeps the loads streaming across the tiles of a program.
     ("tma", "decode"): _grid(BLOCK_M=[64], BLOCK_N=[32, 64, 128], BLOCK_K=[128, 256], GROUP_M=[1],
                              num_warps=[4], num_stages=[3, 5], warp_specialize=[False], epilogue_subtile=[False],
-                             one_dot=[False]),
+                             one_dot=[False])
+    + _grid(BLOCK_M=[64], BLOCK_N=[32, 64], BLOCK_K=[128, 256], GROUP_M=[1], num_warps=[4], num_stages=[3, 4, 6],
+            warp_specialize=[False], epilogue_subtile=[False], one_dot=[False, True], flatten=[True]),
     ("pointer", "large"): _grid(BLOCK_M=[128], BLOCK_N=[64, 128], BLOCK_K=[32, 64], GROUP_M=[8],
                                 num_warps=[8], num_stages=[3, 4]),
     ("pointer", "small"): _grid(BLOCK_M=[64, 128], BLOCK_N=[64, 128], BLOCK_K=[32, 64], GROUP_M=[8],

@@ -35,13 +35,41 @@ SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 @triton.jit
 def _gelu(z, APPROXIMATE_TANH: tl.constexpr):
+    """gelu(z) = z * F(z), F the gate: Phi, the normal CDF, = 0.5 (1 + erf(z / sqrt(2))); or, with
+    APPROXIMATE_TANH, 0.5 (1 + tanh(u)) = sigmoid(2u) with u = sqrt(2/pi) (z + 0.044715 z^3).
+
+    Both gates satisfy F(z) = 1 - F(-z), so only the tail F(-t), t = |z|, is computed, as
+    2^p(s): p is a degree-9 polynomial fitted to log2 F(-t) on t in [0, T] and s maps that
+    interval to [-1, 1]. One exp2 and about ten FMAs, no division and no branch: the epilogue
+    runs between the tiles of the matmul, so its cost shows in the kernel's time (libdevice's
+    erff made the erf rows 5-8% slower than tanh on the H200). Relative error below 1e-5 wherever
+    |gelu| > 1e-6 (tests/test_geglu.py); 0.5 z (1 + erf(z / sqrt(2))) in fp32 is off by 7% near
+    z = -5, where 1 + erf cancels. Past T the tail (< 2e-7) is taken as 0.
+    """
     if APPROXIMATE_TANH:
-        # 0.5 z (1 + tanh(u)) == z * sigmoid(2u), with u = sqrt(2/pi) (z + 0.044715 z^3)
-        u = 0.7978845608028654 * (z + 0.044715 * z * z * z)
-        return z * tl.sigmoid(2.0 * u)
+        s = tl.abs(z) * 0.4 - 1.0  # T = 5
+        p = 0.0188114277574004 * s - 0.010111397541121211
+        p = p * s - 0.07944544363592042
+        p = p * s + 0.08004661574732572
+        p = p * s + 0.13623120652981044
+        p = p * s - 0.3578061421661076
+        p = p * s - 1.2478581630844436
+        p = p * s - 5.0288530480745735
+        p = p * s - 10.517194399761888
+        p = p * s - 7.372742994731912
     else:
-        # 0.5 z (1 + erf(z / sqrt(2)))
-        return 0.5 * z * (1.0 + tl.math.erf(z * 0.7071067811865476))
+        s = tl.abs(z) * 0.3333333333333333 - 1.0  # T = 6
+        p = 0.0008436494762303294 * s + 4.019842597349814e-05
+        p = p * s - 0.00604010612549685
+        p = p * s + 0.01670449894256611
+        p = p * s - 0.03932346961238052
+        p = p * s + 0.09177819793678459
+        p = p * s - 0.20437027217886133
+        p = p * s - 6.034001074983927
+        p = p * s - 14.209527710446046
+        p = p * s - 9.532934731827272
+    tail = tl.where(s < 1.0, tl.exp2(p), 0.0)
+    return z * tl.where(z < 0.0, tail, 1.0 - tail)
 
 
 @triton.jit

@@ -106,7 +106,7 @@ def main() -> None:
             if cases and cls in classes:
                 best, geomean, log = tune(path, cls, cases, args.samples)
                 print("\n".join(log), flush=True)
-                entry.setdefault(path, {})[cls] = best
+                entry.setdefault(path, {})[cls] = dict(best)  # a copy: gemv and decode share candidates, and YAML would alias them
                 entry.setdefault("geomean_ms", {}).setdefault(path, {})[cls] = round(geomean, 5)
     # geglu takes the path that was fastest for each shape class on this GPU.
     geomeans = entry.get("geomean_ms", {})

@@ -7,7 +7,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kernels.geglu import geglu, launch_plan
+import triton
+import triton.language as tl
+
+from kernels.geglu import _gelu, geglu, launch_plan
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
@@ -114,6 +117,38 @@ def test_erf_and_tanh_differ():
     x, weight = make_inputs((64,), 32, 32, torch.float32)
     x = x * 3  # where the two GELUs part most
     assert relative_error(geglu(x, weight, approximate="tanh"), reference(x, weight, "none")) > 1e-5
+
+
+@triton.jit
+def _gelu_of(z_ptr, out_ptr, count, APPROXIMATE_TANH: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    z = tl.load(z_ptr + offs, mask=offs < count)
+    tl.store(out_ptr + offs, _gelu(z, APPROXIMATE_TANH), mask=offs < count)
+
+
+def _gelu_error(device: str, approximate: str) -> tuple[float, float]:
+    """Largest relative error of the kernel's GELU over a fine grid of fp32 inputs (where
+    |gelu| > 1e-6), and its largest absolute error anywhere."""
+    z = torch.linspace(-12, 12, 480_001, dtype=torch.float32, device=device)
+    out = torch.empty_like(z)
+    _gelu_of[(triton.cdiv(z.numel(), 1024),)](z, out, z.numel(), APPROXIMATE_TANH=approximate == "tanh", BLOCK=1024)
+    exact = F.gelu(z.double(), approximate=approximate)
+    error = (out.double() - exact).abs()
+    return (error / exact.abs())[exact.abs() > 1e-6].max().item(), error.max().item()
+
+
+@needs_interpreter
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_is_accurate_to_a_few_ulp_of_fp32_in_interpreter(approximate):
+    relative, absolute = _gelu_error("cpu", approximate)
+    assert relative < 1e-5 and absolute < 1e-6
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_is_accurate_to_a_few_ulp_of_fp32_on_gpu(approximate):
+    relative, absolute = _gelu_error("cuda", approximate)
+    assert relative < 1e-5 and absolute < 1e-6
 
 
 @needs_interpreter
