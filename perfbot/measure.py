@@ -65,10 +65,15 @@ def time_interleaved(
 ) -> Timings:
     """Milliseconds of one graph replay per sample, for each name.
 
-    Every round times each implementation once, in the order `round_order` gives. Before each sample a buffer larger than L2 is
-    overwritten, so every sample starts with a cold cache, as a layer in a model does. While the
-    GPU flushes, the host has already queued the start event and the replay: the events bracket
-    the kernel, not the launch.
+    Every round times each implementation once, in the order `round_order` gives. Before each
+    sample a buffer larger than L2 is overwritten, so every sample starts with a cold cache, as a
+    layer in a model does. While the GPU flushes, the host has already queued the start event and
+    the replay: the events bracket the kernel, not the launch.
+
+    Each round starts with an untimed replay and ends with an untimed flush, so that every timed
+    sample has GPU work queued before and after it. Without them, on an 0.08 ms kernel (H200,
+    2026-11-30), the first sample of a round ran 0.2-0.8% slow and the last 0.5% fast, whichever
+    implementation held the place.
     """
     names = list(captured)
     flush = flush_buffer()
@@ -79,9 +84,11 @@ def time_interleaved(
     timings: dict[str, list[float]] = {name: [] for name in names}
     rounds: list[Round] = []
     for round_index in range(samples):
-        events = []
-        for name in round_order(names, round_index):
-            events.append((name, *_replay_between_events(captured[name], flush)))
+        order = round_order(names, round_index)
+        flush.zero_()  # lead-in, untimed
+        captured[order[-1]].graph.replay()
+        events = [(name, *_replay_between_events(captured[name], flush)) for name in order]
+        flush.zero_()  # trailer, untimed
         torch.cuda.synchronize()
         for name, start, end in events:
             timings[name].append(start.elapsed_time(end))

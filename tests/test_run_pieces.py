@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from perfbot import correctness
+from perfbot import measure
 from perfbot.measure import round_order
 from perfbot.environment import clock_event_reasons, collect_environment, triton_commit
 from perfbot.errors import BadInput
@@ -49,6 +50,50 @@ def test_round_order_runs_every_pair_both_ways_equally_often(count):
                 after = sum(order.index(b) == order.index(a) + 1 for order in orders)
                 assert after == sum(order.index(a) == order.index(b) + 1 for order in orders)
     assert {order[0] for order in orders} == set(names)
+
+
+def test_every_timed_sample_has_gpu_work_queued_before_and_after_it(monkeypatch):
+    # The GPU cannot run here: record the order in which operations reach its queue instead.
+    queue = []
+
+    class Event:
+        def __init__(self, enable_timing):
+            self.kind = None
+
+        def record(self):
+            self.kind = "end" if queue and queue[-1].startswith("replay") else "start"
+            queue.append(self.kind)
+
+        def elapsed_time(self, end):
+            return 1.0
+
+    class Flush:
+        def zero_(self):
+            queue.append("flush")
+
+    class Graph:
+        def __init__(self, name):
+            self.name = name
+
+        def replay(self):
+            queue.append(f"replay {self.name}")
+
+    monkeypatch.setattr(measure, "flush_buffer", Flush)
+    monkeypatch.setattr(measure.torch.cuda, "Event", Event)
+    monkeypatch.setattr(measure.torch.cuda, "synchronize", lambda: queue.append("sync"))
+    captured = {name: measure.Captured(Graph(name), None) for name in ("a", "b", "c")}
+    timings = measure.time_interleaved(captured, samples=4)
+    assert timings.samples == {name: [1.0] * 4 for name in captured}
+    rounds = " ".join(queue).split(" sync")[1:-1]  # after the graphs' first (upload) replays
+    assert len(rounds) == 4
+    for round_ops in rounds:
+        ops = round_ops.split()
+        starts = [i for i, op in enumerate(ops) if op == "start"]
+        assert len(starts) == 3
+        # before the first timed sample: a flush and an untimed replay; after the last: a flush
+        assert ops[: starts[0]].count("replay") == 1 and ops[starts[0] - 1] == "flush"
+        last_end = max(i for i, op in enumerate(ops) if op == "end")
+        assert ops[last_end + 1:] == ["flush"]
 
 
 def test_settings_are_validated():
