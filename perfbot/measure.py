@@ -13,6 +13,9 @@ import torch
 # Bytes written between samples to evict the previous sample's data from L2; at least this,
 # and at least four times the L2 of the GPU at hand.
 MIN_FLUSH_BYTES = 256 * 1024 * 1024
+# GPU clock cycles to hold per sample of a round while the host queues it: about 0.1 ms at
+# 2 GHz, several times what queueing one sample takes the host.
+HOLD_CYCLES_PER_SAMPLE = 200_000
 
 
 @dataclass(frozen=True)
@@ -70,10 +73,10 @@ def time_interleaved(
     layer in a model does. While the GPU flushes, the host has already queued the start event and
     the replay: the events bracket the kernel, not the launch.
 
-    Each round starts with an untimed replay and ends with an untimed flush, so that every timed
-    sample has GPU work queued before and after it. Without them, on an 0.08 ms kernel (H200,
-    2026-11-30), the first sample of a round ran 0.2-0.8% slow and the last 0.5% fast, whichever
-    implementation held the place.
+    The GPU holds (a spin kernel) while the host queues the round, and an untimed replay comes
+    before the first timed one, so that no sample runs while the host is still submitting work.
+    Without the replay, on an 0.08 ms kernel (H200, 2026-11-30), the first sample of a round ran
+    0.2-0.8% slow; the last ran 0.55% fast, with or without a flush queued after it.
     """
     names = list(captured)
     flush = flush_buffer()
@@ -85,10 +88,10 @@ def time_interleaved(
     rounds: list[Round] = []
     for round_index in range(samples):
         order = round_order(names, round_index)
+        torch.cuda._sleep(HOLD_CYCLES_PER_SAMPLE * len(order))
         flush.zero_()  # lead-in, untimed
         captured[order[-1]].graph.replay()
         events = [(name, *_replay_between_events(captured[name], flush)) for name in order]
-        flush.zero_()  # trailer, untimed
         torch.cuda.synchronize()
         for name, start, end in events:
             timings[name].append(start.elapsed_time(end))

@@ -52,7 +52,7 @@ def test_round_order_runs_every_pair_both_ways_equally_often(count):
     assert {order[0] for order in orders} == set(names)
 
 
-def test_every_timed_sample_has_gpu_work_queued_before_and_after_it(monkeypatch):
+def test_each_round_is_queued_behind_a_hold_and_an_untimed_replay(monkeypatch):
     # The GPU cannot run here: record the order in which operations reach its queue instead.
     queue = []
 
@@ -81,6 +81,7 @@ def test_every_timed_sample_has_gpu_work_queued_before_and_after_it(monkeypatch)
     monkeypatch.setattr(measure, "flush_buffer", Flush)
     monkeypatch.setattr(measure.torch.cuda, "Event", Event)
     monkeypatch.setattr(measure.torch.cuda, "synchronize", lambda: queue.append("sync"))
+    monkeypatch.setattr(measure.torch.cuda, "_sleep", lambda cycles: queue.append("hold"))
     captured = {name: measure.Captured(Graph(name), None) for name in ("a", "b", "c")}
     timings = measure.time_interleaved(captured, samples=4)
     assert timings.samples == {name: [1.0] * 4 for name in captured}
@@ -90,10 +91,8 @@ def test_every_timed_sample_has_gpu_work_queued_before_and_after_it(monkeypatch)
         ops = round_ops.split()
         starts = [i for i, op in enumerate(ops) if op == "start"]
         assert len(starts) == 3
-        # before the first timed sample: a flush and an untimed replay; after the last: a flush
-        assert ops[: starts[0]].count("replay") == 1 and ops[starts[0] - 1] == "flush"
-        last_end = max(i for i, op in enumerate(ops) if op == "end")
-        assert ops[last_end + 1:] == ["flush"]
+        # before the first timed sample: the hold, then a flush and an untimed replay
+        assert ops[0] == "hold" and ops[: starts[0]].count("replay") == 1 and ops[starts[0] - 1] == "flush"
 
 
 def test_settings_are_validated():
