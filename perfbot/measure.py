@@ -73,10 +73,10 @@ def time_interleaved(
     layer in a model does. While the GPU flushes, the host has already queued the start event and
     the replay: the events bracket the kernel, not the launch.
 
-    The GPU holds (a spin kernel) while the host queues the round, and an untimed replay comes
-    before the first timed one, so that no sample runs while the host is still submitting work.
-    Without the replay, on an 0.08 ms kernel (H200, 2026-11-30), the first sample of a round ran
-    0.2-0.8% slow; the last ran 0.55% fast, with or without a flush queued after it.
+    The GPU holds (a spin kernel) while the host queues the round, and untimed replays come
+    before the first timed sample and after the last, so that every timed sample sits between
+    two others. Without them, on an 0.08 ms kernel (H200, 2026-11-30), the first sample of a
+    round ran 0.2-0.8% slow and the last 0.5% fast.
     """
     names = list(captured)
     flush = flush_buffer()
@@ -92,6 +92,8 @@ def time_interleaved(
         flush.zero_()  # lead-in, untimed
         captured[order[-1]].graph.replay()
         events = [(name, *_replay_between_events(captured[name], flush)) for name in order]
+        flush.zero_()  # trailer, untimed
+        captured[order[0]].graph.replay()
         torch.cuda.synchronize()
         for name, start, end in events:
             timings[name].append(start.elapsed_time(end))

@@ -52,7 +52,7 @@ def test_round_order_runs_every_pair_both_ways_equally_often(count):
     assert {order[0] for order in orders} == set(names)
 
 
-def test_each_round_is_queued_behind_a_hold_and_an_untimed_replay(monkeypatch):
+def test_each_round_is_queued_behind_a_hold_between_untimed_replays(monkeypatch):
     # The GPU cannot run here: record the order in which operations reach its queue instead.
     queue = []
 
@@ -76,7 +76,7 @@ def test_each_round_is_queued_behind_a_hold_and_an_untimed_replay(monkeypatch):
             self.name = name
 
         def replay(self):
-            queue.append(f"replay {self.name}")
+            queue.append(f"replay:{self.name}")
 
     monkeypatch.setattr(measure, "flush_buffer", Flush)
     monkeypatch.setattr(measure.torch.cuda, "Event", Event)
@@ -91,8 +91,11 @@ def test_each_round_is_queued_behind_a_hold_and_an_untimed_replay(monkeypatch):
         ops = round_ops.split()
         starts = [i for i, op in enumerate(ops) if op == "start"]
         assert len(starts) == 3
-        # before the first timed sample: the hold, then a flush and an untimed replay
-        assert ops[0] == "hold" and ops[: starts[0]].count("replay") == 1 and ops[starts[0] - 1] == "flush"
+        # before the first timed sample: the hold, then a flush and an untimed replay; after the
+        # last one, another flush and untimed replay
+        assert ops[0] == "hold" and sum(op.startswith("replay") for op in ops[: starts[0]]) == 1 and ops[starts[0] - 1] == "flush"
+        last_end = max(i for i, op in enumerate(ops) if op == "end")
+        assert ops[last_end + 1] == "flush" and ops[last_end + 2].startswith("replay") and len(ops) == last_end + 3
 
 
 def test_settings_are_validated():
