@@ -3,17 +3,10 @@
 # tanh epilogue A/B-measured against the base revision, the TMA large/small classes re-tuned
 # for the new epilogue, and the selftest of the short decode kernel with the balanced round
 # order against the old rotation (the same tree with the base's perfbot/measure.py).
-#   git bundle create device-base.bundle main     # here, before the call
+# Run on 2026-11-30:
+#   git bundle create device-base.bundle main     # here, before the call (main was b5fca04)
 #   scripts/gpu-tanh-order.sh OUT_DIR
-set -uo pipefail
-out=$(realpath -m "${1:?usage: scripts/gpu-tanh-order.sh OUT_DIR}")
-mkdir -p "$out"
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 || { echo "install failed"; exit 3; }
-if ! git rev-parse --git-dir >/dev/null 2>&1; then
-  git init -q && git fetch -q device-base.bundle main:main && git symbolic-ref HEAD refs/heads/main && git reset -q
-fi
-git log --oneline -1 main | tee "$out/base.txt"
+source "$(dirname "$0")/device-ab-setup.sh"
 timeout 120 python3 -m pytest -q -m gpu tests/test_geglu.py --tb=short -p no:logging > "$out/gpu-tests-geglu.txt" 2>&1
 tail -3 "$out/gpu-tests-geglu.txt"
 timeout 120 python3 -m perfbot run --suite a100 --suite models --kernel fused --approximate tanh \
