@@ -68,7 +68,7 @@ def _gelu(z, APPROXIMATE_TANH: tl.constexpr):
         p = p * s - 6.034001074983927
         p = p * s - 14.209527710446046
         p = p * s - 9.532934731827272
-    tail = tl.where(s < 1.0, tl.exp2(p), 0.0)
+    tail = tl.where(s < 1.0, tl.exp2(p), 0.0)  # past T, exp2 may overflow: where drops it
     return z * tl.where(z < 0.0, tail, 1.0 - tail)
 
 

@@ -73,10 +73,11 @@ def time_interleaved(
     layer in a model does. While the GPU flushes, the host has already queued the start event and
     the replay: the events bracket the kernel, not the launch.
 
-    The GPU holds (a spin kernel) while the host queues the round, and untimed replays come
-    before the first timed sample and after the last, so that every timed sample sits between
-    two others. Without them, on an 0.08 ms kernel (H200, 2026-11-30), the first sample of a
-    round ran 0.2-0.8% slow and the last 0.5% fast.
+    Untimed replays come before the first timed sample of a round and after the last, so that
+    every timed sample sits between two others: without them, on an 0.08 ms kernel (H200,
+    2026-11-30), the first sample of a round ran 0.2-0.8% slow and the last 0.5% fast. The GPU
+    also holds (a spin kernel) while the host queues the round; on its own that did not remove
+    either effect, but the figures in the README were measured with it.
     """
     names = list(captured)
     flush = flush_buffer()
