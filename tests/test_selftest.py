@@ -30,6 +30,43 @@ def test_quiet_runner_no_false_alarms_and_clear_detections():
     assert result.to_json()["levels"][1]["detections"]["confirmed_rate"] == 1.0
 
 
+def test_a_level_the_injection_missed_is_marked():
+    rounds = _rounds(10, 0.001, (1.0,))
+    for r in rounds:  # asked for 0.5%, injected 1.5%, as a sleep on a short kernel does
+        r[selftest.slowed(0.5)] = [t * 1.015 for t in r[selftest.BASE]]
+    result = selftest.tally(rounds, (0.5, 1.0), POLICY)
+    assert [l.as_asked for l in result.levels] == [False, True]
+    assert [l["as_asked"] for l in result.to_json()["levels"]] == [False, True]
+
+
+def test_cli_prints_the_table_writes_json_and_notes_a_missed_level(project, tmp_path, monkeypatch):
+    # The GPU cannot run here: the measuring half returns synthetic rounds.
+    import json
+
+    from perfbot import runner
+
+    (project / "kernels" / "suites.yaml").write_text(
+        "pr:\n  about: tiny\n  dtype: float32\n  kernels: [fused]\n  cases:\n"
+        "    - {name: tiny, M: 4, K: 8, N: 8}\n")
+    monkeypatch.setattr(runner, "require_gpu", lambda: None)
+    monkeypatch.setattr(runner, "DEVICE", "cpu")
+
+    def measure_rounds(fn, levels, rounds, samples, on_round):
+        measured = _rounds(rounds, 0.001, levels)
+        for r in measured:
+            r[selftest.slowed(0.5)] = [t * 1.015 for t in r[selftest.BASE]]
+        return measured
+
+    monkeypatch.setattr(selftest, "measure_rounds", measure_rounds)
+    out = tmp_path / "selftest.json"
+    result = CliRunner().invoke(perfbot, ["selftest", "--project", str(project), "--case", "tiny", "--rounds", "6",
+                                          "--samples", "10", "--levels", "0.5,2", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "A/A (false alarms)" in result.output and "0/6" in result.output
+    assert "note: the injection missed 0.5% (measured 1.50%)" in " ".join(result.output.split())
+    assert [l["as_asked"] for l in json.loads(out.read_text())["levels"]] == [False, True]
+
+
 def test_noisy_runner_misses_small_slowdowns():
     result = selftest.tally(_rounds(30, 0.05, (1.0,)), (1.0,), POLICY)
     assert result.levels[0].detections.flagged < 15  # 1% under 5% noise with 10 + 10 samples: mostly missed
