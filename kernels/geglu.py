@@ -43,8 +43,8 @@ def _gelu(z, APPROXIMATE_TANH: tl.constexpr):
     interval to [-1, 1]. One exp2 and about ten FMAs, no division and no branch: the epilogue
     runs between the tiles of the matmul, so its cost shows in the kernel's time (libdevice's
     erff made the erf rows 5-8% slower than tanh on the H200). Relative error below 1e-5 wherever
-    |gelu| > 1e-6 (tests/test_geglu.py); 0.5 z (1 + erf(z / sqrt(2))) in fp32 is off by 7% near
-    z = -5, where 1 + erf cancels. Past T the tail (< 2e-7) is taken as 0.
+    |gelu| > 1e-6 (tests/test_geglu.py), where 0.5 z (1 + erf(z / sqrt(2))) in fp32 loses its
+    relative accuracy in the negative tail, as 1 + erf cancels. Past T the tail (< 2e-7) is 0.
     """
     if APPROXIMATE_TANH:
         s = tl.abs(z) * 0.4 - 1.0  # T = 5

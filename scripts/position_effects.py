@@ -3,7 +3,8 @@
 For each implementation and each position in the round, the mean of (sample / that round's
 median - 1), with the order `perfbot.measure.round_order` gives (the order in force when the
 file was written: files from before 2026-11-30's balanced order need `--rotation`). Also the
-A/A statistics: the spread of the per-round median ratio and how often Wilcoxon's p falls
+time each implementation adds to the first (for the selftest: what each injected sleep
+really costs), and the A/A statistics: the spread of the per-round median ratio and how often Wilcoxon's p falls
 below 0.01 and 0.05.
 
     python scripts/position_effects.py selftest-decode.json[.gz] [--rotation]
@@ -51,6 +52,10 @@ def main() -> None:
     print("place in round:", " ".join(f"{p:>8}" for p in range(len(names))))
     for name in names:
         print(f"{name:>14}:", " ".join(f"{100 * np.mean(v):+7.3f}%" for v in by_place[name]))
+    first = np.array([r[names[0]] for r in rounds])
+    for name in names[1:]:
+        added = np.median(np.array([r[name] for r in rounds]) - first)
+        print(f"{name:>14}: {1000 * added:+.2f} us against {names[0]} (median paired difference)")
     log_ratios = np.log(np.array([r[names[1]] for r in rounds]) / np.array([r[names[0]] for r in rounds]))
     per_round = np.median(log_ratios, axis=1)
     p = np.array([stats.wilcoxon(row).pvalue for row in log_ratios])
