@@ -24,6 +24,7 @@ _BORROWS_FROM = {"gemv": "decode"}
 # Classes whose one block of rows holds every row, so weight is read from memory once.
 ALL_ROWS_CLASSES = ("gemv", "decode")
 _SMEM_BYTES = 226 * 1024  # Hopper allows 227 KiB per block; keep a margin for barriers
+_SM_SMEM_BYTES = 228 * 1024 - 3 * 1024  # per SM; each resident block reserves 1 KiB
 
 # fp32 inputs take the pointer path with full-precision FMA dots; smem per stage doubles.
 FP32_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 3}
@@ -50,6 +51,12 @@ def _smem_bytes(config: dict, element_size: int = 2) -> int:
     stage = (config["BLOCK_M"] + 2 * config["BLOCK_N"]) * config["BLOCK_K"] * element_size
     epilogue = config["BLOCK_M"] * config["BLOCK_N"] * element_size // (2 if config.get("epilogue_subtile") else 1)
     return config["num_stages"] * stage + epilogue
+
+
+def _fits(config: dict) -> bool:
+    """The config's shared memory fits a block, and `programs_per_sm` of them fit an SM."""
+    smem = _smem_bytes(config)
+    return smem <= _SMEM_BYTES and smem * config.get("programs_per_sm", 1) <= _SM_SMEM_BYTES
 
 
 # Candidates for 16-bit inputs, per path and shape class. On Triton 3.6, warp specialization
@@ -79,13 +86,41 @@ _CANDIDATES = {
     ("pointer", "decode"): _grid(BLOCK_M=[64], BLOCK_N=[32, 64, 128], BLOCK_K=[128, 256], GROUP_M=[1],
                                  num_warps=[4, 8], num_stages=[3, 4, 6]),
 }
+# Two programs per SM, each small enough (shared memory; registers, by maxnreg for 8 warps) for
+# both to be resident: one's epilogue overlaps the other's matmul, which one program per SM
+# leaves idle between tiles.
+_TWO_PER_SM = {"warp_specialize": False, "one_dot": True, "flatten": True, "programs_per_sm": 2}
+_CANDIDATES[("tma", "large")] += [
+    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 16, "num_warps": 8, "num_stages": 3,
+     "epilogue_subtile": subtile, "maxnreg": 128, **_TWO_PER_SM} for subtile in (False, True)
+] + [
+    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 16, "num_warps": 4, "num_stages": 3,
+     "epilogue_subtile": True, **_TWO_PER_SM},
+    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 16, "num_warps": 8, "num_stages": 6,
+     "epilogue_subtile": True, "maxnreg": 128, **_TWO_PER_SM},
+]
+_CANDIDATES[("tma", "small")] += [
+    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3,
+     "epilogue_subtile": True, "maxnreg": 128, **_TWO_PER_SM},
+    {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4,
+     "epilogue_subtile": False, **_TWO_PER_SM},
+    # More, smaller tiles: fewer SMs idle in the last wave.
+    {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4,
+     "warp_specialize": False, "epilogue_subtile": False, "one_dot": True, "flatten": True},
+]
+_CANDIDATES[("tma", "decode")] += [
+    {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 3,
+     "epilogue_subtile": False, **_TWO_PER_SM},
+    {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 1, "num_warps": 4, "num_stages": 4,
+     "epilogue_subtile": False, **_TWO_PER_SM},
+]
 _CANDIDATES[("tma", "gemv")] = _CANDIDATES[("tma", "decode")]
 _CANDIDATES[("pointer", "gemv")] = _CANDIDATES[("pointer", "decode")]
 
 
 def candidates(path: str, shape_class: str) -> list[dict]:
     """Configs worth trying for 16-bit inputs, those that fit in shared memory."""
-    return [c for c in _CANDIDATES[(path, shape_class)] if _smem_bytes(c) <= _SMEM_BYTES]
+    return [c for c in _CANDIDATES[(path, shape_class)] if _fits(c)]
 
 
 @functools.cache

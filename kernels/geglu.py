@@ -335,7 +335,7 @@ def _launch_pointer(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
     M, K = x2d.shape
     N = out2d.shape[1]
     grid = (triton.cdiv(M, plan["BLOCK_M"]) * triton.cdiv(N, plan["BLOCK_N"]),)
-    _geglu_pointer_kernel[grid](
+    return _geglu_pointer_kernel[grid](
         x2d, weight, out2d,
         M, N, K,
         x2d.stride(0), x2d.stride(1),
@@ -364,8 +364,11 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
     subtile = plan.get("epilogue_subtile", False)
     out_desc = TensorDescriptor(out2d, [M, N], [N, 1], [bm, bn // 2 if subtile else bn])
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
-    programs = min(plan["num_sms"], tiles)
-    _geglu_tma_kernel[(programs,)](
+    # Two programs per SM (configs small enough in registers and shared memory): while one runs
+    # its epilogue, the other's matmul keeps the tensor cores busy.
+    programs = min(plan.get("programs_per_sm", 1) * plan["num_sms"], tiles)
+    limits = {"maxnreg": plan["maxnreg"]} if plan.get("maxnreg") else {}
+    return _geglu_tma_kernel[(programs,)](
         x_desc, w1_desc, w2_desc, out_desc,
         M, N, K,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
@@ -377,4 +380,5 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
         ONE_DOT=one_dot,
         FLATTEN=plan.get("flatten", False),
         num_warps=plan["num_warps"], num_stages=plan["num_stages"],
+        **limits,
     )

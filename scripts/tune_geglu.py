@@ -5,7 +5,10 @@ of the a100, models and decode suites in that class, checks each candidate confi
 float64 reference, times all candidates and cuBLAS's gemm interleaved (perfbot's timing engine:
 CUDA-graph replays, L2 flushed), and keeps the candidate with the lowest geometric-mean time.
 
-    python scripts/tune_geglu.py --out kernels/tuned_configs.yaml [--samples 10]
+    python scripts/tune_geglu.py --out kernels/tuned_configs.yaml [--samples 10] [--where flatten=True]
+
+Each candidate's log line also gives its registers per thread and shared memory per program, as
+compiled, so that a config meant to put two programs on an SM can be seen to fit.
 
 The file keeps the entries of other GPUs, and of the paths and classes not tuned this time.
 """
@@ -26,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kernels import configs  # noqa: E402
+from kernels import geglu as geglu_module  # noqa: E402
 from kernels.geglu import geglu  # noqa: E402
 from perfbot import correctness, measure  # noqa: E402
 from perfbot.subject import load_suites  # noqa: E402
@@ -47,8 +51,24 @@ def cases_by_class(num_sms: int) -> dict[str, list]:
     return by_class
 
 
-def tune(path: str, cls: str, cases: list, samples: int) -> tuple[dict, float, list[str]]:
-    candidates = configs.candidates(path, cls)
+def matches(config: dict, where: dict[str, str]) -> bool:
+    return all(str(config.get(key)) == value for key, value in where.items())
+
+
+def resources(x: torch.Tensor, weight: torch.Tensor, path: str, config: dict) -> str:
+    """Registers per thread and shared memory per program of the compiled kernel."""
+    plan = geglu_module._fit_rows({**geglu_module.launch_plan(x, weight, path), **config}, x.shape[0])
+    launch = geglu_module._launch_tma if path == "tma" else geglu_module._launch_pointer
+    out = torch.empty(x.shape[0], weight.shape[0] // 2, dtype=x.dtype, device=x.device)
+    kernel = launch(x, weight, out, plan, False)
+    return f"{kernel.n_regs} registers, {kernel.metadata.shared} B shared"
+
+
+def tune(path: str, cls: str, cases: list, samples: int, where: dict[str, str]) -> tuple[dict, float, list[str]]:
+    candidates = [c for c in configs.candidates(path, cls) if matches(c, where)]
+    if not candidates:
+        raise SystemExit(f"no {path}/{cls} candidate matches {where}")
+    compiled = {}
     times: dict[int, list[float]] = {i: [] for i in range(len(candidates))}
     gemm_times = []
     log = []
@@ -71,6 +91,7 @@ def tune(path: str, cls: str, cases: list, samples: int) -> tuple[dict, float, l
                 times[i].append(math.inf)
                 continue
             captured[i] = measure.capture(call, 2)
+            compiled.setdefault(i, resources(x, weight, path, config))
         timings = measure.time_interleaved(captured, samples).samples
         median = lambda values: sorted(values)[len(values) // 2]  # noqa: E731
         gemm_times.append(median(timings.pop("gemm")))
@@ -82,7 +103,7 @@ def tune(path: str, cls: str, cases: list, samples: int) -> tuple[dict, float, l
     best = min(geomean, key=geomean.get)
     gemm_geomean = math.exp(sum(math.log(t) for t in gemm_times) / len(gemm_times))
     for i, value in sorted(geomean.items(), key=lambda item: item[1]):
-        log.append(f"  {path}/{cls} candidate {i}: geomean {value:.4f} ms = {value / gemm_geomean:.3f}x gemm  {candidates[i]}")
+        log.append(f"  {path}/{cls} candidate {i}: geomean {value:.4f} ms = {value / gemm_geomean:.3f}x gemm  {candidates[i]}  ({compiled.get(i, 'not compiled')})")
     for case, t, g in zip(cases, times[best], gemm_times):
         log.append(f"  {path}/{cls} best on {case.name} ({case.M}x{case.K}->{case.N}): {t:.4f} ms, gemm {g:.4f} ms, ratio {t / g:.3f}")
     return candidates[best], geomean[best], log
@@ -94,17 +115,19 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=10, help="timed samples per candidate and shape")
     parser.add_argument("--paths", default="tma,pointer", help="comma-separated paths to tune")
     parser.add_argument("--classes", default=",".join(configs.SHAPE_CLASSES), help="comma-separated shape classes")
+    parser.add_argument("--where", default="", help="only candidates with these values, e.g. flatten=True,one_dot=True")
     args = parser.parse_args()
+    where = dict(item.split("=", 1) for item in args.where.split(",") if item)
     props = torch.cuda.get_device_properties(0)
     table = (yaml.safe_load(args.out.read_text()) if args.out.is_file() else None) or {}
     entry = table.setdefault(props.name, {})
     entry["tuned"] = (f"{datetime.date.today()}, Triton {triton.__version__}, PyTorch {torch.__version__}, "
-                      f"by scripts/tune_geglu.py --samples {args.samples}")
+                      f"by scripts/tune_geglu.py --samples {args.samples}" + (f" --where {args.where}" if where else ""))
     classes = args.classes.split(",")
     for path in args.paths.split(","):
         for cls, cases in cases_by_class(props.multi_processor_count).items():
             if cases and cls in classes:
-                best, geomean, log = tune(path, cls, cases, args.samples)
+                best, geomean, log = tune(path, cls, cases, args.samples, where)
                 print("\n".join(log), flush=True)
                 entry.setdefault(path, {})[cls] = dict(best)  # a copy: gemv and decode share candidates, and YAML would alias them
                 entry.setdefault("geomean_ms", {}).setdefault(path, {})[cls] = round(geomean, 5)

@@ -76,6 +76,7 @@ TMA_CONFIGS = [  # small blocks so the persistent loop walks several tiles per p
     {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16, "one_dot": True, "epilogue_subtile": True},
     {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 16, "flatten": True},
     {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 32, "one_dot": True, "epilogue_subtile": True, "flatten": True},
+    {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16, "one_dot": True, "flatten": True, "programs_per_sm": 2},
 ]
 
 
