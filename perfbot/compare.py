@@ -137,7 +137,7 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
         removed=tuple(b for b in baseline.benchmarks if b.key not in current_keys),
         failures=tuple(current.failures),
         geomean_ratio=stats.geometric_mean(ratios) if ratios else None,
-        differences=_differences(baseline.environment, current.environment),
+        differences=_differences(baseline, current),
         baseline_environment=baseline.environment,
         current_environment=current.environment,
         interleaved=interleaved,
@@ -191,9 +191,13 @@ def _interleaved(baseline: Results, current: Results) -> bool:
     return run_id is not None and run_id == baseline.settings.get("ab_run")
 
 
-def _differences(baseline: dict[str, Any], current: dict[str, Any]) -> tuple[EnvironmentDifference, ...]:
-    keys = ("gpu_name",) + _ENVIRONMENT_FIELDS
-    return tuple(EnvironmentDifference(k, baseline.get(k), current.get(k)) for k in keys if baseline.get(k) != current.get(k))
+def _differences(baseline: Results, current: Results) -> tuple[EnvironmentDifference, ...]:
+    """What differs in where and how the two were measured: the environment's key fields, and
+    the timing method (a changed method can move every time)."""
+    sides = [(baseline.environment, current.environment, k) for k in ("gpu_name",) + _ENVIRONMENT_FIELDS]
+    sides.append((baseline.settings, current.settings, "timing"))
+    return tuple(EnvironmentDifference(k, before.get(k), after.get(k)) for before, after, k in sides
+                 if before.get(k) != after.get(k))
 
 
 def _config_change(baseline: Benchmark, current: Benchmark) -> str | None:

@@ -10,12 +10,15 @@ from typing import Protocol
 
 import torch
 
-# Bytes written between samples to evict the previous sample's data from L2; at least this,
+# Bytes read between samples to evict the previous sample's data from L2; at least this,
 # and at least four times the L2 of the GPU at hand.
 MIN_FLUSH_BYTES = 256 * 1024 * 1024
 # GPU clock cycles to hold per sample of a round while the host queues it: about 0.1 ms at
 # 2 GHz, several times what queueing one sample takes the host.
 HOLD_CYCLES_PER_SAMPLE = 200_000
+# How samples are taken, recorded with every result: `perfbot compare` notes when a baseline was
+# timed another way (before 2026-11-30's change, L2 was flushed by overwriting the buffer).
+L2_FLUSH = "L2 flushed before each sample by reading a buffer 4x its size"
 
 
 @dataclass(frozen=True)
@@ -69,8 +72,8 @@ def time_interleaved(
     """Milliseconds of one graph replay per sample, for each name.
 
     Every round times each implementation once, in the order `round_order` gives. Before each
-    sample a buffer larger than L2 is overwritten, so every sample starts with a cold cache, as a
-    layer in a model does. While the GPU flushes, the host has already queued the start event and
+    sample L2 is flushed (`L2Flush`), so every sample starts with a cold cache, as a layer in a
+    model does. While the GPU flushes, the host has already queued the start event and
     the replay: the events bracket the kernel, not the launch.
 
     Untimed replays come before the first timed sample of a round and after the last, so that
@@ -80,7 +83,7 @@ def time_interleaved(
     either effect, but the figures in the README were measured with it.
     """
     names = list(captured)
-    flush = flush_buffer()
+    flush = L2Flush()
     for item in captured.values():  # the first replay uploads the graph; keep it out
         item.graph.replay()
     torch.cuda.synchronize()
@@ -90,10 +93,10 @@ def time_interleaved(
     for round_index in range(samples):
         order = round_order(names, round_index)
         torch.cuda._sleep(HOLD_CYCLES_PER_SAMPLE * len(order))
-        flush.zero_()  # lead-in, untimed
+        flush()  # lead-in, untimed
         captured[order[-1]].graph.replay()
         events = [(name, *_replay_between_events(captured[name], flush)) for name in order]
-        flush.zero_()  # trailer, untimed
+        flush()  # trailer, untimed
         captured[order[0]].graph.replay()
         torch.cuda.synchronize()
         for name, start, end in events:
@@ -114,7 +117,7 @@ def round_order(names: Sequence[str], round_index: int) -> list[str]:
     return order[::-1] if round_index % 2 else order
 
 
-def time_once(captured: Captured, flush: torch.Tensor) -> float:
+def time_once(captured: Captured, flush: L2Flush) -> float:
     """Milliseconds of one graph replay after an L2 flush, synchronized: for a worker process
     that times one sample when told to, so that two processes alternate on the GPU."""
     start, end = _replay_between_events(captured, flush)
@@ -122,9 +125,9 @@ def time_once(captured: Captured, flush: torch.Tensor) -> float:
     return start.elapsed_time(end)
 
 
-def _replay_between_events(captured: Captured, flush: torch.Tensor) -> tuple[torch.cuda.Event, torch.cuda.Event]:
+def _replay_between_events(captured: Captured, flush: L2Flush) -> tuple[torch.cuda.Event, torch.cuda.Event]:
     """Queue an L2 flush, then one graph replay bracketed by timing events."""
-    flush.zero_()
+    flush()
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     start.record()
@@ -133,9 +136,20 @@ def _replay_between_events(captured: Captured, flush: torch.Tensor) -> tuple[tor
     return start, end
 
 
-def flush_buffer() -> torch.Tensor:
-    """A buffer to overwrite before each sample, large enough to evict L2."""
-    return torch.empty(_flush_bytes(), dtype=torch.int8, device="cuda")
+class L2Flush:
+    """Evicts L2 before a sample by reading a buffer four times its size (at least 256 MiB).
+
+    Reading, not writing: an overwritten buffer leaves L2 full of dirty lines, and the kernel
+    timed next pays for writing them back to memory. On the H200 that added about 8 µs to every
+    sample (scripts/flush_probe.py, kernels/results/experiments/h200-2026-11-30-flush-probe/): a
+    tenth of an 0.08 ms decode kernel, a cost of the flush that perfbot charged to the kernel.
+    """
+
+    def __init__(self) -> None:
+        self.buffer = torch.empty(_flush_bytes() // 8, dtype=torch.int64, device="cuda")
+
+    def __call__(self) -> None:
+        torch.sum(self.buffer)
 
 
 def _flush_bytes() -> int:

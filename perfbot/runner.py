@@ -158,7 +158,7 @@ def run_sides(
 def side_results(environment: dict[str, Any], before: Any, rounds: list[measure.Round], suites: Sequence[Suite],
                  settings: RunSettings, side: str, benchmarks: list[Benchmark], failures: list[Failure],
                  environment_extra: dict[str, Any], extra_settings: dict[str, Any] | None,
-                 timing: str = "one CUDA-graph replay per sample, L2 flushed before each, implementations interleaved",
+                 timing: str = f"one CUDA-graph replay per sample, {measure.L2_FLUSH}, implementations interleaved",
                  ) -> Results:
     """One side's results: the environment at the end (with the GPU's state before and the
     run's stability), the settings, and what was measured."""

@@ -44,7 +44,8 @@ from .errors import (
 from .results import Benchmark, Failure, Results
 
 WORKER_COMMAND = (sys.executable, "-m", "perfbot.worker")
-TIMING = ("one CUDA-graph replay per sample, L2 flushed before each; one worker process per side, "
+# After measure.L2_FLUSH (measure imports torch, which the coordinator loads only when it runs).
+TIMING = ("one CUDA-graph replay per sample, {flush}; one worker process per side, "
           "the sides alternating sample by sample")
 _ERRORS = {1: WrongResult, 2: BadInput, 3: EnvironmentFailure}
 
@@ -160,7 +161,8 @@ def run_in_workers(workers: dict[str, WorkerProcess], suites: Sequence[Any], set
     at_end = collect_environment().to_dict()["gpu_state"]
     return {
         side: side_results({**environments[side], "gpu_state": at_end}, before, rounds, suites, settings, side,
-                           benchmarks[side], failures[side], {}, extra_settings, timing=TIMING)
+                           benchmarks[side], failures[side], {}, extra_settings,
+                           timing=TIMING.format(flush=measure.L2_FLUSH))
         for side in workers
     }
 
@@ -209,7 +211,7 @@ class _Side:
             self.captured, not_captured = runner.capture_group(self.ready, chosen)
             failed = not_right + not_captured
         if self.captured and self.flush is None:
-            self.flush = measure.flush_buffer()
+            self.flush = measure.L2Flush()
         for item in self.captured.values():  # the first replay uploads the graph; keep it out
             measure.time_once(item, self.flush)
         self.samples = {key: [] for key in self.captured}

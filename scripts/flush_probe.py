@@ -1,11 +1,12 @@
-"""How the L2 flush before each sample affects memory-bound timings (decode shapes).
+"""How the L2 flush before each sample affects timings, memory-bound ones above all.
 
-perfbot's engine overwrites a buffer larger than L2 before each sample (`flush.zero_()`), which
-leaves L2 full of dirty lines: the timed kernel then also pays for writing them back. This script
-times the fused kernel, cuBLAS's gemm and the weight copy interleaved, after three kinds of
-flush: `write` (the engine's), `read` (the same buffer summed: L2 ends up full of clean lines)
-and `none` (no flush; weight is larger than L2 either way). It prints medians and the bandwidth
-of reading weight once, against the copy's.
+Times the fused kernel, cuBLAS's gemm and the weight copy interleaved, after three kinds of
+flush: `write` (a buffer four times L2 overwritten: perfbot's flush until 2026-11-30, which
+leaves L2 full of dirty lines that the timed kernel then writes back), `read` (the same buffer
+read: perfbot's `measure.L2Flush`, leaving clean lines) and `none`. Decode shapes show the
+write-back's cost; d512 (its weight fits in L2) shows that a read evicts as well as a write
+(both slower than `none`); T5 v1.1 XL shows a compute-bound kernel. It prints medians and the
+bandwidth of reading weight once, against the copy's.
 
     python scripts/flush_probe.py [--samples 30]
 """
@@ -25,20 +26,16 @@ from kernels.geglu import geglu
 from kernels.implementations import copy_weight
 from perfbot import correctness, measure
 
-CASES = [("gemma-7b-m1", 1, 3072, 24576), ("gemma-7b-m64", 64, 3072, 24576), ("gemma-3-27b-m1", 1, 5376, 21504)]
-FLUSHES = {
-    "write": lambda buffer: buffer.zero_(),
-    "read": lambda buffer: buffer.view(torch.int32).sum(),
-    "none": lambda buffer: None,
-}
+CASES = [("gemma-7b-m1", 1, 3072, 24576), ("gemma-7b-m64", 64, 3072, 24576), ("gemma-3-27b-m1", 1, 5376, 21504),
+         ("d512", 512, 512, 2048), ("t5-v1.1-xl", 8192, 2048, 5120)]
 
 
-def time_after(flush, buffer: torch.Tensor, captured: dict[str, measure.Captured], samples: int) -> dict[str, float]:
+def time_after(flush, captured: dict[str, measure.Captured], samples: int) -> dict[str, float]:
     times: dict[str, list[float]] = {name: [] for name in captured}
     for round_index in range(samples):
         pairs = []
         for name in measure.round_order(list(captured), round_index):
-            flush(buffer)
+            flush()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             captured[name].graph.replay()
@@ -54,8 +51,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=30)
     args = parser.parse_args()
-    buffer = measure.flush_buffer()
-    print(f"{torch.cuda.get_device_name()}, flush buffer {buffer.numel() >> 20} MiB, {args.samples} samples")
+    read = measure.L2Flush()
+    flushes = {"write": read.buffer.zero_, "read": read, "none": lambda: None}
+    size_mib = read.buffer.numel() * read.buffer.element_size() >> 20
+    print(f"{torch.cuda.get_device_name()}, flush buffer {size_mib} MiB, {args.samples} samples")
     print(f"{'case':16} {'flush':5} {'fused ms':>9} {'gemm ms':>9} {'copy ms':>9} {'fused GB/s':>10} {'copy GB/s':>9} {'of copy':>7}")
     for name, M, K, N in CASES:
         x = torch.randn(M, K, device="cuda").to(torch.bfloat16)
@@ -70,8 +69,8 @@ def main() -> None:
             "copy": measure.capture(lambda: copy_weight(x, weight), 2),
         }
         weight_bytes = weight.numel() * weight.element_size()
-        for flush_name, flush in FLUSHES.items():
-            ms = time_after(flush, buffer, captured, args.samples)
+        for flush_name, flush in flushes.items():
+            ms = time_after(flush, captured, args.samples)
             fused_gbps = (weight_bytes + (x.numel() + M * N) * 2) / ms["fused"] / 1e6
             copy_gbps = 2 * weight_bytes / ms["copy"] / 1e6
             print(f"{name:16} {flush_name:5} {ms['fused']:9.4f} {ms['gemm']:9.4f} {ms['copy']:9.4f} "

@@ -141,6 +141,20 @@ def test_environment_and_config_differences_are_shown():
     assert all(c.config_change is None for c in report.comparisons if c.current.kernel != "fused")
 
 
+def test_a_baseline_timed_another_way_is_noted(tmp_path):
+    old_way = "one CUDA-graph replay per sample, L2 flushed before each, implementations interleaved"
+    base = replace(make_results(seed=1), settings={"timing": old_way})
+    head = replace(make_results(seed=2), settings={"timing": "another way"})
+    report = compare(base, head, POLICY)
+    assert [(d.field, d.baseline, d.current) for d in report.differences] == [("timing", old_way, "another way")]
+    files = [tmp_path / "base.json", tmp_path / "head.json"]
+    results.save(base, files[0])
+    results.save(head, files[1])
+    comment = tmp_path / "comment.md"
+    CliRunner().invoke(perfbot, ["compare", *map(str, files), "--markdown", str(comment)])
+    assert "environment differs: timing one CUDA-graph replay" in comment.read_text()
+
+
 def test_q_values_are_never_below_p_values():
     report = compare(make_results(seed=1), make_results({("fused", "gemma-2b"): 1.02}, seed=2), POLICY)
     assert all(c.q_value >= c.p_value for c in report.comparisons)

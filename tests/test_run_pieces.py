@@ -68,7 +68,7 @@ def test_each_round_is_queued_behind_a_hold_between_untimed_replays(monkeypatch)
             return 1.0
 
     class Flush:
-        def zero_(self):
+        def __call__(self):
             queue.append("flush")
 
     class Graph:
@@ -78,7 +78,7 @@ def test_each_round_is_queued_behind_a_hold_between_untimed_replays(monkeypatch)
         def replay(self):
             queue.append(f"replay:{self.name}")
 
-    monkeypatch.setattr(measure, "flush_buffer", Flush)
+    monkeypatch.setattr(measure, "L2Flush", Flush)
     monkeypatch.setattr(measure.torch.cuda, "Event", Event)
     monkeypatch.setattr(measure.torch.cuda, "synchronize", lambda: queue.append("sync"))
     monkeypatch.setattr(measure.torch.cuda, "_sleep", lambda cycles: queue.append("hold"))
