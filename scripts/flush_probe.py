@@ -1,12 +1,14 @@
 """How the L2 flush before each sample affects timings, memory-bound ones above all.
 
-Times the fused kernel, cuBLAS's gemm and the weight copy interleaved, after three kinds of
-flush: `write` (a buffer four times L2 overwritten: perfbot's flush until 2026-11-30, which
-leaves L2 full of dirty lines that the timed kernel then writes back), `read` (the same buffer
-read: perfbot's `measure.L2Flush`, leaving clean lines) and `none`. Decode shapes show the
-write-back's cost; d512 (its weight fits in L2) shows that a read evicts as well as a write
-(both slower than `none`); T5 v1.1 XL shows a compute-bound kernel. It prints medians and the
-bandwidth of reading weight once, against the copy's.
+First, whether reading a buffer evicts L2 as well as writing it does: a 16 MiB tensor (it fits
+in L2) is summed right after it was summed (warm), after reading the flush buffer, and after
+writing it. Then the fused kernel, cuBLAS's gemm and the weight copy are timed after each kind
+of flush: `write` (the buffer overwritten: perfbot's flush until 2026-11-30, which leaves L2
+full of dirty lines that the timed kernel then writes back), `read` (the buffer read:
+perfbot's `measure.L2Flush`) and `none`. The flush kinds take turns within every round, so that
+clock drift over the run weighs on all three alike. Without a flush the host may not keep ahead
+of a short kernel, so `none` is not a fair time for those. It prints medians and the bandwidth
+of reading weight once, against the copy's.
 
     python scripts/flush_probe.py [--samples 30]
 """
@@ -30,21 +32,42 @@ CASES = [("gemma-7b-m1", 1, 3072, 24576), ("gemma-7b-m64", 64, 3072, 24576), ("g
          ("d512", 512, 512, 2048), ("t5-v1.1-xl", 8192, 2048, 5120)]
 
 
-def time_after(flush, captured: dict[str, measure.Captured], samples: int) -> dict[str, float]:
-    times: dict[str, list[float]] = {name: [] for name in captured}
+def time_after(flushes: dict, captured: dict[str, measure.Captured], samples: int) -> dict[tuple[str, str], float]:
+    """Median ms of each implementation after each kind of flush, all interleaved round by round."""
+    times: dict[tuple[str, str], list[float]] = {}
     for round_index in range(samples):
         pairs = []
-        for name in measure.round_order(list(captured), round_index):
-            flush()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            captured[name].graph.replay()
-            end.record()
-            pairs.append((name, start, end))
+        for flush_name in measure.round_order(list(flushes), round_index):
+            for name in measure.round_order(list(captured), round_index):
+                flushes[flush_name]()
+                pairs.append(((flush_name, name), *_timed(captured[name].graph.replay)))
         torch.cuda.synchronize()
-        for name, start, end in pairs:
-            times[name].append(start.elapsed_time(end))
-    return {name: statistics.median(values) for name, values in times.items()}
+        for key, start, end in pairs:
+            times.setdefault(key, []).append(start.elapsed_time(end))
+    return {key: statistics.median(values) for key, values in times.items()}
+
+
+def _timed(fn) -> tuple[torch.cuda.Event, torch.cuda.Event]:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    return start, end
+
+
+def eviction_check(flushes: dict, samples: int) -> None:
+    """Sum a 16 MiB tensor warm (just summed) and after each flush; a flush that evicts L2 makes
+    the sum read from memory, so it takes longer than the warm one."""
+    data = torch.ones(4 << 20, dtype=torch.float32, device="cuda")
+    times: dict[str, list[float]] = {}
+    for _ in range(samples):
+        for name, flush in {"warm": data.sum, **flushes}.items():
+            flush()
+            torch.cuda._sleep(1_000_000)  # the host queues the timed sum while the GPU waits
+            start, end = _timed(data.sum)
+            end.synchronize()
+            times.setdefault(name, []).append(start.elapsed_time(end) * 1000)
+    print("16 MiB sum, median us: " + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in times.items()))
 
 
 def main() -> None:
@@ -55,6 +78,7 @@ def main() -> None:
     flushes = {"write": read.buffer.zero_, "read": read, "none": lambda: None}
     size_mib = read.buffer.numel() * read.buffer.element_size() >> 20
     print(f"{torch.cuda.get_device_name()}, flush buffer {size_mib} MiB, {args.samples} samples")
+    eviction_check({"after read": read, "after write": read.buffer.zero_}, args.samples)
     print(f"{'case':16} {'flush':5} {'fused ms':>9} {'gemm ms':>9} {'copy ms':>9} {'fused GB/s':>10} {'copy GB/s':>9} {'of copy':>7}")
     for name, M, K, N in CASES:
         x = torch.randn(M, K, device="cuda").to(torch.bfloat16)
@@ -69,11 +93,12 @@ def main() -> None:
             "copy": measure.capture(lambda: copy_weight(x, weight), 2),
         }
         weight_bytes = weight.numel() * weight.element_size()
-        for flush_name, flush in flushes.items():
-            ms = time_after(flush, captured, args.samples)
-            fused_gbps = (weight_bytes + (x.numel() + M * N) * 2) / ms["fused"] / 1e6
-            copy_gbps = 2 * weight_bytes / ms["copy"] / 1e6
-            print(f"{name:16} {flush_name:5} {ms['fused']:9.4f} {ms['gemm']:9.4f} {ms['copy']:9.4f} "
+        ms = time_after(flushes, captured, args.samples)
+        for flush_name in flushes:
+            fused, gemm, copy = (ms[flush_name, kernel] for kernel in ("fused", "gemm", "copy"))
+            fused_gbps = (weight_bytes + (x.numel() + M * N) * 2) / fused / 1e6
+            copy_gbps = 2 * weight_bytes / copy / 1e6
+            print(f"{name:16} {flush_name:5} {fused:9.4f} {gemm:9.4f} {copy:9.4f} "
                   f"{fused_gbps:10.0f} {copy_gbps:9.0f} {fused_gbps / copy_gbps:7.1%}", flush=True)
         del captured
         torch.cuda.empty_cache()
