@@ -38,38 +38,40 @@ def _gelu(z, APPROXIMATE_TANH: tl.constexpr):
     """gelu(z) = z * F(z), F the gate: Phi, the normal CDF, = 0.5 (1 + erf(z / sqrt(2))); or, with
     APPROXIMATE_TANH, 0.5 (1 + tanh(u)) = sigmoid(2u) with u = sqrt(2/pi) (z + 0.044715 z^3).
 
-    Both gates satisfy F(z) = 1 - F(-z), so only the tail F(-t), t = |z|, is computed, as
-    2^p(s): p is a degree-9 polynomial fitted to log2 F(-t) on t in [0, T] and s maps that
+    Both gates satisfy F(z) = 1 - F(-z), so z F(z) = max(z, 0) - |z| F(-|z|) for either sign, and
+    only the tail F(-t), t = |z| held at most T, is computed, as 2^p(s): p is a polynomial fitted
+    to log2 F(-t) on [0, T] (erf: degree 7, T = 5.3; tanh: degree 9, T = 5) and s maps that
     interval to [-1, 1]. One exp2 and about ten FMAs, no division and no branch: the epilogue
-    runs between the tiles of the matmul, so its cost shows in the kernel's time (libdevice's
-    erff made the erf rows 5-8% slower than tanh on the H200). Relative error below 1e-5 wherever
-    |gelu| > 1e-6 (tests/test_geglu.py), where 0.5 z (1 + erf(z / sqrt(2))) in fp32 loses its
-    relative accuracy in the negative tail, as 1 + erf cancels. Past T the tail (< 2e-7) is 0.
+    runs between the tiles of the matmul, so each instruction of it shows in the kernel's time
+    (libdevice's erff made the erf rows 5-8% slower than tanh on the H200). Relative error below
+    1e-5 wherever |gelu| > 1e-6 (tests/test_geglu.py), where 0.5 z (1 + erf(z / sqrt(2))) in
+    fp32 loses its relative accuracy in the negative tail, as 1 + erf cancels. At T and past
+    it the tail (< 6e-8) is 0, so +inf stays inf; a NaN stays NaN (propagate_nan).
     """
     if APPROXIMATE_TANH:
-        s = tl.abs(z) * 0.4 - 1.0  # T = 5
-        p = 0.0188114277574004 * s - 0.010111397541121211
-        p = p * s - 0.07944544363592042
-        p = p * s + 0.08004661574732572
-        p = p * s + 0.13623120652981044
-        p = p * s - 0.3578061421661076
-        p = p * s - 1.2478581630844436
-        p = p * s - 5.0288530480745735
-        p = p * s - 10.517194399761888
-        p = p * s - 7.372742994731912
+        t = tl.minimum(tl.abs(z), 5.0, propagate_nan=tl.PropagateNan.ALL)
+        s = t * 0.4 - 1.0
+        p = 0.017775888937773113 * s - 0.010106165140165857
+        p = p * s - 0.0773497697889739
+        p = p * s + 0.0800399411315828
+        p = p * s + 0.1348424499419755
+        p = p * s - 0.3578045739038399
+        p = p * s - 1.247525385747581
+        p = p * s - 5.028852821460668
+        p = p * s - 10.51721521813701
+        p = p * s - 7.372743017771502
     else:
-        s = tl.abs(z) * 0.3333333333333333 - 1.0  # T = 6
-        p = 0.0008436494762303294 * s + 4.019842597349814e-05
-        p = p * s - 0.00604010612549685
-        p = p * s + 0.01670449894256611
-        p = p * s - 0.03932346961238052
-        p = p * s + 0.09177819793678459
-        p = p * s - 0.20437027217886133
-        p = p * s - 6.034001074983927
-        p = p * s - 14.209527710446046
-        p = p * s - 9.532934731827272
-    tail = tl.where(s < 1.0, tl.exp2(p), 0.0)  # past T, exp2 may overflow: where drops it
-    return z * tl.where(z < 0.0, tail, 1.0 - tail)
+        t = tl.minimum(tl.abs(z), 5.3, propagate_nan=tl.PropagateNan.ALL)
+        s = t * 0.37735849056603776 - 1.0  # 2 / T
+        p = -0.0015985772667844785 * s + 0.009609796628616177
+        p = p * s - 0.029092341065405505
+        p = p * s + 0.07250510403702742
+        p = p * s - 0.1742019922203807
+        p = p * s - 4.64608309503671
+        p = p * s - 11.316021094257808
+        p = p * s - 7.956941461066673
+    tail = tl.where(s < 1.0, tl.exp2(p), 0.0)
+    return tl.maximum(z, 0.0) - t * tail
 
 
 @triton.jit

@@ -1,4 +1,4 @@
-# Sourced by the device-tool A/B scripts (scripts/gpu-erf-decode.sh, scripts/gpu-tanh-order.sh)
+# Sourced by the device-tool A/B scripts (gpu-erf-decode.sh, gpu-tanh-order.sh, gpu-gate-ab.sh)
 # with $1 = OUT_DIR: install perfbot without dependencies, and turn the device tool's copy of the
 # tree (which has no .git) into a repository whose main is the bundled base and whose working
 # tree is this copy, the head. Before the call, here, with main at the base: git bundle create
@@ -11,4 +11,6 @@ python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 ||
 if ! git rev-parse --git-dir >/dev/null 2>&1; then
   git init -q && git fetch -q device-base.bundle main:main && git symbolic-ref HEAD refs/heads/main && git reset -q
 fi
-git log --oneline -1 main | tee "$out/base.txt"
+# The base also as ab-base, fetched afresh: the copy may come with a .git whose main is stale.
+git fetch -q -f device-base.bundle main:ab-base
+git log --oneline -1 ab-base | tee "$out/base.txt"
