@@ -114,7 +114,13 @@ _CANDIDATES[("tma", "decode")] += [
     {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 1, "num_warps": 4, "num_stages": 4,
      "epilogue_subtile": False, **_TWO_PER_SM},
 ]
-_CANDIDATES[("tma", "gemv")] = _CANDIDATES[("tma", "decode")]
+# gemv launches with BLOCK_M = 16 (M <= 4), which leaves room for deeper pipelines: more bytes in
+# flight per SM keep memory busier while the last tiles drain.
+_CANDIDATES[("tma", "gemv")] = [{**c, "BLOCK_M": 16} for c in _CANDIDATES[("tma", "decode")]] + [
+    {"BLOCK_M": 16, "BLOCK_N": n, "BLOCK_K": k, "GROUP_M": 1, "num_warps": 4, "num_stages": stages,
+     "warp_specialize": False, "epilogue_subtile": False, "one_dot": True, "flatten": True}
+    for n, k, stages in ((128, 128, 3), (32, 256, 5), (32, 128, 8))
+]
 _CANDIDATES[("pointer", "gemv")] = _CANDIDATES[("pointer", "decode")]
 
 
