@@ -150,7 +150,7 @@ def run_sides(
     environment = collect_environment().to_dict()
     return {
         side: side_results(environment, before, rounds, suites, settings, side, benchmarks[side], failures[side],
-                           {"kernels_commit": git_commit(subject.path)}, extra_settings)
+                           kernels_revision(subject.path), extra_settings)
         for side, subject in sides.items()
     }
 
@@ -303,6 +303,12 @@ def _failure(planned: Planned, reason: str, check: correctness.Check | None = No
     )
 
 
+def kernels_revision(path: Path) -> dict[str, Any]:
+    """The git commit the kernels directory is at, and whether its files differ from it (a
+    results file measured from uncommitted kernels must not pass for that commit's)."""
+    return {"kernels_commit": git_commit(path), "kernels_dirty": _git_dirty(path)}
+
+
 def git_commit(path: Path) -> str | None:
     try:
         result = subprocess.run(
@@ -311,3 +317,14 @@ def git_commit(path: Path) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return result.stdout.strip() or None
+
+
+def _git_dirty(path: Path) -> bool | None:
+    try:
+        result = subprocess.run(
+            ["git", "status", "--porcelain", "--", "."], cwd=path, capture_output=True, text=True, timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(result.stdout.strip())

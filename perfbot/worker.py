@@ -185,13 +185,13 @@ class _Side:
 
     def hello(self) -> dict[str, Any]:
         from .environment import collect_environment
-        from .runner import git_commit, require_gpu
+        from .runner import kernels_revision, require_gpu
         from .subject import load_subject
 
         require_gpu()
         self.subject = load_subject(self.kernels)
         environment = collect_environment().to_dict()
-        environment["kernels_commit"] = git_commit(self.kernels)
+        environment.update(kernels_revision(self.kernels))
         return {"environment": environment}
 
     def prepare(self, suite: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:

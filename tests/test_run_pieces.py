@@ -1,6 +1,7 @@
 """The parts of `perfbot run` that need no GPU: the plan, the correctness rule, the table,
 the environment record."""
 
+import subprocess
 import math
 
 import pytest
@@ -199,3 +200,21 @@ def test_stability_counts_throttled_rounds_and_marks_drift():
     assert drifted["throttle_reasons"] == ["hw_slowdown", "sw_thermal_slowdown"]
     assert "1980 -> 1800 MHz (-9.1%)" in drifted["clock_drift"]
     assert stability([Round(), Round()]) == {"throttled_rounds": 0}  # no NVML: nothing claimed
+
+
+def test_results_say_whether_the_kernels_differ_from_their_commit(tmp_path):
+    from perfbot.runner import kernels_revision
+
+    assert kernels_revision(tmp_path) == {"kernels_commit": None, "kernels_dirty": None}  # not a repository
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    (kernels / "geglu.py").write_text("A = 1\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-qm", "k"], cwd=tmp_path, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    (tmp_path / "README.md").write_text("elsewhere in the repository\n")  # not the kernels: still clean
+    assert kernels_revision(kernels) == {"kernels_commit": head, "kernels_dirty": False}
+    (kernels / "geglu.py").write_text("A = 2\n")
+    assert kernels_revision(kernels) == {"kernels_commit": head, "kernels_dirty": True}
