@@ -1,8 +1,8 @@
 """The parts of `perfbot run` that need no GPU: the plan, the correctness rule, the table,
 the environment record."""
 
-import subprocess
 import math
+import subprocess
 
 import pytest
 import torch
