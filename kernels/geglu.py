@@ -9,9 +9,10 @@ the N output columns, not the 2N columns of the matmul: the seed issue's kernel 
 program for every column of [z1 | z2] and half of them did work that was thrown away.
 
 Two paths, chosen per call (see `launch_plan`):
-- ``tma`` (Hopper and newer, 16-bit inputs): a persistent kernel, one program per SM walking
-  the tiles in grouped order; x and both halves of weight arrive through TMA descriptors, out
-  leaves through one; optionally warp-specialized (producer warps load, consumer warps multiply).
+- ``tma`` (Hopper and newer, 16-bit inputs): a persistent kernel, one program per SM (or two)
+  walking the tiles in grouped order; x and both halves of weight arrive through TMA
+  descriptors, out leaves through one; optionally warp-specialized (producer warps load,
+  consumer warps multiply).
 - ``pointer`` (everything else: A100, fp32, shapes TMA cannot describe): the tutorial-03 style
   kernel with pointer arithmetic, one program per tile.
 """
@@ -41,7 +42,7 @@ def _gelu(z, APPROXIMATE_TANH: tl.constexpr):
     Both gates satisfy F(z) = 1 - F(-z), so z F(z) = max(z, 0) - |z| F(-|z|) for either sign, and
     only the tail F(-t), t = |z| held at most T, is computed, as 2^p(s): p is a polynomial fitted
     to log2 F(-t) on [0, T] (erf: degree 7, T = 5.3; tanh: degree 9, T = 5) and s maps that
-    interval to [-1, 1]. One exp2 and about ten FMAs, no division and no branch: the epilogue
+    interval to [-1, 1]. One exp2 and eight or ten FMAs, no division and no branch: the epilogue
     runs between the tiles of the matmul, so each instruction of it shows in the kernel's time
     (libdevice's erff made the erf rows 5-8% slower than tanh on the H200). Relative error below
     1e-5 wherever |gelu| > 1e-6 (tests/test_geglu.py), where 0.5 z (1 + erf(z / sqrt(2))) in
@@ -143,7 +144,7 @@ def _geglu_tma_kernel(
     # Meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
-    NUM_SMS: tl.constexpr,
+    NUM_PROGRAMS: tl.constexpr,
     APPROXIMATE_TANH: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr,
@@ -153,14 +154,15 @@ def _geglu_tma_kernel(
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
-    # Persistent: each program walks tiles NUM_SMS apart. TMA zero-fills loads past the edges
-    # of x and weight and clips the store at the edges of out, so no masks are needed.
+    # Persistent: one or two programs per SM, each walking tiles NUM_PROGRAMS apart. TMA
+    # zero-fills loads past the edges of x and weight and clips the store at the edges of out, so
+    # no masks are needed.
     # FLATTEN merges the tile loop and the K loop into one software pipeline, so the loads of the
     # next tile are in flight while this tile's epilogue runs (Triton tutorial 09). The store's
     # coordinates come from a second counter one tile behind, recomputed after the K loop, so
     # that the epilogue does not depend on the values the next tile's prologue overwrites.
-    tile_id_c = tl.program_id(0) - NUM_SMS
-    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS, flatten=FLATTEN,
+    tile_id_c = tl.program_id(0) - NUM_PROGRAMS
+    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_PROGRAMS, flatten=FLATTEN,
                             warp_specialize=WARP_SPECIALIZE):
         pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
         offs_m = pid_m * BLOCK_M
@@ -183,7 +185,7 @@ def _geglu_tma_kernel(
                 x = x_desc.load([offs_m, offs_k])
                 z1 = tl.dot(x, w1_desc.load([offs_n, offs_k]).T, z1)
                 z2 = tl.dot(x, w2_desc.load([offs_n, offs_k]).T, z2)
-        tile_id_c += NUM_SMS
+        tile_id_c += NUM_PROGRAMS
         pid_m, pid_n = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
         offs_m = pid_m * BLOCK_M
         offs_n = pid_n * BLOCK_N
@@ -375,7 +377,7 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
         M, N, K,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
         GROUP_M=plan["GROUP_M"],
-        NUM_SMS=programs,
+        NUM_PROGRAMS=programs,
         APPROXIMATE_TANH=tanh,
         WARP_SPECIALIZE=plan["warp_specialize"],
         EPILOGUE_SUBTILE=subtile,
