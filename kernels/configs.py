@@ -86,9 +86,9 @@ _CANDIDATES = {
     ("pointer", "decode"): _grid(BLOCK_M=[64], BLOCK_N=[32, 64, 128], BLOCK_K=[128, 256], GROUP_M=[1],
                                  num_warps=[4, 8], num_stages=[3, 4, 6]),
 }
-# Two programs per SM, each small enough (shared memory; registers, by maxnreg for 8 warps) for
-# both to be resident: one's epilogue overlaps the other's matmul, which one program per SM
-# leaves idle between tiles.
+# Two (or three) programs per SM, each small enough (shared memory; registers, by maxnreg for 8
+# warps) for all to be resident: one's epilogue overlaps another's matmul, which one program per
+# SM leaves idle between tiles.
 _TWO_PER_SM = {"warp_specialize": False, "one_dot": True, "flatten": True, "programs_per_sm": 2}
 _CANDIDATES[("tma", "large")] += [
     {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 16, "num_warps": 8, "num_stages": 3,
@@ -98,12 +98,21 @@ _CANDIDATES[("tma", "large")] += [
      "epilogue_subtile": True, **_TWO_PER_SM},
     {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 16, "num_warps": 8, "num_stages": 6,
      "epilogue_subtile": True, "maxnreg": 128, **_TWO_PER_SM},
+    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 16, "num_warps": 4, "num_stages": 6,
+     "epilogue_subtile": True, **_TWO_PER_SM},
+    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 3,
+     "epilogue_subtile": True, **_TWO_PER_SM},
+    # Three: one warp group each, two stages each (registers: 3 x 128 threads x at most 168).
+    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 16, "num_warps": 4, "num_stages": 2,
+     "epilogue_subtile": True, **_TWO_PER_SM, "programs_per_sm": 3},
 ]
 _CANDIDATES[("tma", "small")] += [
     {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3,
      "epilogue_subtile": True, "maxnreg": 128, **_TWO_PER_SM},
     {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4,
      "epilogue_subtile": False, **_TWO_PER_SM},
+    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 2,
+     "epilogue_subtile": True, **_TWO_PER_SM, "programs_per_sm": 3},
     # More, smaller tiles: fewer SMs idle in the last wave.
     {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4,
      "warp_specialize": False, "epilogue_subtile": False, "one_dot": True, "flatten": True},
