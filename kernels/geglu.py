@@ -283,6 +283,18 @@ def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) 
     return _fit_rows({"path": chosen, "gpu": gpu, "shape_class": shape_class, "num_sms": num_sms, **config}, M)
 
 
+# The launch options a config may leave out, off by default.
+_OPTION_DEFAULTS = {"warp_specialize": False, "epilogue_subtile": False, "one_dot": False, "flatten": False,
+                    "programs_per_sm": 1, "maxnreg": None}
+
+
+def _with_config(plan: dict, config: dict, M: int, source: str) -> dict:
+    """The plan with `config` over its launch config. An option the config leaves out is off,
+    never the tuned config's value: a tuned `programs_per_sm` or `maxnreg` must not leak into a
+    candidate that says nothing of them."""
+    return _fit_rows({**plan, **_OPTION_DEFAULTS, **config, "source": source}, M)
+
+
 def _fit_rows(plan: dict, M: int) -> dict:
     if plan["shape_class"] in configs.ALL_ROWS_CLASSES:
         # One block of rows holds every row, so weight is read from memory once.
@@ -327,10 +339,11 @@ def geglu(
     launch = _launch_tma if plan["path"] == "tma" else _launch_pointer
     tanh = approximate == "tanh"
     if config is not None:
-        plan = _fit_rows({**plan, **config}, M)
+        plan = _with_config(plan, config, M, "given")
     elif plan["source"] == "untuned" and x.device.type == "cuda":
         key = (plan["gpu"], plan["path"], plan["shape_class"], x.dtype)
-        plan = _fit_rows({**plan, **configs.autotune(key, lambda c: launch(x2d, weight, out2d, _fit_rows({**plan, **c}, M), tanh))}, M)
+        best = configs.autotune(key, lambda c: launch(x2d, weight, out2d, _with_config(plan, c, M, "autotuning"), tanh))
+        plan = _with_config(plan, best, M, "autotuned")
     launch(x2d, weight, out2d, plan, tanh)
     return out
 

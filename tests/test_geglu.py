@@ -230,6 +230,26 @@ def test_kernel_config_is_recorded_for_each_dtype():
         assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages", "shape_class", "gpu"} <= set(config)
 
 
+@needs_interpreter
+def test_options_a_given_config_leaves_out_are_off(monkeypatch):
+    # The tuner passes each candidate as `config`; options a candidate leaves out (programs_per_sm,
+    # maxnreg) must take their defaults, not the values of the config tuned before.
+    from kernels import configs, geglu as geglu_module
+
+    tuned = {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 8, "num_warps": 4, "num_stages": 2,
+             "warp_specialize": False, "one_dot": True, "flatten": True, "programs_per_sm": 2, "maxnreg": 128}
+    monkeypatch.setattr(configs, "lookup", lambda *key: {**tuned, "source": "tuned"})
+    launched = []
+    real_launch = geglu_module._launch_tma
+    monkeypatch.setattr(geglu_module, "_launch_tma", lambda *args: launched.append(args[3]) or real_launch(*args))
+    candidate = {key: value for key, value in tuned.items() if key not in ("programs_per_sm", "maxnreg")}
+    _check((130,), 64, 72, torch.float16, 5e-4, "none", path="tma", config=candidate)
+    assert launched[-1]["programs_per_sm"] == 1 and launched[-1]["maxnreg"] is None
+    assert launched[-1]["source"] == "given" and launched[-1]["BLOCK_N"] == 16
+    _check((130,), 64, 72, torch.float16, 5e-4, "none", path="tma")  # the tuned config, as tuned
+    assert launched[-1]["programs_per_sm"] == 2 and launched[-1]["source"] == "tuned"
+
+
 def test_shape_classes_and_a_class_borrowing_its_neighbours_tuned_config(tmp_path, monkeypatch):
     from kernels import configs
 
