@@ -7,7 +7,6 @@ interleaved round of its cases before the check fails.
 from __future__ import annotations
 
 import dataclasses
-import subprocess
 import tempfile
 import uuid
 from collections.abc import Callable, Sequence
@@ -15,8 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from . import git
 from .compare import Report, compare
-from .errors import BadInput, EnvironmentFailure
+from .errors import BadInput
 from .results import Results
 from .thresholds import Policy
 
@@ -24,21 +24,12 @@ from .thresholds import Policy
 @contextmanager
 def checkout(root: Path, rev: str) -> Iterator[tuple[Path, str]]:
     """A detached worktree of `rev` (path, full SHA), removed afterwards."""
-    resolved = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
-                              capture_output=True, text=True)
-    if resolved.returncode != 0:
+    sha = git.commit_of(root, rev)
+    if sha is None:
         raise BadInput(f"--against {rev!r} is not a commit in {root}")
-    sha = resolved.stdout.strip()
-    with tempfile.TemporaryDirectory(prefix="perfbot-against-") as scratch:
-        tree = Path(scratch) / "base"
-        added = subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", "--force", str(tree), sha],
-                               capture_output=True, text=True)
-        if added.returncode != 0:
-            raise EnvironmentFailure(f"git worktree add failed: {added.stderr.strip()}")
-        try:
-            yield tree, sha
-        finally:
-            subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(tree)], capture_output=True)
+    with tempfile.TemporaryDirectory(prefix="perfbot-against-") as scratch, \
+            git.worktree(root, sha, Path(scratch) / "base") as tree:
+        yield tree, sha
 
 
 def new_run_id() -> str:

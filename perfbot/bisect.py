@@ -25,6 +25,7 @@ from pathlib import Path
 from statistics import median
 from typing import Protocol
 
+from . import git
 from .errors import BadInput, EnvironmentFailure
 from .files import write_atomic
 from .stats import mann_whitney_p
@@ -98,17 +99,17 @@ class Unusable(Exception):
 
 
 def rev_parse(repo: Path, rev: str) -> str:
-    done = _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-    if done.returncode != 0:
+    sha = git.commit_of(repo, rev)
+    if sha is None:
         raise BadInput(f"{rev!r} is not a commit in {repo}")
-    return done.stdout.strip()
+    return sha
 
 
 def commits_between(repo: Path, good: str, bad: str) -> list[tuple[str, str]]:
     """(sha, subject) of the commits after good up to bad, oldest first, along the ancestry path."""
-    if _git(repo, "merge-base", "--is-ancestor", good, bad).returncode != 0:
+    if git.run(repo, "merge-base", "--is-ancestor", good, bad).returncode != 0:
         raise BadInput(f"good {good[:12]} is not an ancestor of bad {bad[:12]}; bisect needs good before bad")
-    done = _git(repo, "log", "--reverse", "--ancestry-path", "--format=%H %s", f"{good}..{bad}")
+    done = git.run(repo, "log", "--reverse", "--ancestry-path", "--format=%H %s", f"{good}..{bad}")
     if done.returncode != 0:
         raise EnvironmentFailure(f"git log failed in {repo}: {done.stderr.strip()}")
     pairs = [line.split(" ", 1) for line in done.stdout.splitlines() if line]
@@ -135,13 +136,13 @@ def bisect(
     on_probe: Callable[[Probe], None] = lambda probe: None,
 ) -> Outcome:
     """Find the first bad commit. Raises BadInput when bad is not significantly slower than good."""
-    if not (repo / ".git").exists() and _git(repo, "rev-parse", "--git-dir").returncode != 0:
+    if not (repo / ".git").exists() and git.run(repo, "rev-parse", "--git-dir").returncode != 0:
         raise BadInput(f"{repo}: not a git repository")
     good, bad = rev_parse(repo, good_rev), rev_parse(repo, bad_rev)
     if good == bad:
         raise BadInput("good and bad are the same commit")
     commits = commits_between(repo, good, bad)
-    subjects = dict(commits) | {good: _git(repo, "log", "-1", "--format=%s", good).stdout.strip()}
+    subjects = dict(commits) | {good: git.run(repo, "log", "-1", "--format=%s", good).stdout.strip()}
     state_path = state_path or default_state_path(repo, good, bad, prober.recipe)
     state = _resume(state_path, repo, good, bad, prober.recipe)
     budget = [max_probes]
@@ -287,10 +288,6 @@ def _position(current: Probe, good: Probe, bad: Probe) -> float:
     return math.log(current.median_ms / good.median_ms) / math.log(bad.median_ms / good.median_ms)
 
 
-def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
-
-
 class CommandProber:
     """Any repository: `build` then `measure` run by the shell in a worktree of the commit;
     `measure` prints samples in ms, one per line. A non-zero exit makes the commit unusable."""
@@ -303,22 +300,18 @@ class CommandProber:
         tree = self.workdir / sha
         if tree.exists():
             shutil.rmtree(tree)
-        added = _git(self.repo, "worktree", "add", "--detach", "--force", str(tree), sha)
-        if added.returncode != 0:
-            raise EnvironmentFailure(f"git worktree add failed for {sha[:12]}: {added.stderr.strip()}")
-        try:
+        with git.worktree(self.repo, sha, tree):
             env = dict(os.environ, PERFBOT_BISECT_COMMIT=sha)
-            for name, command in (("build", self.build), ("measure", self.measure_command)):
-                done = subprocess.run(command, shell=True, cwd=tree, env=env, capture_output=True, text=True,
-                                      timeout=self.timeout_s)
-                if done.returncode != 0:
-                    last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [""]
-                    raise Unusable(f"{name} exited {done.returncode}: {last[0][:200]}")
+            try:
+                for name, command in (("build", self.build), ("measure", self.measure_command)):
+                    done = subprocess.run(command, shell=True, cwd=tree, env=env, capture_output=True, text=True,
+                                          timeout=self.timeout_s)
+                    if done.returncode != 0:
+                        last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [""]
+                        raise Unusable(f"{name} exited {done.returncode}: {last[0][:200]}")
+            except subprocess.TimeoutExpired as error:
+                raise Unusable(f"timed out after {error.timeout:.0f} s") from None
             return parse_samples(done.stdout)
-        except subprocess.TimeoutExpired as error:
-            raise Unusable(f"timed out after {error.timeout:.0f} s") from None
-        finally:
-            _git(self.repo, "worktree", "remove", "--force", str(tree))
 
 
 def parse_samples(text: str) -> list[float]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from . import correctness, measure
+from . import correctness, git, measure
 from .environment import GpuMonitor, collect_environment, stability
 from .errors import BadInput, EnvironmentFailure
 from .results import Benchmark, Failure, Results
@@ -310,21 +310,19 @@ def kernels_revision(path: Path) -> dict[str, Any]:
 
 
 def git_commit(path: Path) -> str | None:
-    try:
-        result = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True, timeout=10, check=True
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return result.stdout.strip() or None
+    done = _git_or_none(path, "rev-parse", "HEAD")
+    return (done.stdout.strip() or None) if done is not None else None
 
 
 def _git_dirty(path: Path) -> bool | None:
+    done = _git_or_none(path, "status", "--porcelain", "--", ".")
+    return bool(done.stdout.strip()) if done is not None else None
+
+
+def _git_or_none(path: Path, *args: str) -> subprocess.CompletedProcess | None:
+    """A git command that succeeded, or None (not a repository, no git, git hanging)."""
     try:
-        result = subprocess.run(
-            ["git", "status", "--porcelain", "--", "."], cwd=path, capture_output=True, text=True, timeout=10,
-            check=True,
-        )
+        done = git.run(path, *args, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
-    return bool(result.stdout.strip())
+    return done if done.returncode == 0 else None

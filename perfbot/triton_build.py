@@ -20,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import git
 from .errors import BadInput, EnvironmentFailure
 
 DEFAULT_SOURCE = "https://github.com/triton-lang/triton.git"
@@ -95,27 +96,22 @@ def build(commit: str, source: str = DEFAULT_SOURCE, cache: Path | None = None, 
     return wheel, True
 
 
-def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-
-
 def _checkout(source: str, commit: str, checkout: Path) -> str:
     """Check `commit` out of `source` (a path or URL) into `checkout`; returns the full SHA."""
     if not re.match(r"^[a-z+]+://|^git@", source) and not Path(source).exists():
         raise BadInput(f"--source {source!r} is neither an existing path nor a URL")
-    cloned = _git("clone", "--quiet", "--no-checkout", source, str(checkout))
+    cloned = git.run(None, "clone", "--quiet", "--no-checkout", source, str(checkout))
     if cloned.returncode != 0:
         raise EnvironmentFailure(f"cannot clone {source}: {cloned.stderr.strip().splitlines()[-1:]}")
-    if _git("cat-file", "-e", f"{commit}^{{commit}}", cwd=checkout).returncode != 0:
-        _git("fetch", "--quiet", "origin", commit, cwd=checkout)  # commits off the default branches
-    resolved = _git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", cwd=checkout)
-    if resolved.returncode != 0:
+    if git.run(checkout, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
+        git.run(checkout, "fetch", "--quiet", "origin", commit)  # commits off the default branches
+    full = git.commit_of(checkout, commit)
+    if full is None:
         raise BadInput(f"commit {commit} is not in {source}")
-    full = resolved.stdout.strip()
-    switched = _git("-c", "advice.detachedHead=false", "checkout", "--quiet", full, cwd=checkout)
+    switched = git.run(checkout, "-c", "advice.detachedHead=false", "checkout", "--quiet", full)
     if switched.returncode != 0:
         raise EnvironmentFailure(f"cannot check out {full[:12]}: {switched.stderr.strip()}")
-    _git("submodule", "update", "--init", "--recursive", "--quiet", cwd=checkout)
+    git.run(checkout, "submodule", "update", "--init", "--recursive", "--quiet")
     return full
 
 
