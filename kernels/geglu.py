@@ -336,16 +336,21 @@ def geglu(
     x2d = x.reshape(M, K)
     out2d = out.view(M, N)
     plan = launch_plan(x2d, weight, path)
-    launch = _launch_tma if plan["path"] == "tma" else _launch_pointer
     tanh = approximate == "tanh"
     if config is not None:
         plan = _with_config(plan, config, M, "given")
     elif plan["source"] == "untuned" and x.device.type == "cuda":
         key = (plan["gpu"], plan["path"], plan["shape_class"], x.dtype)
-        best = configs.autotune(key, lambda c: launch(x2d, weight, out2d, _with_config(plan, c, M, "autotuning"), tanh))
+        best = configs.autotune(key, lambda c: _launch(x2d, weight, out2d, _with_config(plan, c, M, "autotuning"), tanh))
         plan = _with_config(plan, best, M, "autotuned")
-    launch(x2d, weight, out2d, plan, tanh)
+    _launch(x2d, weight, out2d, plan, tanh)
     return out
+
+
+def _launch(x2d, weight, out2d, plan: dict, tanh: bool):
+    """Launch the plan's kernel; returns Triton's compiled kernel (its registers and shared
+    memory are what scripts/tune_geglu.py reports)."""
+    return (_launch_tma if plan["path"] == "tma" else _launch_pointer)(x2d, weight, out2d, plan, tanh)
 
 
 def _launch_pointer(x2d, weight, out2d, plan: dict, tanh: bool) -> None:

@@ -39,20 +39,11 @@ def time_after(flushes: dict, captured: dict[str, measure.Captured], samples: in
         pairs = []
         for flush_name in measure.round_order(list(flushes), round_index):
             for name in measure.round_order(list(captured), round_index):
-                flushes[flush_name]()
-                pairs.append(((flush_name, name), *_timed(captured[name].graph.replay)))
+                pairs.append(((flush_name, name), *measure._replay_between_events(captured[name], flushes[flush_name])))
         torch.cuda.synchronize()
         for key, start, end in pairs:
             times.setdefault(key, []).append(start.elapsed_time(end))
     return {key: statistics.median(values) for key, values in times.items()}
-
-
-def _timed(fn) -> tuple[torch.cuda.Event, torch.cuda.Event]:
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    fn()
-    end.record()
-    return start, end
 
 
 def eviction_check(flushes: dict, samples: int) -> None:
@@ -64,7 +55,10 @@ def eviction_check(flushes: dict, samples: int) -> None:
         for name, flush in {"warm": data.sum, **flushes}.items():
             flush()
             torch.cuda._sleep(1_000_000)  # the host queues the timed sum while the GPU waits
-            start, end = _timed(data.sum)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            data.sum()
+            end.record()
             end.synchronize()
             times.setdefault(name, []).append(start.elapsed_time(end) * 1000)
     print("16 MiB sum, median us: " + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in times.items()))

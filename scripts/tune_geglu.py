@@ -58,9 +58,8 @@ def matches(config: dict, where: dict[str, str]) -> bool:
 def resources(x: torch.Tensor, weight: torch.Tensor, path: str, config: dict) -> str:
     """Registers per thread and shared memory per program of the compiled kernel."""
     plan = geglu_module._with_config(geglu_module.launch_plan(x, weight, path), config, x.shape[0], "given")
-    launch = geglu_module._launch_tma if path == "tma" else geglu_module._launch_pointer
     out = torch.empty(x.shape[0], weight.shape[0] // 2, dtype=x.dtype, device=x.device)
-    kernel = launch(x, weight, out, plan, False)
+    kernel = geglu_module._launch(x, weight, out, plan, False)
     return f"{kernel.n_regs} registers, {kernel.metadata.shared} B shared"
 
 
