@@ -140,9 +140,9 @@ class L2Flush:
     """Evicts L2 before a sample by reading a buffer four times its size (at least 256 MiB).
 
     Reading, not writing: an overwritten buffer leaves L2 full of dirty lines, and the kernel
-    timed next pays for writing them back to memory. On the H200 that added about 8 µs to every
-    sample (scripts/flush_probe.py, kernels/results/experiments/h200-2026-11-30-flush-probe/): a
-    tenth of an 0.08 ms decode kernel, a cost of the flush that perfbot charged to the kernel.
+    timed next pays for writing them back to memory. On the H200 that added 8-9 µs to every
+    sample (scripts/flush_probe.py, kernels/results/experiments/h200-2026-11-30-flush-probe/):
+    8-12% of a decode kernel's time, a cost of the flush that perfbot charged to the kernel.
     """
 
     def __init__(self) -> None:
