@@ -1,5 +1,6 @@
 """The fused kernel's compiled code for a config, erf against tanh: registers, spills and the
-SASS instructions by opcode, from Triton's compiled kernel (its `sass`, made with nvdisasm).
+SASS instructions by opcode, from Triton's compiled kernel (its cubin, disassembled with the
+cuobjdump that Triton carries).
 
 The tanh rows of the large shapes run 0.2-1.5% slower than the erf rows against the same gemm
 (kernels/results/h200-2026-11-30-paired-ratios.txt), more than two more FMAs per element explain.
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 
 import torch
+from triton.tools.disasm import get_sass
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -52,7 +54,7 @@ def main() -> None:
     counts = {}
     for gelu, tanh in (("erf", False), ("tanh", True)):
         kernel = geglu_module._launch(x, weight, out, plan, tanh)
-        sass = kernel.asm.get("sass", "")
+        sass = get_sass(kernel.asm["cubin"])
         counts[gelu] = opcodes(sass)
         spills = getattr(kernel, "n_spills", "?")
         print(f"{gelu}: {kernel.n_regs} registers, {spills} spilled, {kernel.metadata.shared} B shared, "
