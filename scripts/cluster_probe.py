@@ -25,24 +25,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kernels import geglu as geglu_module  # noqa: E402
 from perfbot import correctness, measure  # noqa: E402
 
-CASES = [("d4096", 4096, 4096, 16384), ("gemma-7b", 8192, 3072, 24576), ("gemma-3-27b", 8192, 5376, 21504),
-         ("t5-v1.1-xl", 8192, 2048, 5120)]
-# (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_ctas): the tuned large config is 128/128/64, 4 stages.
-VARIANTS = [(256, 128, 64, 4, 2), (256, 128, 64, 3, 2), (128, 256, 64, 4, 2), (256, 64, 64, 4, 2)]
+CASES = [("d4096", 4096, 4096, 16384), ("gemma-3-27b", 8192, 5376, 21504), ("t5-v1.1-xl", 8192, 2048, 5120)]
+# (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_ctas, one_dot): the tuned large config is
+# 128/128/64, 4 stages, one dot. With one dot (weight as [2, N, K]) Triton 3.6 failed to build any
+# two-CTA variant on 2026-11-30 (a LinearLayout error); two dots read weight through 2-D descriptors.
+VARIANTS = [(256, 128, 64, 4, 2, False), (256, 128, 64, 3, 2, False), (128, 256, 64, 3, 2, False),
+            (256, 128, 64, 4, 2, True)]
 
 
 def launch(x, weight, out, variant, num_sms):
-    bm, bn, bk, stages, ctas = variant
+    bm, bn, bk, stages, ctas, one_dot = variant
     M, K = x.shape
     N = out.shape[1]
     x_desc = TensorDescriptor(x, [M, K], [K, 1], [bm, bk])
-    w_desc = TensorDescriptor(weight, [2, N, K], [N * K, K, 1], [2, bn, bk])
+    if one_dot:
+        w1_desc = w2_desc = TensorDescriptor(weight, [2, N, K], [N * K, K, 1], [2, bn, bk])
+    else:
+        w1_desc = TensorDescriptor(weight[:N], [N, K], [K, 1], [bn, bk])
+        w2_desc = TensorDescriptor(weight[N:], [N, K], [K, 1], [bn, bk])
     out_desc = TensorDescriptor(out, [M, N], [N, 1], [bm, bn])
     programs = min(num_sms // ctas, triton.cdiv(M, bm) * triton.cdiv(N, bn))
     return geglu_module._geglu_tma_kernel[(programs,)](
-        x_desc, w_desc, w_desc, out_desc, M, N, K,
+        x_desc, w1_desc, w2_desc, out_desc, M, N, K,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=16, NUM_PROGRAMS=programs, APPROXIMATE_TANH=False,
-        WARP_SPECIALIZE=False, EPILOGUE_SUBTILE=False, ONE_DOT=True, FLATTEN=True,
+        WARP_SPECIALIZE=False, EPILOGUE_SUBTILE=False, ONE_DOT=one_dot, FLATTEN=True,
         num_warps=8, num_stages=stages, num_ctas=ctas,
     )
 

@@ -32,7 +32,8 @@ SHAPES = {"large": (8192, 5376, 21504), "small": (1024, 1024, 4096)}
 def opcodes(sass: str) -> collections.Counter:
     counts = collections.Counter()
     for line in sass.splitlines():
-        match = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", line)
+        # Triton's listing: "control codes<TAB>[@predicate ]OPCODE.modifiers operands;"
+        match = re.match(r"[0-9a-f-]+:[^\t]*\t(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", line)
         if match:
             counts[match.group(1).split(".")[0]] += 1
     return counts

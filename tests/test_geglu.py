@@ -1,6 +1,7 @@
 """The fused kernel against a float64 reference. On CPU this runs in Triton's interpreter
 (fp16 and fp32: its bf16 dot is wrong); bf16 and the compiled kernel run under the gpu marker."""
 
+import math
 import os
 
 import pytest
@@ -150,6 +151,34 @@ def test_gelu_is_accurate_to_a_few_ulp_of_fp32_in_interpreter(approximate):
 def test_gelu_is_accurate_to_a_few_ulp_of_fp32_on_gpu(approximate):
     relative, absolute = _gelu_error("cuda", approximate)
     assert relative < 1e-5 and absolute < 1e-6
+
+
+def _gelu_special(device: str, approximate: str) -> list[float]:
+    z = torch.tensor([float("nan"), float("inf"), -float("inf"), 2.0**127, -(2.0**127), 0.0], device=device)
+    out = torch.empty_like(z)
+    _gelu_of[(1,)](z, out, z.numel(), APPROXIMATE_TANH=approximate == "tanh", BLOCK=8)
+    return out.tolist()
+
+
+def _assert_special_values(values: list[float]) -> None:
+    nan, inf, minus_inf, big, minus_big, zero = values
+    assert math.isnan(nan)
+    assert inf == math.inf and big == 2.0**127
+    # gelu's limit at -inf is 0: the tail held at F(-T) leaves at most T F(-T) < 3e-7.
+    assert abs(minus_inf) < 1e-6 and abs(minus_big) < 1e-6
+    assert zero == 0.0
+
+
+@needs_interpreter
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_keeps_nan_and_infinities_in_interpreter(approximate):
+    _assert_special_values(_gelu_special("cpu", approximate))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_keeps_nan_and_infinities_on_gpu(approximate):
+    _assert_special_values(_gelu_special("cuda", approximate))
 
 
 @needs_interpreter
