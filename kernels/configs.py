@@ -118,23 +118,22 @@ _CANDIDATES[("tma", "small")] += [
      "warp_specialize": False, "epilogue_subtile": False, "one_dot": True, "flatten": True},
 ]
 # One program per SM, the large config's neighbours: other group heights (which x and weight
-# blocks share L2), and K steps of 128 (half the barrier waits, two stages) or 32 (eight stages).
+# blocks share L2) and K steps of 32 with eight stages. On the H200 (2026-11-30) GROUP_M 8 and 32
+# came within 0.1% of 16 and K steps of 32 took 1.036x gemm's time against 1.011x; K steps of 128
+# (two stages) took 1.37x and were dropped (kernels/results/tuning/h200-2026-11-30-retune-large-small.log).
 _ONE_WIDE = {"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "warp_specialize": False, "epilogue_subtile": False,
              "one_dot": True, "flatten": True}
 _CANDIDATES[("tma", "large")] += [
     {**_ONE_WIDE, "BLOCK_K": 64, "GROUP_M": group, "num_stages": 4} for group in (8, 32)
 ] + [
-    {**_ONE_WIDE, "BLOCK_K": 128, "GROUP_M": 16, "num_stages": 2},
     {**_ONE_WIDE, "BLOCK_K": 32, "GROUP_M": 16, "num_stages": 8},
 ]
-# Small shapes are latency-bound (d512: one tile per program): fewer, longer K steps.
+# Small shapes are latency-bound (d512: one tile per program): fewer, longer K steps. On the H200
+# 1.098x gemm's time against 1.077-1.084x for the best; 64 x 64 with K steps of 128 two per SM
+# (1.20x) and three per SM (1.40x) were dropped (the same log).
 _CANDIDATES[("tma", "small")] += [
     {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 8, "num_stages": 3,
      "warp_specialize": False, "epilogue_subtile": False, "one_dot": True, "flatten": True},
-    {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 4, "num_stages": 2,
-     "epilogue_subtile": False, **_TWO_PER_SM},
-    {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 2,
-     "epilogue_subtile": False, **_TWO_PER_SM, "programs_per_sm": 3},
 ]
 _CANDIDATES[("tma", "decode")] += [
     {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 3,
