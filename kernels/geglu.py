@@ -285,7 +285,7 @@ def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) 
 
 # The launch options a config may leave out, off by default.
 _OPTION_DEFAULTS = {"warp_specialize": False, "epilogue_subtile": False, "one_dot": False, "flatten": False,
-                    "programs_per_sm": 1, "maxnreg": None}
+                    "programs_per_sm": 1, "maxnreg": None, "num_ctas": 1}
 
 
 def _with_config(plan: dict, config: dict, M: int, source: str) -> dict:
@@ -375,32 +375,35 @@ def _launch_pointer(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
 def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
     M, K = x2d.shape
     N = out2d.shape[1]
-    bm, bn, bk = plan["BLOCK_M"], plan["BLOCK_N"], plan["BLOCK_K"]
+    options = {**_OPTION_DEFAULTS, **plan}  # a tuned config may leave options out: they are off
+    bm, bn, bk = options["BLOCK_M"], options["BLOCK_N"], options["BLOCK_K"]
     x_desc = TensorDescriptor(x2d, [M, K], [K, 1], [bm, bk])
-    one_dot = plan.get("one_dot", False)
-    if one_dot:
+    if options["one_dot"]:
         w1_desc = w2_desc = TensorDescriptor(weight, [2, N, K], [N * K, K, 1], [2, bn, bk])
     else:
         w1_desc = TensorDescriptor(weight[:N], [N, K], [K, 1], [bn, bk])
         w2_desc = TensorDescriptor(weight[N:], [N, K], [K, 1], [bn, bk])
-    subtile = plan.get("epilogue_subtile", False)
+    subtile = options["epilogue_subtile"]
     out_desc = TensorDescriptor(out2d, [M, N], [N, 1], [bm, bn // 2 if subtile else bn])
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
     # Two programs per SM (configs small enough in registers and shared memory): while one runs
-    # its epilogue, the other's matmul keeps the tensor cores busy.
-    programs = min(plan.get("programs_per_sm", 1) * plan["num_sms"], tiles)
-    limits = {"maxnreg": plan["maxnreg"]} if plan.get("maxnreg") else {}
+    # its epilogue, the other's matmul keeps the tensor cores busy. A program on a cluster of
+    # num_ctas CTAs takes that many SMs.
+    programs = min(options["programs_per_sm"] * options["num_sms"] // options["num_ctas"], tiles)
+    limits = {"maxnreg": options["maxnreg"]} if options["maxnreg"] else {}
+    if options["num_ctas"] != 1:
+        limits["num_ctas"] = options["num_ctas"]
     return _geglu_tma_kernel[(programs,)](
         x_desc, w1_desc, w2_desc, out_desc,
         M, N, K,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-        GROUP_M=plan["GROUP_M"],
+        GROUP_M=options["GROUP_M"],
         NUM_PROGRAMS=programs,
         APPROXIMATE_TANH=tanh,
-        WARP_SPECIALIZE=plan["warp_specialize"],
+        WARP_SPECIALIZE=options["warp_specialize"],
         EPILOGUE_SUBTILE=subtile,
-        ONE_DOT=one_dot,
-        FLATTEN=plan.get("flatten", False),
-        num_warps=plan["num_warps"], num_stages=plan["num_stages"],
+        ONE_DOT=options["one_dot"],
+        FLATTEN=options["flatten"],
+        num_warps=options["num_warps"], num_stages=options["num_stages"],
         **limits,
     )

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import torch
 import triton
-from triton.tools.tensor_descriptor import TensorDescriptor
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -33,31 +32,19 @@ VARIANTS = [(256, 128, 64, 4, 2, False), (256, 128, 64, 3, 2, False), (128, 256,
             (256, 128, 64, 4, 2, True)]
 
 
-def launch(x, weight, out, variant, num_sms):
+def launch(x, weight, out, variant):
+    """The fused kernel's own launcher, with the variant as its config."""
     bm, bn, bk, stages, ctas, one_dot = variant
-    M, K = x.shape
-    N = out.shape[1]
-    x_desc = TensorDescriptor(x, [M, K], [K, 1], [bm, bk])
-    if one_dot:
-        w1_desc = w2_desc = TensorDescriptor(weight, [2, N, K], [N * K, K, 1], [2, bn, bk])
-    else:
-        w1_desc = TensorDescriptor(weight[:N], [N, K], [K, 1], [bn, bk])
-        w2_desc = TensorDescriptor(weight[N:], [N, K], [K, 1], [bn, bk])
-    out_desc = TensorDescriptor(out, [M, N], [N, 1], [bm, bn])
-    programs = min(num_sms // ctas, triton.cdiv(M, bm) * triton.cdiv(N, bn))
-    return geglu_module._geglu_tma_kernel[(programs,)](
-        x_desc, w1_desc, w2_desc, out_desc, M, N, K,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=16, NUM_PROGRAMS=programs, APPROXIMATE_TANH=False,
-        WARP_SPECIALIZE=False, EPILOGUE_SUBTILE=False, ONE_DOT=one_dot, FLATTEN=True,
-        num_warps=8, num_stages=stages, num_ctas=ctas,
-    )
+    config = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 16, "num_warps": 8, "num_stages": stages,
+              "one_dot": one_dot, "flatten": True, "num_ctas": ctas}
+    plan = geglu_module._with_config(geglu_module.launch_plan(x, weight, "tma"), config, x.shape[0], "given")
+    return geglu_module._launch(x, weight, out, plan, False)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=20)
     args = parser.parse_args()
-    num_sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}, Triton {triton.__version__}, {args.samples} samples; medians in ms")
     for name, M, K, N in CASES:
         x = torch.randn(M, K, device="cuda").to(torch.bfloat16)
@@ -69,7 +56,7 @@ def main() -> None:
         for variant in VARIANTS:
             try:
                 out.fill_(float("nan"))
-                kernel = launch(x, weight, out, variant, num_sms)
+                kernel = launch(x, weight, out, variant)
                 error = correctness.check(out, expected, "bfloat16").relative_error
             except Exception as failure:  # noqa: BLE001  a variant Triton cannot build is a finding
                 print(f"{name} {variant}: failed: {type(failure).__name__}: {str(failure).splitlines()[0][:200]}")
@@ -79,7 +66,7 @@ def main() -> None:
                 continue
             print(f"{name} {variant}: {kernel.n_regs} registers, {kernel.metadata.shared} B shared, "
                   f"cluster {getattr(kernel.metadata, 'cluster_dims', '?')}, error {error:.2g}")
-            captured[variant] = measure.capture(lambda variant=variant: launch(x, weight, out, variant, num_sms), 2)
+            captured[variant] = measure.capture(lambda variant=variant: launch(x, weight, out, variant), 2)
         samples = measure.time_interleaved(captured, args.samples).samples
         gemm = statistics.median(samples["gemm"])
         for key, values in samples.items():
