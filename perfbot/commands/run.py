@@ -14,6 +14,7 @@ from ..cli import console, emit, load_kernels, perfbot, progress, project_config
 
 from .. import results as results_file
 from .. import store as baseline_store
+from ..ab import restrict
 from ..compare import compare
 from ..config import ProjectConfig
 from ..errors import EXIT_REGRESSION, BadInput, PerfbotError, WrongResult
@@ -139,8 +140,7 @@ def _only_cases(suites: list, names: tuple[str, ...]) -> list:
     if unknown:
         raise click.BadParameter(f"no case {unknown[0]!r} in the chosen suites; they have {', '.join(sorted(known))}",
                                  param_hint="--case")
-    chosen = [dataclasses.replace(suite, cases=tuple(c for c in suite.cases if c.name in names)) for suite in suites]
-    return [suite for suite in chosen if suite.cases]
+    return restrict(suites, {(suite.name, case.name) for suite in suites for case in suite.cases if case.name in names})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,7 +168,7 @@ def _parse_triton_envs(values: tuple[str, ...]) -> dict[str, Path]:
 def _run_against(config: ProjectConfig, kernels_dir: Path, head: Subject, suites: list, settings: object, rev: str,
                  out_dir: Path, overwrite: bool, policy: object, trend_store: Path | None,
                  tritons: TritonChoice) -> None:
-    from ..ab import checkout, judge, new_run_id, restrict
+    from ..ab import checkout, judge, new_run_id
     from ..config import load_project_config
     from ..runner import plan, progress_steps, run_sides
     from ..subject import load_subject
@@ -331,8 +331,6 @@ def sample_command(suite_name: str, case_name: str, kernel: str, approximate: st
 
         perfbot sample --suite pr --case t5-v1.1-xl --kernel fused --samples 30
     """
-    import dataclasses
-
     from ..runner import RunSettings, run
 
     subject = load_kernels(project_config(project), kernels)
