@@ -49,7 +49,6 @@ class Planned:
 
     case: Case
     kernel: str  # the name results carry
-    implementation: str
     approximate: str
     side: str = ""
     impl: Any = field(default=None, compare=False, repr=False)
@@ -81,7 +80,7 @@ def plan(subject: Subject, suites: Sequence[Suite], settings: RunSettings, side:
                     if not has_gelu and approximate != settings.approximations[0]:
                         continue  # no GELU in it: once per case is enough
                     label = name if approximate == "none" or not has_gelu else f"{name}[{approximate}]"
-                    group.append(Planned(case, label, name, approximate, side, impl))
+                    group.append(Planned(case, label, approximate, side, impl))
             if group:
                 groups.append(group)
     if not groups and not lenient:
