@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .config import ProjectConfig, find_project_root, load_project_config
-from .errors import PerfbotError
+from .errors import EXIT_ENVIRONMENT, PerfbotError
 from .files import write_atomic
 from .report import comment_markdown, compare_table, comparison_json
 
@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from .subject import Subject
 
 # Commands that measure import torch (through runner, subject, environment) when they run, not
-# at start-up: the comment job and `perfbot compare` work on machines without it. Likewise
-# github3 is imported by `perfbot comment` alone (the GPU machines may lack it).
+# at start-up: the core commands (compare, show, comment, baseline, export) work on a machine
+# with only the core install. A measuring command run there says which extra it needs.
+MEASURING_MODULES = ("torch", "triton")
 
 project_option = click.option(
     "--project",
@@ -51,6 +52,12 @@ class _PerfbotGroup(click.Group):
         except PerfbotError as error:
             click.echo(f"perfbot: error: {error}", err=True)
             ctx.exit(error.exit_code)
+        except ModuleNotFoundError as error:
+            if error.name not in MEASURING_MODULES:
+                raise
+            click.echo(f"perfbot: error: this command measures, and {error.name} is not installed; "
+                       "install the measuring extra: pip install 'perfbot[gpu]'", err=True)
+            ctx.exit(EXIT_ENVIRONMENT)
 
 
 def console() -> Console:

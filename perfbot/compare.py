@@ -74,6 +74,8 @@ class Report:
     interleaved: bool
     policy_source: str
     trend: str | None = None  # one line on the longer trend (an A/B run against a stored baseline)
+    # When the two sides' thresholds.yaml differ: which one judged, and what the other changes.
+    policy_change: tuple[str, ...] = ()
 
     @property
     def fails(self) -> bool:

@@ -1,19 +1,25 @@
 """GitHub, through github3.py: one PR comment kept up to date, and a commit status.
 
-The comment is found again by the report's hidden marker (report.MARKER) on its last line, so a
-PR carries one perfbot comment, edited on every push. Transient failures -- 5xx answers, rate
-limits (403 with X-RateLimit-Remaining: 0, or 429), dropped connections -- are retried with
-backoff; the whole find-then-edit-or-create step is retried, so a create whose answer was lost
-is found and edited next time instead of posted twice.
+The comment is found again by the report's hidden marker (report.MARKER) on its last line and
+by its author, the identity the token authenticates as: a PR carries one perfbot comment, edited
+on every push, and no one else's comment is ever touched. Before posting for a commit, the PR's
+head is checked: a report is posted only on the PR whose head is the commit it measured.
+
+Transient failures -- 5xx answers, rate limits (403 or 429 with Retry-After, or with
+X-RateLimit-Remaining: 0), dropped connections -- are retried with backoff, within a time
+budget: a wait that would outlast it fails at once, so the job never dies on its timeout. The
+whole find-then-edit-or-create step is retried, so a create whose answer was lost is found and
+edited next time instead of posted twice.
 """
 
 from __future__ import annotations
 
+import datetime
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import github3
 import github3.exceptions
@@ -23,6 +29,8 @@ from .report import MARKER
 
 DEFAULT_API_URL = "https://api.github.com"
 STATES = ("success", "failure", "error", "pending")
+# Who the workflow's own GITHUB_TOKEN posts as. That token may not read GET /user (403).
+ACTIONS_BOT = "github-actions[bot]"
 T = TypeVar("T")
 
 
@@ -30,6 +38,15 @@ T = TypeVar("T")
 class Posted:
     action: str  # "created" or "updated"
     url: str
+
+
+@dataclass(frozen=True)
+class HeadCheck:
+    """Where the measured commit stands on the PR: its head ("current"), or an earlier commit of
+    it ("stale": the PR moved on while the report was made)."""
+
+    standing: str
+    head_sha: str
 
 
 class _Retry(Exception):
@@ -48,7 +65,7 @@ class GitHub:
         *,
         attempts: int = 5,
         backoff_s: float = 2.0,
-        max_wait_s: float = 120.0,
+        budget_s: float = 180.0,
         sleep: Callable[[float], None] = time.sleep,
     ):
         if not token:
@@ -58,26 +75,62 @@ class GitHub:
         self._client.session.base_url = api_url.rstrip("/")
         self._attempts = attempts
         self._backoff_s = backoff_s
-        self._max_wait_s = max_wait_s
+        self._budget_s = budget_s
         self._sleep = sleep
 
     @classmethod
-    def from_environment(cls, **kwargs: object) -> GitHub:
+    def from_environment(cls, **kwargs: Any) -> GitHub:
         """Token from GITHUB_TOKEN; API root from GITHUB_API_URL (set by Actions, also on GHES)."""
         return cls(os.environ.get("GITHUB_TOKEN", ""), os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL, **kwargs)
 
-    def upsert_comment(self, repo: str, pr: int, body: str, author: str | None = None) -> Posted:
-        """Edit perfbot's comment on the PR, or create it. `author`: the login whose comments may
-        be edited; by default any bot account (as GITHUB_TOKEN's github-actions[bot] is)."""
+    def identity(self) -> str:
+        """The login the token posts as: GET /user, or github-actions[bot] where the token may not
+        read it (the Actions token gets 403 there). A GitHub App's installation token gets 403 too
+        but posts as `<app>[bot]`: pass that login explicitly (`perfbot comment --author`)."""
+
+        def attempt() -> str:
+            try:
+                return str(self._client.me().login)
+            except github3.exceptions.ForbiddenError as error:
+                if _is_rate_limited(error.response):
+                    raise
+                return ACTIONS_BOT
+
+        return self._retrying("reading the token's identity (GET /user)", attempt)
+
+    def check_head(self, repo: str, pr: int, sha: str) -> HeadCheck:
+        """Whether `sha` is the head of PR `pr` (or an earlier commit of it). A PR that does not
+        have the commit at all is refused: the report belongs to another pull request."""
         owner, name = split_repo(repo)
+
+        def attempt() -> HeadCheck:
+            pull = self._client.pull_request(owner, name, pr)
+            if pull is None:
+                raise BadInput(f"{repo}#{pr}: no such pull request, or the token cannot see it")
+            head = str(pull.head.sha)
+            if head == sha:
+                return HeadCheck("current", head)
+            if any(commit.sha == sha for commit in pull.commits()):
+                return HeadCheck("stale", head)
+            raise BadInput(f"{repo}#{pr} has head {head[:12]} and no commit {sha[:12]}: the report measured "
+                           "another pull request's code; nothing posted")
+
+        return self._retrying(f"reading {repo}#{pr}", attempt, not_found=f"{repo}#{pr}: no such pull request, "
+                              "or the token cannot see it")
+
+    def upsert_comment(self, repo: str, pr: int, body: str, author: str | None = None) -> Posted:
+        """Edit perfbot's comment on the PR, or create it. Only a comment by `author` (default:
+        the token's own identity) whose last line is the marker counts as perfbot's."""
+        owner, name = split_repo(repo)
+        login = author or self.identity()
         if MARKER not in body:
             body = body.rstrip("\n") + "\n" + MARKER + "\n"
 
         def attempt() -> Posted:
             issue = self._client.issue(owner, name, pr)
             if issue is None:
-                raise BadInput(f"{repo}#{pr}: not found, or the token cannot see it")
-            ours = [c for c in issue.comments() if _is_ours(c, author)]
+                raise BadInput(f"{repo}#{pr}: no such pull request, or the token cannot see it")
+            ours = [c for c in issue.comments() if _is_ours(c, login)]
             if ours:
                 comment = ours[-1]
                 comment.edit(body)
@@ -85,7 +138,8 @@ class GitHub:
             created = issue.create_comment(body)
             return Posted("created", created.html_url)
 
-        return self._retrying(f"posting the comment on {repo}#{pr}", attempt)
+        return self._retrying(f"posting the comment on {repo}#{pr}", attempt,
+                              not_found=f"{repo}#{pr}: no such pull request, or the token cannot see it")
 
     def set_status(self, repo: str, sha: str, state: str, description: str, context: str = "perfbot",
                    target_url: str | None = None) -> None:
@@ -96,46 +150,56 @@ class GitHub:
         def attempt() -> None:
             repository = self._client.repository(owner, name)
             if repository is None:
-                raise BadInput(f"{repo}: not found, or the token cannot see it")
+                raise BadInput(f"{repo}: no such repository, or the token cannot see it")
             # GitHub keeps at most 140 characters of a status description.
             repository.create_status(sha, state, target_url=target_url, description=description[:140], context=context)
 
-        self._retrying(f"setting the status of {sha[:12]} on {repo}", attempt)
+        self._retrying(f"setting the status of {sha[:12]} on {repo}", attempt,
+                       not_found=f"{repo}: no such repository or commit {sha[:12]}, or the token cannot see them")
 
-    def _retrying(self, what: str, operation: Callable[[], T]) -> T:
+    def _retrying(self, what: str, operation: Callable[[], T], not_found: str | None = None) -> T:
         last = ""
+        waited = 0.0
         for attempt in range(1, self._attempts + 1):
             try:
-                return self._classified(operation)
+                return self._classified(operation, not_found)
             except _Retry as retry:
                 last = str(retry)
                 if attempt == self._attempts:
                     break
-                wait = retry.wait if retry.wait is not None else self._backoff_s * 2 ** (attempt - 1)
-                self._sleep(min(max(wait, 0.0), self._max_wait_s))
+                wait = max(retry.wait if retry.wait is not None else self._backoff_s * 2 ** (attempt - 1), 0.0)
+                if waited + wait > self._budget_s:
+                    raise EnvironmentFailure(self._redact(
+                        f"GitHub asks to wait {wait:.0f} s more ({last}), beyond the {self._budget_s:.0f} s "
+                        f"perfbot waits; {what} gave up at {_utc_now()}")) from None
+                self._sleep(wait)
+                waited += wait
         raise EnvironmentFailure(self._redact(f"GitHub unreachable: {what} failed {self._attempts} times; last: {last}"))
 
-    def _classified(self, operation: Callable[[], T]) -> T:
+    def _classified(self, operation: Callable[[], T], not_found: str | None) -> T:
         """Run once; turn github3's failures into _Retry or a user-facing error."""
         try:
             return operation()
         except github3.exceptions.TransportError as error:
             raise _Retry(f"connection failed ({type(error.exception).__name__})") from None
+        except github3.exceptions.IncompleteResponse as error:
+            raise EnvironmentFailure(f"GitHub's answer lacks a field perfbot needs ({error.msg}); "
+                                     "is GITHUB_API_URL a GitHub API?") from None
         except github3.exceptions.GitHubError as error:
             response = error.response
             message = self._redact(str(getattr(error, "msg", "") or "")) or response.reason
-            headers = response.headers
             if error.code >= 500:
                 raise _Retry(f"{error.code} {message}") from None
-            if error.code == 429 or (error.code == 403 and (headers.get("X-RateLimit-Remaining") == "0"
-                                                           or "rate limit" in message.lower())):
-                raise _Retry(f"rate limited ({error.code} {message})", _rate_limit_wait(headers)) from None
+            if error.code in (403, 429) and _is_rate_limited(response):
+                raise _Retry(f"rate limited ({error.code} {message})", _rate_limit_wait(response.headers)) from None
             if error.code == 401:
                 raise EnvironmentFailure(
                     f"GitHub rejected the token (401 {message}); check GITHUB_TOKEN and GITHUB_API_URL") from None
-            if error.code in (403, 404):
+            if error.code == 404 and not_found is not None:
+                raise BadInput(not_found) from None
+            if error.code == 403:
                 raise EnvironmentFailure(
-                    f"GitHub refused ({error.code} {message}); the token needs pull-requests: write "
+                    f"GitHub refused (403 {message}); the token needs pull-requests: write "
                     "(and statuses: write for --status)") from None
             raise BadInput(f"GitHub did not accept the request ({error.code} {message})") from None
 
@@ -143,27 +207,36 @@ class GitHub:
         return text.replace(self._token, "***") if self._token else text
 
 
-def _is_ours(comment: object, author: str | None) -> bool:
+def _is_ours(comment: Any, login: str) -> bool:
     body = (getattr(comment, "body", "") or "").rstrip()
     user = getattr(comment, "user", None)
-    if not body.endswith(MARKER) or user is None:
+    return body.endswith(MARKER) and user is not None and str(user.login).lower() == login.lower()
+
+
+def _is_rate_limited(response: Any) -> bool:
+    """A primary limit (no requests left), a secondary one (Retry-After), or GitHub saying so."""
+    headers = response.headers
+    if headers.get("Retry-After") or headers.get("X-RateLimit-Remaining") == "0":
+        return True
+    try:
+        return "rate limit" in str(response.json().get("message", "")).lower()
+    except (ValueError, AttributeError):
         return False
-    return user.login == author if author else getattr(user, "type", "") == "Bot"
 
 
-def _rate_limit_wait(headers: object) -> float | None:
-    get = getattr(headers, "get")
-    if get("Retry-After"):
-        try:
-            return float(get("Retry-After"))
-        except ValueError:
-            return None
-    if get("X-RateLimit-Reset"):
-        try:
-            return float(get("X-RateLimit-Reset")) - time.time() + 1
-        except ValueError:
-            return None
+def _rate_limit_wait(headers: Any) -> float | None:
+    for name, since_now in (("Retry-After", False), ("X-RateLimit-Reset", True)):
+        value = headers.get(name)
+        if value:
+            try:
+                return float(value) - (time.time() - 1 if since_now else 0)
+            except ValueError:
+                return None
     return None
+
+
+def _utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%H:%M:%S UTC")
 
 
 def split_repo(repo: str) -> tuple[str, str]:

@@ -218,9 +218,22 @@ def comment_markdown(report: Report, limit: int = GITHUB_COMMENT_LIMIT) -> str:
     while len(text) > limit and keep > 0:
         keep = keep * 3 // 4
         text = render(changed[:keep], [])
-    if len(text) > limit:  # the notes alone are too long: keep the verdict, the note and the marker
-        text = text[: limit - len(MARKER) - 200] + "\n\n_…cut to stay under GitHub's comment limit._\n" + MARKER + "\n"
-    return text
+    return fit_comment(text, limit)
+
+
+def fit_comment(body: str, limit: int = GITHUB_COMMENT_LIMIT) -> str:
+    """`body` if it fits in a GitHub comment; else its first lines, with any `<details>` left
+    open closed again, a note saying it was cut, and the marker, all within `limit` characters."""
+    if len(body) <= limit:
+        return body
+    note = (f"\n\n_…the report was cut here: it has {len(body):,} characters, over GitHub's limit of "
+            f"{limit:,} for a comment. The full report is in the workflow run's artifact._\n{MARKER}\n")
+    closing = "\n</details>\n"
+    room = limit - len(note) - closing.count("\n") - len(closing) * body.count("<details>")
+    kept = body[: max(room, 0)]
+    kept = kept[: kept.rfind("\n") + 1] if "\n" in kept else kept
+    unclosed = max(kept.count("<details>") - kept.count("</details>"), 0)
+    return kept + closing * unclosed + note
 
 
 def compare_table(report: Report) -> Table:

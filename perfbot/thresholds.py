@@ -61,6 +61,22 @@ class Policy:
         return rule
 
 
+def changes(used: Policy, other: Policy) -> list[str]:
+    """What `other` sets differently from `used`, one "field: used → other" line per difference."""
+    before, after = _flat(used), _flat(other)
+    return [f"{key}: {before.get(key, '(unset)')} → {after.get(key, '(unset)')}"
+            for key in sorted(before.keys() | after.keys()) if before.get(key) != after.get(key)]
+
+
+def _flat(policy: Policy) -> dict[str, str]:
+    flat = {f"defaults.{k}": f"{v:g}" for k, v in vars(policy.defaults).items()}
+    flat.update({f"interleaved.{k}": f"{v:g}" for k, v in policy.interleaved.items()})
+    for index, override in enumerate(policy.overrides):
+        flat[f"overrides[{index}].match"] = str(override.match)
+        flat.update({f"overrides[{index}].{k}": f"{v:g}" for k, v in override.changes.items()})
+    return flat
+
+
 def load_policy(path: Path) -> Policy:
     where = str(path)
     text = read_text(path, "thresholds file")

@@ -1,23 +1,29 @@
 """`perfbot triton build`: a Triton wheel at one commit, built once and cached by commit.
 
-    <cache>/<full commit sha>/triton-*.whl      a finished build (a cache hit returns it)
+    <cache>/<full commit sha>/triton-*.whl      a finished build
+    <cache>/<full commit sha>/wheel.json        its record: {"wheel": file name, "sha256": digest}
     <cache>/<full commit sha>.log               the last build's log
     <cache>/envs/<full commit sha>/             the wheel installed (pip --target), to put first on
                                                 PYTHONPATH: an environment of that commit's own
 
 Older Triton commits keep setup.py under python/, newer ones at the top; both are built with
-`pip wheel`. ccache is used when it is on PATH, and MAX_JOBS is bounded by memory, since each
+`pip wheel`. A cache hit is the file the record names, and only if its digest matches the
+record; anything else (a stray file, a wheel swapped or cut short) is set aside and rebuilt.
+ccache is used when it is on PATH, and MAX_JOBS is bounded by memory, since each
 LLVM/MLIR compile job can take several GB.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from . import git
@@ -40,13 +46,34 @@ def max_jobs(memory_bytes: int | None = None, cpus: int | None = None) -> int:
     return max(1, min(cpus, memory_bytes // (GB_PER_JOB * 1024**3)))
 
 
+RECORD = "wheel.json"
+
+
 def cached_wheel(cache: Path, commit: str) -> Path | None:
-    wheels = sorted((cache / commit).glob("*.whl")) if (cache / commit).is_dir() else []
-    return wheels[0] if wheels else None
+    """The cached wheel of `commit`, if its record names it and its digest matches the record."""
+    entry = cache / commit
+    try:
+        record = json.loads((entry / RECORD).read_text())
+        wheel = entry / record["wheel"]
+        expected = record["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if Path(record["wheel"]).name != record["wheel"] or not wheel.is_file():
+        return None
+    return wheel if sha256_of(wheel) == expected else None
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def build(commit: str, source: str = DEFAULT_SOURCE, cache: Path | None = None, *,
-          build_isolation: bool = True, log_lines: int = 40) -> tuple[Path, bool]:
+          build_isolation: bool = True, log_lines: int = 40,
+          on_note: Callable[[str], None] = lambda note: None) -> tuple[Path, bool]:
     """(wheel, built): the wheel of `commit`, from the cache when it is there (built False)."""
     if not _SHA.fullmatch(commit):
         raise BadInput(f"--commit must be a hex commit SHA (7 to 40 digits), got {commit!r}")
@@ -58,12 +85,15 @@ def build(commit: str, source: str = DEFAULT_SOURCE, cache: Path | None = None, 
     cache.mkdir(parents=True, exist_ok=True)
     if len(commit) == 40 and (hit := cached_wheel(cache, commit)):
         return hit, False
+    if len(commit) == 40:
+        _set_aside(cache, commit, on_note)
 
     with tempfile.TemporaryDirectory(dir=cache, prefix=".build-") as scratch:
         checkout = Path(scratch) / "src"
         full = _checkout(source, commit, checkout)
         if hit := cached_wheel(cache, full):  # a short SHA that names a cached build
             return hit, False
+        _set_aside(cache, full, on_note)
         project = _project_dir(checkout, full)
         log = cache / f"{full}.log"
         out = Path(scratch) / "wheel"
@@ -87,6 +117,8 @@ def build(commit: str, source: str = DEFAULT_SOURCE, cache: Path | None = None, 
         staged = Path(scratch) / full
         staged.mkdir()
         shutil.move(str(wheels[0]), staged / wheels[0].name)
+        record = {"wheel": wheels[0].name, "sha256": sha256_of(staged / wheels[0].name), "commit": full}
+        (staged / RECORD).write_text(json.dumps(record, indent=1) + "\n")
         try:
             os.rename(staged, cache / full)
         except OSError:  # another build of the same commit finished first: use that one
@@ -94,6 +126,16 @@ def build(commit: str, source: str = DEFAULT_SOURCE, cache: Path | None = None, 
     wheel = cached_wheel(cache, full)
     assert wheel is not None
     return wheel, True
+
+
+def _set_aside(cache: Path, commit: str, on_note: Callable[[str], None]) -> None:
+    """Move a cache entry that is no verified hit out of the way, so a fresh build can take its place."""
+    entry = cache / commit
+    if entry.exists():
+        aside = Path(tempfile.mkdtemp(dir=cache, prefix=f".rejected-{commit[:12]}-"))
+        os.replace(entry, aside / commit)
+        on_note(f"the cached entry {entry} does not match its recorded digest (or has no record); "
+                f"moved to {aside} and rebuilt")
 
 
 def _checkout(source: str, commit: str, checkout: Path) -> str:
@@ -127,18 +169,26 @@ def _project_dir(checkout: Path, commit: str) -> Path:
 def environment(commit: str, source: str = DEFAULT_SOURCE, cache: Path | None = None, *,
                 build_isolation: bool = True) -> Path:
     """A directory holding Triton at `commit` (built or cached, then installed there once), for
-    a process that puts it first on PYTHONPATH."""
+    a process that puts it first on PYTHONPATH. It is reused only if it was installed from the
+    wheel now in the cache (same digest)."""
     cache = cache or default_cache()
     wheel, _ = build(commit, source, cache, build_isolation=build_isolation)
+    digest = sha256_of(wheel)
     installed_at = cache / "envs" / commit
-    if installed_at.is_dir():
-        return installed_at
+    try:
+        if (installed_at / ".perfbot-wheel-sha256").read_text().strip() == digest:
+            return installed_at
+    except OSError:
+        pass
     staging = Path(tempfile.mkdtemp(dir=cache, prefix=".env-"))
     installed = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
                                 "--target", str(staging), str(wheel)], capture_output=True, text=True)
     if installed.returncode != 0:
         shutil.rmtree(staging, ignore_errors=True)
         raise EnvironmentFailure(f"installing {wheel.name} failed: {installed.stderr.strip()[-200:]}")
+    (staging / ".perfbot-wheel-sha256").write_text(digest + "\n")
     installed_at.parent.mkdir(parents=True, exist_ok=True)
+    if installed_at.exists():
+        shutil.rmtree(installed_at)
     os.replace(staging, installed_at)
     return installed_at

@@ -2,23 +2,26 @@
 # Store a results file as the newest baseline on the perfbot-baselines branch and push it,
 # retrying when another run pushed first (each attempt starts again from the branch's tip).
 #   scripts/push-baseline.sh RESULTS
-# The remote is PERFBOT_BASELINE_REMOTE, or this repository on GitHub authenticated with
-# GITHUB_TOKEN (sent as a header, never written into a URL or a file).
+# The remote is PERFBOT_BASELINE_REMOTE, or this repository on GitHub. With GITHUB_TOKEN set and
+# an http(s) remote, git authenticates with it through a header held in git's environment
+# (GIT_CONFIG_*), scoped to that remote: the token is on no command line (none shows it in the
+# process list), in no URL and in no file.
 set -euo pipefail
 results=$(realpath "${1:?usage: scripts/push-baseline.sh RESULTS}")
 perfbot=${PERFBOT:-.venv/bin/perfbot}
 branch=perfbot-baselines
 remote=${PERFBOT_BASELINE_REMOTE:-${GITHUB_SERVER_URL:-https://github.com}/${GITHUB_REPOSITORY:?}.git}
-auth=()
-if [ -n "${GITHUB_TOKEN:-}" ] && [ -z "${PERFBOT_BASELINE_REMOTE:-}" ]; then
+if [ -n "${GITHUB_TOKEN:-}" ] && [[ "$remote" =~ ^https?:// ]]; then
   basic=$(printf 'x-access-token:%s' "$GITHUB_TOKEN" | base64 -w0)
-  auth=(-c "http.extraHeader=Authorization: Basic $basic")
+  export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0="http.$remote.extraHeader"
+  export GIT_CONFIG_VALUE_0="Authorization: Basic $basic"
+  unset basic
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for attempt in 1 2 3 4 5; do
   rm -rf "$work/repo"
-  if ! git "${auth[@]}" clone --quiet --depth 1 --branch "$branch" "$remote" "$work/repo" 2>/dev/null; then
+  if ! git clone --quiet --depth 1 --branch "$branch" "$remote" "$work/repo" 2>/dev/null; then
     git init --quiet "$work/repo"
     git -C "$work/repo" checkout --quiet --orphan "$branch"
   fi
@@ -26,7 +29,7 @@ for attempt in 1 2 3 4 5; do
   git -C "$work/repo" add store
   git -C "$work/repo" -c user.name=perfbot -c user.email=perfbot@users.noreply.github.com \
     commit --quiet -m "baseline: ${GITHUB_SHA:-$(basename "$results")}"
-  if git "${auth[@]}" -C "$work/repo" push --quiet "$remote" "HEAD:refs/heads/$branch"; then
+  if git -C "$work/repo" push --quiet "$remote" "HEAD:refs/heads/$branch"; then
     echo "stored on $branch (attempt $attempt)"
     exit 0
   fi

@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 STATUS_STATES = frozenset({"pending", "success", "error", "failure"})
+ACTIONS_BOT = "github-actions[bot]"
 RATE_LIMIT = 5000
 CREATED = "2024-05-01T12:00:00Z"  # fixed timestamp of the repositories and pull requests
 
@@ -39,6 +40,15 @@ class Request:
     path: str  # including the query string
     headers: dict[str, str]
     body: str
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a token authenticates as. The Actions token (and an App's) may not read GET /user."""
+
+    login: str
+    type: str = "User"
+    reads_user: bool = True
 
 
 @dataclass
@@ -123,14 +133,16 @@ class FakeGitHub:
     daemon thread and stops it on exit."""
 
     def __init__(self, token: str = "test-token", repos: tuple[str, ...] = ("octo/perfbot",),
-                 bot_login: str = "perfbot[bot]") -> None:
+                 identity: Identity = Identity(ACTIONS_BOT, "Bot", reads_user=False)) -> None:
         self.token = token
+        self.tokens: dict[str, Identity] = {token: identity}
         self.repos = repos
-        self.bot_login = bot_login
         self.url = ""
         self.requests: list[Request] = []
         self.comments: dict[tuple[str, int], list[dict]] = {}
         self.statuses: dict[tuple[str, str], list[dict]] = {}
+        self.pulls: dict[tuple[str, int], dict] = {}
+        self.forbidden: list[str] = []
         self._forced: deque[Callable[[], _Reply]] = deque()
         self._lock = threading.Lock()
         self._next_id = 1_000_001  # comment and status ids, unique across the server like GitHub's
@@ -164,6 +176,24 @@ class FakeGitHub:
             raise ValueError(f"{repo!r} is not one of this fake's repositories {self.repos}")
         with self._lock:
             return copy.deepcopy(self._store_comment(repo, number, body, self._user(login, user_type)))
+
+    def add_token(self, token: str, login: str, user_type: str = "User") -> None:
+        """Accept another token, as a personal access token of `login` (it may read GET /user)."""
+        self.tokens[token] = Identity(login, user_type, reads_user=True)
+
+    def add_pull(self, repo: str, number: int, head_sha: str, earlier: tuple[str, ...] = (),
+                 head_repo: str | None = None) -> None:
+        """A pull request whose head is `head_sha`, after the `earlier` commits, from `head_repo`
+        (a fork) or from this repository."""
+        if repo not in self.repos:
+            raise ValueError(f"{repo!r} is not one of this fake's repositories {self.repos}")
+        with self._lock:
+            self.pulls[(repo, number)] = {"head": head_sha, "commits": [*earlier, head_sha],
+                                          "head_repo": head_repo or repo}
+
+    def forbid(self, path_prefix: str) -> None:
+        """Answer every request under `path_prefix` with 403, as for a token lacking that permission."""
+        self.forbidden.append(path_prefix)
 
     def fail_next(self, status: int, count: int = 1, headers: dict[str, str] | None = None,
                   body: dict | None = None) -> None:
@@ -202,19 +232,23 @@ class FakeGitHub:
         """Record, then answer: a queued forced reply, else 401 without the token, else the route."""
         with self._lock:
             self.requests.append(request)
+            identity = self._identity(request.headers)
             if self._forced:
                 reply = self._forced.popleft()()
-            elif not self._authorized(request.headers):
+            elif identity is None:
                 reply = _Reply(401, {"message": "Bad credentials", "documentation_url": self._docs("")})
+            elif any(urlsplit(request.path).path.startswith(prefix) for prefix in self.forbidden):
+                reply = _Reply(403, {"message": "Resource not accessible by integration",
+                                     "documentation_url": self._docs("")})
             else:
-                reply = self._route(request)
+                reply = self._route(request, identity)
             reply.headers = {**self._rate_headers(), **reply.headers}
             return reply, json.dumps(reply.body).encode()
 
-    def _authorized(self, headers: dict[str, str]) -> bool:
+    def _identity(self, headers: dict[str, str]) -> Identity | None:
         value = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
         scheme, _, credential = value.partition(" ")
-        return scheme.lower() in ("token", "bearer") and credential.strip() == self.token
+        return self.tokens.get(credential.strip()) if scheme.lower() in ("token", "bearer") else None
 
     def _rate_headers(self) -> dict[str, str]:
         used = min(len(self.requests), RATE_LIMIT)
@@ -222,10 +256,12 @@ class FakeGitHub:
                 "X-RateLimit-Used": str(used), "X-RateLimit-Reset": str(self._rate_reset),
                 "X-RateLimit-Resource": "core"}
 
-    def _route(self, request: Request) -> _Reply:
+    def _route(self, request: Request, identity: Identity) -> _Reply:
         parts = urlsplit(request.path)
         path, query = parts.path, parts.query
         if path == "/user" and request.method == "GET":
+            if identity.reads_user:
+                return _Reply(200, self._full_user(identity))
             return _Reply(403, {"message": "Resource not accessible by integration",
                                 "documentation_url": self._docs("users/users#get-the-authenticated-user")})
         if path == "/rate_limit" and request.method == "GET":
@@ -246,14 +282,21 @@ class FakeGitHub:
             if m[2] and request.method == "GET":
                 return self._list_comments(repo, number, path, query)
             if m[2] and request.method == "POST":
-                return self._create_comment(repo, number, request.body)
+                return self._create_comment(repo, number, request.body, identity)
+        if (m := re.fullmatch(r"/pulls/(\d+)(/commits)?", rest)) and request.method == "GET":
+            pull = self.pulls.get((repo, int(m[1])))
+            if pull is None:
+                return _not_found()
+            if m[2]:
+                return _Reply(200, [self._commit_json(pull["head_repo"], sha) for sha in pull["commits"]])
+            return _Reply(200, self._pull_json(repo, int(m[1]), pull))
         if (m := re.fullmatch(r"/issues/comments/(\d+)", rest)) and request.method in ("GET", "PATCH"):
             comment = self._find_comment(repo, int(m[1]))
             if comment is None:
                 return _not_found()
             return self._edit_comment(comment, request.body) if request.method == "PATCH" else _Reply(200, comment)
         if (m := re.fullmatch(r"/statuses/([^/]+)", rest)) and request.method == "POST":
-            return self._create_status(repo, m[1], request.body)
+            return self._create_status(repo, m[1], request.body, identity)
         return _not_found()
 
     def _known_repo(self, owner: str, name: str) -> str | None:
@@ -291,12 +334,12 @@ class FakeGitHub:
         start = (page - 1) * per_page
         return _Reply(200, comments[start:start + per_page], {"Link": links} if links else {})
 
-    def _create_comment(self, repo: str, number: int, body: str) -> _Reply:
+    def _create_comment(self, repo: str, number: int, body: str, identity: Identity) -> _Reply:
         if (data := self._json_object(body)) is None:
             return _bad_json()
         if not isinstance(data.get("body"), str) or not data["body"]:
             return self._validation_failed("IssueComment", "body", "issues/comments#create-an-issue-comment")
-        return _Reply(201, self._store_comment(repo, number, data["body"], self._user(self.bot_login, "Bot")))
+        return _Reply(201, self._store_comment(repo, number, data["body"], self._user(identity.login, identity.type)))
 
     def _edit_comment(self, comment: dict, body: str) -> _Reply:
         if (data := self._json_object(body)) is None:
@@ -306,7 +349,7 @@ class FakeGitHub:
         comment.update(self._bodies(data["body"]), updated_at=_now())
         return _Reply(200, comment)
 
-    def _create_status(self, repo: str, sha: str, body: str) -> _Reply:
+    def _create_status(self, repo: str, sha: str, body: str, identity: Identity) -> _Reply:
         if (data := self._json_object(body)) is None:
             return _bad_json()
         if data.get("state") not in STATUS_STATES:
@@ -315,7 +358,7 @@ class FakeGitHub:
         status_id = self._new_id()
         status = {
             "url": f"{self.url}/repos/{repo}/statuses/{sha}",
-            "avatar_url": self._avatar(self.bot_login),
+            "avatar_url": self._avatar(identity.login),
             "id": status_id,
             "node_id": f"SC_kwDO{status_id}",
             "state": data["state"],
@@ -324,7 +367,7 @@ class FakeGitHub:
             "context": data.get("context") or "default",
             "created_at": now,
             "updated_at": now,
-            "creator": self._user(self.bot_login, "Bot"),
+            "creator": self._user(identity.login, identity.type),
         }
         self.statuses.setdefault((repo, sha), []).append(status)
         return _Reply(201, status)
@@ -358,6 +401,56 @@ class FakeGitHub:
             "starred_url": f"{api}/starred{{/owner}}{{/repo}}", "subscriptions_url": f"{api}/subscriptions",
             "organizations_url": f"{api}/orgs", "repos_url": f"{api}/repos", "events_url": f"{api}/events{{/privacy}}",
             "received_events_url": f"{api}/received_events", "type": user_type, "site_admin": False,
+        }
+
+    def _full_user(self, identity: Identity) -> dict:
+        return {**self._user(identity.login, identity.type), "name": identity.login, "company": None, "blog": "",
+                "location": None, "email": None, "hireable": None, "bio": None, "twitter_username": None,
+                "public_repos": 1, "public_gists": 0, "followers": 0, "following": 0, "created_at": CREATED,
+                "updated_at": CREATED, "private_gists": 0, "total_private_repos": 0, "owned_private_repos": 0,
+                "disk_usage": 0, "collaborators": 0, "two_factor_authentication": True, "plan": None}
+
+    def _commit_json(self, repo: str, sha: str) -> dict:
+        api = f"{self.url}/repos/{repo}"
+        person = {"name": "contributor", "email": "contributor@example.com", "date": CREATED}
+        return {
+            "url": f"{api}/commits/{sha}", "sha": sha, "node_id": f"C_kwDO{sha[:8]}",
+            "html_url": f"{self.url}/{repo}/commit/{sha}", "comments_url": f"{api}/commits/{sha}/comments",
+            "commit": {"url": f"{api}/git/commits/{sha}", "author": person, "committer": person,
+                       "message": "Speed up the fused kernel", "comment_count": 0,
+                       "tree": {"url": f"{api}/git/trees/{sha}", "sha": sha}},
+            "author": self._user("contributor", "User"), "committer": self._user("contributor", "User"),
+            "parents": [],
+        }
+
+    def _pull_json(self, repo: str, number: int, pull: dict) -> dict:
+        api = f"{self.url}/repos/{repo}"
+        page = f"{self.url}/{repo}/pull/{number}"
+        issue = self._issue_json(repo, number)
+
+        def end(which_repo: str, ref: str, sha: str) -> dict:
+            owner = which_repo.split("/")[0]
+            listed = which_repo if which_repo in self.repos else self.repos[0]
+            return {"label": f"{owner}:{ref}", "ref": ref, "sha": sha, "user": self._user(owner, "User"),
+                    "repo": {**self._repo_json(listed), "full_name": which_repo, "name": which_repo.split("/")[1],
+                             "owner": self._user(owner, "User")}}
+
+        return {
+            **{k: issue[k] for k in ("id", "node_id", "number", "title", "user", "labels", "state", "locked",
+                                     "assignee", "assignees", "milestone", "created_at", "updated_at", "closed_at",
+                                     "author_association", "active_lock_reason", "draft", "body", "body_text",
+                                     "body_html")},
+            "url": f"{api}/pulls/{number}", "html_url": page, "diff_url": f"{page}.diff", "patch_url": f"{page}.patch",
+            "issue_url": f"{api}/issues/{number}", "commits_url": f"{api}/pulls/{number}/commits",
+            "review_comments_url": f"{api}/pulls/{number}/comments",
+            "review_comment_url": f"{api}/pulls/comments{{/number}}", "comments_url": f"{api}/issues/{number}/comments",
+            "statuses_url": f"{api}/statuses/{pull['head']}", "merged_at": None, "merge_commit_sha": None,
+            "requested_reviewers": [], "requested_teams": [], "additions": 12, "deletions": 3, "changed_files": 1,
+            "comments": len(self.comments.get((repo, number), [])), "review_comments": 0,
+            "commits": len(pull["commits"]), "mergeable": True, "mergeable_state": "clean", "merged": False,
+            "merged_by": None, "auto_merge": None, "maintainer_can_modify": False,
+            "head": end(pull["head_repo"], "speed-up", pull["head"]), "base": end(repo, "main", "b" * 40),
+            "_links": {"self": {"href": f"{api}/pulls/{number}"}, "html": {"href": page}},
         }
 
     @staticmethod

@@ -93,7 +93,7 @@ def test_create_and_edit_comment(fake: FakeGitHub, gh: github3.GitHub) -> None:
     fake.add_comment(REPO, 7, "earlier")
     comment = gh.issue("octo", "perfbot", 7).create_comment("## perfbot\nno regressions")
     assert comment.body == "## perfbot\nno regressions"
-    assert (comment.user.login, comment.user.type) == ("perfbot[bot]", "Bot")
+    assert (comment.user.login, comment.user.type) == ("github-actions[bot]", "Bot")
     assert comment.edit("## perfbot\n1 regression")
     assert comment.body == "## perfbot\n1 regression"
     stored = fake.comments[(REPO, 7)]
@@ -110,7 +110,7 @@ def test_repository_and_commit_status(fake: FakeGitHub, gh: github3.GitHub) -> N
     assert (repo.full_name, repo.default_branch) == (REPO, "main")
     status = repo.create_status(SHA, "success", target_url=f"{fake.url}/runs/1", description="no regressions",
                                 context="perfbot")
-    assert (status.state, status.context, status.creator.login) == ("success", "perfbot", "perfbot[bot]")
+    assert (status.state, status.context, status.creator.login) == ("success", "perfbot", "github-actions[bot]")
     [stored] = fake.statuses[(REPO, SHA)]
     assert (stored["state"], stored["description"], stored["context"]) == ("success", "no regressions", "perfbot")
     with pytest.raises(github3.exceptions.UnprocessableEntity, match="Validation Failed"):
@@ -174,13 +174,33 @@ def test_user_and_rate_limit_endpoints(fake: FakeGitHub, gh: github3.GitHub) -> 
     assert limits["resources"]["core"]["limit"] == 5000 and limits["rate"]["remaining"] > 0
 
 
+def test_a_personal_token_reads_its_user_and_posts_as_it(fake: FakeGitHub) -> None:
+    fake.add_token("pat-of-a-bot-account", "perfbot-bot")
+    gh = client(fake, token="pat-of-a-bot-account")
+    assert (gh.me().login, gh.me().type) == ("perfbot-bot", "User")
+    comment = gh.issue("octo", "perfbot", 7).create_comment("hello")
+    assert comment.user.login == "perfbot-bot"
+
+
+def test_pull_requests_and_their_commits(fake: FakeGitHub, gh: github3.GitHub) -> None:
+    fake.add_pull(REPO, 7, SHA, earlier=("e" * 40,), head_repo="fork/perfbot")
+    pull = gh.pull_request("octo", "perfbot", 7)
+    assert (pull.number, pull.head.sha, pull.head.repository.full_name) == (7, SHA, "fork/perfbot")
+    assert pull.base.repository.full_name == REPO
+    assert [c.sha for c in pull.commits()] == ["e" * 40, SHA]
+    with pytest.raises(github3.exceptions.NotFoundError):
+        gh.pull_request("octo", "perfbot", 8)
+
+
 def test_every_url_points_back_at_the_fake(fake: FakeGitHub) -> None:
     fake.add_comment(REPO, 7, "seeded")
+    fake.add_pull(REPO, 7, SHA)
     documents = [raw(fake, "GET", f"/repos/{REPO}").json(), raw(fake, "GET", f"/repos/{REPO}/issues/7").json(),
                  raw(fake, "GET", f"/repos/{REPO}/issues/7/comments").json(),
                  raw(fake, "POST", f"/repos/{REPO}/issues/7/comments", {"body": "hi"}).json(),
                  raw(fake, "POST", f"/repos/{REPO}/statuses/{SHA}", {"state": "pending"}).json(),
-                 raw(fake, "GET", "/user").json()]
+                 raw(fake, "GET", "/user").json(), raw(fake, "GET", f"/repos/{REPO}/pulls/7").json(),
+                 raw(fake, "GET", f"/repos/{REPO}/pulls/7/commits").json()]
     found = [url for document in documents for url in urls(document)]
     assert len(found) > 50
     assert {urlsplit(url).netloc for url in found} == {urlsplit(fake.url).netloc}

@@ -1,5 +1,6 @@
 """The GitHub client against a real HTTP server on loopback (tests/fake_github.py)."""
 
+import time
 from pathlib import Path
 
 import pytest
@@ -7,11 +8,12 @@ from click.testing import CliRunner
 
 from perfbot.cli import perfbot
 from perfbot.errors import BadInput, EnvironmentFailure
-from perfbot.github import GitHub
-from perfbot.report import MARKER
+from perfbot.github import ACTIONS_BOT, GitHub
+from perfbot.report import GITHUB_COMMENT_LIMIT, MARKER
 from tests.fake_github import FakeGitHub
 
-TOKEN = "ghs_s3cr3tTOKENvalue"
+TOKEN = "ghs_s3cr3tTOKENvalue"  # the workflow's own token: may not read GET /user
+PAT = "github_pat_11PERSONALtoken"  # a bot account's personal access token
 REPO = "octo/perfbot"
 SHA = "a" * 40
 
@@ -19,11 +21,14 @@ SHA = "a" * 40
 @pytest.fixture
 def fake():
     with FakeGitHub(token=TOKEN) as server:
+        server.add_token(PAT, "perfbot-bot")
+        server.add_pull(REPO, 7, SHA, earlier=("c" * 40,))
         yield server
 
 
-def client(fake: FakeGitHub, token: str = TOKEN, waits: list | None = None) -> GitHub:
-    return GitHub(token, fake.url, attempts=4, backoff_s=0.5, sleep=(waits if waits is not None else []).append)
+def client(fake: FakeGitHub, token: str = TOKEN, waits: list | None = None, **options) -> GitHub:
+    return GitHub(token, fake.url, attempts=4, backoff_s=0.5, sleep=(waits if waits is not None else []).append,
+                  **options)
 
 
 def test_first_call_creates_second_edits_the_same_comment(fake):
@@ -33,11 +38,28 @@ def test_first_call_creates_second_edits_the_same_comment(fake):
     assert (first.action, second.action) == ("created", "updated")
     comments = fake.comments[(REPO, 7)]
     assert len(comments) == 1 and comments[0]["body"].startswith("**perfbot:** ❌ second")
+    assert comments[0]["user"]["login"] == ACTIONS_BOT
     assert first.url == second.url
 
 
-def test_other_peoples_comments_are_left_alone(fake):
-    fake.add_comment(REPO, 7, "LGTM, but is it fast?")
+def test_identity_of_each_kind_of_token(fake):
+    assert client(fake, PAT).identity() == "perfbot-bot"  # GET /user answers
+    assert client(fake, TOKEN).identity() == ACTIONS_BOT  # GET /user is forbidden to the Actions token
+
+
+def test_a_personal_token_edits_its_own_comment_in_place(fake):
+    gh = client(fake, PAT)
+    fake.add_comment(REPO, 7, f"another user quoting the bot\n{MARKER}\n", login="mallory")
+    assert gh.upsert_comment(REPO, 7, "report one").action == "created"
+    assert gh.upsert_comment(REPO, 7, "report two").action == "updated"
+    ours = [c for c in fake.comments[(REPO, 7)] if c["user"]["login"] == "perfbot-bot"]
+    assert len(ours) == 1 and ours[0]["body"] == f"report two\n{MARKER}\n" and ours[0]["user"]["type"] == "User"
+    assert fake.comments[(REPO, 7)][0]["body"] == f"another user quoting the bot\n{MARKER}\n"
+
+
+def test_the_actions_token_leaves_another_bots_marked_comment_alone(fake):
+    other = f"Coverage report. (quoting perfbot)\n{MARKER}\n"
+    fake.add_comment(REPO, 7, other, login="codecov[bot]", user_type="Bot")
     fake.add_comment(REPO, 7, f"quoting the bot:\n{MARKER}\n", login="mallory", user_type="User")
     for _ in range(40):  # more than a page of comments
         fake.add_comment(REPO, 7, "chatter")
@@ -45,9 +67,26 @@ def test_other_peoples_comments_are_left_alone(fake):
     assert gh.upsert_comment(REPO, 7, "report one").action == "created"
     assert gh.upsert_comment(REPO, 7, "report two").action == "updated"
     bodies = [c["body"] for c in fake.comments[(REPO, 7)]]
-    assert bodies[0] == "LGTM, but is it fast?" and bodies[1] == f"quoting the bot:\n{MARKER}\n"
+    assert bodies[0] == other and bodies[1] == f"quoting the bot:\n{MARKER}\n"
     assert bodies[-1] == f"report two\n{MARKER}\n"  # the marker is added when missing
-    assert sum(MARKER in b for b in bodies) == 2
+    assert sum(MARKER in b for b in bodies) == 3
+
+
+def test_an_explicit_author_is_used_without_asking(fake):
+    fake.add_comment(REPO, 7, f"old report\n{MARKER}\n", login="my-app[bot]", user_type="Bot")
+    client(fake).upsert_comment(REPO, 7, "new", author="my-app[bot]")
+    assert fake.comments[(REPO, 7)][0]["body"] == f"new\n{MARKER}\n"
+    assert not any(r.path == "/user" for r in fake.requests)
+
+
+def test_the_head_of_the_pr_is_checked(fake):
+    gh = client(fake)
+    assert gh.check_head(REPO, 7, SHA).standing == "current"
+    assert gh.check_head(REPO, 7, "c" * 40).standing == "stale"
+    with pytest.raises(BadInput, match="no commit dddddddddddd"):
+        gh.check_head(REPO, 7, "d" * 40)
+    with pytest.raises(BadInput, match="octo/perfbot#8: no such pull request"):
+        gh.check_head(REPO, 8, SHA)
 
 
 def test_a_5xx_is_retried_with_backoff(fake):
@@ -62,9 +101,19 @@ def test_rate_limits_wait_as_github_says(fake):
     waits = []
     fake.rate_limit_next(reset_in=3.0)
     fake.rate_limit_next(reset_in=2.0, secondary=True)
+    fake.fail_next(403, headers={"Retry-After": "4"}, body={"message": "You have triggered an abuse detection"})
     client(fake, waits=waits).set_status(REPO, SHA, "failure", "❌ 1 significant slowdown")
-    assert 3.0 <= waits[0] <= 5.0 and waits[1] == 2.0  # reset (whole seconds) + 1 s margin; Retry-After
+    assert 3.0 <= waits[0] <= 5.0 and waits[1:] == [2.0, 4.0]  # reset (whole seconds) + 1 s margin; Retry-After
     assert fake.statuses[(REPO, SHA)][0]["state"] == "failure"
+
+
+def test_a_far_off_rate_limit_reset_fails_at_once(fake):
+    waits = []
+    fake.rate_limit_next(reset_in=3000)
+    started = time.monotonic()
+    with pytest.raises(EnvironmentFailure, match=r"asks to wait \d+ s more .*beyond the 180 s"):
+        client(fake, waits=waits).set_status(REPO, SHA, "failure", "x")
+    assert waits == [] and time.monotonic() - started < 5
 
 
 def test_unreachable_after_retries_is_an_environment_failure(fake):
@@ -81,8 +130,8 @@ def test_a_bad_token_fails_at_once_and_is_never_shown(fake):
     assert waits == [] and wrong not in str(error.value)
 
 
-def test_unknown_pr_and_bad_arguments(fake):
-    with pytest.raises(EnvironmentFailure, match="404"):
+def test_unknown_repository_and_bad_arguments(fake):
+    with pytest.raises(BadInput, match="octo/nothing#7: no such pull request"):
         client(fake).upsert_comment("octo/nothing", 7, "body")
     with pytest.raises(BadInput, match="OWNER/NAME"):
         client(fake).upsert_comment("octo", 7, "body")
@@ -100,10 +149,13 @@ def env(fake, monkeypatch, tmp_path: Path):
     return body
 
 
+def _comment(body: Path, *extra: str, pr: str = "7"):
+    return CliRunner().invoke(perfbot, ["comment", "--repo", REPO, "--pr", pr, "--body-file", str(body), *extra])
+
+
 def test_cli_comment_and_status(fake, env):
-    args = ["comment", "--repo", REPO, "--pr", "7", "--body-file", str(env), "--status", "failure", "--sha", SHA]
-    first = CliRunner().invoke(perfbot, args)
-    second = CliRunner().invoke(perfbot, args)
+    first = _comment(env, "--status", "failure", "--sha", SHA)
+    second = _comment(env, "--status", "failure", "--sha", SHA)
     assert first.exit_code == 0 and second.exit_code == 0, first.output + second.output
     assert "created" in first.output and "updated" in second.output
     assert len(fake.comments[(REPO, 7)]) == 1
@@ -113,11 +165,45 @@ def test_cli_comment_and_status(fake, env):
     assert TOKEN not in first.output + second.output
 
 
+def test_cli_a_report_for_another_prs_commit_posts_nothing(fake, env):
+    fake.add_pull(REPO, 8, "e" * 40)  # the artifact says PR 8, but the run measured PR 7's head
+    result = _comment(env, "--status", "success", "--sha", SHA, pr="8")
+    assert result.exit_code == 2 and "measured another pull request's code; nothing posted" in result.output
+    assert fake.comments == {} and fake.statuses == {}
+    assert not any(r.method in ("POST", "PATCH") for r in fake.requests)
+
+
+def test_cli_a_stale_report_sets_only_the_status(fake, env):
+    result = _comment(env, "--status", "success", "--sha", "c" * 40)
+    assert result.exit_code == 0, result.output
+    assert "not posted: octo/perfbot#7 has moved on to aaaaaaaaaaaa" in result.output
+    assert fake.comments == {} and fake.statuses[(REPO, "c" * 40)][-1]["state"] == "success"
+
+
+def test_cli_a_missing_pr_is_bad_input_not_a_permission(fake, env):
+    result = _comment(env, "--status", "failure", "--sha", SHA, pr="404")
+    assert result.exit_code == 2
+    assert "octo/perfbot#404: no such pull request" in result.output and "token needs" not in result.output
+    assert fake.statuses == {}
+
+
+def test_cli_an_over_long_body_is_cut_with_a_note_and_the_status_set(fake, env, tmp_path: Path):
+    huge = tmp_path / "huge.md"
+    rows = "".join(f"| row {i} | {'x' * 60} |\n" for i in range(2000))
+    huge.write_text(f"**perfbot:** ✅ no significant slowdown\n\n<details><summary>rows</summary>\n\n{rows}"
+                    f"</details>\n{MARKER}\n")
+    result = _comment(huge, "--status", "success", "--sha", SHA)
+    assert result.exit_code == 0, result.output
+    posted = fake.comments[(REPO, 7)][0]["body"]
+    assert len(posted) <= GITHUB_COMMENT_LIMIT and posted.rstrip().endswith(MARKER)
+    assert "the report was cut here" in posted and posted.count("<details>") == posted.count("</details>")
+    assert fake.statuses[(REPO, SHA)][-1]["description"] == "✅ no significant slowdown"
+
+
 def test_cli_status_is_set_even_when_the_comment_fails(fake, env):
-    fake.fail_next(404)  # the issue lookup fails once: the comment cannot be posted
-    result = CliRunner().invoke(perfbot, ["comment", "--repo", REPO, "--pr", "7", "--body-file", str(env),
-                                          "--status", "failure", "--sha", SHA])
-    assert result.exit_code == 3
+    fake.forbid(f"/repos/{REPO}/issues/7")  # the token may set statuses but not comment
+    result = _comment(env, "--status", "failure", "--sha", SHA)
+    assert result.exit_code == 3 and "token needs pull-requests: write" in result.output
     assert fake.statuses[(REPO, SHA)][-1]["state"] == "failure"
 
 
@@ -128,9 +214,6 @@ def test_cli_exit_codes(fake, env, monkeypatch, tmp_path: Path):
     empty = tmp_path / "empty.md"
     empty.write_text("  \n")
     assert runner.invoke(perfbot, base + ["--body-file", str(empty)]).exit_code == 2
-    huge = tmp_path / "huge.md"
-    huge.write_text("x" * 70000)
-    assert runner.invoke(perfbot, base + ["--body-file", str(huge)]).exit_code == 2
     assert runner.invoke(perfbot, base + ["--body-file", str(env), "--status", "success"]).exit_code == 2
     assert runner.invoke(perfbot, base + ["--body-file", str(env), "--status", "success", "--sha", "main"]).exit_code == 2
     assert runner.invoke(perfbot, ["comment", "--repo", REPO, "--pr", "0", "--body-file", str(env)]).exit_code == 2

@@ -193,3 +193,35 @@ def test_a_kernel_that_cannot_be_captured_is_a_failure_not_a_crash(gpu, project:
     assert {f.kernel for f in results.failures} == {"copy"}
     assert all("cannot be captured in a CUDA graph" in f.reason for f in results.failures)
     assert {b.kernel for b in results.benchmarks} == {"fused", "eager", "gemm"}
+
+
+def test_the_base_judges_a_head_that_loosens_its_own_thresholds(gpu, project: Path, tmp_path: Path):
+    init_repo(project)
+    base = _git(project, "rev-parse", "HEAD")
+    thresholds = project / "thresholds.yaml"
+    thresholds.write_text(thresholds.read_text().replace("fail_percent: 0.5", "fail_percent: 50"))
+    assert "fail_percent: 50" in thresholds.read_text()
+    (project / "kernels" / "suites.yaml").write_text(TINY.replace("    - {name: odd, M: 33, K: 40, N: 24}\n", ""))
+    _git(project, "commit", "-qam", "head: loosen the thresholds, drop a case")
+    head = _git(project, "rev-parse", "HEAD")
+    _git(project, "checkout", "-q", base)  # the check runs in the base's checkout
+    gpu.ms = lambda name, call: 1.02 if name == "head:fused" else 1.0
+    out = tmp_path / "ab"
+    result = CliRunner().invoke(perfbot, ["run", "--project", str(project), "--suite", "tiny", "--samples", "12",
+                                          "--against", base, "--head", head, "--out-dir", str(out)])
+    assert result.exit_code == 1, result.output  # judged by the base's 0.5%, not the head's 50%
+    comment = (out / "comment.md").read_text()
+    assert "thresholds.yaml differs between the two sides" in comment
+    assert "interleaved.fail\\_percent: 0.5 → 50" in comment
+    assert "case odd only in the checkout that judged" in comment
+    from perfbot import results
+
+    head_run = results.load(out / "head.json")
+    assert head_run.settings["head"] == head and head_run.settings["against"] == base
+    assert {b.case for b in head_run.benchmarks} == {"odd", "square"}  # the base's suite was measured
+    assert _git(project, "worktree", "list").count("\n") == 0
+
+
+def test_head_needs_against(gpu, repo: Path, tmp_path: Path):
+    result = CliRunner().invoke(perfbot, ["run", "--project", str(repo), "--suite", "tiny", "--head", "HEAD"])
+    assert result.exit_code == 2 and "only apply to an A/B run" in result.output

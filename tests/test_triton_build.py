@@ -135,3 +135,38 @@ def test_an_unusable_cache_path(tmp_path: Path):
     with pytest.raises(BadInput, match="must be a directory"):
         triton_build.build("abcdef1", "https://example.invalid/x.git", tmp_path / "file")
     assert EnvironmentFailure.exit_code == 3
+
+
+def test_a_cached_wheel_is_used_only_if_its_digest_matches_the_record(tmp_path: Path, monkeypatch):
+    repo, good, _ = standin(tmp_path, "new")
+    counter = tmp_path / "builds.txt"
+    monkeypatch.setenv("STANDIN_BUILD_COUNTER", str(counter))
+    cache = tmp_path / "cache"
+    wheel, _ = triton_build.build(good, str(repo), cache, build_isolation=False)
+    builds = counter.read_text().count("built")
+    # A job that could write the cache swaps the wheel's bytes: the record no longer matches.
+    wheel.write_bytes(wheel.read_bytes() + b"planted")
+    notes = []
+    again, built = triton_build.build(good, str(repo), cache, build_isolation=False, on_note=notes.append)
+    assert built and counter.read_text().count("built") == 2 * builds
+    assert "does not match its recorded digest" in notes[0] and triton_build.cached_wheel(cache, good) == again
+    assert not again.read_bytes().endswith(b"planted")
+    # A stray wheel dropped into an entry without a record is no hit either, and neither is a
+    # record that names a file outside its entry.
+    (cache / good / "wheel.json").write_text('{"wheel": "../evil.whl", "sha256": "0"}')
+    assert triton_build.cached_wheel(cache, good) is None
+    (cache / good / "wheel.json").unlink()
+    assert triton_build.cached_wheel(cache, good) is None
+
+
+def test_an_environment_is_reinstalled_when_the_wheel_changed(tmp_path: Path):
+    repo, good, _ = standin(tmp_path, "new")
+    cache = tmp_path / "cache"
+    first = triton_build.environment(good, str(repo), cache, build_isolation=False)
+    marker = first / "triton" / "planted.py"
+    marker.write_text("print('left over')\n")
+    assert triton_build.environment(good, str(repo), cache, build_isolation=False) == first and marker.exists()
+    wheel = triton_build.cached_wheel(cache, good)
+    wheel.write_bytes(wheel.read_bytes() + b"x")  # rebuilt on the next use: a new digest
+    second = triton_build.environment(good, str(repo), cache, build_isolation=False)
+    assert second == first and not marker.exists()

@@ -20,7 +20,7 @@ from ..config import ProjectConfig
 from ..errors import EXIT_REGRESSION, BadInput, PerfbotError, WrongResult
 from ..report import case_markdown, failures_table, run_markdown, run_table
 from ..subject import Subject
-from ..thresholds import load_policy
+from ..thresholds import Policy, load_policy
 
 
 @perfbot.command("run")
@@ -45,6 +45,9 @@ from ..thresholds import load_policy
               help="kernels/ package to measure instead of the project's.")
 @click.option("--against", default=None, metavar="REV",
               help="A/B: also measure the kernels of git revision REV, interleaved with these, and compare.")
+@click.option("--head", default=None, metavar="REV",
+              help="With --against: measure the kernels of git revision REV as the head instead of this checkout's. "
+                   "The suites and thresholds still come from this checkout (the PR check runs in the base's).")
 @click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("perfbot-ab"), show_default=True,
               help="With --against: where base.json, head.json, comparison.json and comment.md go.")
 @click.option("--thresholds", "thresholds_path", type=click.Path(path_type=Path), default=None,
@@ -72,6 +75,7 @@ def run_command(
     overwrite: bool,
     kernels: Path | None,
     against: str | None,
+    head: str | None,
     out_dir: Path,
     thresholds_path: Path | None,
     trend_store: Path | None,
@@ -110,13 +114,14 @@ def run_command(
     suites = [subject.suites[name] for name in dict.fromkeys(suite_names)]
     if case_names:
         suites = _only_cases(suites, case_names)
-    if against is None and (triton_envs or triton_source or triton_cache):
-        raise click.UsageError("--triton-env, --triton-source and --triton-cache only apply to an A/B run (--against REV)")
+    if against is None and (triton_envs or triton_source or triton_cache or head):
+        raise click.UsageError("--head, --triton-env, --triton-source and --triton-cache only apply to an A/B run "
+                               "(--against REV)")
     if against is not None:
         policy = load_policy(thresholds_path or config.root / "thresholds.yaml")
         tritons = TritonChoice(_parse_triton_envs(triton_envs), triton_source, triton_cache)
-        _run_against(config, kernels or config.kernels_dir, subject, suites, settings, against, out_dir, overwrite,
-                     policy, trend_store, tritons)
+        _run_against(config, kernels or config.kernels_dir, subject, suites, settings, against, head, out_dir,
+                     overwrite, policy, trend_store, tritons)
         return
     total = progress_steps(plan(subject, suites, settings), settings)
     terminal = console()
@@ -165,9 +170,12 @@ def _parse_triton_envs(values: tuple[str, ...]) -> dict[str, Path]:
     return envs
 
 
-def _run_against(config: ProjectConfig, kernels_dir: Path, head: Subject, suites: list, settings: object, rev: str,
-                 out_dir: Path, overwrite: bool, policy: object, trend_store: Path | None,
+def _run_against(config: ProjectConfig, kernels_dir: Path, running: Subject, suites: list, settings: object, rev: str,
+                 head_rev: str | None, out_dir: Path, overwrite: bool, policy: Policy, trend_store: Path | None,
                  tritons: TritonChoice) -> None:
+    """The in-job A/B. The running checkout's suites and thresholds decide; its kernels are the
+    head unless `head_rev` names another commit (the PR check runs in the base's checkout, so
+    that a pull request cannot judge itself)."""
     from ..ab import checkout, judge, new_run_id
     from ..config import load_project_config
     from ..runner import plan, progress_steps, run_sides
@@ -184,23 +192,27 @@ def _run_against(config: ProjectConfig, kernels_dir: Path, head: Subject, suites
         relative = kernels_dir.resolve().relative_to(config.root.resolve())
     except ValueError:
         raise BadInput(f"--against needs the kernels inside the project ({config.root}), got {kernels_dir}") from None
-    with checkout(config.root, rev) as (tree, sha), contextlib.ExitStack() as stack:
-        base = load_subject(tree / relative)
-        pins = {"base": load_project_config(tree).triton_commit, "head": config.triton_commit}
-        specs = _worker_specs({"base": tree / relative, "head": kernels_dir.resolve()}, pins, tritons, rev)
+    with contextlib.ExitStack() as stack:
+        trees = {"base": stack.enter_context(checkout(config.root, rev))}
+        trees["head"] = stack.enter_context(checkout(config.root, head_rev)) if head_rev else (config.root, None)
+        subjects = {"base": load_subject(trees["base"][0] / relative),
+                    "head": load_subject(trees["head"][0] / relative) if head_rev else running}
+        pins = {side: load_project_config(tree).triton_commit for side, (tree, _) in trees.items()}
+        specs = _worker_specs({side: tree / relative for side, (tree, _) in trees.items()}, pins, tritons, rev)
         run_id = new_run_id()
         started = stack.enter_context(workers(specs)) if specs else None
+        revisions = {"against": trees["base"][1], **({"head": trees["head"][1]} if head_rev else {})}
 
         def measure_sides(chosen: list, tag: str) -> tuple:
-            total = progress_steps(plan(head, chosen, settings), settings)
-            extra = {"ab_run": run_id + tag, "against": sha, "triton_commits": pins}
+            total = progress_steps(plan(running, chosen, settings), settings)
+            extra = {"ab_run": run_id + tag, **revisions, "triton_commits": pins}
             with progress() as bar:
                 task = bar.add_task("starting", total=total)
                 advance = lambda label, steps: bar.update(task, advance=steps, description=label)  # noqa: E731
                 if started:
                     sides = run_in_workers(started, chosen, settings, advance, extra_settings=extra)
                 else:
-                    sides = run_sides({"base": base, "head": head}, chosen, settings, advance, extra_settings=extra)
+                    sides = run_sides(subjects, chosen, settings, advance, extra_settings=extra)
             return sides["base"], sides["head"]
 
         base_results, head_results = measure_sides(suites, "")
@@ -208,11 +220,38 @@ def _run_against(config: ProjectConfig, kernels_dir: Path, head: Subject, suites
             results_file.save(loaded, out_dir / name, overwrite=overwrite)
         report = judge(base_results, head_results, policy,
                        lambda cases: measure_sides(restrict(suites, cases), "-confirm"))
+        other = "head" if head_rev else "base"
+        report = dataclasses.replace(report, policy_change=_policy_change(policy, trees[other][0], suites,
+                                                                          subjects[other]))
     if trend_store is not None:
         report = dataclasses.replace(report, trend=_trend(trend_store, head_results, policy))
     emit(report, out_dir / "comment.md", out_dir / "comparison.json")
     if report.fails:
         sys.exit(EXIT_REGRESSION)
+
+
+def _policy_change(policy: Policy, other_tree: Path, suites: list, other: Subject) -> tuple[str, ...]:
+    """What the other side's thresholds.yaml and suites would have judged differently: the
+    lead line, then one line per difference. Empty when they agree."""
+    from ..thresholds import changes
+
+    lines = []
+    try:
+        lines += [f"thresholds {line}" for line in changes(policy, load_policy(other_tree / "thresholds.yaml"))]
+    except PerfbotError as error:
+        lines.append(f"the other side's thresholds.yaml does not load: {error}")
+    for suite in suites:
+        mine = {(c.name, tuple(c.shape.items()), c.dtype) for c in suite.cases}
+        theirs_suite = other.suites.get(suite.name)
+        theirs = {(c.name, tuple(c.shape.items()), c.dtype) for c in theirs_suite.cases} if theirs_suite else set()
+        lines += [f"suite {suite.name}: case {name} only in the checkout that judged" for name, *_ in sorted(mine - theirs)]
+        lines += [f"suite {suite.name}: case {name} only on the other side (not measured)"
+                  for name, *_ in sorted(theirs - mine)]
+    if not lines:
+        return ()
+    lead = ("This check measured the suites and applied the thresholds.yaml of the checkout that ran it; "
+            "the other side's differ:")
+    return (lead, *lines)
 
 
 def _worker_specs(kernels: dict[str, Path], pins: dict[str, str], tritons: TritonChoice,
@@ -224,7 +263,7 @@ def _worker_specs(kernels: dict[str, Path], pins: dict[str, str], tritons: Trito
     if pins["base"] == pins["head"]:
         return {}
     if tritons.source is None:
-        raise BadInput(f"{rev} pins Triton {pins['base'][:12]} and this checkout {pins['head'][:12]}: each side needs "
+        raise BadInput(f"{rev} pins Triton {pins['base'][:12]} and the head {pins['head'][:12]}: each side needs "
                        "its own; pass --triton-source REPO to build both, or --triton-env base=DIR --triton-env head=DIR")
     from .. import triton_build
 

@@ -34,6 +34,8 @@ def triton_build_command(commit: str | None, source: str, cache: Path | None, no
                          project: Path | None) -> None:
     """Build a Triton wheel at a commit, or take it from the cache; prints the wheel's path.
 
+    A cached wheel is used only if its digest matches the record written when it was built.
+
     Exits 3 if the build fails, with the end of its log.
 
     Example:
@@ -41,6 +43,7 @@ def triton_build_command(commit: str | None, source: str, cache: Path | None, no
         perfbot triton build --commit 7c56a5e4 --source ~/src/triton --cache /ci/wheels
     """
     commit = commit or project_config(project).triton_commit
-    wheel, built = triton_build.build(commit, source, cache, build_isolation=not no_build_isolation)
+    wheel, built = triton_build.build(commit, source, cache, build_isolation=not no_build_isolation,
+                                      on_note=lambda note: click.echo(f"perfbot: note: {note}", err=True))
     click.echo(f"{'built' if built else 'cache hit'}: {wheel}", err=True)
     click.echo(str(wheel))

@@ -1,0 +1,146 @@
+"""What users install: the wheel built from a clean copy of the checkout, installed into fresh
+environments outside it, runs every command.
+
+- The core environment gets the wheel and its dependencies from the package index, and nothing
+  else: no PyTorch, no Triton. The core commands work there; measuring ones say which extra
+  they need (exit 3), in one line.
+- The measuring environment gets the wheel alone (`--no-deps`), with this test environment's
+  PyTorch and Triton visible behind it (a .pth line): every command starts, and those that
+  need a GPU say so (exit 3) on a machine without one.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from perfbot import results
+from tests.conftest import HAS_GPU, ROOT
+from tests.fake_github import FakeGitHub
+from tests.helpers import make_results
+
+COMMANDS = ["run", "show", "compare", "baseline", "baseline update", "baseline show", "export", "comment",
+            "triton", "triton build", "bisect", "selftest", "sample", "suites", "env"]
+
+
+def _clean_copy(destination: Path) -> Path:
+    """The files a fresh clone of this checkout would hold (tracked, plus new files git would add)."""
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            capture_output=True, text=True, check=True).stdout.split("\0")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination / name)
+    return destination
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    source = _clean_copy(tmp_path_factory.mktemp("clean-checkout"))
+    dist = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--wheel-dir", str(dist), str(source)], check=True, capture_output=True, timeout=300)
+    (built,) = dist.glob("perfbot-*.whl")
+    return built
+
+
+def _venv(where: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True, timeout=300)
+    return where / "bin"
+
+
+@pytest.fixture(scope="module")
+def core(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    bin_dir = _venv(tmp_path_factory.mktemp("core-env") / "venv")
+    done = subprocess.run([str(bin_dir / "pip"), "install", "--quiet", "--disable-pip-version-check", str(wheel)],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return bin_dir
+
+
+@pytest.fixture(scope="module")
+def measuring(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("gpu-env") / "venv"
+    bin_dir = _venv(root)
+    subprocess.run([str(bin_dir / "pip"), "install", "--quiet", "--no-deps", "--disable-pip-version-check", str(wheel)],
+                   check=True, capture_output=True, timeout=300)
+    site = Path(subprocess.run([str(bin_dir / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    (site / "zz-test-environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return bin_dir
+
+
+def _perfbot(bin_dir: Path, *args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(bin_dir / "perfbot"), *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env=env)
+
+
+def test_the_wheel_holds_every_subpackage_and_template_and_no_subject(wheel: Path):
+    names = zipfile.ZipFile(wheel).namelist()
+    sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "perfbot").rglob("*") if p.suffix in (".py", ".j2")}
+    assert sources <= set(names), sorted(sources - set(names))
+    assert "perfbot/commands/run.py" in names and "perfbot/templates/comment.md.j2" in names
+    assert not [n for n in names if n.startswith(("kernels/", "tests/", "scripts/"))]
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
+    requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    core_requires = [line for line in requires if "extra ==" not in line]
+    assert not [line for line in core_requires if "torch" in line or "triton" in line], core_requires
+    assert any("torch" in line and 'extra == "gpu"' in line for line in requires)
+
+
+def test_core_commands_run_from_the_core_install_outside_the_checkout(core: Path, tmp_path: Path, monkeypatch):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    assert subprocess.run([str(core / "python"), "-c", "import torch"], capture_output=True).returncode != 0
+    assert subprocess.run([str(core / "python"), "-c", "import triton"], capture_output=True).returncode != 0
+    for command in ["", *COMMANDS]:
+        done = _perfbot(core, *command.split(), "--help", cwd=outside)
+        assert done.returncode == 0 and "Usage:" in done.stdout, (command, done.stderr)
+    results.save(make_results(seed=1), outside / "base.json")
+    results.save(make_results({("fused", "gemma-2b"): 1.2}, seed=2), outside / "head.json")
+    compared = _perfbot(core, "compare", "base.json", "head.json", "--thresholds", str(ROOT / "thresholds.yaml"),
+                        "--markdown", "comment.md", "--json", "comparison.json", cwd=outside)
+    assert compared.returncode == 1, compared.stderr  # the 20% slowdown
+    assert json.loads((outside / "comparison.json").read_text())["fails"] is True
+    assert _perfbot(core, "show", "head.json", "--markdown", cwd=outside).returncode == 0
+    stored = _perfbot(core, "baseline", "update", "base.json", "--store", "store", cwd=outside)
+    assert stored.returncode == 0 and "stored" in stored.stdout, stored.stderr
+    assert "baseline" in _perfbot(core, "baseline", "show", "--store", "store", cwd=outside).stdout
+    exported = _perfbot(core, "export", "head.json", "--out", "head.pytest-benchmark.json", cwd=outside)
+    assert exported.returncode == 0 and (outside / "head.pytest-benchmark.json").is_file()
+    with FakeGitHub(token="ghs_wheelTOKEN") as github:
+        github.add_pull("octo/perfbot", 7, "a" * 40)
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GITHUB_TOKEN": "ghs_wheelTOKEN",
+               "GITHUB_API_URL": github.url}
+        posted = _perfbot(core, "comment", "--repo", "octo/perfbot", "--pr", "7", "--body-file", "comment.md",
+                          "--sha", "a" * 40, "--status", "failure", cwd=outside, env=env)
+        assert posted.returncode == 0, posted.stdout + posted.stderr
+        assert len(github.comments[("octo/perfbot", 7)]) == 1
+    needs_gpu = _perfbot(core, "run", "--project", str(ROOT), cwd=outside)
+    assert needs_gpu.returncode == 3 and needs_gpu.stderr.count("\n") == 1, needs_gpu.stderr
+    assert "pip install 'perfbot[gpu]'" in needs_gpu.stderr and "Traceback" not in needs_gpu.stderr
+
+
+def test_measuring_commands_start_from_the_wheel(measuring: Path, tmp_path: Path, project: Path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    located = subprocess.run([str(measuring / "python"), "-c", "import perfbot; print(perfbot.__file__)"],
+                             capture_output=True, text=True, check=True, cwd=outside).stdout
+    assert located.startswith(str(measuring.parent)), located  # the wheel's perfbot, not the checkout's
+    suites = _perfbot(measuring, "suites", "--project", str(project), cwd=outside)
+    assert suites.returncode == 0 and "decode:" in suites.stdout, suites.stderr
+    environment = _perfbot(measuring, "env", "--json", cwd=outside)
+    assert environment.returncode == 0 and json.loads(environment.stdout)["perfbot"], environment.stderr
+    if HAS_GPU:
+        return
+    for command in (["run"], ["sample", "--suite", "pr", "--case", "t5-v1.1-xl"], ["selftest"]):
+        done = _perfbot(measuring, *command, "--project", str(project), cwd=outside)
+        assert done.returncode == 3 and "no CUDA GPU" in done.stderr and "Traceback" not in done.stderr, done.stderr
