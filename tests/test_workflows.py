@@ -197,3 +197,19 @@ def test_push_baseline_authenticates_over_http_without_the_token_on_a_command_li
     encoded = base64.b64encode(f"x-access-token:{token}".encode()).decode()
     assert "git clone" in logged and "git -C" in logged and token not in logged and encoded not in logged
     assert token not in done.stdout + done.stderr
+
+
+def test_security_md_names_every_workflow_with_its_permissions():
+    """SECURITY.md's table says, per workflow (and job), which token permissions it has: keep it
+    true to the files."""
+    rows = [line for line in (ROOT / "SECURITY.md").read_text().splitlines() if line.startswith("| `")]
+    for path in WORKFLOWS:
+        data = _load(path)
+        for job_name, job in data["jobs"].items():
+            row = next((r for r in rows if f"`{path.name}`, job `{job_name}`" in r), None) or next(
+                (r for r in rows if f"`{path.name}`" in r.split("|")[1]), None)
+            assert row is not None, f"SECURITY.md has no row for {path.name} ({job_name})"
+            token = row.split("|")[4]
+            for scope, level in job.get("permissions", {}).items():
+                assert f"{scope}: {level}" in token, f"{path.name}:{job_name}: {scope}: {level} not in {token!r}"
+            assert ("GPU runner" in row) == ("self-hosted" in job["runs-on"]), f"{path.name}:{job_name}"
