@@ -47,6 +47,7 @@ class HeadCheck:
 
     standing: str
     head_sha: str
+    head_repository: str  # OWNER/NAME the PR's head branch lives in (a fork's, or the repository's own)
 
 
 class _Retry(Exception):
@@ -108,10 +109,11 @@ class GitHub:
             if pull is None:
                 raise BadInput(f"{repo}#{pr}: no such pull request, or the token cannot see it")
             head = str(pull.head.sha)
+            origin = str(pull.head.repository.full_name) if pull.head.repository else ""
             if head == sha:
-                return HeadCheck("current", head)
+                return HeadCheck("current", head, origin)
             if any(commit.sha == sha for commit in pull.commits()):
-                return HeadCheck("stale", head)
+                return HeadCheck("stale", head, origin)
             raise BadInput(f"{repo}#{pr} has head {head[:12]} and no commit {sha[:12]}: the report measured "
                            "another pull request's code; nothing posted")
 

@@ -139,17 +139,25 @@ def _set_aside(cache: Path, commit: str, on_note: Callable[[str], None]) -> None
 
 
 def _checkout(source: str, commit: str, checkout: Path) -> str:
-    """Check `commit` out of `source` (a path or URL) into `checkout`; returns the full SHA."""
-    if not re.match(r"^[a-z+]+://|^git@", source) and not Path(source).exists():
+    """Check `commit` out of `source` (a path or URL) into `checkout`; returns the full SHA.
+
+    From a URL, only a published commit is built: one on a branch or tag of that repository.
+    Hosts also serve commits by SHA that no branch holds (GitHub: any pull request's), and a
+    pull request that moves the pin must not make the GPU runner build code of its choosing.
+    From a local path the user chose, any commit of it goes."""
+    remote = bool(re.match(r"^[a-z+]+://|^git@", source))
+    if not remote and not Path(source).exists():
         raise BadInput(f"--source {source!r} is neither an existing path nor a URL")
     cloned = git.run(None, "clone", "--quiet", "--no-checkout", source, str(checkout))
     if cloned.returncode != 0:
         raise EnvironmentFailure(f"cannot clone {source}: {cloned.stderr.strip().splitlines()[-1:]}")
-    if git.run(checkout, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
-        git.run(checkout, "fetch", "--quiet", "origin", commit)  # commits off the default branches
+    if not remote and git.run(checkout, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
+        git.run(checkout, "fetch", "--quiet", "origin", commit)  # commits off the local repository's branches
     full = git.commit_of(checkout, commit)
-    if full is None:
-        raise BadInput(f"commit {commit} is not in {source}")
+    published = full is not None and git.run(checkout, "for-each-ref", "--count=1", "--contains", full,
+                                             "refs/remotes", "refs/tags").stdout.strip()
+    if full is None or (remote and not published):
+        raise BadInput(f"commit {commit} is not on a branch or tag of {source}; perfbot builds only published commits")
     switched = git.run(checkout, "-c", "advice.detachedHead=false", "checkout", "--quiet", full)
     if switched.returncode != 0:
         raise EnvironmentFailure(f"cannot check out {full[:12]}: {switched.stderr.strip()}")

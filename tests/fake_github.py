@@ -143,6 +143,7 @@ class FakeGitHub:
         self.statuses: dict[tuple[str, str], list[dict]] = {}
         self.pulls: dict[tuple[str, int], dict] = {}
         self.forbidden: list[str] = []
+        self._pushes: list[tuple[str, str, str, int, str]] = []  # (method, path prefix, repo, PR, new head)
         self._forced: deque[Callable[[], _Reply]] = deque()
         self._lock = threading.Lock()
         self._next_id = 1_000_001  # comment and status ids, unique across the server like GitHub's
@@ -190,6 +191,11 @@ class FakeGitHub:
         with self._lock:
             self.pulls[(repo, number)] = {"head": head_sha, "commits": [*earlier, head_sha],
                                           "head_repo": head_repo or repo}
+
+    def push_after(self, method: str, path_prefix: str, repo: str, number: int, new_head: str) -> None:
+        """Once a `method` request under `path_prefix` has been answered, PR `number` gets a new
+        head commit, as when someone pushes while a client is mid-way."""
+        self._pushes.append((method, path_prefix, repo, number, new_head))
 
     def forbid(self, path_prefix: str) -> None:
         """Answer every request under `path_prefix` with 403, as for a token lacking that permission."""
@@ -243,6 +249,12 @@ class FakeGitHub:
             else:
                 reply = self._route(request, identity)
             reply.headers = {**self._rate_headers(), **reply.headers}
+            for push in list(self._pushes):
+                method, prefix, repo, number, head = push
+                if request.method == method and urlsplit(request.path).path.startswith(prefix):
+                    self._pushes.remove(push)
+                    pull = self.pulls[(repo, number)]
+                    pull["head"], pull["commits"] = head, [*pull["commits"], head]
             return reply, json.dumps(reply.body).encode()
 
     def _identity(self, headers: dict[str, str]) -> Identity | None:

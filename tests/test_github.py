@@ -165,6 +165,32 @@ def test_cli_comment_and_status(fake, env):
     assert TOKEN not in first.output + second.output
 
 
+def test_cli_the_comment_names_its_commit_and_a_push_meanwhile_marks_it_stale(fake, env):
+    result = _comment(env, "--sha", SHA)
+    assert result.exit_code == 0, result.output
+    posted = fake.comments[(REPO, 7)][0]["body"]
+    assert f"<sub>Measured commit: {SHA}</sub>\n{MARKER}" in posted and posted.startswith("**perfbot:**")
+    fake.push_after("PATCH", f"/repos/{REPO}/issues/comments/", REPO, 7, "f" * 40)
+    result = _comment(env, "--sha", SHA)
+    assert result.exit_code == 0 and "marked stale" in result.output, result.output
+    (comment,) = fake.comments[(REPO, 7)]
+    assert comment["body"].startswith("_This report is for an earlier commit: the pull request has moved on to ffff")
+
+
+def test_cli_verify_head(fake, env):
+    fake.add_pull(REPO, 9, "9" * 40, head_repo="someone/perfbot")
+    runner = CliRunner()
+    ok = runner.invoke(perfbot, ["verify-head", "--repo", REPO, "--pr", "7", "--sha", SHA, "--same-repository"])
+    assert ok.exit_code == 0 and "is the head of octo/perfbot#7 (from octo/perfbot)" in ok.output
+    moved = runner.invoke(perfbot, ["verify-head", "--repo", REPO, "--pr", "7", "--sha", "c" * 40])
+    assert moved.exit_code == 2 and "no longer its head" in moved.output
+    fork = runner.invoke(perfbot, ["verify-head", "--repo", REPO, "--pr", "9", "--sha", "9" * 40, "--same-repository"])
+    assert fork.exit_code == 2 and "comes from someone/perfbot, a fork" in fork.output
+    by_hand = runner.invoke(perfbot, ["verify-head", "--repo", REPO, "--pr", "9", "--sha", "9" * 40])
+    assert by_hand.exit_code == 0, by_hand.output
+    assert fake.comments == {} and fake.statuses == {}
+
+
 def test_cli_a_report_for_another_prs_commit_posts_nothing(fake, env):
     fake.add_pull(REPO, 8, "e" * 40)  # the artifact says PR 8, but the run measured PR 7's head
     result = _comment(env, "--status", "success", "--sha", SHA, pr="8")

@@ -98,7 +98,7 @@ def test_a_failed_build_exits_3_with_the_end_of_its_log(tmp_path: Path):
 
 def test_bad_input(tmp_path: Path):
     repo, _, _ = standin(tmp_path, "new")
-    with pytest.raises(BadInput, match="is not in"):
+    with pytest.raises(BadInput, match="is not on a branch or tag of"):
         triton_build.build("deadbeefdeadbeef", str(repo), tmp_path / "c", build_isolation=False)
     with pytest.raises(BadInput, match="hex commit SHA"):
         triton_build.build("main; rm -rf /", str(repo), tmp_path / "c")
@@ -127,7 +127,7 @@ def test_the_default_commit_is_the_pinned_one(project: Path, tmp_path: Path):
     repo, _, _ = standin(tmp_path, "new")
     result = CliRunner().invoke(perfbot, ["triton", "build", "--project", str(project), "--source", str(repo),
                                           "--cache", str(tmp_path / "c")])
-    assert result.exit_code == 2 and "7c56a5e40f7fd928dfd5c72902d5def0097db73a is not in" in result.output
+    assert result.exit_code == 2 and "7c56a5e40f7fd928dfd5c72902d5def0097db73a is not on a branch or tag" in result.output
 
 
 def test_an_unusable_cache_path(tmp_path: Path):
@@ -170,3 +170,26 @@ def test_an_environment_is_reinstalled_when_the_wheel_changed(tmp_path: Path):
     wheel.write_bytes(wheel.read_bytes() + b"x")  # rebuilt on the next use: a new digest
     second = triton_build.environment(good, str(repo), cache, build_isolation=False)
     assert second == first and not marker.exists()
+
+
+def test_from_a_url_only_published_commits_are_built(tmp_path: Path):
+    """A pull request's commit is served by SHA (GitHub keeps refs/pull/N/head) but is on no branch
+    or tag: a PR that moves the pin there must not make the runner build it."""
+    from tests.git_http import GitHttpServer
+
+    repo, good, _ = standin(tmp_path, "new")
+    (repo / "triton" / "evil.py").write_text("print('unreviewed')\n")
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "from a pull request")
+    unpublished = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "update-ref", "refs/pull/1/head", unpublished)
+    _git(repo, "reset", "-q", "--hard", good)
+    served = tmp_path / "served"
+    served.mkdir()
+    subprocess.run(["git", "clone", "-q", "--bare", "--mirror", str(repo), str(served / "triton.git")], check=True)
+    with GitHttpServer(served, "reader", "pw") as server:
+        url = server.url.replace("http://", "http://reader:pw@") + "/triton.git"
+        with pytest.raises(BadInput, match=f"commit {unpublished} is not on a branch or tag"):
+            triton_build.build(unpublished, url, tmp_path / "cache", build_isolation=False)
+        wheel, built = triton_build.build(good, url, tmp_path / "cache", build_isolation=False)
+        assert built and wheel.parent.name == good

@@ -27,7 +27,7 @@ from tests.fake_github import FakeGitHub
 from tests.helpers import make_results
 
 COMMANDS = ["run", "show", "compare", "baseline", "baseline update", "baseline show", "export", "comment",
-            "triton", "triton build", "bisect", "selftest", "sample", "suites", "env"]
+            "triton", "triton build", "bisect", "selftest", "sample", "suites", "env", "verify-head"]
 
 
 def _clean_copy(destination: Path) -> Path:

@@ -74,6 +74,13 @@ def test_least_privilege():
                        "contents": {"baseline.yml"}, "actions": {"gpu-request.yml"}}
 
 
+def test_no_job_on_the_gpu_runner_holds_a_write_token():
+    for path in WORKFLOWS:
+        for name, job in _load(path)["jobs"].items():
+            if "self-hosted" in job.get("runs-on", []):
+                assert "write" not in job.get("permissions", {}).values(), f"{path.name}:{name}"
+
+
 def _triggers(data: dict) -> dict:
     return data.get("on", data.get(True))  # YAML 1.1 reads a bare `on` as true
 
@@ -93,7 +100,8 @@ def test_gpu_check_shape():
     data = _load(ROOT / ".github" / "workflows" / "gpu-check.yml")
     check, comment = data["jobs"]["check"], data["jobs"]["comment"]
     assert set(_triggers(data)) == {"workflow_dispatch"}
-    assert check["permissions"] == {"contents": "read"} and data["concurrency"]["cancel-in-progress"] is True
+    assert check["permissions"] == {"contents": "read", "pull-requests": "read"}
+    assert data["concurrency"]["cancel-in-progress"] is True
     assert "self-hosted" in check["runs-on"] and "vars.PERFBOT_GPU_LABEL || 'a100'" in " ".join(check["runs-on"])
     assert comment["runs-on"] == "ubuntu-latest" and comment["needs"] == "check"
     assert comment["concurrency"]["group"] == "perfbot-comment-${{ inputs.pr }}"
@@ -103,8 +111,17 @@ def test_gpu_check_shape():
     assert comment["env"]["HEAD_SHA"] == "${{ inputs.sha }}"
     measure = next(s for s in check["steps"] if s.get("id") == "measure")["run"]
     assert '--head "$HEAD_SHA"' in measure  # the base's checkout judges the head's kernels
+    # The head is verified before any step brings its code: an automatic dispatch must name a
+    # head of this repository's own branches.
+    names = [s.get("name", "") for s in check["steps"]]
+    verify = names.index("Check that the commit is the pull request's head")
+    assert verify < names.index("Check out the head (only its kernels are measured)")
+    step = check["steps"][verify]
+    assert step["env"]["BY_A_WORKFLOW"] == "${{ github.triggering_actor == 'github-actions[bot]' }}"
+    assert "verify-head" in step["run"] and "--same-repository" in step["run"]
     request = _load(ROOT / ".github" / "workflows" / "gpu-request.yml")
-    assert request["jobs"]["request"]["if"] == "github.event.pull_request.head.repo.full_name == github.repository"
+    assert request["jobs"]["request"]["if"].startswith(
+        "github.event.pull_request.head.repo.full_name == github.repository")
     assert "gh workflow run gpu-check.yml" in request["jobs"]["request"]["steps"][0]["run"]
 
 

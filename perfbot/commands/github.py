@@ -11,7 +11,7 @@ import click
 from ..cli import perfbot
 from ..errors import BadInput, PerfbotError
 from ..files import read_text
-from ..report import fit_comment
+from ..report import GITHUB_COMMENT_LIMIT, MARKER, fit_comment
 
 
 @perfbot.command("comment")
@@ -50,6 +50,8 @@ def comment_command(repo: str, pr: int, body_file: Path, sha: str | None, state:
     body = _read_body(body_file)
     client = GitHub.from_environment()
     standing = client.check_head(repo, pr, sha) if sha is not None else None
+    if sha is not None:
+        body = _for_commit(body, sha)
     problems: list[PerfbotError] = []
     if state is not None and sha is not None:
         try:
@@ -64,6 +66,10 @@ def comment_command(repo: str, pr: int, body_file: Path, sha: str | None, state:
         try:
             posted = client.upsert_comment(repo, pr, body, author)
             click.echo(f"{posted.action} {posted.url}")
+            if sha is not None and (moved := client.check_head(repo, pr, sha)).standing == "stale":
+                # The PR moved on while this was posted: say so, until the newer run replaces it.
+                client.upsert_comment(repo, pr, _stale(body, moved.head_sha), author)
+                click.echo(f"marked stale: {repo}#{pr} moved on to {moved.head_sha[:12]} meanwhile")
         except PerfbotError as error:
             problems.append(error)
     if problems:
@@ -71,6 +77,48 @@ def comment_command(repo: str, pr: int, body_file: Path, sha: str | None, state:
         for problem in problems:
             click.echo(f"perfbot: error: {problem}", err=True)
         sys.exit(worst.exit_code)
+
+
+@perfbot.command("verify-head")
+@click.option("--repo", required=True, help="Repository as OWNER/NAME.")
+@click.option("--pr", type=click.IntRange(min=1), required=True, help="Pull request number.")
+@click.option("--sha", required=True, help="The commit that must be the pull request's head.")
+@click.option("--same-repository", is_flag=True,
+              help="Also require the pull request to come from a branch of --repo, not from a fork.")
+def verify_head_command(repo: str, pr: int, sha: str, same_repository: bool) -> None:
+    """Exit 0 if SHA is the head of the pull request (from a branch of REPO, with
+    --same-repository); else say why in one line and exit 2. The GPU check runs it before any
+    of the head's code: an automatic dispatch must name a head of this repository's own.
+
+    Token from GITHUB_TOKEN (pull-requests: read), API root from GITHUB_API_URL.
+
+    Example:
+
+        perfbot verify-head --repo octo/perfbot --pr 7 --sha $SHA --same-repository
+    """
+    if not re.fullmatch(r"[0-9a-f]{40}", sha):
+        raise click.BadParameter(f"must be a full 40-hex-digit commit SHA, got {sha!r}", param_hint="--sha")
+    from ..github import GitHub
+
+    standing = GitHub.from_environment().check_head(repo, pr, sha)
+    if standing.standing != "current":
+        raise BadInput(f"{repo}#{pr} has moved on to {standing.head_sha[:12]}; {sha[:12]} is no longer its head")
+    if same_repository and standing.head_repository.lower() != repo.lower():
+        raise BadInput(f"{repo}#{pr} comes from {standing.head_repository}, a fork: a maintainer must start its "
+                       "check by hand")
+    click.echo(f"{sha[:12]} is the head of {repo}#{pr} (from {standing.head_repository})")
+
+
+def _for_commit(body: str, sha: str) -> str:
+    """The report with the commit it measured named above the marker."""
+    lines = body.rstrip("\n").split("\n")
+    at = len(lines) - 1 if lines[-1].strip() == MARKER else len(lines)
+    return "\n".join([*lines[:at], "", f"<sub>Measured commit: {sha}</sub>", *lines[at:]]) + "\n"
+
+
+def _stale(body: str, head: str) -> str:
+    return (f"_This report is for an earlier commit: the pull request has moved on to {head[:12]}, whose check "
+            f"will replace it._\n\n{body}")
 
 
 def _headline(body: str) -> str:
@@ -82,4 +130,4 @@ def _read_body(path: Path) -> str:
     body = read_text(path, "markdown file")
     if not body.strip():
         raise BadInput(f"{path}: is empty; nothing to post")
-    return fit_comment(body)
+    return fit_comment(body, GITHUB_COMMENT_LIMIT - 400)  # room for the commit line and a stale note
