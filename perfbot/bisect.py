@@ -23,41 +23,49 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import median
-from typing import Protocol
+from typing import Annotated, Literal, Protocol
+
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
 
 from . import git
 from .errors import BadInput, EnvironmentFailure
 from .files import write_atomic
+from .schema import MAX_ITEMS, MAX_JSON_BYTES, MAX_MS, MAX_SAMPLES, MIN_MS, Ms, Text, bad_input, clean, read_limited
 from .stats import mann_whitney_p
 
 STATE_VERSION = 1
 
 
+Sha = Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")]
+
+
+@with_config(ConfigDict(strict=True, extra="forbid"))
 @dataclass
 class Probe:
     """What is known about one commit."""
 
-    sha: str
-    subject: str
-    samples: list[float] = field(default_factory=list)
-    unusable: str | None = None  # why it could not be built or measured (then it is skipped)
-    verdict: str | None = None  # "good", "bad", or None while undecided
-    note: str | None = None  # non-monotonic evidence, or how an ambiguous verdict was reached
-    rounds: int = 0
+    sha: Sha
+    subject: Text
+    samples: Annotated[list[Ms], Field(max_length=MAX_SAMPLES)] = field(default_factory=list)
+    unusable: Text | None = None  # why it could not be built or measured (then it is skipped)
+    verdict: Literal["good", "bad"] | None = None  # None while undecided
+    note: Text | None = None  # non-monotonic evidence, or how an ambiguous verdict was reached
+    rounds: Annotated[int, Field(ge=0, le=1000)] = 0
 
     @property
     def median_ms(self) -> float | None:
         return median(self.samples) if self.samples else None
 
 
+@with_config(ConfigDict(strict=True, extra="forbid"))
 @dataclass
 class State:
-    version: int
-    repo: str
-    good: str
-    bad: str
-    recipe: str  # what builds and measures; a resumed bisect must use the same
-    probes: dict[str, Probe]
+    version: Literal[1]
+    repo: Text
+    good: Sha
+    bad: Sha
+    recipe: Annotated[str, Field(max_length=20_000)]  # what builds and measures; a resumed bisect must use the same
+    probes: Annotated[dict[Sha, Probe], Field(max_length=MAX_ITEMS)]
 
     def save(self, path: Path) -> None:
         data = {**asdict(self), "probes": {sha: asdict(p) for sha, p in self.probes.items()}}
@@ -65,15 +73,17 @@ class State:
 
     @classmethod
     def load(cls, path: Path) -> State:
+        data = read_limited(path, "bisect state file", MAX_JSON_BYTES)
         try:
-            data = json.loads(path.read_text())
-            if data.get("version") != STATE_VERSION:
-                raise BadInput(f"{path}: bisect state version {data.get('version')!r}, this perfbot reads "
-                               f"{STATE_VERSION}; delete it to start over")
-            probes = {sha: Probe(**p) for sha, p in data["probes"].items()}
-            return cls(STATE_VERSION, data["repo"], data["good"], data["bad"], data["recipe"], probes)
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise BadInput(f"{path}: unreadable bisect state ({error}); delete it to start over") from None
+            return _STATE.validate_json(data, strict=True)
+        except ValidationError as error:
+            if error.errors()[0]["loc"][:1] == ("version",):
+                raise BadInput(f"{path}: not a bisect state this perfbot reads (version {STATE_VERSION}); "
+                               "delete it to start over") from None
+            raise BadInput(f"{bad_input(str(path), error, 'bisect state file')}; delete it to start over") from None
+
+
+_STATE = TypeAdapter(State)
 
 
 @dataclass(frozen=True)
@@ -155,12 +165,12 @@ def bisect(
             if budget[0] <= 0:
                 raise _Paused()
             budget[0] -= 1
-        current = Probe(sha, subjects.get(sha, ""))
+        current = Probe(sha, clean(subjects.get(sha, "")))
         try:
             current.samples = _checked(prober.measure(sha), sha)
             current.rounds = 1
         except Unusable as why:
-            current.unusable = str(why)
+            current.unusable = clean(str(why))
         state.probes[sha] = current
         state.save(state_path)
         on_probe(current)
@@ -266,7 +276,7 @@ def _classify(current: Probe, good: Probe, bad: Probe, alpha: float, max_rounds:
         try:
             current.samples = current.samples + _checked(prober.measure(current.sha), current.sha)
         except Unusable as why:
-            current.note = f"a further round failed ({why}); classified with the samples at hand"
+            current.note = clean(f"a further round failed ({why}); classified with the samples at hand")
             current.rounds = max_rounds
             continue
         current.rounds += 1
@@ -315,16 +325,18 @@ class CommandProber:
 
 
 def parse_samples(text: str) -> list[float]:
-    samples = []
+    samples: list[float] = []
     for line in text.splitlines():
+        if len(samples) >= MAX_SAMPLES:
+            raise Unusable(f"measure printed more than {MAX_SAMPLES} samples")
         if not line.strip():
             continue
         try:
             value = float(line)
         except ValueError:
             raise Unusable(f"measure printed {line.strip()[:60]!r}, not a number of milliseconds") from None
-        if not value > 0 or value == float("inf"):
-            raise Unusable(f"measure printed {value}, not a positive time")
+        if not MIN_MS <= value <= MAX_MS:
+            raise Unusable(f"measure printed {value:g}, not a time in milliseconds ({MIN_MS:g} to {MAX_MS:g})")
         samples.append(value)
     return samples
 

@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .config import ProjectConfig, find_project_root, load_project_config
-from .errors import EXIT_ENVIRONMENT, PerfbotError
-from .files import write_atomic
+from .errors import EXIT_ENVIRONMENT, EnvironmentFailure, PerfbotError
+from .files import write_all, write_atomic
 from .report import comment_markdown, compare_table, comparison_json
 
 if TYPE_CHECKING:
@@ -54,10 +54,25 @@ class _PerfbotGroup(click.Group):
             ctx.exit(error.exit_code)
         except ModuleNotFoundError as error:
             if error.name not in MEASURING_MODULES:
-                raise
+                _internal_error(ctx, error)
             click.echo(f"perfbot: error: this command measures, and {error.name} is not installed; "
                        "install the measuring extra: pip install 'perfbot[gpu]'", err=True)
             ctx.exit(EXIT_ENVIRONMENT)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as error:  # noqa: BLE001 -- never a traceback, and never exit 1 (a slowdown)
+            _internal_error(ctx, error)
+
+
+def _internal_error(ctx: click.Context, error: BaseException) -> None:
+    """A failure perfbot did not foresee: one line, exit 3 (never 1, which means a slowdown).
+    PERFBOT_DEBUG=1 shows the traceback."""
+    if os.environ.get("PERFBOT_DEBUG"):
+        raise error
+    text = " ".join(str(error).split())[:300]
+    click.echo(f"perfbot: error: internal error ({type(error).__name__}: {text}); please report it, with the "
+               "command; PERFBOT_DEBUG=1 shows where", err=True)
+    ctx.exit(EXIT_ENVIRONMENT)
 
 
 def console() -> Console:
@@ -87,17 +102,20 @@ def write_text(path: Path, text: str) -> None:
 
 
 def emit(report: object, markdown_path: Path | None, json_path: Path | None) -> None:
-    """The terminal table, the PR comment and JSON files, and the job summary when on Actions."""
-    console().print(compare_table(report))
+    """The PR comment and JSON files (written together, or neither), the job summary when on
+    Actions, then the terminal table."""
     comment = comment_markdown(report)
-    if markdown_path is not None:
-        write_text(markdown_path, comment)
-    if json_path is not None:
-        write_text(json_path, json.dumps(comparison_json(report), indent=1, allow_nan=False) + "\n")
+    outputs = {markdown_path: comment, json_path: json.dumps(comparison_json(report), indent=1, allow_nan=False) + "\n"}
+    write_all({path: text for path, text in outputs.items() if path is not None})
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
-        with open(summary, "a") as handle:
-            handle.write(comment + "\n")
+        try:
+            with open(summary, "a", encoding="utf-8") as handle:
+                handle.write(comment + "\n")
+        except OSError as error:
+            raise EnvironmentFailure(f"GITHUB_STEP_SUMMARY={summary}: cannot append the report: "
+                                     f"{error.strerror or error}") from None
+    console().print(compare_table(report))
 
 
 from .commands import bisect, compare, github, run, selftest, triton  # noqa: E402,F401 -- registers the commands

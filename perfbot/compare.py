@@ -27,7 +27,8 @@ from typing import Any
 
 from . import stats
 from .errors import BadInput
-from .results import Benchmark, Failure, Results
+from .results import Benchmark, Failure, Results, same_gpu
+from .schema import shown
 from .thresholds import Policy, Rule
 
 VERDICTS = ("regression", "improvement", "unchanged", "inconclusive")
@@ -179,9 +180,9 @@ def _decide(common: dict, estimate: stats.RatioEstimate, p: float, q: float, rul
 def _same_gpu(baseline: Results, current: Results, force: bool) -> str:
     base_gpu = baseline.environment.get("gpu_name")
     cur_gpu = current.environment.get("gpu_name")
-    if base_gpu != cur_gpu and not force:
+    if not same_gpu(base_gpu, cur_gpu) and base_gpu != cur_gpu and not force:
         raise BadInput(
-            f"the baseline was measured on {base_gpu!r} and the current run on {cur_gpu!r}; timings of "
+            f"the baseline was measured on {shown(base_gpu)} and the current run on {shown(cur_gpu)}; timings of "
             "different GPU models say nothing about a regression. Pass --force to compare anyway"
         )
     return str(cur_gpu or "")

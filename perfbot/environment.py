@@ -75,11 +75,18 @@ class Environment:
         return dataclasses.asdict(self)
 
 
-def triton_commit(version: str = triton.__version__) -> str | None:
+def triton_version() -> str:
+    """The imported Triton's version; "unknown" for a build that does not say (a stand-in, a
+    broken install), which is recorded rather than fatal."""
+    return str(getattr(triton, "__version__", "unknown"))
+
+
+def triton_commit(version: str | None = None) -> str | None:
     """The Triton commit, when known: set by the CI build, in a source build's version
     (3.6.0+git7c56a5e4), or the tag commit of a release wheel."""
     if os.environ.get("PERFBOT_TRITON_COMMIT"):
         return os.environ["PERFBOT_TRITON_COMMIT"]
+    version = triton_version() if version is None else version
     match = re.search(r"\+git([0-9a-f]{7,40})", version)
     if match:
         return match.group(1)
@@ -97,9 +104,9 @@ def collect_environment(device: int | None = None) -> Environment:
         perfbot=__version__,
         torch=torch.__version__,
         cuda=torch.version.cuda,
-        triton=triton.__version__,
+        triton=triton_version(),
         triton_commit=triton_commit(),
-        triton_path=os.path.dirname(triton.__file__),
+        triton_path=os.path.dirname(getattr(triton, "__file__", None) or "unknown"),
         gpu_name=props.name if props else None,
         gpu_sm_count=props.multi_processor_count if props else None,
         gpu_memory_bytes=props.total_memory if props else None,

@@ -1,4 +1,5 @@
-"""Files the user gives or perfbot keeps: read with one-line errors, written atomically."""
+"""Files the user gives or perfbot keeps: read with one-line errors, written atomically with the
+mode the user's umask gives any new file."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .errors import BadInput
+from .errors import BadInput, EnvironmentFailure
 
 
 def read_text(path: Path, kind: str) -> str:
@@ -24,22 +25,61 @@ def read_text(path: Path, kind: str) -> str:
 def write_atomic(path: Path, text: str, *, replace: bool = True) -> None:
     """Write through a synced temporary file in the same folder, so a crash leaves the old file
     or the new one, never half of either. With replace=False an existing file is never touched
-    (the final step is a hard link, which fails if the name was taken meanwhile)."""
+    (the final step is a hard link, which fails if the name was taken meanwhile). A path that
+    names a directory is BadInput; a place that cannot be written is EnvironmentFailure."""
+    write_all({path: text}, replace=replace)
+
+
+def write_all(texts: dict[Path, str], *, replace: bool = True) -> None:
+    """Several files, all or none: each is staged in a synced temporary file beside it first,
+    and only when every one is staged do they take their names."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, text in texts.items():
+            staged.append((_stage(path, text), path))
+        for tmp, path in staged:
+            if replace:
+                os.replace(tmp, path)
+            else:
+                os.link(tmp, path)
+    except FileExistsError:
+        raise BadInput(f"{path}: already exists; it is left as it is") from None
+    except OSError as error:
+        raise EnvironmentFailure(f"{path}: cannot write it: {error.strerror or error}") from None
+    finally:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+
+
+def _stage(path: Path, text: str) -> Path:
     if path.is_dir():
         raise BadInput(f"{path}: is a directory; give a file name")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except (NotADirectoryError, FileExistsError):
+        raise BadInput(f"{path}: a part of its folder is a file") from None
+    try:
+        os.fchmod(fd, 0o666 & ~umask())  # mkstemp makes 0600; a file perfbot writes is like any other
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        if replace:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                raise BadInput(f"{path}: already exists; it is left as it is") from None
-    finally:
+    except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
+def umask() -> int:
+    """The process's umask, read without changing it where the system says (Linux), else set and
+    restored at once."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    current = os.umask(0o022)
+    os.umask(current)
+    return current

@@ -7,35 +7,61 @@ Format versions:
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import median
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from typing_extensions import TypedDict
+
+from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError, with_config
 
 from .errors import BadInput
-from .files import read_text, write_atomic
+from .files import write_atomic
+from .schema import (MAX_ITEMS, MAX_NAME, MAX_SAMPLES, Count, Dim, Ms, Name, NonNegative, Record, Text,
+                     _bounded, _printable, bad_input, read_limited, shown, MAX_JSON_BYTES)
 
 FORMAT = 1
 
+# A label that may be empty (a benchmark outside any suite has suite "").
+Label = Annotated[str, Field(max_length=MAX_NAME), AfterValidator(_printable)]
+Shape = Annotated[dict[Name, Dim], Field(min_length=1, max_length=16)]
 
+
+def _iso_or_empty(text: str) -> str:
+    if text:
+        try:
+            datetime.datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError("must be an ISO 8601 date and time, like 2026-11-30T05:00:00+00:00") from None
+    return text
+
+
+Created = Annotated[str, Field(max_length=64), AfterValidator(_iso_or_empty)]
+
+
+@with_config(ConfigDict(strict=True))
 @dataclass(frozen=True)
 class Benchmark:
-    kernel: str  # implementation name, "[tanh]" appended for the tanh GELU
-    shape: dict[str, int]
-    dtype: str
-    samples_ms: list[float]
-    suite: str = ""
-    case: str = ""
-    approximate: str = "none"
-    flops: int = 0
-    bytes: int = 0  # the fewest bytes the benchmark must move through memory
-    relative_error: float | None = None
-    error_bound: float | None = None
-    config: dict[str, Any] | None = None  # the Triton kernel's launch config, if any
+    kernel: Name  # implementation name, "[tanh]" appended for the tanh GELU
+    shape: Shape
+    dtype: Name
+    samples_ms: Annotated[list[Ms], Field(min_length=1, max_length=MAX_SAMPLES)]
+    suite: Label = ""
+    case: Label = ""
+    approximate: Label = "none"
+    flops: Count = 0
+    bytes: Count = 0  # the fewest bytes the benchmark must move through memory
+    relative_error: NonNegative | None = None
+    error_bound: NonNegative | None = None
+    config: Record | None = None  # the Triton kernel's launch config, if any
     # Indices of samples taken while NVML reported a power, thermal or clock slowdown.
-    throttled_samples: list[int] = field(default_factory=list)
+    throttled_samples: Annotated[list[Annotated[int, Field(ge=0, lt=MAX_SAMPLES)]],
+                                 Field(max_length=MAX_SAMPLES)] = field(default_factory=list)
 
     @property
     def key(self) -> tuple[str, tuple[tuple[str, int], ...], str]:
@@ -54,19 +80,61 @@ class Benchmark:
         return self.bytes / (self.median_ms * 1e-3) / 1e9
 
 
+@with_config(ConfigDict(strict=True))
 @dataclass(frozen=True)
 class Failure:
     """An implementation that raised or gave a wrong result: reported, never timed."""
 
-    kernel: str
-    shape: dict[str, int]
-    dtype: str
-    reason: str
-    suite: str = ""
-    case: str = ""
-    approximate: str = "none"
-    relative_error: float | None = None
-    error_bound: float | None = None
+    kernel: Name
+    shape: Shape
+    dtype: Name
+    reason: Annotated[Text, Field(min_length=1)]
+    suite: Label = ""
+    case: Label = ""
+    approximate: Label = "none"
+    relative_error: NonNegative | None = None
+    error_bound: NonNegative | None = None
+
+
+class EnvironmentRecord(TypedDict, total=False):
+    """The keys of `Results.environment` that perfbot reads, with their types; other keys (NVML's
+    state, versions) are kept as bounded JSON."""
+
+    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
+
+    gpu_name: Name | None
+    gpu_sm_count: Count | None
+    driver: Text | None
+    cuda: Text | None
+    torch: Text | None
+    triton: Text | None
+    triton_commit: Text | None
+    kernels_commit: Text | None
+    kernels_dirty: bool | None
+    host: Text | None
+    throttled_rounds: Count
+    throttle_reasons: Annotated[list[Name], Field(max_length=64)]
+    clock_drift: Text
+
+
+class SettingsRecord(TypedDict, total=False):
+    """The keys of `Results.settings` that perfbot reads, with their types."""
+
+    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
+
+    suites: Annotated[list[Name], Field(max_length=MAX_ITEMS)]
+    samples: Count
+    warmup_calls: Count
+    seed: int
+    timing: Text
+    side: Name
+    ab_run: Name
+    against: Text | None
+    head: Text | None
+
+
+Environment = Annotated[EnvironmentRecord, AfterValidator(_bounded)]
+Settings = Annotated[SettingsRecord, AfterValidator(_bounded)]
 
 
 @dataclass(frozen=True)
@@ -111,76 +179,64 @@ def to_text(results: Results) -> str:
     return json.dumps(_finite_or_none(results.to_json()), indent=1, allow_nan=False) + "\n"
 
 
+@with_config(ConfigDict(strict=True))
+@dataclass(frozen=True)
+class _File:
+    """The file as written: format 1."""
+
+    format: Literal[1]
+    environment: Environment
+    benchmarks: Annotated[list[Benchmark], Field(max_length=MAX_ITEMS)]
+    settings: Settings = field(default_factory=dict)  # type: ignore[assignment]
+    failures: Annotated[list[Failure], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
+    created: Created = ""
+
+
+_FILE = TypeAdapter(_File)
+BENCHMARK = TypeAdapter(Benchmark)
+FAILURE = TypeAdapter(Failure)
+
+
 def load(path: Path) -> Results:
-    """Read and validate a results file; anything malformed is a BadInput naming the problem."""
+    """Read and validate a results file: every field by type and range (schema.py's limits);
+    anything else is a BadInput naming the file, the place and what was expected."""
+    return parse(read_limited(path, "results file", MAX_JSON_BYTES), str(path))
+
+
+def parse(data: bytes | str, where: str) -> Results:
+    """A results file's text, validated (see `load`)."""
     try:
-        data = json.loads(read_text(path, "results file"))
-    except json.JSONDecodeError as error:
-        raise BadInput(f"{path}: not valid JSON (truncated?): {error}") from None
-    if not isinstance(data, dict):
-        raise BadInput(f"{path}: expected a JSON object with a \"format\" key")
-    version = data.get("format")
-    if version != FORMAT:
-        raise BadInput(
-            f"{path}: results format {version!r} is not supported by this perfbot (it reads format {FORMAT}); "
-            "re-run `perfbot run` with this version to produce a current file"
-        )
-    for key, kind in (("environment", dict), ("benchmarks", list)):
-        if not isinstance(data.get(key), kind):
-            raise BadInput(f"{path}: \"{key}\" must be a JSON {kind.__name__}")
-    benchmarks = [_benchmark(path, i, item) for i, item in enumerate(data["benchmarks"])]
+        parsed = _FILE.validate_json(data, strict=True)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        if first["loc"][:1] == ("format",):
+            version = None if first["type"] == "missing" else first.get("input")
+            raise BadInput(
+                f"{where}: results format {shown(version)} is not supported by this perfbot (it reads "
+                f"format {FORMAT}); re-run `perfbot run` with this version to produce a current file") from None
+        raise bad_input(where, error, "results file") from None
     seen: dict[Any, int] = {}
-    for i, bench in enumerate(benchmarks):
+    for i, bench in enumerate(parsed.benchmarks):
         if bench.key in seen:
             raise BadInput(
-                f"{path}: benchmarks[{i}] repeats benchmarks[{seen[bench.key]}] "
+                f"{where}: benchmarks[{i}] repeats benchmarks[{seen[bench.key]}] "
                 f"({bench.kernel}, {bench.shape}, {bench.dtype})"
             )
+        if any(index >= len(bench.samples_ms) for index in bench.throttled_samples):
+            raise BadInput(f"{where}: benchmarks[{i}].throttled_samples: an index past its {len(bench.samples_ms)} samples")
         seen[bench.key] = i
-    failures = [_failure(path, i, item) for i, item in enumerate(data.get("failures", []))]
-    return Results(
-        environment=data["environment"],
-        settings=data.get("settings", {}),
-        benchmarks=benchmarks,
-        failures=failures,
-        created=str(data.get("created", "")),
-    )
+    return Results(environment=dict(parsed.environment), settings=dict(parsed.settings),
+                   benchmarks=list(parsed.benchmarks), failures=list(parsed.failures), created=parsed.created)
 
 
-def _benchmark(path: Path, index: int, item: Any) -> Benchmark:
-    where = f"{path}: benchmarks[{index}]"
-    if not isinstance(item, dict):
-        raise BadInput(f"{where}: expected an object")
-    _identity(where, item)
-    samples = item.get("samples_ms")
-    if not isinstance(samples, list) or not samples:
-        raise BadInput(f"{where}: samples_ms must be a non-empty list of milliseconds")
-    for value in samples:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            raise BadInput(f"{where}: samples_ms holds {value!r}; every sample must be a positive finite number")
-    known = {f for f in Benchmark.__dataclass_fields__}
-    return Benchmark(**{k: v for k, v in item.items() if k in known})
+def gpu_slug(gpu_name: str) -> str:
+    """A GPU model's name folded for comparison and folder names: case, spaces, punctuation."""
+    return re.sub(r"[^a-z0-9]+", "-", gpu_name.lower()).strip("-")
 
 
-def _failure(path: Path, index: int, item: Any) -> Failure:
-    where = f"{path}: failures[{index}]"
-    if not isinstance(item, dict) or not isinstance(item.get("reason"), str):
-        raise BadInput(f"{where}: expected an object with a \"reason\"")
-    _identity(where, item)
-    known = {f for f in Failure.__dataclass_fields__}
-    return Failure(**{k: v for k, v in item.items() if k in known})
-
-
-def _identity(where: str, item: dict) -> None:
-    if not isinstance(item.get("kernel"), str) or not item["kernel"]:
-        raise BadInput(f"{where}: \"kernel\" must be a non-empty string")
-    shape = item.get("shape")
-    if not isinstance(shape, dict) or not shape or not all(
-        isinstance(v, int) and not isinstance(v, bool) for v in shape.values()
-    ):
-        raise BadInput(f"{where}: \"shape\" must be an object of integers, got {shape!r}")
-    if not isinstance(item.get("dtype"), str):
-        raise BadInput(f"{where}: \"dtype\" must be a string")
+def same_gpu(a: object, b: object) -> bool:
+    """Whether two environment.gpu_name values name one GPU model."""
+    return isinstance(a, str) and isinstance(b, str) and gpu_slug(a) == gpu_slug(b) != ""
 
 
 def _finite_or_none(value: Any) -> Any:

@@ -16,6 +16,7 @@ from . import correctness, git, measure
 from .environment import GpuMonitor, collect_environment, stability
 from .errors import BadInput, EnvironmentFailure
 from .results import Benchmark, Failure, Results
+from .schema import clean
 from .subject import Case, Subject, Suite
 
 MIN_SAMPLES = 10
@@ -284,7 +285,7 @@ def finish_group(ready: list[_Ready], captured: dict[str, measure.Captured], sam
 
 def _first_line(error: Exception) -> str:
     text = str(error).strip()
-    return text.splitlines()[0][:300] if text else "(no message)"
+    return clean(text.splitlines()[0], 300) if text else "(no message)"
 
 
 def _failure(planned: Planned, reason: str, check: correctness.Check | None = None) -> Failure:

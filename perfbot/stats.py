@@ -30,7 +30,8 @@ def ratio_of_medians(baseline: Sequence[float], current: Sequence[float], confid
         return np.median(c, axis=axis) / np.median(b, axis=axis)
 
     result = stats.bootstrap((base, cur), statistic, n_resamples=resamples, confidence_level=confidence,
-                             method="percentile", vectorized=True, rng=np.random.default_rng(seed))
+                             method="percentile", vectorized=True, rng=np.random.default_rng(seed),
+                             batch=_batch(max(len(base), len(cur))))
     interval = result.confidence_interval
     return RatioEstimate(float(statistic(base, cur)), float(interval.low), float(interval.high), confidence)
 
@@ -49,9 +50,14 @@ def paired_ratio(baseline: Sequence[float], current: Sequence[float], confidence
 
     result = stats.bootstrap((base, cur), statistic, paired=True, n_resamples=resamples,
                              confidence_level=confidence, method="percentile", vectorized=True,
-                             rng=np.random.default_rng(seed))
+                             rng=np.random.default_rng(seed), batch=_batch(len(base)))
     interval = result.confidence_interval
     return RatioEstimate(float(statistic(base, cur)), float(interval.low), float(interval.high), confidence)
+
+
+def _batch(samples: int) -> int:
+    """Resamples per bootstrap batch: at most about four million values in memory at once."""
+    return max(1, 4_000_000 // max(samples, 1))
 
 
 def wilcoxon_p(baseline: Sequence[float], current: Sequence[float]) -> float:

@@ -8,16 +8,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Annotated, Any, Literal
 
-import yaml
+from pydantic import ConfigDict, Field, TypeAdapter
+from typing_extensions import NotRequired, TypedDict
 
 from .errors import BadInput
-from .files import read_text
+from .schema import MAX_ITEMS, Dim, Name, Text, load_yaml, validate
 
 DTYPES = ("float16", "bfloat16", "float32")
-_SUITE_KEYS = {"about", "dtype", "kernels", "cases"}
-_CASE_KEYS = {"name", "M", "K", "N", "dtype"}
 
 
 @dataclass(frozen=True)
@@ -86,63 +85,65 @@ def load_subject(kernels_dir: Path) -> Subject:
         sys.modules[name] = module
         try:
             spec.loader.exec_module(module)
-        except Exception:
+        except ModuleNotFoundError as error:
             del sys.modules[name]
-            raise
+            if error.name in ("torch", "triton"):
+                raise  # the CLI says which extra to install
+            raise BadInput(f"{kernels_dir}: the kernels package does not import: {error}") from None
+        except Exception as error:  # the subject's own code: its failure is the subject's, said in one line
+            del sys.modules[name]
+            raise BadInput(f"{kernels_dir}: the kernels package does not import: "
+                           f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}") from None
+    if not isinstance(getattr(module, "IMPLEMENTATIONS", None), dict) or not hasattr(module, "SUITES_FILE"):
+        raise BadInput(f"{kernels_dir}: the kernels package must define IMPLEMENTATIONS (a dict) and SUITES_FILE")
     suites = load_suites(Path(module.SUITES_FILE), set(module.IMPLEMENTATIONS))
     return Subject(path=kernels_dir, module=module, suites=suites)
 
 
+class _CaseFields(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[misc]
+
+    name: Name
+    M: Dim
+    K: Dim
+    N: Dim
+    dtype: NotRequired[Literal["float16", "bfloat16", "float32"]]
+
+
+class _SuiteFields(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[misc]
+
+    about: NotRequired[Text]
+    dtype: NotRequired[Literal["float16", "bfloat16", "float32"]]
+    kernels: NotRequired[Annotated[list[Name], Field(min_length=1, max_length=64)]]
+    cases: Annotated[list[_CaseFields], Field(min_length=1, max_length=MAX_ITEMS)]
+
+
+_SUITES = TypeAdapter(Annotated[dict[Name, _SuiteFields], Field(min_length=1, max_length=256)])
+
+
 def load_suites(path: Path, known_kernels: set[str]) -> dict[str, Suite]:
-    text = read_text(path, "suites file")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise BadInput(f"{path}: cannot read the suites: {error}") from None
-    if not isinstance(data, dict) or not data:
-        raise BadInput(f"{path}: expected a mapping of suite name -> suite")
-    return {name: _parse_suite(path, str(name), body, known_kernels) for name, body in data.items()}
+    """The suites file, validated whole (schema.py), then against the subject's kernels."""
+    data = validate(str(path), load_yaml(path, "suites file"), _SUITES, "suites file")
+    return {name: _parse_suite(path, name, body, known_kernels) for name, body in data.items()}
 
 
 def _parse_suite(path: Path, name: str, body: Any, known_kernels: set[str]) -> Suite:
     where = f"{path}: suite {name!r}"
-    if not isinstance(body, dict):
-        raise BadInput(f"{where}: expected a mapping with keys {sorted(_SUITE_KEYS)}")
-    _reject_unknown(where, body, _SUITE_KEYS)
     kernels = body.get("kernels", sorted(known_kernels))
-    if not isinstance(kernels, list) or not kernels:
-        raise BadInput(f"{where}: kernels must be a non-empty list")
     for kernel in kernels:
         if kernel not in known_kernels:
             raise BadInput(f"{where}: unknown kernel {kernel!r}; known: {sorted(known_kernels)}")
-    cases = body.get("cases")
-    if not isinstance(cases, list) or not cases:
-        raise BadInput(f"{where}: cases must be a non-empty list")
-    parsed = tuple(_parse_case(where, name, case, body.get("dtype")) for case in cases)
-    names = [case.name for case in parsed]
+    cases = []
+    for case in body["cases"]:
+        dtype = case.get("dtype", body.get("dtype"))
+        if dtype is None:
+            raise BadInput(f"{where} case {case['name']!r}: no dtype, here or in its suite; one of {DTYPES}")
+        cases.append(Case(suite=name, name=case["name"], M=case["M"], K=case["K"], N=case["N"], dtype=dtype))
+    names = [case.name for case in cases]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise BadInput(f"{where}: case name {duplicates[0]!r} appears twice")
-    return Suite(name=name, about=str(body.get("about", "")), kernels=tuple(kernels), cases=parsed)
+    return Suite(name=name, about=body.get("about", ""), kernels=tuple(kernels), cases=tuple(cases))
 
 
-def _parse_case(where: str, suite: str, case: Any, suite_dtype: Any) -> Case:
-    if not isinstance(case, dict):
-        raise BadInput(f"{where}: each case must be a mapping with keys {sorted(_CASE_KEYS)}, got {case!r}")
-    _reject_unknown(f"{where} case {case.get('name')!r}", case, _CASE_KEYS)
-    dtype = case.get("dtype", suite_dtype)
-    if dtype not in DTYPES:
-        raise BadInput(f"{where} case {case.get('name')!r}: dtype must be one of {DTYPES}, got {dtype!r}")
-    for dim in ("M", "K", "N"):
-        value = case.get(dim)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise BadInput(f"{where} case {case.get('name')!r}: {dim} must be a positive integer, got {value!r}")
-    if not isinstance(case.get("name"), str) or not case["name"]:
-        raise BadInput(f"{where}: every case needs a name, got {case!r}")
-    return Case(suite=suite, name=case["name"], M=case["M"], K=case["K"], N=case["N"], dtype=dtype)
-
-
-def _reject_unknown(where: str, mapping: dict, allowed: set[str]) -> None:
-    unknown = sorted(set(mapping) - allowed, key=str)
-    if unknown:
-        raise BadInput(f"{where}: unknown key {unknown[0]!r}; allowed: {sorted(allowed)}")

@@ -3,20 +3,62 @@
 from __future__ import annotations
 
 import fnmatch
-import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-import yaml
+from pydantic import ConfigDict, Field, TypeAdapter
+from typing_extensions import NotRequired, TypedDict
 
 from .errors import BadInput
-from .files import read_text
+from .schema import MAX_ITEMS, MAX_SAMPLES, Dim, Name, load_yaml, validate
 
 VERSION = 1
-_TOP_KEYS = {"version", "defaults", "interleaved", "overrides"}
-_RULE_KEYS = {"fail_percent", "warn_percent", "alpha", "min_samples"}
-_MATCH_KEYS = {"kernel", "suite", "dtype", "gpu", "shape"}
+_STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+class _RuleFields(TypedDict, total=False):
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+
+    fail_percent: Annotated[float, Field(gt=0, lt=100)]
+    warn_percent: Annotated[float, Field(ge=0, lt=100)]
+    alpha: Annotated[float, Field(gt=0, lt=1)]
+    min_samples: Annotated[int, Field(ge=3, le=MAX_SAMPLES)]
+
+
+class _Defaults(TypedDict):
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+
+    fail_percent: Annotated[float, Field(gt=0, lt=100)]
+    warn_percent: Annotated[float, Field(ge=0, lt=100)]
+    alpha: Annotated[float, Field(gt=0, lt=1)]
+    min_samples: Annotated[int, Field(ge=3, le=MAX_SAMPLES)]
+
+
+class _Match(TypedDict, total=False):
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+
+    kernel: Name
+    suite: Name
+    dtype: Name
+    gpu: Name
+    shape: Annotated[dict[Name, Dim], Field(min_length=1, max_length=16)]
+
+
+class _Override(_RuleFields):
+    match: Annotated[_Match, Field(min_length=1)]
+
+
+class _File(TypedDict):
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+
+    version: Literal[1]
+    defaults: _Defaults
+    interleaved: NotRequired[_RuleFields]
+    overrides: NotRequired[Annotated[list[_Override], Field(max_length=MAX_ITEMS)]]
+
+
+_FILE = TypeAdapter(_File)
 
 
 @dataclass(frozen=True)
@@ -78,80 +120,31 @@ def _flat(policy: Policy) -> dict[str, str]:
 
 
 def load_policy(path: Path) -> Policy:
+    """thresholds.yaml, validated whole (schema.py): keys, types and ranges, and for every rule
+    an override can produce, warn_percent at most fail_percent."""
     where = str(path)
-    text = read_text(path, "thresholds file")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise BadInput(f"{where}: cannot read it as YAML: {error}") from None
-    if not isinstance(data, dict):
-        raise BadInput(f"{where}: expected a mapping with keys {sorted(_TOP_KEYS)}")
-    _reject_unknown(where, "", data, _TOP_KEYS)
-    if data.get("version") != VERSION:
-        raise BadInput(f"{where}: version must be {VERSION}, got {data.get('version')!r}")
-    defaults = _rule_fields(where, "defaults", data.get("defaults"), required=True)
-    rule = Rule(**defaults)
-    interleaved = _rule_fields(where, "interleaved", data.get("interleaved", {}), required=False)
+    data = validate(where, load_yaml(path, "thresholds file"), _FILE, "thresholds file")
+    rule = Rule(**{k: float(v) if k != "min_samples" else v for k, v in data["defaults"].items()})
+    _check_rule(where, "defaults", rule)
+    interleaved = _numbers(data.get("interleaved", {}))
     _check_rule(where, "interleaved", replace(rule, **interleaved))
     overrides = []
-    entries = data.get("overrides", [])
-    if not isinstance(entries, list):
-        raise BadInput(f"{where}: overrides must be a list")
-    for index, entry in enumerate(entries):
-        key = f"overrides[{index}]"
-        if not isinstance(entry, dict) or not isinstance(entry.get("match"), dict) or not entry["match"]:
-            raise BadInput(f"{where}: {key} needs a non-empty match: mapping (keys {sorted(_MATCH_KEYS)})")
-        match = entry["match"]
-        _reject_unknown(where, f"{key}.match.", match, _MATCH_KEYS)
-        for name, value in match.items():
-            if name == "shape":
-                if not isinstance(value, dict) or not all(isinstance(v, int) for v in value.values()):
-                    raise BadInput(f"{where}: {key}.match.shape must map dimensions to integers, got {value!r}")
-            elif not isinstance(value, str):
-                raise BadInput(f"{where}: {key}.match.{name} must be a string pattern, got {value!r}")
-        changes = _rule_fields(where, key, {k: v for k, v in entry.items() if k != "match"}, required=False)
+    for index, entry in enumerate(data.get("overrides", [])):
+        changes = _numbers({k: v for k, v in entry.items() if k != "match"})
         if not changes:
-            raise BadInput(f"{where}: {key} changes nothing; give one of {sorted(_RULE_KEYS)}")
-        _check_rule(where, key, replace(rule, **changes))
-        overrides.append(Override(match=match, changes=changes))
+            raise BadInput(f"{where}: overrides[{index}] changes nothing; give one of {sorted(_RuleFields.__annotations__)}")
+        _check_rule(where, f"overrides[{index}]", replace(rule, **changes))
+        _check_rule(where, f"overrides[{index}] (interleaved)", replace(rule, **{**interleaved, **changes}))
+        overrides.append(Override(match=dict(entry["match"]), changes=changes))
     return Policy(defaults=rule, interleaved=interleaved, overrides=tuple(overrides), source=where)
 
 
-def _rule_fields(where: str, key: str, mapping: Any, required: bool) -> dict[str, Any]:
-    if not isinstance(mapping, dict):
-        raise BadInput(f"{where}: {key} must be a mapping with keys {sorted(_RULE_KEYS)}")
-    _reject_unknown(where, f"{key}.", mapping, _RULE_KEYS)
-    if required:
-        missing = sorted(_RULE_KEYS - set(mapping))
-        if missing:
-            raise BadInput(f"{where}: {key}.{missing[0]} is missing")
-    fields: dict[str, Any] = {}
-    for name, value in mapping.items():
-        if name == "min_samples":
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise BadInput(f"{where}: {key}.min_samples must be an integer, got {value!r}")
-        elif not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
-            raise BadInput(f"{where}: {key}.{name} must be a number, got {value!r}")
-        fields[name] = float(value) if name != "min_samples" else value
-    if required:
-        _check_rule(where, key, Rule(**fields))
-    return fields
+def _numbers(fields: Any) -> dict[str, Any]:
+    return {k: float(v) if k != "min_samples" else v for k, v in fields.items()}
 
 
 def _check_rule(where: str, key: str, rule: Rule) -> None:
-    if not 0 < rule.fail_percent < 100:
-        raise BadInput(f"{where}: {key}.fail_percent must be between 0 and 100 (percent), got {rule.fail_percent}")
-    if not 0 <= rule.warn_percent <= rule.fail_percent:
+    if not rule.warn_percent <= rule.fail_percent:
         raise BadInput(
-            f"{where}: {key}.warn_percent must be between 0 and fail_percent ({rule.fail_percent}), got {rule.warn_percent}"
-        )
-    if not 0 < rule.alpha < 1:
-        raise BadInput(f"{where}: {key}.alpha must be between 0 and 1, got {rule.alpha}")
-    if rule.min_samples < 3:
-        raise BadInput(f"{where}: {key}.min_samples must be at least 3, got {rule.min_samples}")
-
-
-def _reject_unknown(where: str, prefix: str, mapping: dict, allowed: set[str]) -> None:
-    unknown = sorted(set(mapping) - allowed, key=str)
-    if unknown:
-        raise BadInput(f"{where}: unknown key {prefix}{unknown[0]}; allowed: {', '.join(sorted(allowed))}")
+            f"{where}: {key}.warn_percent must be between 0 and fail_percent ({rule.fail_percent:g}), "
+            f"got {rule.warn_percent:g}")

@@ -26,7 +26,7 @@ for attempt in 1 2 3 4 5; do
     git -C "$work/repo" checkout --quiet --orphan "$branch"
   fi
   "$perfbot" baseline update "$results" --store "$work/repo/store"
-  git -C "$work/repo" add store
+  git -C "$work/repo" add -- store ':(exclude)store/.lock'
   git -C "$work/repo" -c user.name=perfbot -c user.email=perfbot@users.noreply.github.com \
     commit --quiet -m "baseline: ${GITHUB_SHA:-$(basename "$results")}"
   if git -C "$work/repo" push --quiet "$remote" "HEAD:refs/heads/$branch"; then

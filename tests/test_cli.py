@@ -71,7 +71,7 @@ def test_broken_suites_file_exits_2_naming_it(project: Path):
     (project / "kernels" / "suites.yaml").write_text("pr:\n  dtype: float16\n  cases:\n    - {name: a, M: 0, K: 1, N: 1}\n")
     result = invoke("suites", "--project", str(project))
     assert result.exit_code == 2
-    assert "suites.yaml" in result.output and "M must be a positive integer" in result.output
+    assert "suites.yaml" in result.output and "pr.cases[0].M: should be greater than or equal to 1, got 0" in result.output
 
 
 def test_no_project_found_exits_2(tmp_path: Path, monkeypatch):

@@ -243,9 +243,9 @@ def _duplicated() -> str:
     [
         (_results_text()[:200], "not valid JSON"),
         (_results_text(format=7), "results format 7"),
-        (_with_first_samples([1.0, float("nan")]).replace("NaN", "NaN"), "positive finite"),
+        (_with_first_samples([1.0, float("nan")]).replace("NaN", "NaN"), "samples_ms[1]: should be a finite number, got nan"),
         (_with_first_samples([1.0, -1.0]), "-1.0"),
-        (_with_first_samples([]), "non-empty"),
+        (_with_first_samples([]), "samples_ms: List should have at least 1 item"),
         (_duplicated(), "repeats benchmarks[0]"),
         (None, "no such file"),
         ("DIR", "is a directory"),

@@ -72,13 +72,13 @@ def _duplicate() -> str:
         ('{"format": 1, "benchmarks": [', "not valid JSON"),
         ('{"format": 99, "environment": {}, "benchmarks": []}', "format 99"),
         ('{"environment": {}, "benchmarks": []}', "format None"),
-        ("[1, 2]", "JSON object"),
-        (_with_samples([1.0, float("nan")]), "positive finite"),
+        ("[1, 2]", "the results file: should be a mapping (an object), got [1, 2]"),
+        (_with_samples([1.0, float("nan")]), "samples_ms[1]: should be a finite number, got nan"),
         (_with_samples([1.0, -2.0]), "-2.0"),
-        (_with_samples([]), "non-empty"),
+        (_with_samples([]), "samples_ms: List should have at least 1 item"),
         (_with_samples(["1.0"]), "'1.0'"),
         (_duplicate(), "repeats benchmarks[0]"),
-        ('{"format": 1, "environment": {}, "benchmarks": [{"kernel": "k", "shape": {"M": "x"}, "dtype": "f", "samples_ms": [1]}]}', "object of integers"),
+        ('{"format": 1, "environment": {}, "benchmarks": [{"kernel": "k", "shape": {"M": "x"}, "dtype": "f", "samples_ms": [1]}]}', "shape.M: should be a valid integer, got 'x'"),
     ],
 )
 def test_malformed_files_are_bad_input(tmp_path: Path, text: str, words: str):

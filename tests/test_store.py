@@ -19,20 +19,43 @@ def _save(tmp_path: Path, name: str, loaded) -> Path:
     return path
 
 
-def test_every_run_is_kept_and_the_newest_is_the_baseline(tmp_path: Path):
+def test_every_run_is_kept_and_the_last_stored_is_the_baseline(tmp_path: Path):
     directory = tmp_path / "store"
-    first = store.add(directory, make_results(seed=1))
-    second = store.add(directory, replace(make_results(seed=2), created="2026-12-01T00:00:00+00:00"))
+    # A run that says it is from 2999, stored first, and an older run stored later: the order
+    # is the store's, not the files' own dates.
+    first = store.add(directory, replace(make_results(seed=1), created="2999-01-01T00:00:00+00:00")).path
+    second = store.add(directory, replace(make_results(seed=2), created="0001-01-01T00:00:00+00:00")).path
     assert first.parent == second.parent == directory / "nvidia-h200"
     assert [e.path for e in store.history(directory)] == [first, second]
     path, baseline = store.latest(directory, "NVIDIA H200")
-    assert path == second and baseline.created.startswith("2026-12-01")
-    assert [p.name for p in directory.rglob("*") if p.name.startswith(".")] == []  # no temporary files left
+    assert path == second and baseline.created.startswith("0001-01-01")
+    assert [p.name for p in directory.rglob("*") if p.name.startswith(".")] == [".lock"]  # no temporary files
+
+
+def test_gpu_names_are_folded_alike_for_the_folder_and_the_comparison(tmp_path: Path):
+    directory = tmp_path / "store"
+    store.add(directory, make_results(seed=1))
+    lower = make_results(seed=2, environment={"gpu_name": "nvidia  h200"})
+    path, baseline = store.latest(directory, lower.environment["gpu_name"])
+    from perfbot.compare import compare
+    from perfbot.thresholds import load_policy
+    from tests.conftest import ROOT
+
+    assert compare(baseline, lower, load_policy(ROOT / "thresholds.yaml")).comparisons
+
+
+def test_a_run_that_could_not_be_compared_later_is_refused(tmp_path: Path):
+    directory = tmp_path / "store"
+    for broken, words in ((replace(make_results(seed=1), settings=[]), "settings: should be a mapping"),
+                          (replace(make_results(seed=1), created="yesterday"), "created: must be an ISO 8601")):
+        with pytest.raises(BadInput, match=words):
+            store.add(directory, broken)
+    assert not directory.exists() or not list(directory.rglob("*.json"))
 
 
 def test_the_same_run_twice_is_refused_not_overwritten(tmp_path: Path):
     directory = tmp_path / "store"
-    stored = store.add(directory, make_results(seed=1))
+    stored = store.add(directory, make_results(seed=1)).path
     before = stored.read_bytes()
     with pytest.raises(BadInput, match="already stored"):
         store.add(directory, make_results(seed=1))
@@ -77,6 +100,83 @@ def test_cli_update_show_and_compare_with_the_store(tmp_path: Path):
     other = _save(tmp_path, "a100.json", make_results(seed=2, environment={"gpu_name": "NVIDIA A100"}))
     missing = runner.invoke(perfbot, ["compare", "--store", str(directory), str(other)])
     assert missing.exit_code == 2 and "no baseline stored for 'NVIDIA A100'" in missing.output
+
+
+def test_leftovers_of_an_interrupted_update_are_reported_then_removed(tmp_path: Path):
+    directory = tmp_path / "store"
+    store.add(directory, make_results(seed=1))
+    leftover = directory / "nvidia-h200" / ".20261130T000000.000000Z-0123456789ab.json.x1y2.tmp"
+    leftover.write_text('{"format": 1, "envir')
+    shown = CliRunner().invoke(perfbot, ["baseline", "show", "--store", str(directory)])
+    assert shown.exit_code == 0 and "1 partial file(s) left by an interrupted update" in shown.output
+    path = _save(tmp_path, "run.json", make_results(seed=2))
+    updated = CliRunner().invoke(perfbot, ["baseline", "update", str(path), "--store", str(directory)])
+    assert updated.exit_code == 0 and "removed 1 partial file(s)" in updated.output
+    assert not leftover.exists() and len(store.history(directory)) == 2
+
+
+def _large_run(seed: int) -> results.Results:
+    """About 8 MB of JSON: 600 benchmarks of 1,000 samples, so that a write takes a while."""
+    base = make_results(seed=seed, n=1000)
+    benchmarks = [replace(b, case=f"{b.case}-{copy}", shape={**b.shape, "M": b.shape["M"] + copy})
+                  for copy in range(70) for b in base.benchmarks]
+    return replace(base, benchmarks=benchmarks, created=f"2026-11-{seed + 1:02d}T00:00:00+00:00")
+
+
+def test_a_kill_at_any_moment_leaves_a_store_that_loads(tmp_path: Path):
+    """`baseline update` killed (SIGKILL) at random moments, and at the moment its temporary file
+    appears (mid-write): after each kill the store loads whole, and the next update cleans up."""
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    directory = tmp_path / "store"
+    command = [sys.executable, "-m", "perfbot", "baseline", "update", "--store", str(directory)]
+    rng = random.Random(0)
+    stored, mid_write = 0, 0
+    for attempt in range(8):
+        path = _save(tmp_path, f"run{attempt}.json", _large_run(attempt))
+        process = subprocess.Popen([*command, str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + (rng.uniform(0.5, 2.0) if attempt % 2 else 30)
+        while time.monotonic() < deadline and process.poll() is None:
+            if attempt % 2 == 0 and store.leftovers(directory):  # its temporary file exists: kill now
+                mid_write += 1
+                break
+            time.sleep(0.0005)
+        process.send_signal(signal.SIGKILL)
+        stored += process.wait() == 0
+        assert len(store.history(directory)) == stored  # every file there loads; none is partial
+    assert mid_write >= 2, "the kills never landed inside a write"
+    assert store.leftovers(directory), "no kill left a partial file to clean up"
+    last = subprocess.run([*command, str(_save(tmp_path, "last.json", _large_run(20)))], capture_output=True,
+                          text=True, timeout=120)
+    assert last.returncode == 0 and "removed" in last.stderr, last.stderr
+    assert store.leftovers(directory) == [] and len(store.history(directory)) == stored + 1
+
+
+def _unwritable(tmp_path: Path) -> Path:
+    """A folder this process cannot write in: read-only for a user; /proc for root, whom file
+    modes do not stop."""
+    if os.geteuid() == 0:
+        return Path("/proc/perfbot-test")
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    return folder
+
+
+def test_an_unwritable_store_or_output_is_an_environment_failure(tmp_path: Path):
+    path = _save(tmp_path, "run.json", make_results(seed=2))
+    where = _unwritable(tmp_path)
+    runner = CliRunner()
+    for args in (["baseline", "update", str(path), "--store", str(where / "store")],
+                 ["compare", str(path), str(path), "--markdown", str(where / "comment.md")],
+                 ["export", str(path), "--out", str(where / "out.json")]):
+        result = runner.invoke(perfbot, args)
+        assert result.exit_code == 3 and result.stderr.count("\n") == 1, (args, result.output)
+        assert "cannot write" in result.stderr and "Traceback" not in result.output
 
 
 def test_cli_refuses_to_store_a_run_with_wrong_results(tmp_path: Path):

@@ -44,14 +44,14 @@ def test_two_checkouts_load_side_by_side(project: Path, subject):
 @pytest.mark.parametrize(
     "text,words",
     [
-        ("pr: [1, 2]", "expected a mapping"),
-        ("pr:\n  cases: []\n", "cases must be a non-empty list"),
-        ("pr:\n  colour: red\n  cases: [{name: a, M: 1, K: 1, N: 1, dtype: float16}]\n", "unknown key 'colour'"),
-        ("pr:\n  cases: [{name: a, M: 1, K: 1, N: 1, dtype: float64}]\n", "dtype must be one of"),
-        ("pr:\n  dtype: float16\n  cases: [{name: a, M: 1, K: 1.5, N: 1}]\n", "K must be a positive integer"),
+        ("pr: [1, 2]", "pr: should be a mapping (an object), got [1, 2]"),
+        ("pr:\n  cases: []\n", "pr.cases: List should have at least 1 item"),
+        ("pr:\n  colour: red\n  cases: [{name: a, M: 1, K: 1, N: 1, dtype: float16}]\n", "pr.colour: unknown key"),
+        ("pr:\n  cases: [{name: a, M: 1, K: 1, N: 1, dtype: float64}]\n", "pr.cases[0].dtype: should be 'float16', 'bfloat16' or 'float32', got 'float64'"),
+        ("pr:\n  dtype: float16\n  cases: [{name: a, M: 1, K: 1.5, N: 1}]\n", "pr.cases[0].K: should be a valid integer, got 1.5"),
         ("pr:\n  dtype: float16\n  kernels: [cutlass]\n  cases: [{name: a, M: 1, K: 1, N: 1}]\n", "unknown kernel 'cutlass'"),
         ("pr:\n  dtype: float16\n  cases: [{name: a, M: 1, K: 1, N: 1}, {name: a, M: 2, K: 1, N: 1}]\n", "appears twice"),
-        ("pr: {cases: [{M: 1, K: 1, N: 1, dtype: float16}]}\n", "needs a name"),
+        ("pr: {cases: [{M: 1, K: 1, N: 1, dtype: float16}]}\n", "pr.cases[0].name: missing"),
         ("{{{", "cannot read"),
     ],
 )

@@ -106,7 +106,10 @@ def baseline_update_command(results_path: Path, store: Path | None, project: Pat
     loaded = results_file.load(results_path)
     if loaded.failures:
         raise BadInput(f"{results_path}: holds {len(loaded.failures)} wrong result(s); a failing run is no baseline")
-    click.echo(f"stored {baseline_store.add(_store_dir(store, project), loaded)}")
+    added = baseline_store.add(_store_dir(store, project), loaded)
+    if added.leftovers_removed:
+        click.echo(f"removed {added.leftovers_removed} partial file(s) left by interrupted updates", err=True)
+    click.echo(f"stored {added.path}")
 
 
 @baseline_group.command("show")
@@ -114,7 +117,8 @@ def baseline_update_command(results_path: Path, store: Path | None, project: Pat
 @_store_option
 @project_option
 def baseline_show_command(gpu: str | None, store: Path | None, project: Path | None) -> None:
-    """List the stored runs per GPU, oldest first; the newest of each GPU is its baseline.
+    """List the stored runs per GPU in the order they were stored; the last of each GPU is its
+    baseline. A run's own date (created) is shown beside, and does not decide the order.
 
     Example:
 
@@ -122,13 +126,19 @@ def baseline_show_command(gpu: str | None, store: Path | None, project: Path | N
     """
     directory = _store_dir(store, project)
     entries = baseline_store.history(directory, gpu)
+    partial = baseline_store.leftovers(directory)
+    if partial:
+        click.echo(f"{len(partial)} partial file(s) left by an interrupted update (or one under way); "
+                   "the next `perfbot baseline update` removes them", err=True)
     if not entries:
         click.echo(f"{directory}: no stored runs" + (f" for {gpu!r}" if gpu else ""))
         return
-    newest = {e.gpu: e.path for e in entries}
+    newest = {e.path.parent: e.path for e in entries}
+    click.echo(f"{'gpu':<20} {'stored (UTC)':<24} {'created':<26} {'runs':>4}")
     for entry in entries:
-        mark = "baseline" if newest[entry.gpu] == entry.path else "history"
-        click.echo(f"{entry.gpu:<20} {entry.created:<26} {entry.benchmarks:>4} benchmarks  {mark:<8}  {entry.path}")
+        mark = "baseline" if newest[entry.path.parent] == entry.path else "history"
+        click.echo(f"{entry.gpu:<20} {entry.stored:<24} {entry.created:<26} {entry.benchmarks:>4} benchmarks  "
+                   f"{mark:<8}  {entry.path}")
 
 
 @perfbot.command("export")
