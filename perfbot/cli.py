@@ -3,7 +3,6 @@ perfbot/commands). Only here do errors become exit codes."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +14,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .config import ProjectConfig, find_project_root, load_project_config
 from .errors import EXIT_ENVIRONMENT, EnvironmentFailure, PerfbotError
 from .files import write_all, write_atomic
-from .report import comment_markdown, compare_table, comparison_json
+from . import comparison as comparison_file
+from .comparison import summarize
+from .report import comment_markdown, compare_table
 
 if TYPE_CHECKING:
     from .subject import Subject
@@ -104,18 +105,19 @@ def write_text(path: Path, text: str) -> None:
 def emit(report: object, markdown_path: Path | None, json_path: Path | None) -> None:
     """The PR comment and JSON files (written together, or neither), the job summary when on
     Actions, then the terminal table."""
-    comment = comment_markdown(report)
-    outputs = {markdown_path: comment, json_path: json.dumps(comparison_json(report), indent=1, allow_nan=False) + "\n"}
+    summary = summarize(report)
+    comment = comment_markdown(summary)
+    outputs = {markdown_path: comment, json_path: comparison_file.to_text(summary)}
     write_all({path: text for path, text in outputs.items() if path is not None})
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
         try:
-            with open(summary, "a", encoding="utf-8") as handle:
+            with open(step_summary, "a", encoding="utf-8") as handle:
                 handle.write(comment + "\n")
         except OSError as error:
-            raise EnvironmentFailure(f"GITHUB_STEP_SUMMARY={summary}: cannot append the report: "
+            raise EnvironmentFailure(f"GITHUB_STEP_SUMMARY={step_summary}: cannot append the report: "
                                      f"{error.strerror or error}") from None
-    console().print(compare_table(report))
+    console().print(compare_table(summary))
 
 
 from .commands import bisect, compare, github, run, selftest, triton  # noqa: E402,F401 -- registers the commands

@@ -85,25 +85,6 @@ class Report:
     def count(self, verdict: str) -> int:
         return sum(c.verdict == verdict for c in self.comparisons)
 
-    @property
-    def headline(self) -> str:
-        """The one-line verdict a reader sees first."""
-        failing = [c for c in self.comparisons if c.fails]
-        if self.failures:
-            lead = f"❌ {len(self.failures)} wrong result(s)"
-        elif failing:
-            worst = max(failing, key=lambda c: c.change_percent)
-            lead = f"❌ {len(failing)} significant slowdown(s) beyond the threshold (worst {worst.change_percent:+.1f}%)"
-        elif self.count("regression"):
-            lead = f"⚠️ {self.count('regression')} significant slowdown(s) under the fail threshold"
-        elif self.count("inconclusive"):
-            lead = f"❔ no significant slowdown; {self.count('inconclusive')} inconclusive"
-        else:
-            lead = "✅ no significant slowdown"
-        counts = ", ".join(f"{self.count(v)} {v}" for v in VERDICTS if self.count(v))
-        geomean = f"; geometric mean ratio {self.geomean_ratio:.3f}" if self.geomean_ratio else ""
-        return f"{lead} — {counts or 'nothing compared'}{geomean}"
-
 
 def compare(baseline: Results, current: Results, policy: Policy, *, force: bool = False) -> Report:
     gpu = _same_gpu(baseline, current, force)

@@ -1,37 +1,68 @@
-"""What people read: a run's tables, and a comparison as a PR comment, a terminal table and JSON."""
+"""What people read: a run's tables, and a comparison as a PR comment and a terminal table.
+
+Markdown is safe by construction: every value a template prints goes through `markdown_escape`
+(jinja2's `finalize`), except the few strings perfbot formats itself and marks `Markdown`
+(numbers, verdict names, the marker). So no file perfbot reads can put live HTML, an HTML
+comment, a forged marker, a live @mention or a broken table into what it writes.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import jinja2
 from rich.markup import escape
 from rich.table import Table
 
-from .compare import Comparison, Report
+from .comparison import ENVIRONMENT_KEYS, Identity, Summary, label, shape_text
 from .results import Benchmark, Results
 
 # The hidden line by which the bot finds its own PR comment again. Rendered text can never
-# contain it: every text from files is HTML-escaped ("<" becomes "&lt;").
+# contain it: every value from a file is escaped ("<" becomes "&lt;").
 MARKER = "<!-- perfbot-report -->"
 GITHUB_COMMENT_LIMIT = 65536
+# The longest a single value is shown in markdown; a longer one is cut with "…".
+MAX_SHOWN = 300
+
+
+class Markdown(str):
+    """Markdown that perfbot itself wrote (a formatted number, a fixed word): printed as is."""
+
+
+def markdown_escape(value: Any, limit: int = MAX_SHOWN) -> str:
+    """Any value as inert inline markdown: on one line, at most `limit` characters, no HTML (so
+    no comment opened and no marker forged), no table cell ended, no emphasis, link, heading or
+    code span started, and no live @mention (a zero-width joiner follows every @, and GitHub
+    notifies no one for "@\u200duser")."""
+    if value is None:
+        return "—"
+    text = " ".join(re.sub(r"[\x00-\x1f\x7f]", " ", str(value)).split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = re.sub(r"([\\`*_\[\]|#!~])", r"\\\1", text)
+    return text.replace("@", "@\u200d")
+
+
+def _finalize(value: Any) -> str:
+    return value if isinstance(value, Markdown) else markdown_escape(value)
+
+
+def _number(value: float | None, spec: str, suffix: str = "") -> Markdown:
+    return Markdown("" if value is None else f"{value:{spec}}{suffix}")
+
+
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("perfbot", "templates"), autoescape=False, finalize=_finalize, trim_blocks=True,
+    lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+)
+_TEMPLATES.filters.update(label=label, shape=shape_text, number=_number)
+_TEMPLATES.globals.update(marker=Markdown(MARKER), Markdown=Markdown)
 
 _COLUMNS = ("suite", "case", "M×K→N", "dtype", "kernel", "median ms", "samples", "TFLOP/s", "GB/s", "% of gemm", "× eager")
 _NUMERIC = 5  # columns from here on are right-aligned numbers
-
-_MARKDOWN = jinja2.Environment(autoescape=False, trim_blocks=True, lstrip_blocks=True).from_string(
-    """| {{ columns | join(" | ") }} |
-|{% for c in columns %}{{ "---:|" if loop.index0 >= numeric else "---|" }}{% endfor %}
-
-{% for row in rows %}
-| {{ row | map("md") | join(" | ") }} |
-{% endfor %}
-"""
-)
-_MARKDOWN.environment.filters["md"] = lambda text: str(text).replace("|", "\\|")
 
 
 @dataclass(frozen=True)
@@ -47,15 +78,15 @@ class RunRow:
         return (
             bench.suite,
             bench.case,
-            _shape_text(bench.shape),
+            shape_text(bench.shape),
             bench.dtype,
             bench.kernel,
-            f"{bench.median_ms:.4f}",
-            str(len(bench.samples_ms)),
-            f"{bench.tflops:.1f}" if bench.flops else "",
-            f"{bench.gbps:.0f}" if bench.bytes else "",
-            f"{100 * self.gemm.median_ms / bench.median_ms:.1f}%" if self.gemm else "",
-            f"{self.eager.median_ms / bench.median_ms:.2f}×" if self.eager else "",
+            _number(bench.median_ms, ".4f"),
+            _number(len(bench.samples_ms), "d"),
+            _number(bench.tflops if bench.flops else None, ".1f"),
+            _number(bench.gbps if bench.bytes else None, ".0f"),
+            _number(100 * self.gemm.median_ms / bench.median_ms if self.gemm else None, ".1f", "%"),
+            _number(self.eager.median_ms / bench.median_ms if self.eager else None, ".2f", "×"),
         )
 
 
@@ -80,7 +111,9 @@ def run_table(results: Results) -> Table:
 
 
 def run_markdown(results: Results) -> str:
-    return _MARKDOWN.render(columns=_COLUMNS, numeric=_NUMERIC, rows=[row.cells() for row in run_rows(results)])
+    """The run's table, then its failures, as markdown (`perfbot show --markdown`)."""
+    return _TEMPLATES.get_template("run.md.j2").render(
+        columns=_COLUMNS, numeric=_NUMERIC, rows=[row.cells() for row in run_rows(results)], failures=results.failures)
 
 
 def failures_table(results: Results) -> Table:
@@ -88,7 +121,7 @@ def failures_table(results: Results) -> Table:
     for column in ("suite", "case", "M×K→N", "dtype", "kernel", "reason", "rel. error", "bound"):
         table.add_column(column)
     for failure in results.failures:
-        cells = (failure.suite, failure.case, _shape_text(failure.shape), failure.dtype, failure.kernel,
+        cells = (failure.suite, failure.case, shape_text(failure.shape), failure.dtype, failure.kernel,
                  failure.reason, _fmt(failure.relative_error), _fmt(failure.error_bound))
         table.add_row(*(escape(cell) for cell in cells))
     return table
@@ -111,24 +144,19 @@ def case_markdown(results: Results, kernel: str = "fused") -> str:
             continue
         peers = [results.peer(bench, k) for k in present]
         rows.append(
-            [bench.case, _shape_text(bench.shape), bench.dtype, "tanh" if bench.approximate == "tanh" else "erf",
-             f"{bench.median_ms:.4f}"]
-            + [f"{p.median_ms:.4f}" if p else "" for p in peers]
-            + [f"{p.median_ms / bench.median_ms:.3f}" if p else "" for p in peers]
+            [bench.case, shape_text(bench.shape), bench.dtype, "tanh" if bench.approximate == "tanh" else "erf",
+             _number(bench.median_ms, ".4f")]
+            + [_number(p.median_ms if p else None, ".4f") for p in peers]
+            + [_number(p.median_ms / bench.median_ms if p else None, ".3f") for p in peers]
             + (_bandwidth_cells(results, bench) if has_copy else [])
         )
-    return _MARKDOWN.render(columns=columns, numeric=4, rows=rows)
+    return _TEMPLATES.get_template("run.md.j2").render(columns=columns, numeric=4, rows=rows, failures=[])
 
 
 def _bandwidth_cells(results: Results, bench: Benchmark) -> list[str]:
     """The bandwidth `bench` reached, and its share of a device-to-device copy's on the same case."""
     copy = results.peer(bench, "copy")
-    share = f"{100 * bench.gbps / copy.gbps:.1f}%" if copy and copy.bytes else ""
-    return [f"{bench.gbps:.0f}", share]
-
-
-def _shape_text(shape: dict[str, int]) -> str:
-    return f"{shape['M']}×{shape['K']}→{shape['N']}" if set(shape) == {"M", "K", "N"} else str(shape)
+    return [_number(bench.gbps, ".0f"), _number(100 * bench.gbps / copy.gbps if copy and copy.bytes else None, ".1f", "%")]
 
 
 def _fmt(value: float | None) -> str:
@@ -137,78 +165,36 @@ def _fmt(value: float | None) -> str:
 
 _VERDICT_ICONS = {"regression": "🔺 regression", "improvement": "🟢 improvement", "unchanged": "unchanged",
                   "inconclusive": "❔ inconclusive"}
-_ENVIRONMENT_KEYS = ("gpu_name", "gpu_sm_count", "driver", "cuda", "torch", "triton", "triton_commit", "kernels_commit")
 
 
-def markdown_escape(value: Any) -> str:
-    """Text from files or git, made inert in a markdown table: no HTML (so no forged marker),
-    no pipes or newlines (so no broken table), no emphasis or links."""
-    if value is None:
-        return "—"
-    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = re.sub(r"[\r\n]+", " ", text)
-    return re.sub(r"([\\`*_\[\]|#!])", r"\\\1", text)
+def _comment_cells(row: Any) -> list[Any]:
+    verdict = Markdown(("❌ " if row.fails else "") + _VERDICT_ICONS[row.verdict])
+    interval = Markdown(f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]") if row.ci else Markdown("—")
+    return [label(row.benchmark), _number(row.baseline_median_ms, ".4f"), _number(row.current_median_ms, ".4f"),
+            _number(row.change_percent, "+.2f", "%"), interval, verdict, _number(row.tflops, ".0f"),
+            _number(row.speedup_vs_eager, ".2f", "×")]
 
 
-def label(bench: Benchmark) -> str:
-    where = f"{bench.suite}/{bench.case} · " if bench.suite else ""
-    return markdown_escape(f"{bench.kernel} · {where}{_shape_text(bench.shape)} {bench.dtype}")
-
-
-def _comment_row(c: Comparison) -> str:
-    verdict = ("❌ " if c.fails else "") + _VERDICT_ICONS[c.verdict]
-    interval = f"[{c.estimate.low:.4f}, {c.estimate.high:.4f}]" if c.estimate else "—"
-    tflops = f"{c.current.tflops:.0f}" if c.current.flops else ""
-    eager = f"{c.speedup_vs_eager:.2f}×" if c.speedup_vs_eager else ""
-    cells = [label(c.current), f"{c.baseline.median_ms:.4f}", f"{c.current.median_ms:.4f}",
-             f"{c.change_percent:+.2f}%", interval, verdict, tflops, eager]
-    return "| " + " | ".join(cells) + " |"
-
-
-def _notes(report: Report) -> list[str]:
-    notes = []
-    for c in report.comparisons:
-        if c.config_change:
-            notes.append(f"{label(c.current)}: kernel config changed ({markdown_escape(c.config_change)}) — "
-                         f"a likely cause of any change in its time")
-        if c.verdict in ("regression", "inconclusive"):
-            notes.append(f"{label(c.current)}: {markdown_escape(c.reason)}")
-    for d in report.differences:
-        notes.append(f"environment differs: {d.field} {markdown_escape(d.baseline)} → {markdown_escape(d.current)}")
-    for side, environment in (("baseline", report.baseline_environment), ("current", report.current_environment)):
-        if environment.get("clock_drift"):
-            notes.append(f"{side} run: clocks drifted — {markdown_escape(environment['clock_drift'])}")
-        if environment.get("throttled_rounds"):
-            reasons = ", ".join(environment.get("throttle_reasons", []))
-            notes.append(f"{side} run: {environment['throttled_rounds']} timing round(s) while NVML reported "
-                         f"throttling ({markdown_escape(reasons)}); those samples are flagged in the results")
-    return notes
-
-
-_COMMENT = jinja2.Environment(
-    loader=jinja2.PackageLoader("perfbot", "templates"), autoescape=False, trim_blocks=True, lstrip_blocks=True,
-    keep_trailing_newline=True,
-)
-_COMMENT.filters.update(md=markdown_escape, label=label, shape=_shape_text, basename=lambda path: Path(path).name)
-
-
-def comment_markdown(report: Report, limit: int = GITHUB_COMMENT_LIMIT) -> str:
+def comment_markdown(summary: Summary, limit: int = GITHUB_COMMENT_LIMIT) -> str:
     """The PR comment: verdict line first, changed rows, unchanged rows folded, environments,
     and the hidden marker. Over `limit` characters, unchanged rows go first, then changed rows
     from the end, each with a note saying so."""
     order = {"regression": 0, "inconclusive": 1, "improvement": 2}
-    changed = sorted((c for c in report.comparisons if c.verdict != "unchanged"),
-                     key=lambda c: (not c.fails, order[c.verdict], -abs(c.change_percent)))
-    unchanged = [c for c in report.comparisons if c.verdict == "unchanged"]
-    template = _COMMENT.get_template("comment.md.j2")
-    confidence = f"{report.comparisons[0].estimate.confidence:.0%}" if report.comparisons and report.comparisons[0].estimate else "95%"
+    changed = sorted((r for r in summary.comparisons if r.verdict != "unchanged"),
+                     key=lambda r: (not r.fails, order[r.verdict], -abs(r.change_percent)))
+    unchanged = [r for r in summary.comparisons if r.verdict == "unchanged"]
+    template = _TEMPLATES.get_template("comment.md.j2")
+    differing = {d.field for d in summary.environment_differences}
 
-    def render(rows: list[Comparison], folded: list[Comparison]) -> str:
+    def render(rows: list[Any], folded: list[Any]) -> str:
         return template.render(
-            report=report, rows=rows, unchanged=folded, omitted_rows=len(changed) - len(rows),
-            omitted_unchanged=len(unchanged) - len(folded), notes=_notes(report), row=_comment_row,
-            confidence=confidence, environment_keys=_ENVIRONMENT_KEYS,
-            differing={d.field for d in report.differences}, marker=MARKER,
+            summary=summary, rows=[_comment_cells(r) for r in rows], unchanged=[_comment_cells(r) for r in folded],
+            omitted_rows=len(changed) - len(rows), omitted_unchanged=len(unchanged) - len(folded),
+            confidence=Markdown(f"{summary.confidence:.0%}"), environment_keys=[Markdown(k) for k in ENVIRONMENT_KEYS],
+            differing=differing,
+            environments={side: summary.environments.get(side, {}) for side in ("baseline", "current")},
+            method=Markdown("Paired by round: two-sided Wilcoxon signed-rank of the per-round ratios"
+                            if summary.interleaved else "Two-sided Mann-Whitney U on every sample"),
         )
 
     text = render(changed, unchanged)
@@ -236,55 +222,21 @@ def fit_comment(body: str, limit: int = GITHUB_COMMENT_LIMIT) -> str:
     return kept + closing * unclosed + note
 
 
-def compare_table(report: Report) -> Table:
-    table = Table(title=report.headline, title_justify="left")
+def compare_table(summary: Summary) -> Table:
+    table = Table(title=summary.headline, title_justify="left")
     for column in ("benchmark", "baseline ms", "current ms", "change", "CI of ratio", "verdict", "TFLOP/s", "× eager"):
         table.add_column(column, justify="right" if column not in ("benchmark", "verdict", "CI of ratio") else "left")
-    for c in report.comparisons:
-        cur = c.current
-        name = f"{cur.kernel} {cur.suite}/{cur.case} {_shape_text(cur.shape)} {cur.dtype}"
+    for row in summary.comparisons:
+        cur = row.benchmark
+        name = f"{cur.kernel} {cur.suite}/{cur.case} {shape_text(cur.shape)} {cur.dtype}"
         table.add_row(
-            escape(name), f"{c.baseline.median_ms:.4f}", f"{cur.median_ms:.4f}", f"{c.change_percent:+.2f}%",
-            f"[{c.estimate.low:.4f}, {c.estimate.high:.4f}]" if c.estimate else "—",
-            ("FAIL " if c.fails else "") + c.verdict,
-            f"{cur.tflops:.0f}" if cur.flops else "", f"{c.speedup_vs_eager:.2f}×" if c.speedup_vs_eager else "",
+            escape(name), f"{row.baseline_median_ms:.4f}", f"{row.current_median_ms:.4f}", f"{row.change_percent:+.2f}%",
+            f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]" if row.ci else "—",
+            ("FAIL " if row.fails else "") + row.verdict,
+            f"{row.tflops:.0f}" if row.tflops is not None else "",
+            f"{row.speedup_vs_eager:.2f}×" if row.speedup_vs_eager else "",
         )
     return table
-
-
-def comparison_json(report: Report) -> dict[str, Any]:
-    def identity(bench: Any) -> dict[str, Any]:
-        return {"kernel": bench.kernel, "shape": bench.shape, "dtype": bench.dtype, "suite": bench.suite, "case": bench.case}
-
-    return {
-        "format": 1,
-        "headline": report.headline,
-        "fails": report.fails,
-        "geomean_ratio": report.geomean_ratio,
-        "interleaved": report.interleaved,
-        "comparisons": [
-            {
-                **identity(c.current),
-                "baseline_median_ms": c.baseline.median_ms,
-                "current_median_ms": c.current.median_ms,
-                "change_percent": c.change_percent,
-                "ci": [c.estimate.low, c.estimate.high] if c.estimate else None,
-                "p_value": c.p_value,
-                "q_value": c.q_value,
-                "verdict": c.verdict,
-                "fails": c.fails,
-                "reason": c.reason,
-                "config_change": c.config_change,
-                "fail_percent": c.rule.fail_percent,
-            }
-            for c in report.comparisons
-        ],
-        "added": [identity(b) for b in report.added],
-        "removed": [identity(b) for b in report.removed],
-        "failures": [{**identity(f), "reason": f.reason} for f in report.failures],
-        "environment_differences": [{"field": d.field, "baseline": d.baseline, "current": d.current}
-                                    for d in report.differences],
-    }
 
 
 def _bisect_headline(outcome: Any) -> str:
@@ -312,8 +264,11 @@ def bisect_table(outcome: Any) -> Table:
 def bisect_markdown(outcome: Any, repo: str) -> str:
     probes = list(outcome.probes)
     good_ms = probes[0].median_ms if probes and probes[0].samples else 1.0
-    return _COMMENT.get_template("bisect.md.j2").render(
-        headline=_bisect_headline(outcome), repo=repo, good=probes[0].sha if probes else "",
-        bad=probes[-1].sha if probes else "", probes=probes, measured=sum(bool(p.samples) for p in probes),
-        total=outcome.range_size, good_ms=good_ms, non_monotonic=outcome.non_monotonic,
+    rows = [[Markdown(f"`{p.sha[:12]}`"), p.subject, _number(len(p.samples), "d"), _number(p.median_ms, ".4f"),
+             _number(100 * (p.median_ms / good_ms - 1) if p.samples else None, "+.2f", "%"),
+             p.verdict or ("skipped" if p.unusable else "—"), p.note or p.unusable or ""] for p in probes]
+    return _TEMPLATES.get_template("bisect.md.j2").render(
+        headline=_bisect_headline(outcome), repo=repo, good=Markdown(probes[0].sha[:12] if probes else ""),
+        bad=Markdown(probes[-1].sha[:12] if probes else ""), rows=rows, measured=sum(bool(p.samples) for p in probes),
+        total=outcome.range_size, non_monotonic=outcome.non_monotonic,
     )

@@ -11,6 +11,7 @@ most a few dozen characters long.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import reprlib
@@ -147,13 +148,16 @@ def load_yaml(path: Path, kind: str, limit: int = MAX_YAML_BYTES) -> Any:
 
 
 def validate(where: str, value: Any, adapter: TypeAdapter[T], kind: str) -> T:
-    """Validate an already parsed value (from YAML, or a worker's message)."""
+    """Validate an already parsed value (YAML's mappings, a worker's message). Records that are
+    dataclasses are validated from JSON, the form they travel in."""
     try:
+        if adapter.core_schema.get("type") == "dataclass":
+            return adapter.validate_json(json.dumps(value, allow_nan=False), strict=True)
         return adapter.validate_python(value, strict=True)
     except ValidationError as error:
         raise bad_input(where, error, kind) from None
-    except RecursionError:
-        raise BadInput(f"{where}: nested too deeply to be a {kind}") from None
+    except (RecursionError, TypeError, ValueError):
+        raise BadInput(f"{where}: not a {kind} (nested too deeply, or not JSON)") from None
 
 
 def bad_input(where: str, error: ValidationError, kind: str) -> BadInput:

@@ -41,7 +41,8 @@ from .errors import (
     PerfbotError,
     WrongResult,
 )
-from .results import Benchmark, Failure, Results
+from .results import BENCHMARK, FAILURE, Benchmark, Failure, Results
+from .schema import validate
 
 WORKER_COMMAND = (sys.executable, "-m", "perfbot.worker")
 # After measure.L2_FLUSH (measure imports torch, which the coordinator loads only when it runs).
@@ -79,7 +80,12 @@ class WorkerProcess:
             line = ""
         if not line:
             raise EnvironmentFailure(f"the {self.side} worker died ({self._exit_status()}): {self._log_tail()}")
-        reply = json.loads(line)
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            raise EnvironmentFailure(f"the {self.side} worker answered with something that is not JSON") from None
+        if not isinstance(reply, dict):
+            raise EnvironmentFailure(f"the {self.side} worker answered with something that is not an object")
         if "error" in reply:
             raise _ERRORS.get(reply.get("exit"), EnvironmentFailure)(f"{self.side} worker: {reply['error']}")
         return reply
@@ -143,7 +149,7 @@ def run_in_workers(workers: dict[str, WorkerProcess], suites: Sequence[Any], set
                 for side, worker in workers.items():
                     reply = worker.ask("prepare", suite=one_case, settings=dataclasses.asdict(settings))
                     owner.update({key: worker for key in reply["ready"]})
-                    failures[side] += [Failure(**f) for f in reply["failures"]]
+                    failures[side] += _failures(side, reply)
                 on_progress(label, 1)
                 keys, case_rounds = list(owner), []
                 for index in range(settings.samples):
@@ -156,8 +162,9 @@ def run_in_workers(workers: dict[str, WorkerProcess], suites: Sequence[Any], set
                 rounds += case_rounds
                 for side, worker in workers.items():
                     reply = worker.ask("finish", throttled=throttled)
-                    benchmarks[side] += [Benchmark(**b) for b in reply["benchmarks"]]
-                    failures[side] += [Failure(**f) for f in reply["failures"]]
+                    benchmarks[side] += [validate(f"the {side} worker's benchmark", b, BENCHMARK, "benchmark")
+                                         for b in _list(side, reply, "benchmarks")]
+                    failures[side] += _failures(side, reply)
     at_end = collect_environment().to_dict()["gpu_state"]
     return {
         side: side_results({**environments[side], "gpu_state": at_end}, before, rounds, suites, settings, side,
@@ -165,6 +172,19 @@ def run_in_workers(workers: dict[str, WorkerProcess], suites: Sequence[Any], set
                            timing=TIMING.format(flush=measure.L2_FLUSH))
         for side in workers
     }
+
+
+def _list(side: str, reply: dict[str, Any], key: str) -> list[Any]:
+    """A list from a worker's reply. A worker runs a side's kernels, so its messages are input
+    like any file: validated before they become records."""
+    value = reply.get(key)
+    if not isinstance(value, list):
+        raise EnvironmentFailure(f"the {side} worker answered without a list of {key}")
+    return value
+
+
+def _failures(side: str, reply: dict[str, Any]) -> list[Failure]:
+    return [validate(f"the {side} worker's failure", f, FAILURE, "failure") for f in _list(side, reply, "failures")]
 
 
 def _suite_json(suite: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from perfbot import results
 from perfbot.cli import perfbot
+from perfbot.comparison import summarize
 from perfbot.compare import compare
 from perfbot.errors import BadInput
 from perfbot.results import Benchmark, Failure, Results
@@ -31,7 +32,7 @@ def test_the_same_code_measured_twice_is_unchanged():
     report = compare(make_results(seed=1), make_results(seed=2), POLICY)
     assert {v for v in verdicts(report).values()} == {("unchanged", False)}
     assert not report.fails
-    assert report.headline.startswith("✅")
+    assert summarize(report).headline.startswith("✅")
     assert math.isclose(report.geomean_ratio, 1.0, abs_tol=0.01)
 
 
@@ -39,7 +40,7 @@ def test_a_ten_percent_slowdown_fails():
     report = compare(make_results(seed=1), make_results({("fused", "gemma-2b"): 1.10}, seed=2), POLICY)
     assert verdicts(report)[("fused", "gemma-2b")] == ("regression", True)
     assert sum(c.fails for c in report.comparisons) == 1
-    assert report.fails and report.headline.startswith("❌")
+    assert report.fails and summarize(report).headline.startswith("❌")
     failing = [c for c in report.comparisons if c.fails][0]
     assert 1.08 < failing.estimate.low < 1.10 < failing.estimate.high < 1.12
     assert failing.q_value < 0.01
@@ -49,7 +50,7 @@ def test_a_slowdown_between_warn_and_fail_is_reported_without_failing():
     report = compare(make_results(seed=1), make_results({("fused", "gemma-2b"): 1.04}, seed=2), POLICY)
     assert verdicts(report)[("fused", "gemma-2b")] == ("regression", False)
     assert not report.fails
-    assert report.headline.startswith("⚠️")
+    assert summarize(report).headline.startswith("⚠️")
 
 
 def test_an_improvement():
@@ -118,7 +119,7 @@ def test_added_removed_and_wrong_results():
     report = compare(base, head, POLICY)
     assert [b.kernel for b in report.added] == ["fused-v2"]
     assert [b.kernel for b in report.removed] == ["fused"]
-    assert report.fails and "wrong result" in report.headline
+    assert report.fails and "wrong result" in summarize(report).headline
 
 
 def test_different_gpu_models_are_refused_unless_forced():
@@ -207,7 +208,7 @@ def test_cli_exit_codes_and_reports(tmp_path: Path, monkeypatch):
     assert result.exit_code == 1, result.output
     assert "FAIL regression" in result.output
     data = json.loads((tmp_path / "c.json").read_text())
-    assert data["fails"] and [c["kernel"] for c in data["comparisons"] if c["fails"]] == ["fused"]
+    assert data["fails"] and [c["benchmark"]["kernel"] for c in data["comparisons"] if c["fails"]] == ["fused"]
     assert (tmp_path / "c.md").read_text().startswith("**perfbot:** ❌")
     assert summary.read_text().count("<!-- perfbot-report -->") == 2
 

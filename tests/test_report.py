@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from perfbot.compare import compare
+from perfbot.comparison import summarize
 from perfbot.report import MARKER, comment_markdown, compare_table, markdown_escape
 from perfbot.thresholds import load_policy
 from tests.conftest import ROOT
@@ -31,7 +32,7 @@ def _report():
         seed=2, environment={"driver": "590.10"}, config={"path": "tma", "BLOCK_N": 64},
     )
     head = replace(head, benchmarks=head.benchmarks[:-1] + [replace(head.benchmarks[-1], kernel="fused-v2")])
-    return compare(base, replace(head, settings={"samples": 30}), POLICY)
+    return summarize(compare(base, replace(head, settings={"samples": 30}), POLICY))
 
 
 def test_pr_comment_golden():
@@ -57,7 +58,7 @@ def test_names_from_files_cannot_break_the_table_or_forge_the_marker():
     head = make_results({("fused", "gemma-2b"): 1.10}, seed=2)
     rename = lambda r: replace(r, benchmarks=[replace(b, kernel=hostile if b.kernel == "fused" else b.kernel, case=hostile)  # noqa: E731
                                               for b in r.benchmarks])
-    text = comment_markdown(compare(rename(base), rename(head), POLICY))
+    text = comment_markdown(summarize(compare(rename(base), rename(head), POLICY)))
     assert text.count(MARKER) == 1
     table_rows = [line for line in text.splitlines() if line.startswith("| evil")]
     assert table_rows and all(line.count(" | ") == 7 for line in table_rows)  # 8 cells, no extra column
@@ -70,7 +71,7 @@ def test_a_huge_report_stays_under_githubs_limit_and_says_so():
     many = lambda r, f: replace(r, benchmarks=[replace(b, kernel=f"{b.kernel}-{i}", samples_ms=[s * f(i) for s in b.samples_ms])  # noqa: E731
                                                for i in range(250) for b in r.benchmarks])
     report = compare(many(base, lambda i: 1.0), many(make_results(seed=2), lambda i: 1.2 if i % 2 else 1.0), POLICY)
-    text = comment_markdown(report)
+    text = comment_markdown(summarize(report))
     assert len(text) <= 65536
     assert "left out to stay under GitHub's comment limit" in text
     assert text.rstrip("\n").endswith(MARKER)
@@ -81,6 +82,6 @@ def test_throttling_and_clock_drift_are_reported():
     base = make_results(seed=1)
     head = make_results(seed=2, environment={"throttled_rounds": 3, "throttle_reasons": ["sw_thermal_slowdown"],
                                              "clock_drift": "SM clock 1980 -> 1800 MHz (-9.1%) during the run"})
-    text = comment_markdown(compare(base, head, POLICY))
+    text = comment_markdown(summarize(compare(base, head, POLICY)))
     assert "current run: clocks drifted — SM clock 1980 -&gt; 1800 MHz" in text
     assert "3 timing round(s) while NVML reported throttling (sw\\_thermal\\_slowdown)" in text

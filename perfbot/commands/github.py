@@ -11,15 +11,18 @@ import click
 from ..cli import perfbot
 from ..errors import BadInput, PerfbotError
 from ..files import read_text
-from ..report import GITHUB_COMMENT_LIMIT, MARKER, fit_comment
+from ..report import GITHUB_COMMENT_LIMIT, MARKER, comment_markdown, fit_comment
 
 
 @perfbot.command("comment")
 @click.option("--repo", required=True, help="Repository as OWNER/NAME.")
 @click.option("--pr", type=click.IntRange(min=1), required=True, help="Pull request number.")
-@click.option("--body-file", type=click.Path(path_type=Path), required=True,
-              help="Markdown to post, e.g. the file `perfbot compare --markdown` wrote. A body over GitHub's "
-                   "65,536 characters is cut, with a note.")
+@click.option("--comparison", "comparison_path", type=click.Path(path_type=Path), default=None,
+              help="The comparison file (`perfbot compare --json`, or comparison.json of `perfbot run --against`): "
+                   "the comment is rendered from it, every value escaped. What the PR check posts.")
+@click.option("--body-file", type=click.Path(path_type=Path), default=None,
+              help="Or: markdown to post as it is (your own text). A body over GitHub's 65,536 characters is cut, "
+                   "with a note.")
 @click.option("--sha", default=None,
               help="The commit the report measured. The report is posted only if it is the PR's head; if the PR "
                    "has moved on, only the status is set; if the PR has no such commit, nothing is posted (exit 2).")
@@ -30,8 +33,8 @@ from ..report import GITHUB_COMMENT_LIMIT, MARKER, fit_comment
                    "github-actions[bot] for the Actions token. A GitHub App token needs its APP[bot] login here.")
 @click.option("--context", default="perfbot", show_default=True, help="Name of the commit status.")
 @click.option("--target-url", default=None, help="Link of the commit status, e.g. the workflow run.")
-def comment_command(repo: str, pr: int, body_file: Path, sha: str | None, state: str | None, author: str | None,
-                    context: str, target_url: str | None) -> None:
+def comment_command(repo: str, pr: int, comparison_path: Path | None, body_file: Path | None, sha: str | None,
+                    state: str | None, author: str | None, context: str, target_url: str | None) -> None:
     """Post the report as the PR's one perfbot comment (edited in place on every push).
 
     Token from GITHUB_TOKEN, API root from GITHUB_API_URL. Transient failures are retried
@@ -39,15 +42,17 @@ def comment_command(repo: str, pr: int, body_file: Path, sha: str | None, state:
 
     Example:
 
-        perfbot comment --repo octo/perfbot --pr 7 --body-file comment.md --sha $SHA --status failure
+        perfbot comment --repo octo/perfbot --pr 7 --comparison comparison.json --sha $SHA --status failure
     """
+    if (comparison_path is None) == (body_file is None):
+        raise click.UsageError("give --comparison FILE or --body-file FILE (one of them)")
     if state is not None and sha is None:
         raise click.UsageError("--status needs --sha, the commit to set it on")
     if sha is not None and not re.fullmatch(r"[0-9a-f]{40}", sha):
         raise click.BadParameter(f"must be a full 40-hex-digit commit SHA, got {sha!r}", param_hint="--sha")
     from ..github import GitHub  # github3 is needed here only
 
-    body = _read_body(body_file)
+    body = _rendered(comparison_path) if comparison_path is not None else _read_body(body_file)  # type: ignore[arg-type]
     client = GitHub.from_environment()
     standing = client.check_head(repo, pr, sha) if sha is not None else None
     if sha is not None:
@@ -124,6 +129,13 @@ def _stale(body: str, head: str) -> str:
 def _headline(body: str) -> str:
     first = body.strip().splitlines()[0] if body.strip() else ""
     return first.replace("**perfbot:**", "").strip() or "perfbot"
+
+
+def _rendered(path: Path) -> str:
+    from .. import comparison
+
+    # Room for the commit line and a stale note below GitHub's limit.
+    return comment_markdown(comparison.load(path), GITHUB_COMMENT_LIMIT - 400)
 
 
 def _read_body(path: Path) -> str:

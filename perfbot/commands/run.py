@@ -287,7 +287,8 @@ def _trend(store: Path, head: object, policy: object) -> str:
 
 @perfbot.command("show")
 @click.argument("results_path", metavar="RESULTS", type=click.Path(path_type=Path))
-@click.option("--markdown", is_flag=True, help="Print a markdown table instead (failures are listed after it).")
+@click.option("--markdown", is_flag=True, help="Print a markdown table instead (failures are listed after it); "
+                                               "every name from the file is escaped.")
 @click.option("--by-case", "by_case", metavar="KERNEL", default=None,
               help="Markdown, one row per case: KERNEL's median ms next to every other implementation's, and its speed relative to each.")
 def show_command(results_path: Path, markdown: bool, by_case: str | None) -> None:
@@ -303,8 +304,6 @@ def show_command(results_path: Path, markdown: bool, by_case: str | None) -> Non
         return
     if markdown:
         click.echo(run_markdown(loaded), nl=False)
-        for failure in loaded.failures:
-            click.echo(f"- FAILED {failure.suite}/{failure.case} {failure.kernel}: {failure.reason}")
         return
     terminal = console()
     terminal.print(run_table(loaded))
