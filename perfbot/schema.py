@@ -76,13 +76,16 @@ Finite = Annotated[float, AfterValidator(_finite)]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
+_DEPTH = 4  # environment.gpu_state.before.clock_event_reasons is a list four levels down
+
+
 def _bounded(value: Any, depth: int = 0, where: str = "") -> Any:
     """A JSON value of bounded size and depth, for the open-ended parts of a record (an
-    environment, a launch config): objects and lists of at most 256 entries, three levels
+    environment, a launch config): objects and lists of at most 256 entries, four levels
     deep, of printable strings, integers, finite numbers, booleans and nulls."""
     at = f" at {where}" if where else ""
     if isinstance(value, dict):
-        if depth >= 3 or len(value) > 256:
+        if depth >= _DEPTH or len(value) > 256:
             raise ValueError(f"an object nested too deep or too large{at}")
         for key, item in value.items():
             if not isinstance(key, str) or len(key) > MAX_NAME:
@@ -90,7 +93,7 @@ def _bounded(value: Any, depth: int = 0, where: str = "") -> Any:
             _printable(key)
             _bounded(item, depth + 1, f"{where}.{key}" if where else key)
     elif isinstance(value, list):
-        if depth >= 3 or len(value) > 256:
+        if depth >= _DEPTH or len(value) > 256:
             raise ValueError(f"a list nested too deep or too long{at}")
         for index, item in enumerate(value):
             _bounded(item, depth + 1, f"{where}[{index}]")

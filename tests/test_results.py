@@ -95,3 +95,18 @@ def test_missing_file_and_directory(tmp_path: Path):
         results.load(tmp_path)
     with pytest.raises(BadInput, match="is a directory"):
         results.save(sample_results(), tmp_path)
+
+
+def test_every_committed_results_file_still_loads():
+    """The measurements kept in the repository are results files of the formats perfbot reads."""
+    import subprocess
+
+    from tests.conftest import ROOT
+
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "*.json"], capture_output=True, text=True,
+                            check=True).stdout.split()
+    found = [ROOT / name for name in listed if '"samples_ms"' in (ROOT / name).read_text(errors="replace")]
+    found = [path for path in found if '"comparisons"' not in path.read_text()]  # comparison files, not runs
+    assert len(found) >= 30
+    for path in found:
+        assert results.load(path).benchmarks, path
