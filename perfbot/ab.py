@@ -1,7 +1,12 @@
-"""`perfbot run --against REV`: the in-job A/B. The kernels of the current checkout and of REV
-(loaded by path from a git worktree) are measured interleaved, sample by sample, on the same
-GPU, and judged with the interleaved policy. A failing slowdown must hold in a second
-interleaved round of its cases before the check fails.
+"""The in-job A/B (`perfbot ab`): the kernels of two git revisions of one project, measured
+interleaved, sample by sample, on the same GPU, and judged with the interleaved policy. A
+failing slowdown must hold in a second interleaved round of its cases before the check fails.
+
+The checkout perfbot runs in decides: its suites and its thresholds.yaml apply, and each side's
+kernels come from a git worktree of its revision (the pull-request check runs in the base's
+checkout, so a pull request cannot judge itself). When the two revisions pin different Triton
+commits, each side runs in a worker process with its own Triton (worker.py); otherwise both sides
+run in this process (runner.LocalSides). Either way one loop interleaves them (measure.time_rounds).
 """
 
 from __future__ import annotations
@@ -9,16 +14,81 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 import uuid
-from collections.abc import Callable, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from . import git
+from . import store as baseline_store
 from .compare import Report, compare
-from .errors import BadInput
+from .config import ProjectConfig, load_project_config
+from .errors import BadInput, PerfbotError
 from .results import Results
-from .thresholds import Policy
+from .subject import Subject, Suite, load_subject, restrict
+from .thresholds import Policy, changes, load_policy
+
+Progress = Callable[[int], AbstractContextManager[Callable[[str, int], None]]]
+
+
+@dataclass(frozen=True)
+class Tritons:
+    """Which Triton each side gets: given environments (side -> directory), or builds of the
+    pinned commits from a source repository, or (neither) the one installed here."""
+
+    envs: dict[str, Path]
+    source: str | None = None
+    cache: Path | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    base: Results
+    head: Results
+    report: Report
+
+
+def run(config: ProjectConfig, kernels_dir: Path, running: Subject, suites: Sequence[Suite], settings: object,
+        base_rev: str, head_rev: str | None, policy: Policy, tritons: Tritons, progress: Progress,
+        on_measured: Callable[[Results, Results], None] = lambda base, head: None,
+        trend_store: Path | None = None) -> Outcome:
+    """Measure `base_rev` against `head_rev` (default: this checkout's kernels) and judge.
+    `progress(total)` gives a context whose function is told of finished steps; `on_measured`
+    gets both sides' results before they are judged (to keep them whatever happens next)."""
+    from .runner import LocalSides, measure_sides, plan, progress_steps
+    from .worker import WorkerSides, workers
+
+    try:
+        relative = kernels_dir.resolve().relative_to(config.root.resolve())
+    except ValueError:
+        raise BadInput(f"the A/B needs the kernels inside the project ({config.root}), got {kernels_dir}") from None
+    with ExitStack() as stack:
+        trees = {"base": stack.enter_context(checkout(config.root, base_rev))}
+        trees["head"] = stack.enter_context(checkout(config.root, head_rev)) if head_rev else (config.root, None)
+        subjects = {"base": load_subject(trees["base"][0] / relative),
+                    "head": load_subject(trees["head"][0] / relative) if head_rev else running}
+        pins = {side: load_project_config(tree).triton_commit for side, (tree, _) in trees.items()}
+        specs = worker_specs({side: tree / relative for side, (tree, _) in trees.items()}, pins, tritons, base_rev)
+        started = stack.enter_context(workers(specs)) if specs else None
+        run_id = uuid.uuid4().hex
+        revisions = {"against": trees["base"][1], **({"head": trees["head"][1]} if head_rev else {})}
+
+        def measure(chosen: Sequence[Suite], tag: str) -> tuple[Results, Results]:
+            sides = WorkerSides(started, settings) if started else LocalSides(subjects, settings)
+            extra = {"ab_run": run_id + tag, **revisions, "triton_commits": pins}
+            with progress(progress_steps(plan(running, chosen, settings), settings)) as advance:
+                measured = measure_sides(sides, chosen, settings, advance, extra_settings=extra)
+            return measured["base"], measured["head"]
+
+        base, head = measure(suites, "")
+        on_measured(base, head)
+        report = judge(base, head, policy, lambda cases: measure(restrict(suites, cases), "-confirm"))
+        other = "head" if head_rev else "base"
+        report = dataclasses.replace(report, policy_change=policy_change(policy, trees[other][0], suites,
+                                                                         subjects[other]))
+    if trend_store is not None:
+        report = dataclasses.replace(report, trend=trend(trend_store, head, policy))
+    return Outcome(base, head, report)
 
 
 @contextmanager
@@ -26,14 +96,34 @@ def checkout(root: Path, rev: str) -> Iterator[tuple[Path, str]]:
     """A detached worktree of `rev` (path, full SHA), removed afterwards."""
     sha = git.commit_of(root, rev)
     if sha is None:
-        raise BadInput(f"--against {rev!r} is not a commit in {root}")
-    with tempfile.TemporaryDirectory(prefix="perfbot-against-") as scratch, \
-            git.worktree(root, sha, Path(scratch) / "base") as tree:
+        raise BadInput(f"{rev!r} is not a commit in {root}")
+    with tempfile.TemporaryDirectory(prefix="perfbot-ab-") as scratch, \
+            git.worktree(root, sha, Path(scratch) / "side") as tree:
         yield tree, sha
 
 
-def new_run_id() -> str:
-    return uuid.uuid4().hex
+def worker_specs(kernels: dict[str, Path], pins: dict[str, str], tritons: Tritons,
+                 rev: str) -> dict[str, tuple[Path, Path | None, str | None]]:
+    """Empty when both sides share the Triton installed here (measured in this process); else,
+    per side, what its worker process runs: (kernels, Triton environment or None, commit)."""
+    if tritons.envs:
+        return {side: (kernels[side], tritons.envs.get(side), None) for side in ("base", "head")}
+    if pins["base"] == pins["head"]:
+        return {}
+    if tritons.source is None:
+        raise BadInput(f"{rev} pins Triton {pins['base'][:12]} and the head {pins['head'][:12]}: each side needs "
+                       "its own; pass --triton-source REPO to build both, or --triton-env base=DIR --triton-env head=DIR")
+    from . import triton_build
+
+    return {side: (kernels[side], triton_build.environment(pins[side], tritons.source, tritons.cache), pins[side])
+            for side in ("base", "head")}
+
+
+def judge(base: Results, head: Results, policy: Policy,
+          remeasure: Callable[[set[tuple[str, str]]], tuple[Results, Results]]) -> Report:
+    if base.settings.get("ab_run") is None or base.settings.get("ab_run") != head.settings.get("ab_run"):
+        raise BadInput("both sides must come from one interleaved A/B run")
+    return confirm(compare(base, head, policy), policy, remeasure)
 
 
 def confirm(report: Report, policy: Policy,
@@ -60,19 +150,37 @@ def confirm(report: Report, policy: Policy,
     return dataclasses.replace(report, comparisons=tuple(comparisons))
 
 
-def restrict(suites: Sequence, cases: set[tuple[str, str]]) -> list:
-    """The suites cut down to the given (suite, case) pairs."""
-    kept = []
+def policy_change(policy: Policy, other_tree: Path, suites: Sequence[Suite], other: Subject) -> tuple[str, ...]:
+    """What the other side's thresholds.yaml and suites would have judged differently: the
+    lead line, then one line per difference. Empty when they agree."""
+    lines = []
+    try:
+        lines += [f"thresholds {line}" for line in changes(policy, load_policy(other_tree / "thresholds.yaml"))]
+    except PerfbotError as error:
+        lines.append(f"the other side's thresholds.yaml does not load: {error}")
     for suite in suites:
-        chosen = tuple(c for c in suite.cases if (suite.name, c.name) in cases)
-        if chosen:
-            kept.append(dataclasses.replace(suite, cases=chosen))
-    return kept
+        mine = {(c.name, tuple(c.shape.items()), c.dtype) for c in suite.cases}
+        theirs_suite = other.suites.get(suite.name)
+        theirs = {(c.name, tuple(c.shape.items()), c.dtype) for c in theirs_suite.cases} if theirs_suite else set()
+        lines += [f"suite {suite.name}: case {name} only in the checkout that judged" for name, *_ in sorted(mine - theirs)]
+        lines += [f"suite {suite.name}: case {name} only on the other side (not measured)"
+                  for name, *_ in sorted(theirs - mine)]
+    if not lines:
+        return ()
+    lead = ("This check measured the suites and applied the thresholds.yaml of the checkout that ran it; "
+            "the other side's differ:")
+    return (lead, *lines)
 
 
-def judge(base: Results, head: Results, policy: Policy,
-          remeasure: Callable[[set[tuple[str, str]]], tuple[Results, Results]]) -> Report:
-    if base.settings.get("ab_run") is None or base.settings.get("ab_run") != head.settings.get("ab_run"):
-        raise BadInput("both sides must come from one interleaved A/B run")
-    return confirm(compare(base, head, policy), policy, remeasure)
-
+def trend(store: Path, head: Results, policy: Policy) -> str:
+    """One line: the head run against the newest stored baseline of its GPU. Never fails."""
+    gpu = head.environment.get("gpu_name")
+    try:
+        path, stored = baseline_store.latest(store, str(gpu))
+        report = compare(stored, head, policy)
+    except PerfbotError as error:
+        return f"no comparison with a stored baseline: {error}"
+    slower = [c for c in report.comparisons if c.verdict == "regression"]
+    ratio = f"{report.geomean_ratio:.3f}" if report.geomean_ratio else "none (nothing in common)"
+    return (f"against the stored baseline of {stored.created or path.name}: geometric mean ratio {ratio}, "
+            f"{len(slower)} significant slowdown(s) across runs (cross-run thresholds; informational)")

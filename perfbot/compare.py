@@ -170,7 +170,7 @@ def _same_gpu(baseline: Results, current: Results, force: bool) -> str:
 
 
 def _interleaved(baseline: Results, current: Results) -> bool:
-    """Both sides of one interleaved A/B run (`perfbot run --against`) share its id."""
+    """Both sides of one interleaved A/B run (`perfbot ab`) share its id."""
     run_id = current.settings.get("ab_run")
     return run_id is not None and run_id == baseline.settings.get("ab_run")
 

@@ -17,7 +17,7 @@ MIN_FLUSH_BYTES = 256 * 1024 * 1024
 # 2 GHz, several times what queueing one sample takes the host.
 HOLD_CYCLES_PER_SAMPLE = 200_000
 # How samples are taken, recorded with every result: `perfbot compare` notes when a baseline was
-# timed another way (before 2026-11-30's change, L2 was flushed by overwriting the buffer).
+# timed another way (an older perfbot flushed L2 by overwriting the buffer).
 L2_FLUSH = "L2 flushed before each sample by reading a buffer 4x its size"
 
 
@@ -63,48 +63,74 @@ def capture(fn: Callable[[], torch.Tensor], warmup_calls: int) -> Captured:
     return Captured(graph, output)
 
 
-def time_interleaved(
-    captured: Mapping[str, Captured],
-    samples: int,
-    on_round: Callable[[], None] | None = None,
-    monitor: Monitor | None = None,
-) -> Timings:
-    """Milliseconds of one graph replay per sample, for each name.
+class Timer(Protocol):
+    """Times one sample of a benchmark, by key, inside a round. `sample` may only queue the work:
+    its result is read after `end_round`."""
 
-    Every round times each implementation once, in the order `round_order` gives. Before each
-    sample L2 is flushed (`L2Flush`), so every sample starts with a cold cache, as a layer in a
-    model does. While the GPU flushes, the host has already queued the start event and
-    the replay: the events bracket the kernel, not the launch.
+    def begin_round(self, order: Sequence[str]) -> None: ...
 
-    Untimed replays come before the first timed sample of a round and after the last, so that
-    every timed sample sits between two others: without them, on an 0.08 ms kernel (H200,
-    2026-11-30), the first sample of a round ran 0.2-0.8% slow and the last 0.5% fast. The GPU
-    also holds (a spin kernel) while the host queues the round; on its own that did not remove
-    either effect, but the figures in the README were measured with it.
-    """
-    names = list(captured)
-    flush = L2Flush()
-    for item in captured.values():  # the first replay uploads the graph; keep it out
-        item.graph.replay()
-    torch.cuda.synchronize()
+    def sample(self, key: str) -> Callable[[], float]: ...
 
-    timings: dict[str, list[float]] = {name: [] for name in names}
+    def end_round(self, order: Sequence[str]) -> None: ...
+
+
+def time_rounds(timer: Timer, keys: Sequence[str], samples: int, on_round: Callable[[], None] | None = None,
+                monitor: Monitor | None = None) -> Timings:
+    """The interleaving loop, the only one: `samples` rounds, each timing every key once in the
+    order `round_order` gives, the GPU's state read after every round. Milliseconds per key."""
+    timings: dict[str, list[float]] = {key: [] for key in keys}
     rounds: list[Round] = []
     for round_index in range(samples):
-        order = round_order(names, round_index)
-        torch.cuda._sleep(HOLD_CYCLES_PER_SAMPLE * len(order))
-        flush()  # lead-in, untimed
-        captured[order[-1]].graph.replay()
-        events = [(name, *_replay_between_events(captured[name], flush)) for name in order]
-        flush()  # trailer, untimed
-        captured[order[0]].graph.replay()
-        torch.cuda.synchronize()
-        for name, start, end in events:
-            timings[name].append(start.elapsed_time(end))
+        order = round_order(keys, round_index)
+        timer.begin_round(order)
+        pending = [(key, timer.sample(key)) for key in order]
+        timer.end_round(order)
+        for key, read in pending:
+            timings[key].append(read())
         rounds.append(monitor.read() if monitor is not None else Round())
         if on_round is not None:
             on_round()
     return Timings(timings, rounds)
+
+
+class GraphTimer:
+    """Implementations captured in this process, timed on its GPU.
+
+    A round is queued on the GPU in one go. Before each sample L2 is flushed (`L2Flush`), so every
+    sample starts with a cold cache, as a layer in a model does. While the GPU flushes, the host
+    has already queued the start event and the replay: the events bracket the kernel, not the
+    launch. Untimed replays come before the first timed sample of a round and after the last, so
+    that every timed sample sits between two others: without them the first sample of a round
+    ran 0.2-0.8% slow and the last 0.5% fast (docs/method.md). The GPU also holds (a spin kernel)
+    while the host queues the round.
+    """
+
+    def __init__(self, captured: Mapping[str, Captured]):
+        self.captured = captured
+        self.flush = L2Flush()
+        for item in captured.values():  # the first replay uploads the graph; keep it out
+            item.graph.replay()
+        torch.cuda.synchronize()
+
+    def begin_round(self, order: Sequence[str]) -> None:
+        torch.cuda._sleep(HOLD_CYCLES_PER_SAMPLE * len(order))
+        self.flush()  # lead-in, untimed
+        self.captured[order[-1]].graph.replay()
+
+    def sample(self, key: str) -> Callable[[], float]:
+        start, end = _replay_between_events(self.captured[key], self.flush)
+        return lambda: start.elapsed_time(end)
+
+    def end_round(self, order: Sequence[str]) -> None:
+        self.flush()  # trailer, untimed
+        self.captured[order[0]].graph.replay()
+        torch.cuda.synchronize()
+
+
+def time_interleaved(captured: Mapping[str, Captured], samples: int, on_round: Callable[[], None] | None = None,
+                     monitor: Monitor | None = None) -> Timings:
+    """Every captured implementation timed interleaved on this GPU (`GraphTimer`, `time_rounds`)."""
+    return time_rounds(GraphTimer(captured), list(captured), samples, on_round, monitor)
 
 
 def round_order(names: Sequence[str], round_index: int) -> list[str]:
@@ -139,10 +165,8 @@ def _replay_between_events(captured: Captured, flush: L2Flush) -> tuple[torch.cu
 class L2Flush:
     """Evicts L2 before a sample by reading a buffer four times its size (at least 256 MiB).
 
-    Reading, not writing: an overwritten buffer leaves L2 full of dirty lines, and the kernel
-    timed next pays for writing them back to memory. On the H200 that added 8-9 µs to every
-    sample (scripts/flush_probe.py, kernels/results/experiments/h200-2026-11-30-flush-probe/):
-    8-12% of a decode kernel's time, a cost of the flush that perfbot charged to the kernel.
+    Reading, not writing: an overwritten buffer leaves L2 full of dirty lines that the next timed
+    kernel pays to write back (8-9 µs a sample on the H200: docs/method.md).
     """
 
     def __init__(self) -> None:

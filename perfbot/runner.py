@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import functools
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
 from pathlib import Path
+from typing import Any, Protocol
 
 import torch
 
@@ -60,10 +61,12 @@ class Planned:
         return f"{self.side}:{self.kernel}" if self.side else self.kernel
 
 
-def plan(subject: Subject, suites: Sequence[Suite], settings: RunSettings, side: str = "") -> list[list[Planned]]:
+def plan(subject: Subject, suites: Sequence[Suite], settings: RunSettings, side: str = "",
+         lenient: bool | None = None) -> list[list[Planned]]:
     """Benchmarks grouped by case; a group is timed interleaved. The base side of an A/B run
-    may lack kernels (it can predate them): those are left out instead of refused."""
-    lenient = side == "base"
+    may lack kernels (it can predate them): those are left out instead of refused. `lenient`
+    leaves out what is missing on any side (a run planned whole first, measured case by case)."""
+    lenient = side == "base" if lenient is None else lenient
     unknown = [k for k in settings.kernels if k not in subject.implementations]
     if unknown and not lenient:
         raise BadInput(f"unknown kernel {unknown[0]!r}; known: {sorted(subject.implementations)}")
@@ -106,63 +109,74 @@ def run(
     on_progress: Callable[[str, int], None] = lambda label, steps: None,
 ) -> Results:
     """Measure the suites. `on_progress(label, steps)` is told of finished steps."""
-    return run_sides({"": subject}, suites, settings, on_progress)[""]
+    return measure_sides(LocalSides({"": subject}, settings), suites, settings, on_progress)[""]
 
 
-def run_sides(
-    sides: dict[str, Subject],
+class Sides(Protocol):
+    """Where the benchmarks of a run live: one subject (a plain run), or the two sides of an A/B
+    run, in this process (`LocalSides`) or in worker processes (worker.WorkerSides). Per case,
+    `prepare` checks and captures every side's benchmarks and returns their keys; `timer` times
+    them; `finish` checks what was timed and makes the records."""
+
+    names: tuple[str, ...]
+    timing: str  # how a sample was taken, recorded with the results
+
+    def prepare(self, case: Suite) -> tuple[list[str], list[tuple[str, Failure]]]: ...
+
+    def timer(self) -> measure.Timer: ...
+
+    def finish(self, samples: dict[str, list[float]], throttled: list[int]
+               ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]: ...
+
+    def environments(self) -> dict[str, dict[str, Any]]: ...
+
+
+def measure_sides(
+    sides: Sides,
     suites: Sequence[Suite],
     settings: RunSettings,
     on_progress: Callable[[str, int], None] = lambda label, steps: None,
     extra_settings: dict[str, Any] | None = None,
 ) -> dict[str, Results]:
-    """Measure the suites for every side (one subject each), all interleaved case by case; one
-    Results per side. With two sides this is an A/B run: each case's benchmarks of both sides
-    alternate sample by sample on the same GPU."""
-    by_case: dict[tuple[str, str], list[Planned]] = {}
-    for side, subject in sides.items():
-        for group in plan(subject, suites, settings, side):
-            by_case.setdefault((group[0].case.suite, group[0].case.name), []).extend(group)
-    groups = list(by_case.values())
-    require_gpu()
+    """Measure the suites on every side, case by case; one Results per side. With two sides this
+    is an A/B run: each case's benchmarks of both sides alternate sample by sample on one GPU."""
     before = collect_environment().gpu_state
-    benchmarks: dict[str, list[Benchmark]] = {side: [] for side in sides}
-    failures: dict[str, list[Failure]] = {side: [] for side in sides}
+    benchmarks: dict[str, list[Benchmark]] = {side: [] for side in sides.names}
+    failures: dict[str, list[Failure]] = {side: [] for side in sides.names}
     rounds: list[measure.Round] = []
-    generator = torch.Generator(device=DEVICE).manual_seed(settings.seed)
     with GpuMonitor() as monitor:
-        for group in groups:
-            case = group[0].case
-            label = f"{case.suite}/{case.name}"
-            ready, failed = check_group(group, generator)
-            on_progress(label, 1)
-            timed, failed_timing, group_rounds = _time_group(ready, settings, monitor, lambda: on_progress(label, 1))
-            rounds += group_rounds
-            for item in timed:
-                benchmarks[item[0]].append(item[1])
-            for side, failure in [*failed, *failed_timing]:
-                failures[side].append(failure)
-            if not ready:
-                on_progress(label, settings.samples)
-            del ready
-            if DEVICE == "cuda":
-                torch.cuda.empty_cache()
-    environment = collect_environment().to_dict()
-    return {
-        side: side_results(environment, before, rounds, suites, settings, side, benchmarks[side], failures[side],
-                           kernels_revision(subject.path), extra_settings)
-        for side, subject in sides.items()
-    }
+        for suite in suites:
+            for case in suite.cases:
+                label = f"{case.suite}/{case.name}"
+                keys, failed = sides.prepare(dataclasses.replace(suite, cases=(case,)))
+                on_progress(label, 1)
+                timed: list[tuple[str, Benchmark]] = []
+                if keys:
+                    timings = measure.time_rounds(sides.timer(), keys, settings.samples, monitor=monitor,
+                                                  on_round=lambda: on_progress(label, 1))
+                    rounds += timings.rounds
+                    throttled = [index for index, r in enumerate(timings.rounds) if r.throttle_reasons]
+                    timed, wrong = sides.finish(timings.samples, throttled)
+                    failed += wrong
+                else:
+                    on_progress(label, settings.samples)
+                for side, bench in timed:
+                    benchmarks[side].append(bench)
+                for side, failure in failed:
+                    failures[side].append(failure)
+    environments = sides.environments()
+    at_end = collect_environment().to_dict()["gpu_state"]
+    return {side: side_results({**environments[side], "gpu_state": at_end}, before, rounds, suites, settings, side,
+                               benchmarks[side], failures[side], extra_settings, sides.timing)
+            for side in sides.names}
 
 
 def side_results(environment: dict[str, Any], before: Any, rounds: list[measure.Round], suites: Sequence[Suite],
                  settings: RunSettings, side: str, benchmarks: list[Benchmark], failures: list[Failure],
-                 environment_extra: dict[str, Any], extra_settings: dict[str, Any] | None,
-                 timing: str = f"one CUDA-graph replay per sample, {measure.L2_FLUSH}, implementations interleaved",
-                 ) -> Results:
+                 extra_settings: dict[str, Any] | None, timing: str) -> Results:
     """One side's results: the environment at the end (with the GPU's state before and the
     run's stability), the settings, and what was measured."""
-    environment = {**environment, **environment_extra}
+    environment = dict(environment)
     environment["gpu_state"] = {"before": asdict(before) if before else None, "after": environment["gpu_state"]}
     environment.update(stability(rounds))
     return Results(
@@ -181,6 +195,48 @@ def side_results(environment: dict[str, Any], before: Any, rounds: list[measure.
         failures=failures,
         created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     )
+
+
+class LocalSides:
+    """Every side's subject loaded in this process, timed on its GPU (`measure.GraphTimer`)."""
+
+    timing = f"one CUDA-graph replay per sample, {measure.L2_FLUSH}, implementations interleaved"
+
+    def __init__(self, subjects: dict[str, Subject], settings: RunSettings):
+        require_gpu()
+        self.subjects, self.settings = subjects, settings
+        self.names = tuple(subjects)
+        self.generator: torch.Generator | None = None  # made at the first case, once the GPU is known
+        self.ready: list[_Ready] = []
+        self.captured: dict[str, measure.Captured] = {}
+
+    def prepare(self, case: Suite) -> tuple[list[str], list[tuple[str, Failure]]]:
+        group = [planned for side, subject in self.subjects.items()
+                 for planned_group in plan(subject, [case], self.settings, side, lenient=True)
+                 for planned in planned_group]
+        self.ready, self.captured = [], {}
+        if not group:
+            return [], []
+        if self.generator is None:
+            self.generator = torch.Generator(device=DEVICE).manual_seed(self.settings.seed)
+        self.ready, failed = check_group(group, self.generator)
+        self.captured, not_captured = capture_group(self.ready, self.settings)
+        return list(self.captured), failed + not_captured
+
+    def timer(self) -> measure.Timer:
+        return measure.GraphTimer(self.captured)
+
+    def finish(self, samples: dict[str, list[float]], throttled: list[int]
+               ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
+        done = finish_group(self.ready, self.captured, samples, throttled)
+        self.ready, self.captured = [], {}
+        if DEVICE == "cuda":
+            torch.cuda.empty_cache()
+        return done
+
+    def environments(self) -> dict[str, dict[str, Any]]:
+        environment = collect_environment().to_dict()
+        return {side: {**environment, **kernels_revision(subject.path)} for side, subject in self.subjects.items()}
 
 
 @dataclass
@@ -226,18 +282,6 @@ def check_group(group: list[Planned], generator: torch.Generator) -> tuple[list[
         config = impl.config(x, weight)
         ready.append(_Ready(planned, impl.computes, functools.partial(fn, x, weight), references[key], check, config))
     return ready, failures
-
-
-def _time_group(
-    ready: list[_Ready], settings: RunSettings, monitor: GpuMonitor, on_round: Callable[[], None]
-) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]], list[measure.Round]]:
-    captured, failures = capture_group(ready, settings)
-    if not captured:
-        return [], failures, []
-    timings = measure.time_interleaved(captured, settings.samples, on_round=on_round, monitor=monitor)
-    throttled = [index for index, r in enumerate(timings.rounds) if r.throttle_reasons]
-    benchmarks, wrong = finish_group(ready, captured, timings.samples, throttled)
-    return benchmarks, failures + wrong, timings.rounds
 
 
 def capture_group(ready: list[_Ready], settings: RunSettings) -> tuple[dict[str, measure.Captured], list[tuple[str, Failure]]]:

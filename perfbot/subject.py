@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -68,6 +70,16 @@ class Subject:
     @property
     def implementations(self) -> dict[str, Any]:
         return self.module.IMPLEMENTATIONS
+
+
+def restrict(suites: Sequence[Suite], cases: set[tuple[str, str]]) -> list[Suite]:
+    """The suites cut down to the given (suite, case) pairs."""
+    kept = []
+    for suite in suites:
+        chosen = tuple(c for c in suite.cases if (suite.name, c.name) in cases)
+        if chosen:
+            kept.append(dataclasses.replace(suite, cases=chosen))
+    return kept
 
 
 def load_subject(kernels_dir: Path) -> Subject:

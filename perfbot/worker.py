@@ -1,6 +1,6 @@
 """One side of an A/B run in a process of its own.
 
-When the two sides of `perfbot run --against` need different Tritons (a pull request that moves
+When the two sides of `perfbot ab` need different Tritons (a pull request that moves
 the pinned Triton commit), each side's kernels run in a worker process whose PYTHONPATH puts
 that side's Triton first. The coordinator alternates the workers sample by sample: it asks one
 worker for one timed sample, waits for it, then asks the next. The two never share the GPU at
@@ -14,7 +14,8 @@ prints cannot corrupt the stream).
     {"op": "prepare", "suite": {...}, "settings": {...}}
                                                      -> {"ready": [key, ...], "failures": [...]}
     {"op": "sample", "key": key}                     -> {"ms": 0.123}
-    {"op": "finish", "throttled": [round, ...]}      -> {"benchmarks": [...], "failures": [...]}
+    {"op": "finish", "samples": {key: [ms, ...]}, "throttled": [round, ...]}
+                                                     -> {"benchmarks": [...], "failures": [...]}
     {"op": "quit"}                                   (no answer; the worker exits)
 
 Any request may be answered with {"error": message, "exit": code} instead.
@@ -126,52 +127,71 @@ def workers(specs: dict[str, tuple[Path, Path | None, str | None]],
         yield started
 
 
-def run_in_workers(workers: dict[str, WorkerProcess], suites: Sequence[Any], settings: Any,
-                   on_progress: Callable[[str, int], None] = lambda label, steps: None,
-                   extra_settings: dict[str, Any] | None = None) -> dict[str, Results]:
-    """`runner.run_sides` across processes: per case, every worker checks and captures its
-    benchmarks, then each round asks for one sample of every benchmark in `measure.round_order`."""
-    from . import measure
-    from .environment import GpuMonitor, collect_environment
-    from .runner import side_results
+class WorkerSides:
+    """The sides of an A/B run in worker processes (runner.Sides): per case, every worker checks
+    and captures its benchmarks; each sample is one request to the worker that owns it, so the
+    two never share the GPU at once."""
 
-    environments = {side: w.ask("hello")["environment"] for side, w in workers.items()}
-    before = collect_environment().gpu_state
-    benchmarks: dict[str, list[Benchmark]] = {side: [] for side in workers}
-    failures: dict[str, list[Failure]] = {side: [] for side in workers}
-    rounds = []
-    with GpuMonitor() as monitor:
-        for suite in suites:
-            for case in suite.cases:
-                label = f"{case.suite}/{case.name}"
-                one_case = _suite_json(dataclasses.replace(suite, cases=(case,)))
-                owner: dict[str, WorkerProcess] = {}
-                for side, worker in workers.items():
-                    reply = worker.ask("prepare", suite=one_case, settings=dataclasses.asdict(settings))
-                    owner.update({key: worker for key in reply["ready"]})
-                    failures[side] += _failures(side, reply)
-                on_progress(label, 1)
-                keys, case_rounds = list(owner), []
-                for index in range(settings.samples):
-                    if keys:
-                        for key in measure.round_order(keys, index):
-                            owner[key].ask("sample", key=key)
-                        case_rounds.append(monitor.read())
-                    on_progress(label, 1)
-                throttled = [i for i, r in enumerate(case_rounds) if r.throttle_reasons]
-                rounds += case_rounds
-                for side, worker in workers.items():
-                    reply = worker.ask("finish", throttled=throttled)
-                    benchmarks[side] += [validate(f"the {side} worker's benchmark", b, BENCHMARK, "benchmark")
-                                         for b in _list(side, reply, "benchmarks")]
-                    failures[side] += _failures(side, reply)
-    at_end = collect_environment().to_dict()["gpu_state"]
-    return {
-        side: side_results({**environments[side], "gpu_state": at_end}, before, rounds, suites, settings, side,
-                           benchmarks[side], failures[side], {}, extra_settings,
-                           timing=TIMING.format(flush=measure.L2_FLUSH))
-        for side in workers
-    }
+    def __init__(self, workers: dict[str, WorkerProcess], settings: Any):
+        from . import measure
+
+        self.timing = TIMING.format(flush=measure.L2_FLUSH)
+        self.workers, self.settings = workers, settings
+        self.names = tuple(workers)
+        self.owner: dict[str, WorkerProcess] = {}
+        self._environments = {side: _record(side, w.ask("hello"), "environment") for side, w in workers.items()}
+
+    def prepare(self, case: Any) -> tuple[list[str], list[tuple[str, Failure]]]:
+        self.owner, failed = {}, []
+        for side, worker in self.workers.items():
+            reply = worker.ask("prepare", suite=_suite_json(case), settings=dataclasses.asdict(self.settings))
+            self.owner.update({str(key): worker for key in _list(side, reply, "ready")})
+            failed += [(side, failure) for failure in _failures(side, reply)]
+        return list(self.owner), failed
+
+    def timer(self) -> Any:
+        return _WorkerTimer(self.owner)
+
+    def finish(self, samples: dict[str, list[float]], throttled: list[int]
+               ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
+        timed, wrong = [], []
+        for side, worker in self.workers.items():
+            mine = {key: values for key, values in samples.items() if self.owner.get(key) is worker}
+            reply = worker.ask("finish", samples=mine, throttled=throttled)
+            timed += [(side, validate(f"the {side} worker's benchmark", b, BENCHMARK, "benchmark"))
+                      for b in _list(side, reply, "benchmarks")]
+            wrong += [(side, failure) for failure in _failures(side, reply)]
+        return timed, wrong
+
+    def environments(self) -> dict[str, dict[str, Any]]:
+        return self._environments
+
+
+class _WorkerTimer:
+    """One sample is one request to the worker that owns the benchmark: synchronous, so the
+    two processes alternate on the GPU."""
+
+    def __init__(self, owner: dict[str, WorkerProcess]):
+        self.owner = owner
+
+    def begin_round(self, order: Sequence[str]) -> None:
+        pass
+
+    def sample(self, key: str) -> Callable[[], float]:
+        ms = self.owner[key].ask("sample", key=key).get("ms")
+        if isinstance(ms, bool) or not isinstance(ms, (int, float)):
+            raise EnvironmentFailure(f"the {self.owner[key].side} worker answered a sample without a time")
+        return lambda: float(ms)
+
+    def end_round(self, order: Sequence[str]) -> None:
+        pass
+
+
+def _record(side: str, reply: dict[str, Any], key: str) -> dict[str, Any]:
+    value = reply.get(key)
+    if not isinstance(value, dict):
+        raise EnvironmentFailure(f"the {side} worker answered without its {key}")
+    return value
 
 
 def _list(side: str, reply: dict[str, Any], key: str) -> list[Any]:
@@ -193,14 +213,12 @@ def _suite_json(suite: Any) -> dict[str, Any]:
 
 
 class _Side:
-    """The worker's half: one side's kernels, loaded in this process."""
+    """The worker's half: one side's kernels, loaded in this process (runner.LocalSides), each
+    sample timed when the coordinator asks."""
 
     def __init__(self, kernels: Path, side: str):
         self.kernels, self.side = kernels, side
-        self.subject: Any = None
-        self.ready: list = []
-        self.captured: dict = {}
-        self.samples: dict[str, list[float]] = {}
+        self.local: Any = None
         self.flush: Any = None
 
     def hello(self) -> dict[str, Any]:
@@ -210,51 +228,32 @@ class _Side:
 
         require_gpu()
         self.subject = load_subject(self.kernels)
-        environment = collect_environment().to_dict()
-        environment.update(kernels_revision(self.kernels))
-        return {"environment": environment}
+        return {"environment": {**collect_environment().to_dict(), **kernels_revision(self.kernels)}}
 
     def prepare(self, suite: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
-        import torch
-
         from . import measure, runner
         from .subject import Case, Suite
 
         chosen = runner.RunSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()})
+        if self.local is None:
+            self.local = runner.LocalSides({self.side: self.subject}, chosen)
         cases = tuple(Case(**c) for c in suite["cases"])
-        planned = runner.plan(self.subject, [Suite(suite["name"], suite["about"], tuple(suite["kernels"]), cases)],
-                              chosen, self.side)
-        self.ready, self.captured, failed = [], {}, []
-        if planned:  # one case: at most one group
-            generator = torch.Generator(device=runner.DEVICE).manual_seed(chosen.seed)
-            self.ready, not_right = runner.check_group(planned[0], generator)
-            self.captured, not_captured = runner.capture_group(self.ready, chosen)
-            failed = not_right + not_captured
-        if self.captured and self.flush is None:
+        keys, failed = self.local.prepare(Suite(suite["name"], suite["about"], tuple(suite["kernels"]), cases))
+        if keys and self.flush is None:
             self.flush = measure.L2Flush()
-        for item in self.captured.values():  # the first replay uploads the graph; keep it out
-            measure.time_once(item, self.flush)
-        self.samples = {key: [] for key in self.captured}
-        return {"ready": list(self.captured), "failures": [dataclasses.asdict(f) for _, f in failed]}
+        for key in keys:  # the first replay uploads the graph; keep it out
+            measure.time_once(self.local.captured[key], self.flush)
+        return {"ready": keys, "failures": [dataclasses.asdict(f) for _, f in failed]}
 
     def sample(self, key: str) -> dict[str, Any]:
         from . import measure
 
-        if key not in self.captured:
+        if self.local is None or key not in self.local.captured:
             raise BadInput(f"no captured benchmark {key!r}")
-        ms = measure.time_once(self.captured[key], self.flush)
-        self.samples[key].append(ms)
-        return {"ms": ms}
+        return {"ms": measure.time_once(self.local.captured[key], self.flush)}
 
-    def finish(self, throttled: list[int]) -> dict[str, Any]:
-        from .runner import DEVICE, finish_group
-
-        timed, wrong = finish_group(self.ready, self.captured, self.samples, throttled)
-        self.ready, self.captured, self.samples = [], {}, {}
-        if DEVICE == "cuda":
-            import torch
-
-            torch.cuda.empty_cache()
+    def finish(self, samples: dict[str, list[float]], throttled: list[int]) -> dict[str, Any]:
+        timed, wrong = self.local.finish(samples, throttled)
         return {"benchmarks": [dataclasses.asdict(b) for _, b in timed],
                 "failures": [dataclasses.asdict(f) for _, f in wrong]}
 

@@ -39,17 +39,23 @@ class FakeGpu:
             fn()
         return measure.Captured(graph=None, output=fn())
 
-    def time_interleaved(self, captured, samples, on_round=None, monitor=None):
-        timings = {name: [] for name in captured}
-        rounds = []
-        for _ in range(samples):
-            for name in captured:
-                self.calls[name] = self.calls.get(name, 0) + 1
-                timings[name].append(self.ms(name, self.calls[name]) * (1 + 0.002 * self.rng.gauss(0, 1)))
-            rounds.append(monitor.read() if monitor else measure.Round())
-            if on_round:
-                on_round()
-        return measure.Timings(timings, rounds)
+    def timer(self, captured):
+        """In place of measure.GraphTimer: the real interleaving loop asks it for each sample."""
+        gpu = self
+
+        class Timer:
+            def begin_round(self, order):
+                pass
+
+            def sample(self, name):
+                gpu.calls[name] = gpu.calls.get(name, 0) + 1
+                ms = gpu.ms(name, gpu.calls[name]) * (1 + 0.002 * gpu.rng.gauss(0, 1))
+                return lambda: ms
+
+            def end_round(self, order):
+                pass
+
+        return Timer()
 
 
 @pytest.fixture
@@ -58,7 +64,7 @@ def gpu(monkeypatch) -> FakeGpu:
     monkeypatch.setattr(runner, "DEVICE", "cpu")
     monkeypatch.setattr(runner, "require_gpu", lambda: None)
     monkeypatch.setattr(measure, "capture", fake.capture)
-    monkeypatch.setattr(measure, "time_interleaved", fake.time_interleaved)
+    monkeypatch.setattr(measure, "GraphTimer", fake.timer)
     return fake
 
 
@@ -118,8 +124,8 @@ def repo(project: Path) -> Path:
 
 
 def _ab(repo: Path, out: Path, *extra: str):
-    return CliRunner().invoke(perfbot, ["run", "--project", str(repo), "--suite", "tiny", "--samples", "12",
-                                        "--against", "HEAD~1", "--out-dir", str(out), *extra])
+    return CliRunner().invoke(perfbot, ["ab", "HEAD~1", "--project", str(repo), "--suite", "tiny", "--samples", "12",
+                                        "--out-dir", str(out), *extra])
 
 
 def test_ab_of_identical_code_passes_and_writes_both_sides(gpu, repo: Path, tmp_path: Path):
@@ -161,7 +167,7 @@ def test_ab_with_a_wrong_head_kernel(gpu, repo: Path, tmp_path: Path):
 
 
 def test_ab_bad_revision(gpu, repo: Path, tmp_path: Path):
-    result = CliRunner().invoke(perfbot, ["run", "--project", str(repo), "--suite", "tiny", "--against", "nope",
+    result = CliRunner().invoke(perfbot, ["ab", "nope", "--project", str(repo), "--suite", "tiny",
                                           "--out-dir", str(tmp_path / "ab")])
     assert result.exit_code == 2 and "'nope' is not a commit" in result.output
 
@@ -207,8 +213,8 @@ def test_the_base_judges_a_head_that_loosens_its_own_thresholds(gpu, project: Pa
     _git(project, "checkout", "-q", base)  # the check runs in the base's checkout
     gpu.ms = lambda name, call: 1.02 if name == "head:fused" else 1.0
     out = tmp_path / "ab"
-    result = CliRunner().invoke(perfbot, ["run", "--project", str(project), "--suite", "tiny", "--samples", "12",
-                                          "--against", base, "--head", head, "--out-dir", str(out)])
+    result = CliRunner().invoke(perfbot, ["ab", base, head, "--project", str(project), "--suite", "tiny",
+                                          "--samples", "12", "--out-dir", str(out)])
     assert result.exit_code == 1, result.output  # judged by the base's 0.5%, not the head's 50%
     comment = (out / "comment.md").read_text()
     assert "thresholds.yaml differs between the two sides" in comment
@@ -222,6 +228,6 @@ def test_the_base_judges_a_head_that_loosens_its_own_thresholds(gpu, project: Pa
     assert _git(project, "worktree", "list").count("\n") == 0
 
 
-def test_head_needs_against(gpu, repo: Path, tmp_path: Path):
-    result = CliRunner().invoke(perfbot, ["run", "--project", str(repo), "--suite", "tiny", "--head", "HEAD"])
-    assert result.exit_code == 2 and "only apply to an A/B run" in result.output
+def test_run_measures_one_checkout_and_ab_two(gpu, repo: Path, tmp_path: Path):
+    result = CliRunner().invoke(perfbot, ["run", "--project", str(repo), "--suite", "tiny", "--against", "HEAD"])
+    assert result.exit_code == 2 and "No such option '--against'" in result.output

@@ -1,6 +1,7 @@
 """`perfbot triton build` on small stand-in repositories of both source layouts, built for real
 with pip (the real Triton build downloads LLVM and only runs on a networked runner)."""
 
+import json
 import os
 import stat
 import subprocess
@@ -166,10 +167,14 @@ def test_an_environment_is_reinstalled_when_the_wheel_changed(tmp_path: Path):
     marker = first / "triton" / "planted.py"
     marker.write_text("print('left over')\n")
     assert triton_build.environment(good, str(repo), cache, build_isolation=False) == first and marker.exists()
+    # A new build of the commit (a new wheel, its record updated as a build writes it).
     wheel = triton_build.cached_wheel(cache, good)
-    wheel.write_bytes(wheel.read_bytes() + b"x")  # rebuilt on the next use: a new digest
+    with zipfile.ZipFile(wheel, "a") as archive:
+        archive.writestr("triton/rebuilt.py", "REBUILT = True\n")
+    record = json.loads((wheel.parent / "wheel.json").read_text())
+    (wheel.parent / "wheel.json").write_text(json.dumps({**record, "sha256": triton_build.sha256_of(wheel)}))
     second = triton_build.environment(good, str(repo), cache, build_isolation=False)
-    assert second == first and not marker.exists()
+    assert second == first and not marker.exists() and (second / "triton" / "rebuilt.py").is_file()
 
 
 def test_from_a_url_only_published_commits_are_built(tmp_path: Path):

@@ -110,7 +110,7 @@ def test_gpu_check_shape():
     assert '--pr "$PR_NUMBER" --sha "$HEAD_SHA"' in post
     assert comment["env"]["HEAD_SHA"] == "${{ inputs.sha }}"
     measure = next(s for s in check["steps"] if s.get("id") == "measure")["run"]
-    assert '--head "$HEAD_SHA"' in measure  # the base's checkout judges the head's kernels
+    assert 'perfbot ab "$base" "$HEAD_SHA"' in measure  # the base's checkout judges the head's kernels
     # The head is verified before any step brings its code: an automatic dispatch must name a
     # head of this repository's own branches.
     names = [s.get("name", "") for s in check["steps"]]

@@ -1,1 +1,1 @@
-"""The commands of `perfbot`, one module per family; importing one registers its commands."""
+"""The commands of `perfbot`, one module per family; cli.py registers them."""

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import click
 
-from ..cli import console, perfbot, project_config, project_option, write_text
-import shutil
-import tempfile
-
 from .. import triton_build
 from ..errors import BadInput, EnvironmentFailure
+from ..files import write_atomic
 from ..report import bisect_markdown, bisect_table
+from .context import console, project_config, project_option
 
 
-@perfbot.command("bisect")
+@click.command("bisect")
 @click.option("--repo", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Git repository to bisect (a Triton checkout unless --measure is given).")
 @click.option("--good", required=True, help="A revision where the benchmark was fast.")
@@ -89,7 +89,7 @@ def bisect_command(repo: Path, good: str, bad: str, build_command: str | None, m
     console().print(bisect_table(outcome))
     click.echo(f"state: {outcome.state_path}", err=True)
     if report_path is not None:
-        write_text(report_path, bisect_markdown(outcome, str(repo)))
+        write_atomic(report_path, bisect_markdown(outcome, str(repo)))
     for note in outcome.non_monotonic:
         click.echo(f"not monotonic: {note}")
     if outcome.first_bad is None:

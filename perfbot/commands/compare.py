@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from ..cli import emit, perfbot, project_config, project_option, write_text
+from ..files import write_atomic
+from .context import emit, project_config, project_option
 
 from .. import results as results_file
 from .. import store as baseline_store
@@ -28,7 +29,7 @@ _store_option = click.option(
 )
 
 
-@perfbot.command("compare")
+@click.command("compare")
 @click.argument("files", nargs=-1, metavar="[BASELINE] CURRENT", type=click.Path(path_type=Path))
 @click.option("--store", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Compare CURRENT with the newest stored run of its GPU in this store, instead of a BASELINE file.")
@@ -82,7 +83,7 @@ def compare_command(
         sys.exit(EXIT_REGRESSION)
 
 
-@perfbot.group("baseline")
+@click.group("baseline")
 def baseline_group() -> None:
     """Manage the baseline store: one folder per GPU model, every stored run kept as history.
 
@@ -141,7 +142,7 @@ def baseline_show_command(gpu: str | None, store: Path | None, project: Path | N
                    f"{mark:<8}  {entry.path}")
 
 
-@perfbot.command("export")
+@click.command("export")
 @click.argument("results_path", metavar="RESULTS", type=click.Path(path_type=Path))
 @click.option("--format", "export_format", type=click.Choice(["pytest-benchmark"]), default="pytest-benchmark",
               show_default=True, help="Target format.")
@@ -157,5 +158,5 @@ def export_command(results_path: Path, export_format: str, out: Path, overwrite:
     loaded = results_file.load(results_path)
     if out.exists() and not overwrite:
         raise BadInput(f"{out}: already exists; choose another name or pass --overwrite")
-    write_text(out, json.dumps(to_pytest_benchmark(loaded), indent=1) + "\n")
+    write_atomic(out, json.dumps(to_pytest_benchmark(loaded), indent=1) + "\n")
     click.echo(f"wrote {out} ({export_format})")

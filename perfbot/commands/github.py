@@ -8,17 +8,16 @@ from pathlib import Path
 
 import click
 
-from ..cli import perfbot
 from ..errors import BadInput, PerfbotError
 from ..files import read_text
 from ..report import GITHUB_COMMENT_LIMIT, MARKER, comment_markdown, fit_comment
 
 
-@perfbot.command("comment")
+@click.command("comment")
 @click.option("--repo", required=True, help="Repository as OWNER/NAME.")
 @click.option("--pr", type=click.IntRange(min=1), required=True, help="Pull request number.")
 @click.option("--comparison", "comparison_path", type=click.Path(path_type=Path), default=None,
-              help="The comparison file (`perfbot compare --json`, or comparison.json of `perfbot run --against`): "
+              help="The comparison file (`perfbot compare --json`, or comparison.json of `perfbot ab`): "
                    "the comment is rendered from it, every value escaped. What the PR check posts.")
 @click.option("--body-file", type=click.Path(path_type=Path), default=None,
               help="Or: markdown to post as it is (your own text). A body over GitHub's 65,536 characters is cut, "
@@ -84,7 +83,7 @@ def comment_command(repo: str, pr: int, comparison_path: Path | None, body_file:
         sys.exit(worst.exit_code)
 
 
-@perfbot.command("verify-head")
+@click.command("verify-head")
 @click.option("--repo", required=True, help="Repository as OWNER/NAME.")
 @click.option("--pr", type=click.IntRange(min=1), required=True, help="Pull request number.")
 @click.option("--sha", required=True, help="The commit that must be the pull request's head.")

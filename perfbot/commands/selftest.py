@@ -7,12 +7,13 @@ from pathlib import Path
 
 import click
 
-from ..cli import console, load_kernels, perfbot, progress, project_config, project_option, write_text
+from ..files import write_atomic
+from .context import console, load_kernels, progress, project_config, project_option
 
 from ..thresholds import load_policy
 
 
-@perfbot.command("selftest")
+@click.command("selftest")
 @click.option("--suite", "suite_name", default="pr", show_default=True, help="Suite of the benchmark to use.")
 @click.option("--case", "case_name", default="t5-v1.1-xl", show_default=True, help="Case of the benchmark.")
 @click.option("--kernel", default="fused", show_default=True, help="Implementation to time.")
@@ -86,4 +87,4 @@ def selftest_command(suite_name: str, case_name: str, kernel: str, rounds: int, 
                         f"(on a short kernel the sleep kernel's own cost sets a floor)")
     if out is not None:
         record = {**result.to_json(), **({"rounds_ms": collected} if keep_samples else {})}
-        write_text(out, json.dumps(record, indent=1) + "\n")
+        write_atomic(out, json.dumps(record, indent=1) + "\n")

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
-from ..cli import perfbot, project_config, project_option
+from .context import project_config, project_option
 
 from .. import triton_build
 
 
-@perfbot.group("triton")
+@click.group("triton")
 def triton_group() -> None:
     """Triton builds for CI and bisection.
 

@@ -1,0 +1,102 @@
+"""Measuring two revisions against each other: `perfbot ab`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from .. import results as results_file
+from ..errors import EXIT_REGRESSION, BadInput
+from ..thresholds import load_policy
+from .context import chosen, emit, load_kernels, measure_options, progress, project_config, project_option, run_settings
+
+_OUTPUTS = ("base.json", "head.json", "comparison.json", "comment.md")
+
+
+@click.command("ab")
+@click.argument("base_rev", metavar="BASE")
+@click.argument("head_rev", metavar="[HEAD]", required=False)
+@measure_options
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("perfbot-ab"),
+              show_default=True, help="Where base.json, head.json, comparison.json and comment.md go.")
+@click.option("--overwrite", is_flag=True, help="Replace those files if they exist.")
+@click.option("--thresholds", "thresholds_path", type=click.Path(path_type=Path), default=None,
+              help="Regression policy. Default: thresholds.yaml at the project root.")
+@click.option("--trend-store", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also compare the head with the newest stored run of this GPU here, as one line of trend "
+                   "(never fails).")
+@click.option("--triton-env", "triton_envs", multiple=True, metavar="SIDE=DIR",
+              help="Run SIDE (base or head) in a worker process with the Triton installed in DIR first on "
+                   "PYTHONPATH; the sides then alternate sample by sample, one process each.")
+@click.option("--triton-source", default=None, metavar="REPO",
+              help="When BASE and HEAD pin different Triton commits: build both from this Triton repository "
+                   "(path or URL; from a URL only commits on a branch or tag) and run each side with its own.")
+@click.option("--triton-cache", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Wheel and environment cache for --triton-source. Default: ~/.cache/perfbot/triton-wheels.")
+@project_option
+def ab_command(base_rev: str, head_rev: str | None, suite_names: tuple[str, ...], case_names: tuple[str, ...],
+               kernel_names: tuple[str, ...], approximations: tuple[str, ...], samples: int, warmup: int, seed: int,
+               out_dir: Path, overwrite: bool, thresholds_path: Path | None, trend_store: Path | None,
+               triton_envs: tuple[str, ...], triton_source: str | None, triton_cache: Path | None,
+               project: Path | None) -> None:
+    """Measure the kernels of git revision BASE against HEAD's (default: this checkout's),
+    interleaved sample by sample on one GPU, and judge the pairs.
+
+    The suites and thresholds.yaml of this checkout decide, whichever revisions are measured
+    (the PR check runs in the base's checkout). Both sides are judged paired by round with the
+    interleaved thresholds; a failing slowdown is measured again in a second interleaved round
+    and fails (exit 1) only if it holds. If BASE and HEAD pin different Triton commits, each
+    side runs in a worker process with its own Triton (--triton-source or --triton-env).
+
+    Example:
+
+    \b
+        perfbot ab origin/main --suite pr --out-dir ab
+        perfbot ab "$BASE_SHA" "$HEAD_SHA" --triton-source https://github.com/triton-lang/triton.git
+    """
+    from .. import ab
+
+    config = project_config(project)
+    running = load_kernels(config, None)
+    suites = chosen(running, suite_names, case_names)
+    settings = run_settings(samples, warmup, seed, approximations, kernel_names)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise BadInput(f"--out-dir {out_dir}: is a file")
+    existing = [name for name in _OUTPUTS if (out_dir / name).exists()]
+    if existing and not overwrite:
+        raise BadInput(f"{out_dir / existing[0]} already exists; choose another --out-dir or pass --overwrite")
+    policy = load_policy(thresholds_path or config.root / "thresholds.yaml")
+    tritons = ab.Tritons(_parse_triton_envs(triton_envs), triton_source, triton_cache)
+
+    def keep(base: results_file.Results, head: results_file.Results) -> None:
+        for name, loaded in (("base.json", base), ("head.json", head)):
+            results_file.save(loaded, out_dir / name, overwrite=overwrite)
+
+    outcome = ab.run(config, config.kernels_dir, running, suites, settings, base_rev, head_rev, policy, tritons,
+                     _bar, on_measured=keep, trend_store=trend_store)
+    emit(outcome.report, out_dir / "comment.md", out_dir / "comparison.json")
+    if outcome.report.fails:
+        sys.exit(EXIT_REGRESSION)
+
+
+@contextmanager
+def _bar(total: int) -> Iterator[Callable[[str, int], None]]:
+    with progress() as bar:
+        task = bar.add_task("starting", total=total)
+        yield lambda label, steps: bar.update(task, advance=steps, description=label)
+
+
+def _parse_triton_envs(values: tuple[str, ...]) -> dict[str, Path]:
+    envs = {}
+    for value in values:
+        side, _, directory = value.partition("=")
+        if side not in ("base", "head") or not directory:
+            raise click.BadParameter(f"expected base=DIR or head=DIR, got {value!r}", param_hint="--triton-env")
+        if not Path(directory).is_dir():
+            raise click.BadParameter(f"{directory}: no such directory", param_hint="--triton-env")
+        envs[side] = Path(directory).resolve()
+    return envs
