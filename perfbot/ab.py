@@ -121,7 +121,7 @@ def worker_specs(kernels: dict[str, Path], pins: dict[str, str], tritons: Triton
 
 def judge(base: Results, head: Results, policy: Policy,
           remeasure: Callable[[set[tuple[str, str]]], tuple[Results, Results]]) -> Report:
-    if base.settings.get("ab_run") is None or base.settings.get("ab_run") != head.settings.get("ab_run"):
+    if base.settings.ab_run is None or base.settings.ab_run != head.settings.ab_run:
         raise BadInput("both sides must come from one interleaved A/B run")
     return confirm(compare(base, head, policy), policy, remeasure)
 
@@ -174,7 +174,7 @@ def policy_change(policy: Policy, other_tree: Path, suites: Sequence[Suite], oth
 
 def trend(store: Path, head: Results, policy: Policy) -> str:
     """One line: the head run against the newest stored baseline of its GPU. Never fails."""
-    gpu = head.environment.get("gpu_name")
+    gpu = head.environment.gpu_name
     try:
         path, stored = baseline_store.latest(store, str(gpu))
         report = compare(stored, head, policy)

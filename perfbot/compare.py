@@ -27,7 +27,7 @@ from typing import Any
 
 from . import stats
 from .errors import BadInput
-from .results import Benchmark, Failure, Results, same_gpu
+from .results import Benchmark, Environment, Failure, Results, same_gpu
 from .schema import shown
 from .thresholds import Policy, Rule
 
@@ -70,8 +70,8 @@ class Report:
     failures: tuple[Failure, ...]  # wrong results in the current run
     geomean_ratio: float | None
     differences: tuple[EnvironmentDifference, ...]
-    baseline_environment: dict[str, Any] = field(repr=False)
-    current_environment: dict[str, Any] = field(repr=False)
+    baseline_environment: Environment = field(repr=False)
+    current_environment: Environment = field(repr=False)
     interleaved: bool
     policy_source: str
     trend: str | None = None  # one line on the longer trend (an A/B run against a stored baseline)
@@ -159,8 +159,8 @@ def _decide(common: dict, estimate: stats.RatioEstimate, p: float, q: float, rul
 
 
 def _same_gpu(baseline: Results, current: Results, force: bool) -> str:
-    base_gpu = baseline.environment.get("gpu_name")
-    cur_gpu = current.environment.get("gpu_name")
+    base_gpu = baseline.environment.gpu_name
+    cur_gpu = current.environment.gpu_name
     if not same_gpu(base_gpu, cur_gpu) and base_gpu != cur_gpu and not force:
         raise BadInput(
             f"the baseline was measured on {shown(base_gpu)} and the current run on {shown(cur_gpu)}; timings of "
@@ -171,8 +171,7 @@ def _same_gpu(baseline: Results, current: Results, force: bool) -> str:
 
 def _interleaved(baseline: Results, current: Results) -> bool:
     """Both sides of one interleaved A/B run (`perfbot ab`) share its id."""
-    run_id = current.settings.get("ab_run")
-    return run_id is not None and run_id == baseline.settings.get("ab_run")
+    return current.settings.ab_run is not None and current.settings.ab_run == baseline.settings.ab_run
 
 
 def _differences(baseline: Results, current: Results) -> tuple[EnvironmentDifference, ...]:
@@ -180,8 +179,8 @@ def _differences(baseline: Results, current: Results) -> tuple[EnvironmentDiffer
     the timing method (a changed method can move every time)."""
     sides = [(baseline.environment, current.environment, k) for k in ("gpu_name",) + _ENVIRONMENT_FIELDS]
     sides.append((baseline.settings, current.settings, "timing"))
-    return tuple(EnvironmentDifference(k, before.get(k), after.get(k)) for before, after, k in sides
-                 if before.get(k) != after.get(k))
+    return tuple(EnvironmentDifference(k, getattr(before, k), getattr(after, k)) for before, after, k in sides
+                 if getattr(before, k) != getattr(after, k))
 
 
 def _config_change(baseline: Benchmark, current: Benchmark) -> str | None:

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, with_config
 
 from .compare import VERDICTS, Comparison, Report
-from .results import Benchmark, Failure, Label, Shape
+from .results import Benchmark, Environment as EnvironmentRecord, Failure, Label, Shape, Variant, variant_name
 from .schema import MAX_ITEMS, MAX_JSON_BYTES, Finite, Name, Text, _bounded, load_json
 
 FORMAT = 2
@@ -43,10 +43,11 @@ class Identity:
     dtype: Name
     suite: Label = ""
     case: Label = ""
+    variant: Variant = field(default_factory=dict)
 
     @classmethod
     def of(cls, bench: Benchmark | Failure) -> Identity:
-        return cls(bench.kernel, bench.shape, bench.dtype, bench.suite, bench.case)
+        return cls(bench.kernel, bench.shape, bench.dtype, bench.suite, bench.case, bench.variant)
 
 
 @with_config(_STRICT)
@@ -144,8 +145,7 @@ _SUMMARY = TypeAdapter(Summary)
 def summarize(report: Report) -> Summary:
     """The data of a report, as the comparison file holds it."""
     first = report.comparisons[0].estimate if report.comparisons else None
-    environments = {side: {k: environment.get(k) for k in (*ENVIRONMENT_KEYS, "clock_drift", "throttled_rounds",
-                                                          "throttle_reasons") if k in environment}
+    environments = {side: {k: getattr(environment, k) for k in ENVIRONMENT_KEYS}
                     for side, environment in (("baseline", report.baseline_environment),
                                               ("current", report.current_environment))}
     return Summary(
@@ -195,20 +195,22 @@ def _notes(report: Report) -> list[str]:
             notes.append(f"{name}: {c.reason}")
     for d in report.differences:
         notes.append(f"environment differs: {d.field} {d.baseline} → {d.current}")
-    for side, environment in (("baseline", report.baseline_environment), ("current", report.current_environment)):
-        if environment.get("clock_drift"):
-            notes.append(f"{side} run: clocks drifted — {environment['clock_drift']}")
-        if environment.get("throttled_rounds"):
-            reasons = ", ".join(environment.get("throttle_reasons", []))
-            notes.append(f"{side} run: {environment['throttled_rounds']} timing round(s) while NVML reported "
-                         f"throttling ({reasons}); those samples are flagged in the results")
+    sides: tuple[tuple[str, EnvironmentRecord], ...] = (("baseline", report.baseline_environment),
+                                                        ("current", report.current_environment))
+    for side, environment in sides:
+        if environment.clock_drift:
+            notes.append(f"{side} run: clocks drifted — {environment.clock_drift}")
+        if environment.throttled_rounds:
+            notes.append(f"{side} run: {environment.throttled_rounds} timing round(s) while NVML reported "
+                         f"throttling ({', '.join(environment.throttle_reasons)}); those samples are flagged in "
+                         "the results")
     return notes
 
 
 def label(benchmark: Identity) -> str:
-    """`kernel · suite/case · shape dtype`, as plain text (renderers escape it)."""
+    """`kernel[variant] · suite/case · shape dtype`, as plain text (renderers escape it)."""
     where = f"{benchmark.suite}/{benchmark.case} · " if benchmark.suite else ""
-    return f"{benchmark.kernel} · {where}{shape_text(benchmark.shape)} {benchmark.dtype}"
+    return f"{variant_name(benchmark.kernel, benchmark.variant)} · {where}{shape_text(benchmark.shape)} {benchmark.dtype}"
 
 
 def shape_text(shape: dict[str, int]) -> str:

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import platform
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 import triton
 
 from . import __version__
+from .results import Environment, GpuState, GpuStates
 
 # Release wheels carry no commit in their version; these are the commits their tags point to.
 RELEASE_COMMITS = {"3.6.0": "7c56a5e40f7fd928dfd5c72902d5def0097db73a"}
@@ -38,43 +37,6 @@ THROTTLE_REASONS = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdow
 DRIFT_PERCENT = 2.0
 
 
-@dataclass(frozen=True)
-class GpuState:
-    """What NVML says about the GPU at one moment."""
-
-    sm_clock_mhz: int
-    memory_clock_mhz: int
-    max_sm_clock_mhz: int
-    temperature_c: int
-    power_w: float
-    power_limit_w: float
-    clock_event_reasons: tuple[str, ...]  # why clocks are below max; gpu_idle is harmless
-
-
-@dataclass(frozen=True)
-class Environment:
-    """The software and hardware a run measured on; `gpu_name` is None without a CUDA GPU."""
-
-    host: str
-    python: str
-    perfbot: str
-    torch: str
-    cuda: str | None
-    triton: str
-    triton_commit: str | None
-    triton_path: str  # where the imported Triton lives: tells apart two environments of one version
-    gpu_name: str | None
-    gpu_sm_count: int | None
-    gpu_memory_bytes: int | None
-    gpu_l2_bytes: int | None
-    driver: str | None
-    gpu_state: GpuState | None
-    nvml_error: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
 def triton_version() -> str:
     """The imported Triton's version; "unknown" for a build that does not say (a stand-in, a
     broken install), which is recorded rather than fatal."""
@@ -94,7 +56,8 @@ def triton_commit(version: str | None = None) -> str | None:
 
 
 def collect_environment(device: int | None = None) -> Environment:
-    """Read the environment; works on a machine without a GPU (the GPU fields are then None)."""
+    """Read the environment; works on a machine without a GPU (the GPU fields are then None).
+    The GPU's state now is `gpu_state.after`; a run records its states before and after."""
     has_gpu = torch.cuda.is_available()
     props = torch.cuda.get_device_properties(device or 0) if has_gpu else None
     state, driver, nvml_error = _read_nvml(device or 0) if has_gpu else (None, None, "no CUDA GPU")
@@ -112,7 +75,7 @@ def collect_environment(device: int | None = None) -> Environment:
         gpu_memory_bytes=props.total_memory if props else None,
         gpu_l2_bytes=getattr(props, "L2_cache_size", None) if props else None,
         driver=driver,
-        gpu_state=state,
+        gpu_state=GpuStates(after=state),
         nvml_error=nvml_error,
     )
 
@@ -134,7 +97,7 @@ def _read_nvml(device: int) -> tuple[GpuState | None, str | None, str | None]:
                 temperature_c=pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
                 power_w=pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
                 power_limit_w=pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0,
-                clock_event_reasons=clock_event_reasons(reasons),
+                clock_event_reasons=list(clock_event_reasons(reasons)),
             )
         finally:
             pynvml.nvmlShutdown()
@@ -199,8 +162,9 @@ class GpuMonitor:
 
 
 def stability(rounds: list[Any]) -> dict[str, Any]:
-    """What the rounds of a run say about the GPU: how many were throttled, and whether the SM
-    clock drifted between the first and the last round (compared only while loaded)."""
+    """What the rounds of a run say about the GPU, as Environment fields: how many were
+    throttled, and whether the SM clock drifted between the first and the last round (compared
+    only while loaded)."""
     record: dict[str, Any] = {"throttled_rounds": sum(bool(r.throttle_reasons) for r in rounds)}
     reasons = sorted({reason for r in rounds for reason in r.throttle_reasons})
     if reasons:

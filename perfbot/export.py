@@ -21,24 +21,24 @@ def to_pytest_benchmark(results: Results) -> dict[str, Any]:
         for sample in bench.samples_ms:
             stats.update(sample / 1000.0)
         shape = "x".join(f"{k}{v}" for k, v in bench.shape.items())
-        name = f"{bench.kernel}[{shape}-{bench.dtype}]"
+        name = f"{bench.name}[{shape}-{bench.dtype}]"
         benchmarks.append({
             "group": f"{bench.suite}/{bench.case}" if bench.suite else None,
             "name": name,
             "fullname": f"perfbot::{bench.suite or 'run'}::{name}",
-            "params": {"shape": bench.shape, "dtype": bench.dtype, "approximate": bench.approximate},
+            "params": {"shape": bench.shape, "dtype": bench.dtype, **bench.variant},
             "param": f"{shape}-{bench.dtype}",
             "extra_info": {"flops": bench.flops, "bytes": bench.bytes, "config": bench.config,
-                           "relative_error": bench.relative_error, "gpu": env.get("gpu_name")},
+                           "relative_error": bench.relative_error, "gpu": env.gpu_name},
             "options": {"timer": "cuda-graph replay, CUDA events", "min_rounds": len(bench.samples_ms),
                         "warmup": True, "disable_gc": False, "max_time": None, "min_time": None},
             "stats": {**stats.as_dict(), "data": list(stats.data), "iterations": 1},
         })
     return {
-        "machine_info": {"node": env.get("host"), "machine": platform.machine(), "python_version": env.get("python"),
-                         "gpu": env.get("gpu_name"), "driver": env.get("driver"), "cuda": env.get("cuda"),
-                         "torch": env.get("torch"), "triton": env.get("triton")},
-        "commit_info": {"id": env.get("kernels_commit"), "project": "perfbot"},
+        "machine_info": {"node": env.host, "machine": platform.machine(), "python_version": env.python,
+                         "gpu": env.gpu_name, "driver": env.driver, "cuda": env.cuda,
+                         "torch": env.torch, "triton": env.triton},
+        "commit_info": {"id": env.kernels_commit, "project": "perfbot"},
         "benchmarks": benchmarks,
         "datetime": results.created,
         "version": pytest_benchmark.__version__,

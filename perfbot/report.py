@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .comparison import ENVIRONMENT_KEYS, Identity, Summary, label, shape_text
-from .results import Benchmark, Results
+from .results import Benchmark, Results, variant_name
 
 # The hidden line by which the bot finds its own PR comment again. Rendered text can never
 # contain it: every value from a file is escaped ("<" becomes "&lt;").
@@ -80,7 +80,7 @@ class RunRow:
             bench.case,
             shape_text(bench.shape),
             bench.dtype,
-            bench.kernel,
+            bench.name,
             _number(bench.median_ms, ".4f"),
             _number(len(bench.samples_ms), "d"),
             _number(bench.tflops if bench.flops else None, ".1f"),
@@ -121,7 +121,7 @@ def failures_table(results: Results) -> Table:
     for column in ("suite", "case", "M×K→N", "dtype", "kernel", "reason", "rel. error", "bound"):
         table.add_column(column)
     for failure in results.failures:
-        cells = (failure.suite, failure.case, shape_text(failure.shape), failure.dtype, failure.kernel,
+        cells = (failure.suite, failure.case, shape_text(failure.shape), failure.dtype, failure.name,
                  failure.reason, _fmt(failure.relative_error), _fmt(failure.error_bound))
         table.add_row(*(escape(cell) for cell in cells))
     return table
@@ -133,18 +133,18 @@ _CASE_KERNELS = ("gemm", "eager", "compiled", "max-autotune", "fused-pointer")
 def case_markdown(results: Results, kernel: str = "fused") -> str:
     """One row per case and GELU variant: the median ms of `kernel` and of each implementation
     it is measured against, and `kernel`'s speed relative to each (above 1.00: faster)."""
-    present = [k for k in _CASE_KERNELS if any(b.kernel.split("[")[0] == k for b in results.benchmarks)]
+    present = [k for k in _CASE_KERNELS if any(b.kernel == k for b in results.benchmarks)]
     has_copy = any(b.kernel == "copy" for b in results.benchmarks)
     columns = ["case", "M×K→N", "dtype", "GELU", f"{kernel} ms"] + [f"{k} ms" for k in present] + [
         f"vs {k}" for k in present
     ] + (["GB/s", "of copy GB/s"] if has_copy else [])
     rows = []
     for bench in results.benchmarks:
-        if bench.kernel.split("[")[0] != kernel:
+        if bench.kernel != kernel:
             continue
         peers = [results.peer(bench, k) for k in present]
         rows.append(
-            [bench.case, shape_text(bench.shape), bench.dtype, "tanh" if bench.approximate == "tanh" else "erf",
+            [bench.case, shape_text(bench.shape), bench.dtype, bench.variant.get("approximate", "erf"),
              _number(bench.median_ms, ".4f")]
             + [_number(p.median_ms if p else None, ".4f") for p in peers]
             + [_number(p.median_ms / bench.median_ms if p else None, ".3f") for p in peers]
@@ -228,7 +228,7 @@ def compare_table(summary: Summary) -> Table:
         table.add_column(column, justify="right" if column not in ("benchmark", "verdict", "CI of ratio") else "left")
     for row in summary.comparisons:
         cur = row.benchmark
-        name = f"{cur.kernel} {cur.suite}/{cur.case} {shape_text(cur.shape)} {cur.dtype}"
+        name = f"{variant_name(cur.kernel, cur.variant)} {cur.suite}/{cur.case} {shape_text(cur.shape)} {cur.dtype}"
         table.add_row(
             escape(name), f"{row.baseline_median_ms:.4f}", f"{row.current_median_ms:.4f}", f"{row.change_percent:+.2f}%",
             f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]" if row.ci else "—",

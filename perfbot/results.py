@@ -1,8 +1,13 @@
 """The results file: every sample of every benchmark of a run, and where it was measured.
 
-Format versions:
-  1 -- {"format": 1, "created", "environment", "settings", "benchmarks": [...], "failures": [...]}
-       A benchmark is identified by (kernel, shape, dtype) and carries every sample in ms.
+Format versions (both are read; perfbot writes the newest):
+  1 -- {"format": 1, "created", "environment", "settings", "benchmarks": [...], "failures": [...]}.
+       A benchmark is identified by (kernel, shape, dtype); a variant is written into the kernel's
+       name ("fused[tanh]"), with the GELU approximation also in "approximate".
+  2 -- the same keys, with typed `environment` (Environment) and `settings` (Settings), and each
+       benchmark's variant a field of its own: {"kernel": "fused", "variant": {"approximate":
+       "tanh"}}, holding the parameters set away from their defaults ({} for none). A benchmark
+       is identified by (kernel, variant, shape, dtype). Format 1 is read into the same records.
 """
 
 from __future__ import annotations
@@ -11,25 +16,25 @@ import datetime
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from statistics import median
 from typing import Annotated, Any, Literal
-
-from typing_extensions import TypedDict
 
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError, with_config
 
 from .errors import BadInput
 from .files import write_atomic
-from .schema import (MAX_ITEMS, MAX_NAME, MAX_SAMPLES, Count, Dim, Ms, Name, NonNegative, Record, Text,
-                     _bounded, _printable, bad_input, read_limited, shown, MAX_JSON_BYTES)
+from .schema import (MAX_ITEMS, MAX_JSON_BYTES, MAX_NAME, MAX_SAMPLES, Count, Dim, Finite, Ms, Name, NonNegative,
+                     Record, Text, _printable, bad_input, read_limited, shown)
 
-FORMAT = 1
+FORMAT = 2
+_RECORD = ConfigDict(strict=True, extra="ignore")  # a newer perfbot may add fields: they are skipped
 
 # A label that may be empty (a benchmark outside any suite has suite "").
 Label = Annotated[str, Field(max_length=MAX_NAME), AfterValidator(_printable)]
 Shape = Annotated[dict[Name, Dim], Field(min_length=1, max_length=16)]
+Variant = Annotated[dict[Name, Name], Field(max_length=16)]
 
 
 def _iso_or_empty(text: str) -> str:
@@ -44,16 +49,83 @@ def _iso_or_empty(text: str) -> str:
 Created = Annotated[str, Field(max_length=64), AfterValidator(_iso_or_empty)]
 
 
-@with_config(ConfigDict(strict=True))
+@with_config(_RECORD)
+@dataclass(frozen=True)
+class GpuState:
+    """What NVML said about the GPU at one moment."""
+
+    sm_clock_mhz: Count
+    memory_clock_mhz: Count
+    max_sm_clock_mhz: Count
+    temperature_c: int
+    power_w: Finite
+    power_limit_w: Finite
+    clock_event_reasons: Annotated[list[Name], Field(max_length=64)]  # why clocks are below max
+
+
+@with_config(_RECORD)
+@dataclass(frozen=True)
+class GpuStates:
+    before: GpuState | None = None
+    after: GpuState | None = None
+
+
+@with_config(_RECORD)
+@dataclass(frozen=True)
+class Environment:
+    """Where a run was measured: software versions, the GPU, its state, and how stable it was."""
+
+    host: Text | None = None
+    python: Text | None = None
+    perfbot: Text | None = None
+    torch: Text | None = None
+    cuda: Text | None = None
+    triton: Text | None = None
+    triton_commit: Text | None = None
+    triton_path: Text | None = None  # where the imported Triton lives: tells two environments of one version apart
+    gpu_name: Name | None = None  # None without a CUDA GPU
+    gpu_sm_count: Count | None = None
+    gpu_memory_bytes: Count | None = None
+    gpu_l2_bytes: Count | None = None
+    driver: Text | None = None
+    nvml_error: Text | None = None
+    gpu_state: GpuStates = field(default_factory=GpuStates)
+    kernels_commit: Text | None = None  # the git commit of the measured kernels
+    kernels_dirty: bool | None = None  # whether their files differ from it
+    throttled_rounds: Count = 0  # timing rounds while NVML reported a power, thermal or clock slowdown
+    throttle_reasons: Annotated[list[Name], Field(max_length=64)] = field(default_factory=list)
+    sm_clock_first_last_mhz: Annotated[list[Count], Field(max_length=2)] | None = None
+    clock_drift: Text | None = None  # set when the SM clock moved more than 2% during the run
+
+
+@with_config(_RECORD)
+@dataclass(frozen=True)
+class Settings:
+    """How a run was measured, and for an A/B run, which one and against what."""
+
+    suites: Annotated[list[Name], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
+    samples: Count = 0
+    warmup_calls: Count = 0
+    seed: int = 0
+    timing: Text = ""  # how a sample is taken: a baseline timed another way is flagged
+    error_bounds: Annotated[dict[Name, NonNegative], Field(max_length=16)] = field(default_factory=dict)
+    side: Name | None = None  # "base" or "head" in an A/B run
+    ab_run: Name | None = None  # both sides of one interleaved A/B run share it: their samples pair up
+    against: Text | None = None  # the base's commit
+    head: Text | None = None  # the head's commit, when it is not the checkout's own
+    triton_commits: Annotated[dict[Name, Text | None], Field(max_length=4)] = field(default_factory=dict)
+
+
+@with_config(_RECORD)
 @dataclass(frozen=True)
 class Benchmark:
-    kernel: Name  # implementation name, "[tanh]" appended for the tanh GELU
+    kernel: Name  # the implementation
     shape: Shape
     dtype: Name
     samples_ms: Annotated[list[Ms], Field(min_length=1, max_length=MAX_SAMPLES)]
+    variant: Variant = field(default_factory=dict)  # parameters set away from their defaults
     suite: Label = ""
     case: Label = ""
-    approximate: Label = "none"
     flops: Count = 0
     bytes: Count = 0  # the fewest bytes the benchmark must move through memory
     relative_error: NonNegative | None = None
@@ -64,8 +136,13 @@ class Benchmark:
                                  Field(max_length=MAX_SAMPLES)] = field(default_factory=list)
 
     @property
-    def key(self) -> tuple[str, tuple[tuple[str, int], ...], str]:
-        return (self.kernel, tuple(sorted(self.shape.items())), self.dtype)
+    def key(self) -> tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, int], ...], str]:
+        return (self.kernel, tuple(sorted(self.variant.items())), tuple(sorted(self.shape.items())), self.dtype)
+
+    @property
+    def name(self) -> str:
+        """The implementation with its variant, as reports show it: "fused[tanh]"."""
+        return variant_name(self.kernel, self.variant)
 
     @property
     def median_ms(self) -> float:
@@ -80,7 +157,7 @@ class Benchmark:
         return self.bytes / (self.median_ms * 1e-3) / 1e9
 
 
-@with_config(ConfigDict(strict=True))
+@with_config(_RECORD)
 @dataclass(frozen=True)
 class Failure:
     """An implementation that raised or gave a wrong result: reported, never timed."""
@@ -89,79 +166,46 @@ class Failure:
     shape: Shape
     dtype: Name
     reason: Annotated[Text, Field(min_length=1)]
+    variant: Variant = field(default_factory=dict)
     suite: Label = ""
     case: Label = ""
-    approximate: Label = "none"
     relative_error: NonNegative | None = None
     error_bound: NonNegative | None = None
 
-
-class EnvironmentRecord(TypedDict, total=False):
-    """The keys of `Results.environment` that perfbot reads, with their types; other keys (NVML's
-    state, versions) are kept as bounded JSON."""
-
-    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
-
-    gpu_name: Name | None
-    gpu_sm_count: Count | None
-    driver: Text | None
-    cuda: Text | None
-    torch: Text | None
-    triton: Text | None
-    triton_commit: Text | None
-    kernels_commit: Text | None
-    kernels_dirty: bool | None
-    host: Text | None
-    throttled_rounds: Count
-    throttle_reasons: Annotated[list[Name], Field(max_length=64)]
-    clock_drift: Text
+    @property
+    def name(self) -> str:
+        return variant_name(self.kernel, self.variant)
 
 
-class SettingsRecord(TypedDict, total=False):
-    """The keys of `Results.settings` that perfbot reads, with their types."""
-
-    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
-
-    suites: Annotated[list[Name], Field(max_length=MAX_ITEMS)]
-    samples: Count
-    warmup_calls: Count
-    seed: int
-    timing: Text
-    side: Name
-    ab_run: Name
-    against: Text | None
-    head: Text | None
-
-
-Environment = Annotated[EnvironmentRecord, AfterValidator(_bounded)]
-Settings = Annotated[SettingsRecord, AfterValidator(_bounded)]
+def variant_name(kernel: str, variant: dict[str, str]) -> str:
+    return f"{kernel}[{','.join(variant.values())}]" if variant else kernel
 
 
 @dataclass(frozen=True)
 class Results:
-    environment: dict[str, Any]
-    settings: dict[str, Any]
+    environment: Environment
+    settings: Settings
     benchmarks: list[Benchmark]
     failures: list[Failure] = field(default_factory=list)
     created: str = ""
 
     def peer(self, bench: Benchmark, implementation: str) -> Benchmark | None:
-        """The benchmark of `implementation` on `bench`'s case, with the same GELU if it has one."""
-        for other in self.benchmarks:
-            if (other.suite, other.case, other.dtype, other.shape) != (bench.suite, bench.case, bench.dtype, bench.shape):
-                continue
-            if other.kernel == implementation and implementation in ("gemm", "copy"):
-                return other
-            if other.kernel.split("[")[0] == implementation and other.approximate == bench.approximate:
-                return other
+        """The benchmark of `implementation` on `bench`'s case: of the same variant, else of none
+        (an implementation that takes no variant serves every variant of the case)."""
+        same_case = [other for other in self.benchmarks if other.kernel == implementation and
+                     (other.suite, other.case, other.dtype, other.shape) == (bench.suite, bench.case, bench.dtype, bench.shape)]
+        for wanted in (bench.variant, {}):
+            found = next((other for other in same_case if other.variant == wanted), None)
+            if found is not None:
+                return found
         return None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
             "created": self.created,
-            "environment": self.environment,
-            "settings": self.settings,
+            "environment": asdict(self.environment),
+            "settings": asdict(self.settings),
             "benchmarks": [asdict(b) for b in self.benchmarks],
             "failures": [asdict(f) for f in self.failures],
         }
@@ -182,51 +226,130 @@ def to_text(results: Results) -> str:
 @with_config(ConfigDict(strict=True))
 @dataclass(frozen=True)
 class _File:
-    """The file as written: format 1."""
+    """The file as written: format 2."""
 
-    format: Literal[1]
+    format: Literal[2]
     environment: Environment
     benchmarks: Annotated[list[Benchmark], Field(max_length=MAX_ITEMS)]
-    settings: Settings = field(default_factory=dict)  # type: ignore[assignment]
+    settings: Settings = field(default_factory=Settings)
     failures: Annotated[list[Failure], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
     created: Created = ""
 
 
-_FILE = TypeAdapter(_File)
+@with_config(ConfigDict(strict=True))
+@dataclass(frozen=True)
+class _Benchmark1:
+    kernel: Name  # "fused" or "fused[tanh]"
+    shape: Shape
+    dtype: Name
+    samples_ms: Annotated[list[Ms], Field(min_length=1, max_length=MAX_SAMPLES)]
+    suite: Label = ""
+    case: Label = ""
+    approximate: Label = "none"
+    flops: Count = 0
+    bytes: Count = 0
+    relative_error: NonNegative | None = None
+    error_bound: NonNegative | None = None
+    config: Record | None = None
+    throttled_samples: Annotated[list[Annotated[int, Field(ge=0, lt=MAX_SAMPLES)]],
+                                 Field(max_length=MAX_SAMPLES)] = field(default_factory=list)
+
+
+@with_config(ConfigDict(strict=True))
+@dataclass(frozen=True)
+class _Failure1:
+    kernel: Name
+    shape: Shape
+    dtype: Name
+    reason: Annotated[Text, Field(min_length=1)]
+    suite: Label = ""
+    case: Label = ""
+    approximate: Label = "none"
+    relative_error: NonNegative | None = None
+    error_bound: NonNegative | None = None
+
+
+@with_config(ConfigDict(strict=True))
+@dataclass(frozen=True)
+class _File1:
+    """Format 1, read into the same records."""
+
+    format: Literal[1]
+    environment: Environment
+    benchmarks: Annotated[list[_Benchmark1], Field(max_length=MAX_ITEMS)]
+    settings: Settings = field(default_factory=Settings)
+    failures: Annotated[list[_Failure1], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
+    created: Created = ""
+
+
+@with_config(ConfigDict(strict=True, extra="ignore"))
+@dataclass(frozen=True)
+class _Version:
+    format: int
+
+
+_FILES: dict[int, TypeAdapter[Any]] = {1: TypeAdapter(_File1), 2: TypeAdapter(_File)}
+_VERSION = TypeAdapter(_Version)
 BENCHMARK = TypeAdapter(Benchmark)
 FAILURE = TypeAdapter(Failure)
+ENVIRONMENT = TypeAdapter(Environment)
 
 
 def load(path: Path) -> Results:
-    """Read and validate a results file: every field by type and range (schema.py's limits);
-    anything else is a BadInput naming the file, the place and what was expected."""
+    """Read and validate a results file of any format this perfbot reads: every field by type
+    and range (schema.py's limits); anything else is a BadInput naming the file, the place and
+    what was expected."""
     return parse(read_limited(path, "results file", MAX_JSON_BYTES), str(path))
 
 
 def parse(data: bytes | str, where: str) -> Results:
     """A results file's text, validated (see `load`)."""
     try:
-        parsed = _FILE.validate_json(data, strict=True)
+        version = _VERSION.validate_json(data, strict=True).format
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
-        if first["loc"][:1] == ("format",):
-            version = None if first["type"] == "missing" else first.get("input")
-            raise BadInput(
-                f"{where}: results format {shown(version)} is not supported by this perfbot (it reads "
-                f"format {FORMAT}); re-run `perfbot run` with this version to produce a current file") from None
+        if first["loc"][:1] != ("format",):
+            raise bad_input(where, error, "results file") from None
+        version = None if first["type"] == "missing" else first.get("input")
+    if not isinstance(version, int) or isinstance(version, bool) or version not in _FILES:
+        raise BadInput(f"{where}: results format {shown(version)} is not supported by this perfbot (it reads formats "
+                       f"{', '.join(map(str, _FILES))}); re-run `perfbot run` with this version to produce a current file")
+    try:
+        parsed = _FILES[version].validate_json(data, strict=True)
+    except ValidationError as error:
         raise bad_input(where, error, "results file") from None
+    results = _from_format1(parsed) if version == 1 else Results(
+        parsed.environment, parsed.settings, list(parsed.benchmarks), list(parsed.failures), parsed.created)
     seen: dict[Any, int] = {}
-    for i, bench in enumerate(parsed.benchmarks):
+    for i, bench in enumerate(results.benchmarks):
         if bench.key in seen:
-            raise BadInput(
-                f"{where}: benchmarks[{i}] repeats benchmarks[{seen[bench.key]}] "
-                f"({bench.kernel}, {bench.shape}, {bench.dtype})"
-            )
+            raise BadInput(f"{where}: benchmarks[{i}] repeats benchmarks[{seen[bench.key]}] "
+                           f"({bench.name}, {bench.shape}, {bench.dtype})")
         if any(index >= len(bench.samples_ms) for index in bench.throttled_samples):
             raise BadInput(f"{where}: benchmarks[{i}].throttled_samples: an index past its {len(bench.samples_ms)} samples")
         seen[bench.key] = i
-    return Results(environment=dict(parsed.environment), settings=dict(parsed.settings),
-                   benchmarks=list(parsed.benchmarks), failures=list(parsed.failures), created=parsed.created)
+    return results
+
+
+def _from_format1(old: _File1) -> Results:
+    """Format 1 wrote a variant into the kernel's name, "fused[tanh]", and only when it differed
+    from the default: exactly what format 2's `variant` holds."""
+
+    def split(label: str, approximate: str) -> tuple[str, dict[str, str]]:
+        kernel, bracket, _ = label.partition("[")
+        return kernel, ({"approximate": approximate} if bracket else {})
+
+    benchmarks = []
+    for b in old.benchmarks:
+        kernel, variant = split(b.kernel, b.approximate)
+        fields = {k: v for k, v in asdict(b).items() if k not in ("kernel", "approximate")}
+        benchmarks.append(Benchmark(kernel=kernel, variant=variant, **fields))
+    failures = []
+    for f in old.failures:
+        kernel, variant = split(f.kernel, f.approximate)
+        fields = {k: v for k, v in asdict(f).items() if k not in ("kernel", "approximate")}
+        failures.append(Failure(kernel=kernel, variant=variant, **fields))
+    return Results(old.environment, old.settings, benchmarks, failures, old.created)
 
 
 def gpu_slug(gpu_name: str) -> str:
@@ -237,6 +360,7 @@ def gpu_slug(gpu_name: str) -> str:
 def same_gpu(a: object, b: object) -> bool:
     """Whether two environment.gpu_name values name one GPU model."""
     return isinstance(a, str) and isinstance(b, str) and gpu_slug(a) == gpu_slug(b) != ""
+
 
 
 def _finite_or_none(value: Any) -> Any:

@@ -7,7 +7,7 @@ import datetime
 import functools
 import subprocess
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -16,7 +16,7 @@ import torch
 from . import correctness, git, measure
 from .environment import GpuMonitor, collect_environment, stability
 from .errors import BadInput, EnvironmentFailure
-from .results import Benchmark, Failure, Results
+from .results import Benchmark, Environment, Failure, GpuStates, Results, Settings, variant_name
 from .schema import clean
 from .subject import Case, Subject, Suite
 
@@ -50,15 +50,21 @@ class Planned:
     side of the run ("" for a plain run; "base" or "head" for an A/B run)."""
 
     case: Case
-    kernel: str  # the name results carry
+    kernel: str  # the implementation
     approximate: str
     side: str = ""
     impl: Any = field(default=None, compare=False, repr=False)
 
     @property
+    def variant(self) -> dict[str, str]:
+        """The parameters set away from their defaults (what results record as the variant)."""
+        return {"approximate": self.approximate} if self.approximate != "none" else {}
+
+    @property
     def key(self) -> str:
         """Unique within a timed group: both sides of an A/B run time the same kernel names."""
-        return f"{self.side}:{self.kernel}" if self.side else self.kernel
+        name = variant_name(self.kernel, self.variant)
+        return f"{self.side}:{name}" if self.side else name
 
 
 def plan(subject: Subject, suites: Sequence[Suite], settings: RunSettings, side: str = "",
@@ -83,8 +89,7 @@ def plan(subject: Subject, suites: Sequence[Suite], settings: RunSettings, side:
                     has_gelu = impl.computes == "geglu"
                     if not has_gelu and approximate != settings.approximations[0]:
                         continue  # no GELU in it: once per case is enough
-                    label = name if approximate == "none" or not has_gelu else f"{name}[{approximate}]"
-                    group.append(Planned(case, label, approximate, side, impl))
+                    group.append(Planned(case, name, approximate if has_gelu else "none", side, impl))
             if group:
                 groups.append(group)
     if not groups and not lenient:
@@ -128,7 +133,7 @@ class Sides(Protocol):
     def finish(self, samples: dict[str, list[float]], throttled: list[int]
                ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]: ...
 
-    def environments(self) -> dict[str, dict[str, Any]]: ...
+    def environments(self) -> dict[str, Environment]: ...
 
 
 def measure_sides(
@@ -165,32 +170,22 @@ def measure_sides(
                 for side, failure in failed:
                     failures[side].append(failure)
     environments = sides.environments()
-    at_end = collect_environment().to_dict()["gpu_state"]
-    return {side: side_results({**environments[side], "gpu_state": at_end}, before, rounds, suites, settings, side,
-                               benchmarks[side], failures[side], extra_settings, sides.timing)
+    at_end = collect_environment().gpu_state.after
+    return {side: side_results(environments[side], GpuStates(before.after, at_end), rounds, suites, settings, side,
+                               benchmarks[side], failures[side], extra_settings or {}, sides.timing)
             for side in sides.names}
 
 
-def side_results(environment: dict[str, Any], before: Any, rounds: list[measure.Round], suites: Sequence[Suite],
+def side_results(environment: Environment, states: GpuStates, rounds: list[measure.Round], suites: Sequence[Suite],
                  settings: RunSettings, side: str, benchmarks: list[Benchmark], failures: list[Failure],
-                 extra_settings: dict[str, Any] | None, timing: str) -> Results:
-    """One side's results: the environment at the end (with the GPU's state before and the
-    run's stability), the settings, and what was measured."""
-    environment = dict(environment)
-    environment["gpu_state"] = {"before": asdict(before) if before else None, "after": environment["gpu_state"]}
-    environment.update(stability(rounds))
+                 extra_settings: dict[str, Any], timing: str) -> Results:
+    """One side's results: the environment with the GPU's states before and after and the run's
+    stability, the settings, and what was measured."""
     return Results(
-        environment=environment,
-        settings={
-            "suites": [s.name for s in suites],
-            "samples": settings.samples,
-            "warmup_calls": settings.warmup_calls,
-            "seed": settings.seed,
-            "timing": timing,
-            "error_bounds": correctness.ERROR_BOUNDS,
-            **({"side": side} if side else {}),
-            **(extra_settings or {}),
-        },
+        environment=dataclasses.replace(environment, gpu_state=states, **stability(rounds)),
+        settings=Settings(suites=[s.name for s in suites], samples=settings.samples,
+                          warmup_calls=settings.warmup_calls, seed=settings.seed, timing=timing,
+                          error_bounds=dict(correctness.ERROR_BOUNDS), side=side or None, **extra_settings),
         benchmarks=benchmarks,
         failures=failures,
         created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -234,9 +229,10 @@ class LocalSides:
             torch.cuda.empty_cache()
         return done
 
-    def environments(self) -> dict[str, dict[str, Any]]:
-        environment = collect_environment().to_dict()
-        return {side: {**environment, **kernels_revision(subject.path)} for side, subject in self.subjects.items()}
+    def environments(self) -> dict[str, Environment]:
+        environment = collect_environment()
+        return {side: dataclasses.replace(environment, **kernels_revision(subject.path))
+                for side, subject in self.subjects.items()}
 
 
 @dataclass
@@ -311,12 +307,12 @@ def finish_group(ready: list[_Ready], captured: dict[str, measure.Captured], sam
             continue
         benchmarks.append((r.planned.side, Benchmark(
             kernel=r.planned.kernel,
+            variant=r.planned.variant,
             shape=case.shape,
             dtype=case.dtype,
             samples_ms=samples[r.planned.key],
             suite=case.suite,
             case=case.name,
-            approximate=r.planned.approximate,
             flops=case.flops(r.computes),
             bytes=case.bytes_moved(r.computes),
             relative_error=r.check.relative_error,
@@ -336,12 +332,12 @@ def _failure(planned: Planned, reason: str, check: correctness.Check | None = No
     case = planned.case
     return Failure(
         kernel=planned.kernel,
+        variant=planned.variant,
         shape=case.shape,
         dtype=case.dtype,
         reason=reason,
         suite=case.suite,
         case=case.name,
-        approximate=planned.approximate,
         relative_error=check.relative_error if check else None,
         error_bound=check.bound if check else None,
     )

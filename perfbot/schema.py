@@ -151,12 +151,19 @@ def load_yaml(path: Path, kind: str, limit: int = MAX_YAML_BYTES) -> Any:
 
 
 def validate(where: str, value: Any, adapter: TypeAdapter[T], kind: str) -> T:
-    """Validate an already parsed value (YAML's mappings, a worker's message). Records that are
-    dataclasses are validated from JSON, the form they travel in."""
+    """Validate an already parsed value (YAML's mappings)."""
     try:
-        if adapter.core_schema.get("type") == "dataclass":
-            return adapter.validate_json(json.dumps(value, allow_nan=False), strict=True)
         return adapter.validate_python(value, strict=True)
+    except ValidationError as error:
+        raise bad_input(where, error, kind) from None
+    except RecursionError:
+        raise BadInput(f"{where}: nested too deeply to be a {kind}") from None
+
+
+def validate_message(where: str, value: Any, adapter: TypeAdapter[T], kind: str) -> T:
+    """Validate a record that arrived as JSON (a worker's message), in the form it travelled."""
+    try:
+        return adapter.validate_json(json.dumps(value, allow_nan=False), strict=True)
     except ValidationError as error:
         raise bad_input(where, error, kind) from None
     except (RecursionError, TypeError, ValueError):

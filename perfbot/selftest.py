@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from statistics import median
 
 from .compare import compare
-from .results import Benchmark, Results
+from .results import Benchmark, Environment, Results, Settings
 from .thresholds import Policy
 
 BASE, TWIN = "A", "A2"  # the kernel, and a second capture of it
@@ -83,7 +83,8 @@ def _fails(baseline: list[float], current: list[float], policy: Policy) -> bool:
     """One benchmark judged as `perfbot compare` judges an interleaved A/B pair."""
     def side(samples: list[float]) -> Results:
         bench = Benchmark(kernel="selftest", shape={"M": 1}, dtype="-", samples_ms=samples)
-        return Results(environment={"gpu_name": "selftest"}, settings={"ab_run": "selftest"}, benchmarks=[bench])
+        return Results(environment=Environment(gpu_name="selftest"), settings=Settings(ab_run="selftest"),
+                       benchmarks=[bench])
 
     return compare(side(baseline), side(current), policy).fails
 

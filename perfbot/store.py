@@ -46,7 +46,7 @@ class Added:
 
 def add(store: Path, results: Results) -> Added:
     """Store a run as the newest baseline of its GPU."""
-    gpu = results.environment.get("gpu_name")
+    gpu = results.environment.gpu_name
     if not isinstance(gpu, str) or not gpu_slug(gpu):
         raise BadInput("the results name no GPU (environment.gpu_name); only runs measured on a GPU can be baselines")
     if not results.benchmarks:
@@ -78,7 +78,7 @@ def history(store: Path, gpu_name: str | None = None) -> list[Entry]:
     for folder in folders:
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             loaded = _load(path)
-            entries.append(Entry(path, str(loaded.environment.get("gpu_name")), path.name.split("-")[0],
+            entries.append(Entry(path, str(loaded.environment.gpu_name), path.name.split("-")[0],
                                  loaded.created, len(loaded.benchmarks)))
     return entries
 

@@ -42,8 +42,8 @@ from .errors import (
     PerfbotError,
     WrongResult,
 )
-from .results import BENCHMARK, FAILURE, Benchmark, Failure, Results
-from .schema import validate
+from .results import BENCHMARK, ENVIRONMENT, FAILURE, Benchmark, Environment, Failure, Results
+from .schema import validate_message
 
 WORKER_COMMAND = (sys.executable, "-m", "perfbot.worker")
 # After measure.L2_FLUSH (measure imports torch, which the coordinator loads only when it runs).
@@ -139,7 +139,8 @@ class WorkerSides:
         self.workers, self.settings = workers, settings
         self.names = tuple(workers)
         self.owner: dict[str, WorkerProcess] = {}
-        self._environments = {side: _record(side, w.ask("hello"), "environment") for side, w in workers.items()}
+        self._environments = {side: validate_message(f"the {side} worker's environment", _record(side, w.ask("hello")),
+                                             ENVIRONMENT, "environment") for side, w in workers.items()}
 
     def prepare(self, case: Any) -> tuple[list[str], list[tuple[str, Failure]]]:
         self.owner, failed = {}, []
@@ -158,12 +159,12 @@ class WorkerSides:
         for side, worker in self.workers.items():
             mine = {key: values for key, values in samples.items() if self.owner.get(key) is worker}
             reply = worker.ask("finish", samples=mine, throttled=throttled)
-            timed += [(side, validate(f"the {side} worker's benchmark", b, BENCHMARK, "benchmark"))
+            timed += [(side, validate_message(f"the {side} worker's benchmark", b, BENCHMARK, "benchmark"))
                       for b in _list(side, reply, "benchmarks")]
             wrong += [(side, failure) for failure in _failures(side, reply)]
         return timed, wrong
 
-    def environments(self) -> dict[str, dict[str, Any]]:
+    def environments(self) -> dict[str, Environment]:
         return self._environments
 
 
@@ -187,10 +188,10 @@ class _WorkerTimer:
         pass
 
 
-def _record(side: str, reply: dict[str, Any], key: str) -> dict[str, Any]:
-    value = reply.get(key)
+def _record(side: str, reply: dict[str, Any]) -> dict[str, Any]:
+    value = reply.get("environment")
     if not isinstance(value, dict):
-        raise EnvironmentFailure(f"the {side} worker answered without its {key}")
+        raise EnvironmentFailure(f"the {side} worker answered without its environment")
     return value
 
 
@@ -204,7 +205,7 @@ def _list(side: str, reply: dict[str, Any], key: str) -> list[Any]:
 
 
 def _failures(side: str, reply: dict[str, Any]) -> list[Failure]:
-    return [validate(f"the {side} worker's failure", f, FAILURE, "failure") for f in _list(side, reply, "failures")]
+    return [validate_message(f"the {side} worker's failure", f, FAILURE, "failure") for f in _list(side, reply, "failures")]
 
 
 def _suite_json(suite: Any) -> dict[str, Any]:
@@ -228,7 +229,8 @@ class _Side:
 
         require_gpu()
         self.subject = load_subject(self.kernels)
-        return {"environment": {**collect_environment().to_dict(), **kernels_revision(self.kernels)}}
+        return {"environment": dataclasses.asdict(dataclasses.replace(collect_environment(),
+                                                                      **kernels_revision(self.kernels)))}
 
     def prepare(self, suite: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
         from . import measure, runner

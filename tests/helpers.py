@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfbot.results import Benchmark, Results
+from perfbot.results import Benchmark, Environment, Results, Settings
 
 ENVIRONMENT = {
     "host": "runner-1", "python": "3.12.3", "perfbot": "0.1.0", "torch": "2.11.0+cu130", "cuda": "13.0",
     "triton": "3.6.0", "triton_commit": "7c56a5e40f7fd928dfd5c72902d5def0097db73a", "gpu_name": "NVIDIA H200",
     "gpu_sm_count": 132, "gpu_memory_bytes": 150109880320, "gpu_l2_bytes": 62914560, "driver": "580.159.04",
-    "gpu_state": None, "nvml_error": None, "kernels_commit": "0123456789abcdef0123456789abcdef01234567",
+    "nvml_error": None, "kernels_commit": "0123456789abcdef0123456789abcdef01234567",
 }
 CASES = [("models", "gemma-2b", 8192, 2048, 16384), ("models", "t5-v1.1-xl", 8192, 2048, 5120),
          ("decode", "gemma-7b-m16", 16, 3072, 24576)]
@@ -37,5 +37,5 @@ def make_results(slowdowns: dict[tuple[str, str], float] | None = None, *, n: in
                 suite=suite, case=case, flops=2 * M * K * 2 * N, bytes=2 * (M * K + 2 * N * K + M * N),
                 config=(config or {"path": "tma", "BLOCK_N": 128}) if kernel == "fused" else None,
             ))
-    return Results(environment={**ENVIRONMENT, **(environment or {})}, settings={"samples": n},
+    return Results(environment=Environment(**{**ENVIRONMENT, **(environment or {})}), settings=Settings(samples=n),
                    benchmarks=benchmarks, created="2026-11-30T05:00:00+00:00")

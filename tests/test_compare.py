@@ -16,7 +16,7 @@ from perfbot.cli import perfbot
 from perfbot.comparison import summarize
 from perfbot.compare import compare
 from perfbot.errors import BadInput
-from perfbot.results import Benchmark, Failure, Results
+from perfbot.results import Benchmark, Environment, Failure, Results, Settings
 from perfbot.thresholds import load_policy
 from tests.conftest import ROOT
 from tests.helpers import make_results
@@ -76,7 +76,7 @@ def test_the_interleaved_policy_catches_one_percent():
     base = make_results(seed=1, noise=0.002)
     head = make_results({("fused", "gemma-2b"): 1.01}, seed=2, noise=0.002)
     assert verdicts(compare(base, head, POLICY))[("fused", "gemma-2b")][1] is False  # across runs: under 6%
-    ab = {"ab_run": "run-1"}
+    ab = Settings(ab_run="run-1")
     report = compare(replace(base, settings=ab), replace(head, settings=ab), POLICY)
     assert report.interleaved
     assert verdicts(report)[("fused", "gemma-2b")] == ("regression", True)
@@ -92,7 +92,7 @@ def _stepped(ms: float, seed: int) -> list[float]:
 def _interleaved_pair(slowdown: float) -> tuple[Results, Results]:
     bench = Benchmark(kernel="fused", shape={"M": 8192, "K": 2048, "N": 5120}, dtype="bfloat16", samples_ms=[],
                       suite="pr", case="t5-v1.1-xl")
-    side = lambda samples: Results(environment={"gpu_name": "NVIDIA H200"}, settings={"ab_run": "run-1"},  # noqa: E731
+    side = lambda samples: Results(environment=Environment(gpu_name="NVIDIA H200"), settings=Settings(ab_run="run-1"),  # noqa: E731
                                    benchmarks=[replace(bench, samples_ms=samples)])
     return side(_stepped(0.53, seed=1)), side(_stepped(0.53 * slowdown, seed=2))
 
@@ -103,7 +103,7 @@ def test_interleaved_samples_are_paired_so_a_clock_step_during_the_run_cancels()
     assert (paired.verdict, paired.fails) == ("regression", True)
     assert 1.005 < paired.estimate.low < 1.01 < paired.estimate.high < 1.015
     # The same samples unpaired: the step swamps the 1% and only a wide interval is left.
-    unpaired = compare(replace(base, settings={}), replace(head, settings={}), POLICY).comparisons[0]
+    unpaired = compare(replace(base, settings=Settings()), replace(head, settings=Settings()), POLICY).comparisons[0]
     assert unpaired.estimate.high - unpaired.estimate.low > 0.03
     base, head = _interleaved_pair(1.0)
     [same] = compare(base, head, POLICY).comparisons
@@ -144,8 +144,8 @@ def test_environment_and_config_differences_are_shown():
 
 def test_a_baseline_timed_another_way_is_noted(tmp_path):
     old_way = "one CUDA-graph replay per sample, L2 flushed before each, implementations interleaved"
-    base = replace(make_results(seed=1), settings={"timing": old_way})
-    head = replace(make_results(seed=2), settings={"timing": "another way"})
+    base = replace(make_results(seed=1), settings=Settings(timing=old_way))
+    head = replace(make_results(seed=2), settings=Settings(timing="another way"))
     report = compare(base, head, POLICY)
     assert [(d.field, d.baseline, d.current) for d in report.differences] == [("timing", old_way, "another way")]
     files = [tmp_path / "base.json", tmp_path / "head.json"]
@@ -167,7 +167,7 @@ sample_lists = st.lists(st.floats(min_value=0.01, max_value=100.0, allow_nan=Fal
 
 def _single(samples_ms: list[float]) -> Results:
     bench = Benchmark(kernel="fused", shape={"M": 1, "K": 2, "N": 3}, dtype="bfloat16", samples_ms=samples_ms)
-    return Results(environment={"gpu_name": "X"}, settings={}, benchmarks=[bench])
+    return Results(environment=Environment(gpu_name="X"), settings=Settings(), benchmarks=[bench])
 
 
 @settings(max_examples=60, deadline=None)

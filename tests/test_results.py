@@ -17,7 +17,8 @@ def sample_results() -> results.Results:
     )
     failure = results.Failure(kernel="eager", shape={"M": 9, "K": 41, "N": 17}, dtype="float16",
                               reason="wrong result", relative_error=float("nan"), error_bound=2e-3)
-    return results.Results(environment={"gpu_name": "X"}, settings={"samples": 3}, benchmarks=[bench],
+    return results.Results(environment=results.Environment(gpu_name="X"), settings=results.Settings(samples=3),
+                           benchmarks=[bench],
                            failures=[failure], created="2026-11-30T00:00:00+00:00")
 
 
@@ -29,8 +30,30 @@ def test_round_trip(tmp_path: Path):
     assert loaded.failures[0].relative_error is None  # NaN is written as null
     assert loaded.benchmarks[0].median_ms == 1.0
     data = json.loads(path.read_text())
-    assert data["format"] == 1
-    assert set(data["benchmarks"][0]) >= {"kernel", "shape", "dtype", "samples_ms"}
+    assert data["format"] == 2 and loaded.environment == sample_results().environment
+    assert set(data["benchmarks"][0]) >= {"kernel", "variant", "shape", "dtype", "samples_ms"}
+
+
+def test_format_1_is_read_into_the_same_records(tmp_path: Path):
+    """Format 1 wrote the variant into the kernel's name; it reads as a field of its own."""
+    old = {"format": 1, "created": "2026-11-30T00:00:00+00:00",
+           "environment": {"gpu_name": "NVIDIA H200", "gpu_state": {"before": None, "after": None}, "extra": 1},
+           "settings": {"samples": 3, "ab_run": "r1"},
+           "benchmarks": [
+               {"kernel": "fused[tanh]", "approximate": "tanh", "shape": {"M": 1}, "dtype": "bfloat16", "samples_ms": [1.0]},
+               {"kernel": "fused", "approximate": "none", "shape": {"M": 1}, "dtype": "bfloat16", "samples_ms": [1.1]},
+               {"kernel": "gemm", "approximate": "none", "shape": {"M": 1}, "dtype": "bfloat16", "samples_ms": [0.9]}],
+           "failures": [{"kernel": "eager[tanh]", "approximate": "tanh", "shape": {"M": 1}, "dtype": "bfloat16",
+                         "reason": "wrong result"}]}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    loaded = results.load(path)
+    assert [(b.kernel, b.variant, b.name) for b in loaded.benchmarks] == [
+        ("fused", {"approximate": "tanh"}, "fused[tanh]"), ("fused", {}, "fused"), ("gemm", {}, "gemm")]
+    assert (loaded.failures[0].kernel, loaded.failures[0].variant) == ("eager", {"approximate": "tanh"})
+    assert loaded.environment.gpu_name == "NVIDIA H200" and loaded.settings.ab_run == "r1"
+    results.save(loaded, tmp_path / "new.json")
+    assert results.load(tmp_path / "new.json").benchmarks == loaded.benchmarks
 
 
 def test_save_refuses_to_overwrite_and_leaves_no_temporary_file(tmp_path: Path):
@@ -71,6 +94,7 @@ def _duplicate() -> str:
     [
         ('{"format": 1, "benchmarks": [', "not valid JSON"),
         ('{"format": 99, "environment": {}, "benchmarks": []}', "format 99"),
+        ('{"format": [], "environment": {}, "benchmarks": []}', "format []"),
         ('{"environment": {}, "benchmarks": []}', "format None"),
         ("[1, 2]", "the results file: should be a mapping (an object), got [1, 2]"),
         (_with_samples([1.0, float("nan")]), "samples_ms[1]: should be a finite number, got nan"),

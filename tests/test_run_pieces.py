@@ -13,7 +13,7 @@ from perfbot.measure import round_order
 from perfbot.environment import clock_event_reasons, collect_environment, triton_commit
 from perfbot.errors import BadInput
 from perfbot.report import run_table
-from perfbot.results import Benchmark, Results
+from perfbot.results import Benchmark, Environment, Results, Settings
 from perfbot.runner import RunSettings, plan
 from perfbot.subject import load_subject
 from tests.conftest import ROOT
@@ -28,7 +28,7 @@ def test_plan_groups_by_case_and_times_gemm_once(subject):
     settings = RunSettings(approximations=("none", "tanh"))
     groups = plan(subject, [subject.suites["pr"]], settings)
     assert len(groups) == len(subject.suites["pr"].cases)
-    kernels = [p.kernel for p in groups[0]]
+    kernels = [p.key for p in groups[0]]
     assert kernels == ["fused", "fused[tanh]", "eager", "eager[tanh]", "compiled", "compiled[tanh]", "gemm"]
 
 
@@ -129,7 +129,7 @@ def test_table_shows_throughput_share_of_gemm_and_speedup_over_eager():
         return Benchmark(kernel=kernel, shape={"M": 1000, "K": 1000, "N": 500}, dtype="bfloat16",
                          samples_ms=[ms] * 10, suite="s", case="c", flops=2 * 1000 * 1000 * 1000)
 
-    table = run_table(Results({}, {}, [bench("fused", 2.0), bench("eager", 3.0), bench("gemm", 1.5)]))
+    table = run_table(Results(Environment(), Settings(), [bench("fused", 2.0), bench("eager", 3.0), bench("gemm", 1.5)]))
     cells = {column.header: list(column.cells) for column in table.columns}
     assert cells["% of gemm"] == ["75.0%", "50.0%", "100.0%"]
     assert cells["× eager"] == ["1.50×", "1.00×", "2.00×"]
@@ -154,7 +154,7 @@ def test_markdown_table_matches_the_terminal_cells_and_escapes_pipes():
 
     bench = Benchmark(kernel="fu|sed", shape={"M": 10, "K": 20, "N": 30}, dtype="float16",
                       samples_ms=[0.5] * 10, suite="s", case="c", flops=2 * 10 * 20 * 60, bytes=100_000)
-    text = run_markdown(Results({}, {}, [bench]))
+    text = run_markdown(Results(Environment(), Settings(), [bench]))
     assert text == (
         "| suite | case | M×K→N | dtype | kernel | median ms | samples | TFLOP/s | GB/s | % of gemm | × eager |\n"
         "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n"
@@ -164,23 +164,24 @@ def test_markdown_table_matches_the_terminal_cells_and_escapes_pipes():
 
 def _bench(kernel, ms, approximate="none", **fields):
     return Benchmark(kernel=kernel, shape={"M": 16, "K": 64, "N": 32}, dtype="bfloat16", samples_ms=[ms] * 10,
-                     suite="s", case="c", approximate=approximate, flops=2 * 16 * 64 * 64, **fields)
+                     suite="s", case="c", variant={"approximate": approximate} if approximate != "none" else {},
+                     flops=2 * 16 * 64 * 64, **fields)
 
 
 def test_terminal_table_keeps_bracketed_kernel_names():
     from rich.console import Console
 
     console = Console(width=200, record=True)
-    console.print(run_table(Results({}, {}, [_bench("fused[tanh]", 1.0, "tanh")])))
+    console.print(run_table(Results(Environment(), Settings(), [_bench("fused", 1.0, "tanh")])))
     assert "fused[tanh]" in console.export_text()
 
 
 def test_case_view_puts_every_implementation_beside_the_kernel():
     from perfbot.report import case_markdown
 
-    results = Results({}, {}, [
-        _bench("fused", 2.0, bytes=4000), _bench("fused[tanh]", 1.6, "tanh", bytes=4000), _bench("eager", 3.0),
-        _bench("eager[tanh]", 2.4, "tanh"), _bench("gemm", 1.8), _bench("copy", 4.0, bytes=16000),
+    results = Results(Environment(), Settings(), [
+        _bench("fused", 2.0, bytes=4000), _bench("fused", 1.6, "tanh", bytes=4000), _bench("eager", 3.0),
+        _bench("eager", 2.4, "tanh"), _bench("gemm", 1.8), _bench("copy", 4.0, bytes=16000),
     ])
     lines = case_markdown(results).splitlines()
     assert lines[0] == ("| case | M×K→N | dtype | GELU | fused ms | gemm ms | eager ms | vs gemm | vs eager "

@@ -83,7 +83,7 @@ def test_a_plain_run_checks_times_and_records(gpu, project: Path):
     assert all(len(b.samples_ms) == 10 and b.relative_error <= b.error_bound for b in results.benchmarks)
     assert results.failures == []
     assert sum(steps) == runner.progress_steps(runner.plan(subject, [subject.suites["tiny"]], settings), settings)
-    assert results.environment["throttled_rounds"] == 0
+    assert results.environment.throttled_rounds == 0
     fused = [b for b in results.benchmarks if b.kernel == "fused"][0]
     assert fused.config["path"] == "pointer" and fused.throttled_samples == []
 
@@ -182,7 +182,7 @@ def test_ab_reports_the_longer_trend_without_failing_on_it(gpu, repo: Path, tmp_
     assert result.exit_code == 0, result.output
     comment = (tmp_path / "ab" / "comment.md").read_text()
     assert "**Longer trend:** no comparison with a stored baseline" in comment
-    assert results.load(tmp_path / "ab" / "head.json").settings["side"] == "head"
+    assert results.load(tmp_path / "ab" / "head.json").settings.side == "head"
 
 
 def test_a_kernel_that_cannot_be_captured_is_a_failure_not_a_crash(gpu, project: Path, monkeypatch):
@@ -223,7 +223,7 @@ def test_the_base_judges_a_head_that_loosens_its_own_thresholds(gpu, project: Pa
     from perfbot import results
 
     head_run = results.load(out / "head.json")
-    assert head_run.settings["head"] == head and head_run.settings["against"] == base
+    assert head_run.settings.head == head and head_run.settings.against == base
     assert {b.case for b in head_run.benchmarks} == {"odd", "square"}  # the base's suite was measured
     assert _git(project, "worktree", "list").count("\n") == 0
 

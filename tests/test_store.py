@@ -36,7 +36,7 @@ def test_gpu_names_are_folded_alike_for_the_folder_and_the_comparison(tmp_path: 
     directory = tmp_path / "store"
     store.add(directory, make_results(seed=1))
     lower = make_results(seed=2, environment={"gpu_name": "nvidia  h200"})
-    path, baseline = store.latest(directory, lower.environment["gpu_name"])
+    path, baseline = store.latest(directory, lower.environment.gpu_name)
     from perfbot.compare import compare
     from perfbot.thresholds import load_policy
     from tests.conftest import ROOT
@@ -46,8 +46,10 @@ def test_gpu_names_are_folded_alike_for_the_folder_and_the_comparison(tmp_path: 
 
 def test_a_run_that_could_not_be_compared_later_is_refused(tmp_path: Path):
     directory = tmp_path / "store"
-    for broken, words in ((replace(make_results(seed=1), settings=[]), "settings: should be a mapping"),
-                          (replace(make_results(seed=1), created="yesterday"), "created: must be an ISO 8601")):
+    run = make_results(seed=1)
+    implausible = replace(run, benchmarks=[replace(run.benchmarks[0], samples_ms=[1e308] * 30), *run.benchmarks[1:]])
+    for broken, words in ((implausible, r"samples_ms\[0\]: should be less than or equal to 1000000"),
+                          (replace(run, created="yesterday"), "created: must be an ISO 8601")):
         with pytest.raises(BadInput, match=words):
             store.add(directory, broken)
     assert not directory.exists() or not list(directory.rglob("*.json"))

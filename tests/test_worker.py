@@ -47,12 +47,12 @@ def test_each_side_runs_in_its_own_environment_and_a_slower_one_fails(repo: Path
     comparison = (out / "comment.md").read_text()
     assert "confirmed by a second interleaved round" in comparison
     head = results.load(out / "head.json")
-    assert "one worker process per side" in head.settings["timing"]
+    assert "one worker process per side" in head.settings.timing
     assert {b.kernel for b in head.benchmarks} == {"fused", "eager"}
     assert all(1.02 < b.median_ms < 1.04 for b in head.benchmarks)
     assert all(0.99 < b.median_ms < 1.01 for b in results.load(out / "base.json").benchmarks)
-    assert head.environment["triton_path"].endswith("triton")
-    assert head.environment["triton_commit"] != "a" * 40
+    assert head.environment.triton_path.endswith("triton")
+    assert head.environment.triton_commit != "a" * 40
 
 
 def test_the_same_speed_in_both_environments_passes(repo: Path, tmp_path: Path):
@@ -102,8 +102,8 @@ def test_a_moved_triton_pin_builds_both_commits_and_measures_each_with_its_own(r
                                           "--triton-source", str(source), "--triton-cache", str(cache)])
     assert result.exit_code == 1, result.output
     base, head = results.load(out / "base.json"), results.load(out / "head.json")
-    assert (base.environment["triton_commit"], head.environment["triton_commit"]) == (slow_free, slower)
-    assert head.settings["triton_commits"] == {"base": slow_free, "head": slower}
+    assert (base.environment.triton_commit, head.environment.triton_commit) == (slow_free, slower)
+    assert head.settings.triton_commits == {"base": slow_free, "head": slower}
     assert "triton_commit" in (out / "comment.md").read_text()  # the difference is shown
 
 

@@ -65,7 +65,7 @@ def compare_command(
         raise click.UsageError("give BASELINE and CURRENT, or --store DIR and CURRENT")
     current = results_file.load(files[-1])
     if store is not None:
-        gpu = current.environment.get("gpu_name")
+        gpu = current.environment.gpu_name
         if not isinstance(gpu, str):
             raise BadInput(f"{files[-1]}: names no GPU (environment.gpu_name), so it has no stored baseline")
         baseline_path, baseline = baseline_store.latest(store, gpu)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import click
@@ -98,13 +98,14 @@ def env_command(as_json: bool) -> None:
     """
     from ..environment import collect_environment
 
-    record = collect_environment().to_dict()
+    record = asdict(collect_environment())
     if as_json:
         click.echo(json.dumps(record, indent=1))
         return
-    state = record.pop("gpu_state")
-    for key, value in record.items():
-        click.echo(f"{key:<18}{'' if value is None else value}")
+    state = record.pop("gpu_state")["after"]
+    for key in ("host", "python", "perfbot", "torch", "cuda", "triton", "triton_commit", "triton_path", "gpu_name",
+                "gpu_sm_count", "gpu_memory_bytes", "gpu_l2_bytes", "driver", "nvml_error"):
+        click.echo(f"{key:<18}{'' if record[key] is None else record[key]}")
     for key, value in (state or {}).items():
         click.echo(f"gpu.{key:<14}{value}")
 
