@@ -3,7 +3,7 @@ where no tuned one exists.
 
 Autotuning at benchmark time picked different configs in separate processes (4.6% spread,
 DESIGN.md), which a regression bot would read as a change of speed. So configs are tuned once
-per GPU (scripts/tune_geglu.py writes tuned_configs.yaml) and looked up; only a GPU that file
+per GPU (`python -m kernels.tune` writes tuned_configs.yaml) and looked up; only a GPU that file
 does not know is autotuned, once per process, over the candidates below.
 """
 
@@ -60,7 +60,7 @@ def _fits(config: dict) -> bool:
 
 
 # Candidates for 16-bit inputs, per path and shape class. On Triton 3.6, warp specialization
-# with 4 warps gave NaNs or failed to compile (H200, 2026-11-30): only 8-warp variants try it.
+# with 4 warps gave NaNs or did not compile: only 8-warp variants try it.
 # Decode candidates leave BLOCK_M to the launch, which covers all rows (at most 64) with one block.
 _CANDIDATES = {
     # The configs tuning picked on the H200 before FLATTEN existed (warp-specialized), and the
@@ -118,9 +118,7 @@ _CANDIDATES[("tma", "small")] += [
      "warp_specialize": False, "epilogue_subtile": False, "one_dot": True, "flatten": True},
 ]
 # One program per SM, the large config's neighbours: other group heights (which x and weight
-# blocks share L2) and K steps of 32 with eight stages. On the H200 (2026-11-30) GROUP_M 8 and 32
-# came within 0.1% of 16 and K steps of 32 took 1.036x gemm's time against 1.011x; K steps of 128
-# (two stages) took 1.37x and were dropped (kernels/results/tuning/h200-2026-11-30-retune-large-small.log).
+# blocks share L2) and K steps of 32 with eight stages (experiments/2026-11-30-h200-tuning).
 _ONE_WIDE = {"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "warp_specialize": False, "epilogue_subtile": False,
              "one_dot": True, "flatten": True}
 _CANDIDATES[("tma", "large")] += [
@@ -128,9 +126,7 @@ _CANDIDATES[("tma", "large")] += [
 ] + [
     {**_ONE_WIDE, "BLOCK_K": 32, "GROUP_M": 16, "num_stages": 8},
 ]
-# Small shapes are latency-bound (d512: one tile per program): fewer, longer K steps. On the H200
-# 1.098x gemm's time against 1.077-1.084x for the best; 64 x 64 with K steps of 128 two per SM
-# (1.20x) and three per SM (1.40x) were dropped (the same log).
+# Small shapes are latency-bound (d512: one tile per program): fewer, longer K steps.
 _CANDIDATES[("tma", "small")] += [
     {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 8, "num_stages": 3,
      "warp_specialize": False, "epilogue_subtile": False, "one_dot": True, "flatten": True},

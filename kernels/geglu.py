@@ -349,7 +349,7 @@ def geglu(
 
 def _launch(x2d, weight, out2d, plan: dict, tanh: bool):
     """Launch the plan's kernel; returns Triton's compiled kernel (its registers and shared
-    memory are what scripts/tune_geglu.py reports)."""
+    memory are what `python -m kernels.tune` reports)."""
     return (_launch_tma if plan["path"] == "tma" else _launch_pointer)(x2d, weight, out2d, plan, tanh)
 
 

@@ -252,7 +252,7 @@ def _next_index(order: list[str], lo: int, hi: int, probes: dict[str, Probe]) ->
 # Where a commit sits between the ends, in log-time: 0 at good, 1 at bad. Non-monotonic evidence
 # needs significance and a real effect: a quarter of the good-to-bad step beyond an end (or
 # within the middle half, for a commit between them). Without that gate a 0.4% difference
-# between two bad commits was flagged on the H200 (the bisect demo of 2026-11-30).
+# between two bad commits was flagged (experiments/2026-11-30-h200-bisect-demo).
 NON_MONOTONIC_MARGIN = 0.25
 
 

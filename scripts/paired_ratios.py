@@ -5,18 +5,16 @@ round: the ratio is the median per-round ratio (other / kernel: above 1, the ker
 and p is the two-sided Wilcoxon signed-rank test, as `perfbot compare` judges interleaved runs.
 The README's "Against the targets" table quotes these.
 
-    python scripts/paired_ratios.py kernels/results/h200-2026-11-30-models.json [--kernel fused]
+    python scripts/paired_ratios.py experiments/2026-11-30-h200-kernel-results/models.json [--kernel fused]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from perfbot import results, stats  # noqa: E402
+from perfbot import results, stats
 
 # Implementations that compute no GELU: one measurement serves both variants of the kernel.
 NO_GELU = ("gemm", "copy")

@@ -15,15 +15,13 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from perfbot.measure import round_order  # noqa: E402
+from perfbot.measure import round_order
 
 
 def main() -> None:

@@ -28,5 +28,5 @@ def project(tmp_path: Path) -> Path:
     """A copy of this checkout's pyproject.toml, thresholds.yaml and kernels/, free to break."""
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     shutil.copy(ROOT / "thresholds.yaml", tmp_path / "thresholds.yaml")
-    shutil.copytree(ROOT / "kernels", tmp_path / "kernels", ignore=shutil.ignore_patterns("__pycache__", "results"))
+    shutil.copytree(ROOT / "kernels", tmp_path / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
     return tmp_path

@@ -6,8 +6,8 @@ below 1e-5 (about ln 2 |dp|) and absolute error below 1e-6 (about ln 2 t F(-t) |
 the coefficients, highest first as Horner's rule uses them, and the errors of gelu over the test's
 grid with p evaluated by fp32 FMAs (emulated: each step in float64, rounded to float32).
 
-    python scripts/fit_gelu_tail.py                    # erf: degree 7 in t, T = 5.3
-    python scripts/fit_gelu_tail.py --degree 9 --T 5 --gelu tanh
+    python -m kernels.fit_gelu_tail                  # erf: degree 7 in t, T = 5.3
+    python -m kernels.fit_gelu_tail --degree 9 --T 5 --gelu tanh
 
 The second shows why the tanh gate's polynomial stays in s = 0.4 t - 1 (fitted when the gate
 was first written): in t its fp32 evaluation loses about 6e-6 of p near t = 4.5, which takes the

@@ -4,21 +4,19 @@ cuBLAS's kernel names carry its tile shape and thread-block cluster (for instanc
 `..._tilesize128x256x64_cga1x2x1_...`): the fused kernel's target, fused <= gemm, is measured
 against these. Prints one line per shape: the kernel and its device time, from torch.profiler.
 
-    python scripts/cublas_kernels.py
+    PYTHONPATH=. python experiments/2026-11-30-h200-cublas-clusters-power/cublas_kernels.py
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[2]
 
-from perfbot.subject import load_suites  # noqa: E402
+from perfbot.subject import load_suites
 
 
 def main() -> None:

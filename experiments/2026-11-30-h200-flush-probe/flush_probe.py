@@ -10,19 +10,17 @@ clock drift over the run weighs on all three alike. Without a flush the host may
 of a short kernel, so `none` is not a fair time for those. It prints medians and the bandwidth
 of reading weight once, against the copy's.
 
-    python scripts/flush_probe.py [--samples 30]
+    PYTHONPATH=. python experiments/2026-11-30-h200-flush-probe/flush_probe.py [--samples 30]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernels.geglu import geglu
 from kernels.implementations import copy_weight

@@ -2,7 +2,7 @@
 on one large shape: is the H200 held at its power limit, and does each kernel run at the same
 clock? Each phase replays one CUDA graph for `--seconds` while a thread polls nvidia-smi.
 
-    python scripts/power_probe.py [--case gemma-3-27b] [--seconds 4]
+    PYTHONPATH=. python experiments/2026-11-30-h200-cublas-clusters-power/power_probe.py [--case gemma-3-27b] [--seconds 4]
 """
 
 from __future__ import annotations
@@ -10,17 +10,15 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernels.geglu import geglu  # noqa: E402
-from perfbot import correctness, measure  # noqa: E402
+from kernels.geglu import geglu
+from perfbot import correctness, measure
 
 CASES = {"gemma-3-27b": (8192, 5376, 21504), "gemma-7b": (8192, 3072, 24576), "d4096": (4096, 4096, 16384)}
 

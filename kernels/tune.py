@@ -5,7 +5,7 @@ of the a100, models and decode suites in that class, checks each candidate confi
 float64 reference, times all candidates and cuBLAS's gemm interleaved (perfbot's timing engine:
 CUDA-graph replays, L2 flushed), and keeps the candidate with the lowest geometric-mean time.
 
-    python scripts/tune_geglu.py --out kernels/tuned_configs.yaml [--samples 10] [--where flatten=True]
+    python -m kernels.tune --out kernels/tuned_configs.yaml [--samples 10] [--where flatten=True]
 
 Each candidate's log line also gives its registers per thread and shared memory per program, as
 compiled, so that a config meant to put two programs on an SM can be seen to fit.
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import math
-import sys
 from pathlib import Path
 
 import torch
@@ -26,13 +25,12 @@ import triton
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from kernels import configs  # noqa: E402
-from kernels import geglu as geglu_module  # noqa: E402
-from kernels.geglu import geglu  # noqa: E402
-from perfbot import correctness, measure  # noqa: E402
-from perfbot.subject import load_suites  # noqa: E402
+from kernels import configs
+from kernels import geglu as geglu_module
+from kernels.geglu import geglu
+from perfbot import correctness, measure
+from perfbot.subject import load_suites
 
 # The precision the kernel promises (issue: bf16 3e-3, fp16 5e-4); a faster wrong config loses.
 BOUNDS = {"bfloat16": 3e-3, "float16": 5e-4}
@@ -121,7 +119,7 @@ def main() -> None:
     table = (yaml.safe_load(args.out.read_text()) if args.out.is_file() else None) or {}
     entry = table.setdefault(props.name, {})
     entry["tuned"] = (f"{datetime.date.today()}, Triton {triton.__version__}, PyTorch {torch.__version__}, "
-                      f"by scripts/tune_geglu.py --samples {args.samples}" + (f" --where {args.where}" if where else ""))
+                      f"by python -m kernels.tune --samples {args.samples}" + (f" --where {args.where}" if where else ""))
     classes = args.classes.split(",")
     for path in args.paths.split(","):
         for cls, cases in cases_by_class(props.multi_processor_count).items():
@@ -138,7 +136,7 @@ def main() -> None:
         if any(cls in by_class for by_class in geomeans.values())
     }
     header = "# Tuned launch configs of kernels/geglu.py: GPU name -> path -> shape class (16-bit inputs).\n" \
-             "# Written by scripts/tune_geglu.py on the GPU it names; see kernels/configs.py.\n"
+             "# Written by `python -m kernels.tune` on the GPU it names; see kernels/configs.py.\n"
     args.out.write_text(header + yaml.safe_dump(table, sort_keys=False))
     print(f"wrote {args.out}")
 

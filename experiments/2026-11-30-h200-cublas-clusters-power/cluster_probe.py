@@ -1,28 +1,26 @@
 """Whether a two-CTA cluster helps the fused kernel on the large shapes (Triton's `num_ctas=2`).
 
 cuBLAS runs these shapes with two-CTA clusters (`_1x2_`/`_2x1_` in its nvjet kernels' names,
-scripts/cublas_kernels.py), whose CTAs share one operand's tile through TMA multicast. Here the
+cublas_kernels.py beside this), whose CTAs share one operand's tile through TMA multicast. Here the
 fused kernel's program is split over a cluster: BLOCK_M = 256 rows over two CTAs of 128 each,
 which may then load the weight tile once for both. Each variant is checked against a float64
 reference, then timed interleaved with the tuned kernel and cuBLAS's gemm (perfbot's engine).
 
-    python scripts/cluster_probe.py [--samples 20]
+    PYTHONPATH=. python experiments/2026-11-30-h200-cublas-clusters-power/cluster_probe.py [--samples 20]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 from pathlib import Path
 
 import torch
 import triton
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernels import geglu as geglu_module  # noqa: E402
-from perfbot import correctness, measure  # noqa: E402
+from kernels import geglu as geglu_module
+from perfbot import correctness, measure
 
 CASES = [("d4096", 4096, 4096, 16384), ("gemma-3-27b", 8192, 5376, 21504), ("t5-v1.1-xl", 8192, 2048, 5120)]
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_ctas, one_dot): the tuned large config is

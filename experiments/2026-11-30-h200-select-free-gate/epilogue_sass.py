@@ -4,9 +4,9 @@ cuobjdump that Triton carries).
 
 On the H200 (2026-11-30) it showed the tanh kernel with two more FMAs per output element than
 erf and the same registers, and what the select-free gate removed: 2136 -> 1944 instructions with
-erf (kernels/results/experiments/h200-2026-11-30-select-free-gate/epilogue-sass.md).
+erf (epilogue-sass.md beside this).
 
-    python scripts/epilogue_sass.py [--class large] [--sass-out DIR]
+    PYTHONPATH=. python experiments/2026-11-30-h200-select-free-gate/epilogue_sass.py [--class large] [--sass-out DIR]
 """
 
 from __future__ import annotations
@@ -14,17 +14,15 @@ from __future__ import annotations
 import argparse
 import collections
 import re
-import sys
 from pathlib import Path
 
 import torch
 from triton.tools.disasm import get_sass
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[2]
 
-from kernels import configs  # noqa: E402
-from kernels import geglu as geglu_module  # noqa: E402
+from kernels import configs
+from kernels import geglu as geglu_module
 
 # A shape of each class on the H200 (132 SMs).
 SHAPES = {"large": (8192, 5376, 21504), "small": (1024, 1024, 4096)}
