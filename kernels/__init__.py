@@ -13,4 +13,4 @@ from .implementations import IMPLEMENTATIONS, Implementation
 
 SUITES_FILE = Path(__file__).with_name("suites.yaml")
 
-__all__ = ["IMPLEMENTATIONS", "Implementation", "SUITES_FILE"]
+__all__ = ["IMPLEMENTATIONS", "SUITES_FILE", "Implementation"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 import yaml
@@ -44,7 +44,7 @@ def shape_class(M: int, N: int, num_sms: int) -> str:
 
 
 def _grid(**axes: list) -> list[dict]:
-    return [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
+    return [dict(zip(axes, values, strict=False)) for values in itertools.product(*axes.values())]
 
 
 def _smem_bytes(config: dict, element_size: int = 2) -> int:
@@ -65,62 +65,218 @@ def _fits(config: dict) -> bool:
 _CANDIDATES = {
     # The configs tuning picked on the H200 before FLATTEN existed (warp-specialized), and the
     # FLATTEN variants without warp specialization (tutorial 09 flattens only without it on Hopper).
-    ("tma", "large"): _grid(BLOCK_M=[128], BLOCK_N=[128], BLOCK_K=[64], GROUP_M=[16], num_warps=[8], num_stages=[3],
-                            warp_specialize=[True, False], epilogue_subtile=[False], one_dot=[True], flatten=[False])
-    + _grid(BLOCK_M=[128], BLOCK_N=[128], BLOCK_K=[64], GROUP_M=[16], num_warps=[8], num_stages=[3, 4],
-            warp_specialize=[False], epilogue_subtile=[True, False], one_dot=[True, False], flatten=[True]),
-    ("tma", "small"): _grid(BLOCK_M=[128], BLOCK_N=[64], BLOCK_K=[64], GROUP_M=[8], num_warps=[8], num_stages=[4],
-                            warp_specialize=[True], epilogue_subtile=[False], one_dot=[True], flatten=[False])
-    + _grid(BLOCK_M=[128], BLOCK_N=[64, 128], BLOCK_K=[64], GROUP_M=[8], num_warps=[8], num_stages=[3, 4],
-            warp_specialize=[False], epilogue_subtile=[False], one_dot=[True], flatten=[True]),
+    ("tma", "large"): _grid(
+        BLOCK_M=[128],
+        BLOCK_N=[128],
+        BLOCK_K=[64],
+        GROUP_M=[16],
+        num_warps=[8],
+        num_stages=[3],
+        warp_specialize=[True, False],
+        epilogue_subtile=[False],
+        one_dot=[True],
+        flatten=[False],
+    )
+    + _grid(
+        BLOCK_M=[128],
+        BLOCK_N=[128],
+        BLOCK_K=[64],
+        GROUP_M=[16],
+        num_warps=[8],
+        num_stages=[3, 4],
+        warp_specialize=[False],
+        epilogue_subtile=[True, False],
+        one_dot=[True, False],
+        flatten=[True],
+    ),
+    ("tma", "small"): _grid(
+        BLOCK_M=[128],
+        BLOCK_N=[64],
+        BLOCK_K=[64],
+        GROUP_M=[8],
+        num_warps=[8],
+        num_stages=[4],
+        warp_specialize=[True],
+        epilogue_subtile=[False],
+        one_dot=[True],
+        flatten=[False],
+    )
+    + _grid(
+        BLOCK_M=[128],
+        BLOCK_N=[64, 128],
+        BLOCK_K=[64],
+        GROUP_M=[8],
+        num_warps=[8],
+        num_stages=[3, 4],
+        warp_specialize=[False],
+        epilogue_subtile=[False],
+        one_dot=[True],
+        flatten=[True],
+    ),
     # Decode reads weight once; FLATTEN keeps the loads streaming across the tiles of a program.
-    ("tma", "decode"): _grid(BLOCK_M=[64], BLOCK_N=[32, 64, 128], BLOCK_K=[128, 256], GROUP_M=[1],
-                             num_warps=[4], num_stages=[3, 5], warp_specialize=[False], epilogue_subtile=[False],
-                             one_dot=[False])
-    + _grid(BLOCK_M=[64], BLOCK_N=[32, 64], BLOCK_K=[128, 256], GROUP_M=[1], num_warps=[4], num_stages=[3, 4, 6],
-            warp_specialize=[False], epilogue_subtile=[False], one_dot=[False, True], flatten=[True]),
-    ("pointer", "large"): _grid(BLOCK_M=[128], BLOCK_N=[64, 128], BLOCK_K=[32, 64], GROUP_M=[8],
-                                num_warps=[8], num_stages=[3, 4]),
-    ("pointer", "small"): _grid(BLOCK_M=[64, 128], BLOCK_N=[64, 128], BLOCK_K=[32, 64], GROUP_M=[8],
-                                num_warps=[4], num_stages=[3, 4]),
-    ("pointer", "decode"): _grid(BLOCK_M=[64], BLOCK_N=[32, 64, 128], BLOCK_K=[128, 256], GROUP_M=[1],
-                                 num_warps=[4, 8], num_stages=[3, 4, 6]),
+    ("tma", "decode"): _grid(
+        BLOCK_M=[64],
+        BLOCK_N=[32, 64, 128],
+        BLOCK_K=[128, 256],
+        GROUP_M=[1],
+        num_warps=[4],
+        num_stages=[3, 5],
+        warp_specialize=[False],
+        epilogue_subtile=[False],
+        one_dot=[False],
+    )
+    + _grid(
+        BLOCK_M=[64],
+        BLOCK_N=[32, 64],
+        BLOCK_K=[128, 256],
+        GROUP_M=[1],
+        num_warps=[4],
+        num_stages=[3, 4, 6],
+        warp_specialize=[False],
+        epilogue_subtile=[False],
+        one_dot=[False, True],
+        flatten=[True],
+    ),
+    ("pointer", "large"): _grid(
+        BLOCK_M=[128], BLOCK_N=[64, 128], BLOCK_K=[32, 64], GROUP_M=[8], num_warps=[8], num_stages=[3, 4]
+    ),
+    ("pointer", "small"): _grid(
+        BLOCK_M=[64, 128], BLOCK_N=[64, 128], BLOCK_K=[32, 64], GROUP_M=[8], num_warps=[4], num_stages=[3, 4]
+    ),
+    ("pointer", "decode"): _grid(
+        BLOCK_M=[64], BLOCK_N=[32, 64, 128], BLOCK_K=[128, 256], GROUP_M=[1], num_warps=[4, 8], num_stages=[3, 4, 6]
+    ),
 }
 # Two (or three) programs per SM, each small enough (shared memory; registers, by maxnreg for 8
 # warps) for all to be resident: one's epilogue overlaps another's matmul, which one program per
 # SM leaves idle between tiles.
 _TWO_PER_SM = {"warp_specialize": False, "one_dot": True, "flatten": True, "programs_per_sm": 2}
 _CANDIDATES[("tma", "large")] += [
-    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 16, "num_warps": 8, "num_stages": 3,
-     "epilogue_subtile": subtile, "maxnreg": 128, **_TWO_PER_SM} for subtile in (False, True)
+    {
+        "BLOCK_M": 128,
+        "BLOCK_N": 64,
+        "BLOCK_K": 64,
+        "GROUP_M": 16,
+        "num_warps": 8,
+        "num_stages": 3,
+        "epilogue_subtile": subtile,
+        "maxnreg": 128,
+        **_TWO_PER_SM,
+    }
+    for subtile in (False, True)
 ] + [
-    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 16, "num_warps": 4, "num_stages": 3,
-     "epilogue_subtile": True, **_TWO_PER_SM},
-    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 16, "num_warps": 8, "num_stages": 6,
-     "epilogue_subtile": True, "maxnreg": 128, **_TWO_PER_SM},
-    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 16, "num_warps": 4, "num_stages": 6,
-     "epilogue_subtile": True, **_TWO_PER_SM},
-    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 3,
-     "epilogue_subtile": True, **_TWO_PER_SM},
+    {
+        "BLOCK_M": 128,
+        "BLOCK_N": 64,
+        "BLOCK_K": 64,
+        "GROUP_M": 16,
+        "num_warps": 4,
+        "num_stages": 3,
+        "epilogue_subtile": True,
+        **_TWO_PER_SM,
+    },
+    {
+        "BLOCK_M": 128,
+        "BLOCK_N": 64,
+        "BLOCK_K": 32,
+        "GROUP_M": 16,
+        "num_warps": 8,
+        "num_stages": 6,
+        "epilogue_subtile": True,
+        "maxnreg": 128,
+        **_TWO_PER_SM,
+    },
+    {
+        "BLOCK_M": 128,
+        "BLOCK_N": 64,
+        "BLOCK_K": 32,
+        "GROUP_M": 16,
+        "num_warps": 4,
+        "num_stages": 6,
+        "epilogue_subtile": True,
+        **_TWO_PER_SM,
+    },
+    {
+        "BLOCK_M": 128,
+        "BLOCK_N": 64,
+        "BLOCK_K": 64,
+        "GROUP_M": 8,
+        "num_warps": 4,
+        "num_stages": 3,
+        "epilogue_subtile": True,
+        **_TWO_PER_SM,
+    },
     # Three: one warp group each, two stages each (registers: 3 x 128 threads x at most 168).
-    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 16, "num_warps": 4, "num_stages": 2,
-     "epilogue_subtile": True, **_TWO_PER_SM, "programs_per_sm": 3},
+    {
+        "BLOCK_M": 128,
+        "BLOCK_N": 64,
+        "BLOCK_K": 64,
+        "GROUP_M": 16,
+        "num_warps": 4,
+        "num_stages": 2,
+        "epilogue_subtile": True,
+        **_TWO_PER_SM,
+        "programs_per_sm": 3,
+    },
 ]
 _CANDIDATES[("tma", "small")] += [
-    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3,
-     "epilogue_subtile": True, "maxnreg": 128, **_TWO_PER_SM},
-    {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4,
-     "epilogue_subtile": False, **_TWO_PER_SM},
-    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 2,
-     "epilogue_subtile": True, **_TWO_PER_SM, "programs_per_sm": 3},
+    {
+        "BLOCK_M": 128,
+        "BLOCK_N": 64,
+        "BLOCK_K": 64,
+        "GROUP_M": 8,
+        "num_warps": 8,
+        "num_stages": 3,
+        "epilogue_subtile": True,
+        "maxnreg": 128,
+        **_TWO_PER_SM,
+    },
+    {
+        "BLOCK_M": 64,
+        "BLOCK_N": 64,
+        "BLOCK_K": 64,
+        "GROUP_M": 8,
+        "num_warps": 4,
+        "num_stages": 4,
+        "epilogue_subtile": False,
+        **_TWO_PER_SM,
+    },
+    {
+        "BLOCK_M": 128,
+        "BLOCK_N": 64,
+        "BLOCK_K": 64,
+        "GROUP_M": 8,
+        "num_warps": 4,
+        "num_stages": 2,
+        "epilogue_subtile": True,
+        **_TWO_PER_SM,
+        "programs_per_sm": 3,
+    },
     # More, smaller tiles: fewer SMs idle in the last wave.
-    {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4,
-     "warp_specialize": False, "epilogue_subtile": False, "one_dot": True, "flatten": True},
+    {
+        "BLOCK_M": 64,
+        "BLOCK_N": 128,
+        "BLOCK_K": 64,
+        "GROUP_M": 8,
+        "num_warps": 4,
+        "num_stages": 4,
+        "warp_specialize": False,
+        "epilogue_subtile": False,
+        "one_dot": True,
+        "flatten": True,
+    },
 ]
 # One program per SM, the large config's neighbours: other group heights (which x and weight
 # blocks share L2) and K steps of 32 with eight stages (experiments/2026-11-30-h200-tuning).
-_ONE_WIDE = {"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "warp_specialize": False, "epilogue_subtile": False,
-             "one_dot": True, "flatten": True}
+_ONE_WIDE = {
+    "BLOCK_M": 128,
+    "BLOCK_N": 128,
+    "num_warps": 8,
+    "warp_specialize": False,
+    "epilogue_subtile": False,
+    "one_dot": True,
+    "flatten": True,
+}
 _CANDIDATES[("tma", "large")] += [
     {**_ONE_WIDE, "BLOCK_K": 64, "GROUP_M": group, "num_stages": 4} for group in (8, 32)
 ] + [
@@ -128,20 +284,56 @@ _CANDIDATES[("tma", "large")] += [
 ]
 # Small shapes are latency-bound (d512: one tile per program): fewer, longer K steps.
 _CANDIDATES[("tma", "small")] += [
-    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 8, "num_stages": 3,
-     "warp_specialize": False, "epilogue_subtile": False, "one_dot": True, "flatten": True},
+    {
+        "BLOCK_M": 128,
+        "BLOCK_N": 64,
+        "BLOCK_K": 128,
+        "GROUP_M": 8,
+        "num_warps": 8,
+        "num_stages": 3,
+        "warp_specialize": False,
+        "epilogue_subtile": False,
+        "one_dot": True,
+        "flatten": True,
+    },
 ]
 _CANDIDATES[("tma", "decode")] += [
-    {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 3,
-     "epilogue_subtile": False, **_TWO_PER_SM},
-    {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 1, "num_warps": 4, "num_stages": 4,
-     "epilogue_subtile": False, **_TWO_PER_SM},
+    {
+        "BLOCK_M": 64,
+        "BLOCK_N": 32,
+        "BLOCK_K": 128,
+        "GROUP_M": 1,
+        "num_warps": 4,
+        "num_stages": 3,
+        "epilogue_subtile": False,
+        **_TWO_PER_SM,
+    },
+    {
+        "BLOCK_M": 64,
+        "BLOCK_N": 64,
+        "BLOCK_K": 64,
+        "GROUP_M": 1,
+        "num_warps": 4,
+        "num_stages": 4,
+        "epilogue_subtile": False,
+        **_TWO_PER_SM,
+    },
 ]
 # gemv launches with BLOCK_M = 16 (M <= 4), which leaves room for deeper pipelines: more bytes in
 # flight per SM keep memory busier while the last tiles drain.
 _CANDIDATES[("tma", "gemv")] = [{**c, "BLOCK_M": 16} for c in _CANDIDATES[("tma", "decode")]] + [
-    {"BLOCK_M": 16, "BLOCK_N": n, "BLOCK_K": k, "GROUP_M": 1, "num_warps": 4, "num_stages": stages,
-     "warp_specialize": False, "epilogue_subtile": False, "one_dot": True, "flatten": True}
+    {
+        "BLOCK_M": 16,
+        "BLOCK_N": n,
+        "BLOCK_K": k,
+        "GROUP_M": 1,
+        "num_warps": 4,
+        "num_stages": stages,
+        "warp_specialize": False,
+        "epilogue_subtile": False,
+        "one_dot": True,
+        "flatten": True,
+    }
     for n, k, stages in ((128, 128, 3), (32, 256, 5), (32, 128, 8))
 ]
 _CANDIDATES[("pointer", "gemv")] = _CANDIDATES[("pointer", "decode")]
@@ -196,12 +388,12 @@ def autotune(key: tuple, run_with: Callable[[dict], None]) -> dict:
     if key not in _autotuned:
         import triton.testing
 
-        gpu, path, cls, dtype = key
+        _gpu, path, cls, _dtype = key
         timed = []
         for config in candidates(path, cls):
             try:
-                timed.append((triton.testing.do_bench(lambda: run_with(config), return_mode="median"), config))
-            except Exception:  # a candidate that does not compile or launch here is not a choice
+                timed.append((triton.testing.do_bench(lambda c=config: run_with(c), return_mode="median"), config))
+            except Exception:  # noqa: BLE001 -- a candidate that does not compile or launch here is not a choice
                 continue
         if not timed:
             raise RuntimeError(f"geglu: no candidate config runs for {key}")

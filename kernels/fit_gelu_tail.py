@@ -70,8 +70,10 @@ def main() -> None:
     exact = exact_gelu(z.astype(np.float64), args.gelu)
     error = np.abs(kernel_gelu(z, coefficients, args.T) - exact)
     counted = np.abs(exact) > 1e-6
-    print(f"{args.gelu}, degree {args.degree} in t on [0, {args.T}]: relative error "
-          f"{(error[counted] / np.abs(exact[counted])).max():.3g}, absolute {error.max():.3g} (fp32, emulated)")
+    print(
+        f"{args.gelu}, degree {args.degree} in t on [0, {args.T}]: relative error "
+        f"{(error[counted] / np.abs(exact[counted])).max():.3g}, absolute {error.max():.3g} (fp32, emulated)"
+    )
     print("coefficients, highest first:")
     for c in coefficients[::-1]:
         print(f"  {float(c)!r}")

@@ -91,14 +91,23 @@ def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 @triton.jit
 def _geglu_pointer_kernel(
     # Pointers to matrices
-    x_ptr, w_ptr, out_ptr,
+    x_ptr,
+    w_ptr,
+    out_ptr,
     # Matrix dimensions
-    M, N, K,
-    stride_xm, stride_xk,
-    stride_wn, stride_wk,
-    stride_om, stride_on,
+    M,
+    N,
+    K,
+    stride_xm,
+    stride_xk,
+    stride_wn,
+    stride_wk,
+    stride_om,
+    stride_on,
     # Meta-parameters
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
     APPROXIMATE_TANH: tl.constexpr,
     INPUT_PRECISION: tl.constexpr,
@@ -118,7 +127,7 @@ def _geglu_pointer_kernel(
     # Accumulate into fp32 for accuracy, whatever the input dtype.
     z1 = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     z2 = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
+    for k in range(tl.cdiv(K, BLOCK_K)):
         k_left = K - k * BLOCK_K
         x = tl.load(x_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
         w1 = tl.load(w1_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
@@ -138,11 +147,18 @@ def _geglu_pointer_kernel(
 @triton.jit
 def _geglu_tma_kernel(
     # Tensor descriptors: x [M, K], the halves of weight [N, K] each, out [M, N]
-    x_desc, w1_desc, w2_desc, out_desc,
+    x_desc,
+    w1_desc,
+    w2_desc,
+    out_desc,
     # Matrix dimensions
-    M, N, K,
+    M,
+    N,
+    K,
     # Meta-parameters
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
     NUM_PROGRAMS: tl.constexpr,
     APPROXIMATE_TANH: tl.constexpr,
@@ -162,8 +178,9 @@ def _geglu_tma_kernel(
     # coordinates come from a second counter one tile behind, recomputed after the K loop, so
     # that the epilogue does not depend on the values the next tile's prologue overwrites.
     tile_id_c = tl.program_id(0) - NUM_PROGRAMS
-    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_PROGRAMS, flatten=FLATTEN,
-                            warp_specialize=WARP_SPECIALIZE):
+    for tile_id in tl.range(
+        tl.program_id(0), num_pid_m * num_pid_n, NUM_PROGRAMS, flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE
+    ):
         pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
         offs_m = pid_m * BLOCK_M
         offs_n = pid_n * BLOCK_N
@@ -205,15 +222,12 @@ def _interpreting() -> bool:
 
 def _check_inputs(x: torch.Tensor, weight: torch.Tensor, approximate: str) -> None:
     if not isinstance(x, torch.Tensor) or not isinstance(weight, torch.Tensor):
-        raise ValueError(
-            f"geglu: x and weight must be tensors, got {type(x).__name__} and {type(weight).__name__}"
-        )
+        raise ValueError(f"geglu: x and weight must be tensors, got {type(x).__name__} and {type(weight).__name__}")
     if approximate not in APPROXIMATIONS:
         raise ValueError(f"geglu: approximate must be one of {APPROXIMATIONS}, got {approximate!r}")
     if x.ndim < 1 or weight.ndim != 2:
         raise ValueError(
-            f"geglu: expected x [..., K] and weight [2N, K], got x {tuple(x.shape)} "
-            f"and weight {tuple(weight.shape)}"
+            f"geglu: expected x [..., K] and weight [2N, K], got x {tuple(x.shape)} and weight {tuple(weight.shape)}"
         )
     if weight.shape[1] != x.shape[-1] or weight.shape[0] % 2:
         raise ValueError(
@@ -228,9 +242,7 @@ def _check_inputs(x: torch.Tensor, weight: torch.Tensor, approximate: str) -> No
     if x.device != weight.device:
         raise ValueError(f"geglu: x is on {x.device} but weight is on {weight.device}")
     if x.device.type != "cuda" and not _interpreting():
-        raise ValueError(
-            f"geglu: tensors must be on a CUDA device (or run with TRITON_INTERPRET=1), got {x.device}"
-        )
+        raise ValueError(f"geglu: tensors must be on a CUDA device (or run with TRITON_INTERPRET=1), got {x.device}")
 
 
 def _tma_capable(x2d: torch.Tensor, weight: torch.Tensor, N: int) -> bool:
@@ -284,8 +296,15 @@ def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) 
 
 
 # The launch options a config may leave out, off by default.
-_OPTION_DEFAULTS = {"warp_specialize": False, "epilogue_subtile": False, "one_dot": False, "flatten": False,
-                    "programs_per_sm": 1, "maxnreg": None, "num_ctas": 1}
+_OPTION_DEFAULTS = {
+    "warp_specialize": False,
+    "epilogue_subtile": False,
+    "one_dot": False,
+    "flatten": False,
+    "programs_per_sm": 1,
+    "maxnreg": None,
+    "num_ctas": 1,
+}
 
 
 def _with_config(plan: dict, config: dict, M: int, source: str) -> dict:
@@ -341,7 +360,9 @@ def geglu(
         plan = _with_config(plan, config, M, "given")
     elif plan["source"] == "untuned" and x.device.type == "cuda":
         key = (plan["gpu"], plan["path"], plan["shape_class"], x.dtype)
-        best = configs.autotune(key, lambda c: _launch(x2d, weight, out2d, _with_config(plan, c, M, "autotuning"), tanh))
+        best = configs.autotune(
+            key, lambda c: _launch(x2d, weight, out2d, _with_config(plan, c, M, "autotuning"), tanh)
+        )
         plan = _with_config(plan, best, M, "autotuned")
     _launch(x2d, weight, out2d, plan, tanh)
     return out
@@ -358,17 +379,27 @@ def _launch_pointer(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
     N = out2d.shape[1]
     grid = (triton.cdiv(M, plan["BLOCK_M"]) * triton.cdiv(N, plan["BLOCK_N"]),)
     return _geglu_pointer_kernel[grid](
-        x2d, weight, out2d,
-        M, N, K,
-        x2d.stride(0), x2d.stride(1),
-        weight.stride(0), weight.stride(1),
-        out2d.stride(0), out2d.stride(1),
-        BLOCK_M=plan["BLOCK_M"], BLOCK_N=plan["BLOCK_N"], BLOCK_K=plan["BLOCK_K"],
+        x2d,
+        weight,
+        out2d,
+        M,
+        N,
+        K,
+        x2d.stride(0),
+        x2d.stride(1),
+        weight.stride(0),
+        weight.stride(1),
+        out2d.stride(0),
+        out2d.stride(1),
+        BLOCK_M=plan["BLOCK_M"],
+        BLOCK_N=plan["BLOCK_N"],
+        BLOCK_K=plan["BLOCK_K"],
         GROUP_M=plan["GROUP_M"],
         APPROXIMATE_TANH=tanh,
         # Full fp32 products for fp32 inputs, as torch does by default (no TF32).
         INPUT_PRECISION="ieee",
-        num_warps=plan["num_warps"], num_stages=plan["num_stages"],
+        num_warps=plan["num_warps"],
+        num_stages=plan["num_stages"],
     )
 
 
@@ -394,9 +425,16 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
     if options["num_ctas"] != 1:
         limits["num_ctas"] = options["num_ctas"]
     return _geglu_tma_kernel[(programs,)](
-        x_desc, w1_desc, w2_desc, out_desc,
-        M, N, K,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+        x_desc,
+        w1_desc,
+        w2_desc,
+        out_desc,
+        M,
+        N,
+        K,
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
         GROUP_M=options["GROUP_M"],
         NUM_PROGRAMS=programs,
         APPROXIMATE_TANH=tanh,
@@ -404,6 +442,7 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
         EPILOGUE_SUBTILE=subtile,
         ONE_DOT=options["one_dot"],
         FLATTEN=options["flatten"],
-        num_warps=options["num_warps"], num_stages=options["num_stages"],
+        num_warps=options["num_warps"],
+        num_stages=options["num_stages"],
         **limits,
     )

@@ -24,21 +24,23 @@ import torch
 import triton
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-
 from kernels import configs
 from kernels import geglu as geglu_module
 from kernels.geglu import geglu
 from perfbot import correctness, measure
 from perfbot.subject import load_suites
 
+ROOT = Path(__file__).resolve().parents[1]
+
 # The precision the kernel promises (issue: bf16 3e-3, fp16 5e-4); a faster wrong config loses.
 BOUNDS = {"bfloat16": 3e-3, "float16": 5e-4}
 
 
 def cases_by_class(num_sms: int) -> dict[str, list]:
-    suites = load_suites(ROOT / "kernels" / "suites.yaml", {"fused", "fused-pointer", "eager", "compiled",
-                                                             "max-autotune", "gemm", "copy"})
+    suites = load_suites(
+        ROOT / "kernels" / "suites.yaml",
+        {"fused", "fused-pointer", "eager", "compiled", "max-autotune", "gemm", "copy"},
+    )
     seen, by_class = set(), {c: [] for c in configs.SHAPE_CLASSES}
     for name in ("a100", "models", "decode"):
         for case in suites[name].cases:
@@ -74,12 +76,12 @@ def tune(path: str, cls: str, cases: list, samples: int, where: dict[str, str]) 
         x = torch.randn(case.M, case.K, device="cuda").to(dtype)
         weight = (torch.randn(2 * case.N, case.K, device="cuda") / case.K**0.5).to(dtype)
         expected = correctness.reference(x, weight, "geglu", "none")
-        captured = {"gemm": measure.capture(lambda: x @ weight.T, 2)}
+        captured = {"gemm": measure.capture(lambda x=x, weight=weight: x @ weight.T, 2)}
         for i, config in enumerate(candidates):
-            call = lambda config=config: geglu(x, weight, path=path, config=config)  # noqa: E731
+            call = lambda x=x, weight=weight, config=config: geglu(x, weight, path=path, config=config)  # noqa: E731
             try:
                 error = correctness.check(call(), expected, case.dtype).relative_error
-            except Exception as failure:  # does not compile or launch here: not a choice
+            except Exception as failure:  # noqa: BLE001 -- does not compile or launch here: not a choice
                 log.append(f"  {case.name}: candidate {i} failed: {type(failure).__name__}: {str(failure)[:200]}")
                 times[i].append(math.inf)
                 continue
@@ -100,9 +102,15 @@ def tune(path: str, cls: str, cases: list, samples: int, where: dict[str, str]) 
     best = min(geomean, key=geomean.get)
     gemm_geomean = math.exp(sum(math.log(t) for t in gemm_times) / len(gemm_times))
     for i, value in sorted(geomean.items(), key=lambda item: item[1]):
-        log.append(f"  {path}/{cls} candidate {i}: geomean {value:.4f} ms = {value / gemm_geomean:.3f}x gemm  {candidates[i]}  ({compiled.get(i, 'not compiled')})")
-    for case, t, g in zip(cases, times[best], gemm_times):
-        log.append(f"  {path}/{cls} best on {case.name} ({case.M}x{case.K}->{case.N}): {t:.4f} ms, gemm {g:.4f} ms, ratio {t / g:.3f}")
+        log.append(
+            f"  {path}/{cls} candidate {i}: geomean {value:.4f} ms = {value / gemm_geomean:.3f}x gemm  "
+            f"{candidates[i]}  ({compiled.get(i, 'not compiled')})"
+        )
+    for case, t, g in zip(cases, times[best], gemm_times, strict=False):
+        log.append(
+            f"  {path}/{cls} best on {case.name} ({case.M}x{case.K}->{case.N}): {t:.4f} ms, gemm {g:.4f} ms, "
+            f"ratio {t / g:.3f}"
+        )
     return candidates[best], geomean[best], log
 
 
@@ -118,15 +126,19 @@ def main() -> None:
     props = torch.cuda.get_device_properties(0)
     table = (yaml.safe_load(args.out.read_text()) if args.out.is_file() else None) or {}
     entry = table.setdefault(props.name, {})
-    entry["tuned"] = (f"{datetime.date.today()}, Triton {triton.__version__}, PyTorch {torch.__version__}, "
-                      f"by python -m kernels.tune --samples {args.samples}" + (f" --where {args.where}" if where else ""))
+    entry["tuned"] = (
+        f"{datetime.date.today()}, Triton {triton.__version__}, PyTorch {torch.__version__}, "
+        f"by python -m kernels.tune --samples {args.samples}" + (f" --where {args.where}" if where else "")
+    )
     classes = args.classes.split(",")
     for path in args.paths.split(","):
         for cls, cases in cases_by_class(props.multi_processor_count).items():
             if cases and cls in classes:
                 best, geomean, log = tune(path, cls, cases, args.samples, where)
                 print("\n".join(log), flush=True)
-                entry.setdefault(path, {})[cls] = dict(best)  # a copy: gemv and decode share candidates, and YAML would alias them
+                entry.setdefault(path, {})[cls] = dict(
+                    best
+                )  # a copy: gemv and decode share candidates, and YAML would alias them
                 entry.setdefault("geomean_ms", {}).setdefault(path, {})[cls] = round(geomean, 5)
     # geglu takes the path that was fastest for each shape class on this GPU.
     geomeans = entry.get("geomean_ms", {})
@@ -135,8 +147,10 @@ def main() -> None:
         for cls in configs.SHAPE_CLASSES
         if any(cls in by_class for by_class in geomeans.values())
     }
-    header = "# Tuned launch configs of kernels/geglu.py: GPU name -> path -> shape class (16-bit inputs).\n" \
-             "# Written by `python -m kernels.tune` on the GPU it names; see kernels/configs.py.\n"
+    header = (
+        "# Tuned launch configs of kernels/geglu.py: GPU name -> path -> shape class (16-bit inputs).\n"
+        "# Written by `python -m kernels.tune` on the GPU it names; see kernels/configs.py.\n"
+    )
     args.out.write_text(header + yaml.safe_dump(table, sort_keys=False))
     print(f"wrote {args.out}")
 

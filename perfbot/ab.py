@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import git
 from . import store as baseline_store
@@ -27,6 +28,9 @@ from .errors import BadInput, PerfbotError
 from .results import Results
 from .subject import Subject, Suite, load_subject, restrict
 from .thresholds import Policy, changes, load_policy
+
+if TYPE_CHECKING:
+    from .runner import RunSettings
 
 Progress = Callable[[int], AbstractContextManager[Callable[[str, int], None]]]
 
@@ -48,10 +52,20 @@ class Outcome:
     report: Report
 
 
-def run(config: ProjectConfig, kernels_dir: Path, running: Subject, suites: Sequence[Suite], settings: object,
-        base_rev: str, head_rev: str | None, policy: Policy, tritons: Tritons, progress: Progress,
-        on_measured: Callable[[Results, Results], None] = lambda base, head: None,
-        trend_store: Path | None = None) -> Outcome:
+def run(
+    config: ProjectConfig,
+    kernels_dir: Path,
+    running: Subject,
+    suites: Sequence[Suite],
+    settings: RunSettings,
+    base_rev: str,
+    head_rev: str | None,
+    policy: Policy,
+    tritons: Tritons,
+    progress: Progress,
+    on_measured: Callable[[Results, Results], None] = lambda base, head: None,
+    trend_store: Path | None = None,
+) -> Outcome:
     """Measure `base_rev` against `head_rev` (default: this checkout's kernels) and judge.
     `progress(total)` gives a context whose function is told of finished steps; `on_measured`
     gets both sides' results before they are judged (to keep them whatever happens next)."""
@@ -63,10 +77,12 @@ def run(config: ProjectConfig, kernels_dir: Path, running: Subject, suites: Sequ
     except ValueError:
         raise BadInput(f"the A/B needs the kernels inside the project ({config.root}), got {kernels_dir}") from None
     with ExitStack() as stack:
-        trees = {"base": stack.enter_context(checkout(config.root, base_rev))}
+        trees: dict[str, tuple[Path, str | None]] = {"base": stack.enter_context(checkout(config.root, base_rev))}
         trees["head"] = stack.enter_context(checkout(config.root, head_rev)) if head_rev else (config.root, None)
-        subjects = {"base": load_subject(trees["base"][0] / relative),
-                    "head": load_subject(trees["head"][0] / relative) if head_rev else running}
+        subjects = {
+            "base": load_subject(trees["base"][0] / relative),
+            "head": load_subject(trees["head"][0] / relative) if head_rev else running,
+        }
         pins = {side: load_project_config(tree).triton_commit for side, (tree, _) in trees.items()}
         specs = worker_specs({side: tree / relative for side, (tree, _) in trees.items()}, pins, tritons, base_rev)
         started = stack.enter_context(workers(specs)) if specs else None
@@ -84,8 +100,9 @@ def run(config: ProjectConfig, kernels_dir: Path, running: Subject, suites: Sequ
         on_measured(base, head)
         report = judge(base, head, policy, lambda cases: measure(restrict(suites, cases), "-confirm"))
         other = "head" if head_rev else "base"
-        report = dataclasses.replace(report, policy_change=policy_change(policy, trees[other][0], suites,
-                                                                         subjects[other]))
+        report = dataclasses.replace(
+            report, policy_change=policy_change(policy, trees[other][0], suites, subjects[other])
+        )
     if trend_store is not None:
         report = dataclasses.replace(report, trend=trend(trend_store, head, policy))
     return Outcome(base, head, report)
@@ -97,13 +114,16 @@ def checkout(root: Path, rev: str) -> Iterator[tuple[Path, str]]:
     sha = git.commit_of(root, rev)
     if sha is None:
         raise BadInput(f"{rev!r} is not a commit in {root}")
-    with tempfile.TemporaryDirectory(prefix="perfbot-ab-") as scratch, \
-            git.worktree(root, sha, Path(scratch) / "side") as tree:
+    with (
+        tempfile.TemporaryDirectory(prefix="perfbot-ab-") as scratch,
+        git.worktree(root, sha, Path(scratch) / "side") as tree,
+    ):
         yield tree, sha
 
 
-def worker_specs(kernels: dict[str, Path], pins: dict[str, str], tritons: Tritons,
-                 rev: str) -> dict[str, tuple[Path, Path | None, str | None]]:
+def worker_specs(
+    kernels: dict[str, Path], pins: dict[str, str], tritons: Tritons, rev: str
+) -> dict[str, tuple[Path, Path | None, str | None]]:
     """Empty when both sides share the Triton installed here (measured in this process); else,
     per side, what its worker process runs: (kernels, Triton environment or None, commit)."""
     if tritons.envs:
@@ -111,23 +131,29 @@ def worker_specs(kernels: dict[str, Path], pins: dict[str, str], tritons: Triton
     if pins["base"] == pins["head"]:
         return {}
     if tritons.source is None:
-        raise BadInput(f"{rev} pins Triton {pins['base'][:12]} and the head {pins['head'][:12]}: each side needs "
-                       "its own; pass --triton-source REPO to build both, or --triton-env base=DIR --triton-env head=DIR")
+        raise BadInput(
+            f"{rev} pins Triton {pins['base'][:12]} and the head {pins['head'][:12]}: each side needs "
+            "its own; pass --triton-source REPO to build both, or --triton-env base=DIR --triton-env head=DIR"
+        )
     from . import triton_build
 
-    return {side: (kernels[side], triton_build.environment(pins[side], tritons.source, tritons.cache), pins[side])
-            for side in ("base", "head")}
+    return {
+        side: (kernels[side], triton_build.environment(pins[side], tritons.source, tritons.cache), pins[side])
+        for side in ("base", "head")
+    }
 
 
-def judge(base: Results, head: Results, policy: Policy,
-          remeasure: Callable[[set[tuple[str, str]]], tuple[Results, Results]]) -> Report:
+def judge(
+    base: Results, head: Results, policy: Policy, remeasure: Callable[[set[tuple[str, str]]], tuple[Results, Results]]
+) -> Report:
     if base.settings.ab_run is None or base.settings.ab_run != head.settings.ab_run:
         raise BadInput("both sides must come from one interleaved A/B run")
     return confirm(compare(base, head, policy), policy, remeasure)
 
 
-def confirm(report: Report, policy: Policy,
-            remeasure: Callable[[set[tuple[str, str]]], tuple[Results, Results]]) -> Report:
+def confirm(
+    report: Report, policy: Policy, remeasure: Callable[[set[tuple[str, str]]], tuple[Results, Results]]
+) -> Report:
     """Re-measure the cases of every failing comparison in a second interleaved round
     (`remeasure(cases)` returns base and head results); a slowdown fails only if it fails again."""
     failing = [c for c in report.comparisons if c.fails]
@@ -139,13 +165,20 @@ def confirm(report: Report, policy: Policy,
     for c in report.comparisons:
         if c.fails:
             again = second.get(c.current.key)
-            detail = (f"{again.change_percent:+.2f}%, q={again.q_value:.2g}" if again and again.q_value is not None
-                      else "not measured again")
+            detail = (
+                f"{again.change_percent:+.2f}%, q={again.q_value:.2g}"
+                if again and again.q_value is not None
+                else "not measured again"
+            )
             if again is not None and again.fails:
                 c = dataclasses.replace(c, reason=f"{c.reason}; confirmed by a second interleaved round ({detail})")
             else:
-                c = dataclasses.replace(c, fails=False, reason=f"{c.reason}; NOT confirmed by a second interleaved "
-                                                                f"round ({detail}), so it does not fail the check")
+                c = dataclasses.replace(
+                    c,
+                    fails=False,
+                    reason=f"{c.reason}; NOT confirmed by a second interleaved "
+                    f"round ({detail}), so it does not fail the check",
+                )
         comparisons.append(c)
     return dataclasses.replace(report, comparisons=tuple(comparisons))
 
@@ -162,13 +195,19 @@ def policy_change(policy: Policy, other_tree: Path, suites: Sequence[Suite], oth
         mine = {(c.name, tuple(c.shape.items()), c.dtype) for c in suite.cases}
         theirs_suite = other.suites.get(suite.name)
         theirs = {(c.name, tuple(c.shape.items()), c.dtype) for c in theirs_suite.cases} if theirs_suite else set()
-        lines += [f"suite {suite.name}: case {name} only in the checkout that judged" for name, *_ in sorted(mine - theirs)]
-        lines += [f"suite {suite.name}: case {name} only on the other side (not measured)"
-                  for name, *_ in sorted(theirs - mine)]
+        lines += [
+            f"suite {suite.name}: case {name} only in the checkout that judged" for name, *_ in sorted(mine - theirs)
+        ]
+        lines += [
+            f"suite {suite.name}: case {name} only on the other side (not measured)"
+            for name, *_ in sorted(theirs - mine)
+        ]
     if not lines:
         return ()
-    lead = ("This check measured the suites and applied the thresholds.yaml of the checkout that ran it; "
-            "the other side's differ:")
+    lead = (
+        "This check measured the suites and applied the thresholds.yaml of the checkout that ran it; "
+        "the other side's differ:"
+    )
     return (lead, *lines)
 
 
@@ -182,5 +221,7 @@ def trend(store: Path, head: Results, policy: Policy) -> str:
         return f"no comparison with a stored baseline: {error}"
     slower = [c for c in report.comparisons if c.verdict == "regression"]
     ratio = f"{report.geomean_ratio:.3f}" if report.geomean_ratio else "none (nothing in common)"
-    return (f"against the stored baseline of {stored.created or path.name}: geometric mean ratio {ratio}, "
-            f"{len(slower)} significant slowdown(s) across runs (cross-run thresholds; informational)")
+    return (
+        f"against the stored baseline of {stored.created or path.name}: geometric mean ratio {ratio}, "
+        f"{len(slower)} significant slowdown(s) across runs (cross-run thresholds; informational)"
+    )

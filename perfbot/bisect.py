@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import median
-from typing import Annotated, Literal, Protocol
+from typing import Annotated, Final, Literal, Protocol
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
 
@@ -33,7 +33,7 @@ from .files import write_atomic
 from .schema import MAX_ITEMS, MAX_JSON_BYTES, MAX_MS, MAX_SAMPLES, MIN_MS, Ms, Text, bad_input, clean, read_limited
 from .stats import mann_whitney_p
 
-STATE_VERSION = 1
+STATE_VERSION: Final = 1
 
 
 Sha = Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")]
@@ -78,8 +78,9 @@ class State:
             return _STATE.validate_json(data, strict=True)
         except ValidationError as error:
             if error.errors()[0]["loc"][:1] == ("version",):
-                raise BadInput(f"{path}: not a bisect state this perfbot reads (version {STATE_VERSION}); "
-                               "delete it to start over") from None
+                raise BadInput(
+                    f"{path}: not a bisect state this perfbot reads (version {STATE_VERSION}); delete it to start over"
+                ) from None
             raise BadInput(f"{bad_input(str(path), error, 'bisect state file')}; delete it to start over") from None
 
 
@@ -178,13 +179,13 @@ def bisect(
 
     try:
         ends = [probe(good), probe(bad)]
-        for end, name in zip(ends, ("good", "bad")):
+        for end, name in zip(ends, ("good", "bad"), strict=False):
             if end.unusable:
                 raise BadInput(f"the {name} end {end.sha[:12]} cannot be measured: {end.unusable}")
         good_probe, bad_probe = ends
         good_probe.verdict, bad_probe.verdict = "good", "bad"
         p = mann_whitney_p(good_probe.samples, bad_probe.samples, "greater")
-        slowdown = 100 * (bad_probe.median_ms / good_probe.median_ms - 1)
+        slowdown = 100 * (_ms(bad_probe) / _ms(good_probe) - 1)
         if not (p < alpha and slowdown > min_slowdown_percent):
             raise BadInput(
                 f"bad {bad[:12]} is not significantly slower than good {good[:12]}: medians "
@@ -256,8 +257,16 @@ def _next_index(order: list[str], lo: int, hi: int, probes: dict[str, Probe]) ->
 NON_MONOTONIC_MARGIN = 0.25
 
 
-def _classify(current: Probe, good: Probe, bad: Probe, alpha: float, max_rounds: int, prober: Prober,
-              state: State, state_path: Path) -> None:
+def _classify(
+    current: Probe,
+    good: Probe,
+    bad: Probe,
+    alpha: float,
+    max_rounds: int,
+    prober: Prober,
+    state: State,
+    state_path: Path,
+) -> None:
     """Bad if significantly slower than good (so bisect finds the earliest slowdown, also when it
     came in steps); good if significantly faster than bad; otherwise measure again, and after
     max_rounds let the nearer median decide."""
@@ -286,16 +295,26 @@ def _classify(current: Probe, good: Probe, bad: Probe, alpha: float, max_rounds:
         current.note = "significantly faster than the good end: range not monotonic"
     elif position > 1 + NON_MONOTONIC_MARGIN and mann_whitney_p(bad.samples, current.samples, "greater") < alpha:
         current.note = "significantly slower than the bad end: range not monotonic"
-    elif (NON_MONOTONIC_MARGIN < position < 1 - NON_MONOTONIC_MARGIN
-          and mann_whitney_p(good.samples, current.samples, "greater") < alpha
-          and mann_whitney_p(bad.samples, current.samples, "less") < alpha):
-        current.note = "between the two ends (slower than good, faster than bad): range not monotonic, " \
-                       "the slowdown comes in steps"
+    elif (
+        NON_MONOTONIC_MARGIN < position < 1 - NON_MONOTONIC_MARGIN
+        and mann_whitney_p(good.samples, current.samples, "greater") < alpha
+        and mann_whitney_p(bad.samples, current.samples, "less") < alpha
+    ):
+        current.note = (
+            "between the two ends (slower than good, faster than bad): range not monotonic, the slowdown comes in steps"
+        )
     state.save(state_path)
 
 
 def _position(current: Probe, good: Probe, bad: Probe) -> float:
-    return math.log(current.median_ms / good.median_ms) / math.log(bad.median_ms / good.median_ms)
+    return math.log(_ms(current) / _ms(good)) / math.log(_ms(bad) / _ms(good))
+
+
+def _ms(probe: Probe) -> float:
+    """The median of a probe that was measured (every probe classified has samples)."""
+    if probe.median_ms is None:
+        raise EnvironmentFailure(f"{probe.sha[:12]} has no samples to compare")
+    return probe.median_ms
 
 
 class CommandProber:
@@ -303,7 +322,13 @@ class CommandProber:
     `measure` prints samples in ms, one per line. A non-zero exit makes the commit unusable."""
 
     def __init__(self, repo: Path, build: str, measure: str, workdir: Path, timeout_s: float = 3600):
-        self.repo, self.build, self.measure_command, self.workdir, self.timeout_s = repo, build, measure, workdir, timeout_s
+        self.repo, self.build, self.measure_command, self.workdir, self.timeout_s = (
+            repo,
+            build,
+            measure,
+            workdir,
+            timeout_s,
+        )
         self.recipe = f"build: {build}\nmeasure: {measure}"
 
     def measure(self, sha: str) -> list[float]:
@@ -314,8 +339,9 @@ class CommandProber:
             env = dict(os.environ, PERFBOT_BISECT_COMMIT=sha)
             try:
                 for name, command in (("build", self.build), ("measure", self.measure_command)):
-                    done = subprocess.run(command, shell=True, cwd=tree, env=env, capture_output=True, text=True,
-                                          timeout=self.timeout_s)
+                    done = subprocess.run(
+                        command, shell=True, cwd=tree, env=env, capture_output=True, text=True, timeout=self.timeout_s
+                    )
                     if done.returncode != 0:
                         last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [""]
                         raise Unusable(f"{name} exited {done.returncode}: {last[0][:200]}")
@@ -346,8 +372,9 @@ class TritonProber:
     unpacked into an environment of its own, put first on PYTHONPATH, and one benchmark is
     timed there by `perfbot sample` with perfbot's own engine."""
 
-    def __init__(self, repo: Path, cache: Path, sample_args: list[str], timeout_s: float = 7200,
-                 build_isolation: bool = True):
+    def __init__(
+        self, repo: Path, cache: Path, sample_args: list[str], timeout_s: float = 7200, build_isolation: bool = True
+    ):
         self.repo, self.cache, self.sample_args, self.timeout_s = repo, cache, sample_args, timeout_s
         self.build_isolation = build_isolation
         self.recipe = "triton: perfbot sample " + " ".join(sample_args)
@@ -356,13 +383,23 @@ class TritonProber:
         from . import triton_build
 
         try:
-            environment = triton_build.environment(sha, str(self.repo), self.cache, build_isolation=self.build_isolation)
+            environment = triton_build.environment(
+                sha, str(self.repo), self.cache, build_isolation=self.build_isolation
+            )
         except EnvironmentFailure as error:
             raise Unusable(str(error).splitlines()[0]) from None
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(environment), os.environ.get("PYTHONPATH")])),
-                   PERFBOT_TRITON_COMMIT=sha)
-        done = subprocess.run([sys.executable, "-m", "perfbot", "sample", *self.sample_args], env=env,
-                              capture_output=True, text=True, timeout=self.timeout_s)
+        env = dict(
+            os.environ,
+            PYTHONPATH=os.pathsep.join(filter(None, [str(environment), os.environ.get("PYTHONPATH")])),
+            PERFBOT_TRITON_COMMIT=sha,
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "perfbot", "sample", *self.sample_args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=self.timeout_s,
+        )
         if done.returncode == 3:
             raise EnvironmentFailure(f"perfbot sample could not run: {done.stderr.strip()[-300:]}")
         if done.returncode != 0:

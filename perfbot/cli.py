@@ -9,6 +9,7 @@ only the core install, and a measuring command run there says which extra it nee
 from __future__ import annotations
 
 import os
+from typing import NoReturn
 
 import click
 
@@ -36,8 +37,11 @@ class _PerfbotGroup(click.Group):
         except ModuleNotFoundError as error:
             if error.name not in MEASURING_MODULES:
                 _internal_error(ctx, error)
-            click.echo(f"perfbot: error: this command measures, and {error.name} is not installed; "
-                       "install the measuring extra: pip install 'perfbot[gpu]'", err=True)
+            click.echo(
+                f"perfbot: error: this command measures, and {error.name} is not installed; "
+                "install the measuring extra: pip install 'perfbot[gpu]'",
+                err=True,
+            )
             ctx.exit(EXIT_ENVIRONMENT)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
@@ -45,14 +49,17 @@ class _PerfbotGroup(click.Group):
             _internal_error(ctx, error)
 
 
-def _internal_error(ctx: click.Context, error: BaseException) -> None:
+def _internal_error(ctx: click.Context, error: BaseException) -> NoReturn:
     """A failure perfbot did not foresee: one line, exit 3 (never 1, which means a slowdown).
     PERFBOT_DEBUG=1 shows the traceback."""
     if os.environ.get("PERFBOT_DEBUG"):
         raise error
     text = " ".join(str(error).split())[:300]
-    click.echo(f"perfbot: error: internal error ({type(error).__name__}: {text}); please report it, with the "
-               "command; PERFBOT_DEBUG=1 shows where", err=True)
+    click.echo(
+        f"perfbot: error: internal error ({type(error).__name__}: {text}); please report it, with the "
+        "command; PERFBOT_DEBUG=1 shows where",
+        err=True,
+    )
     ctx.exit(EXIT_ENVIRONMENT)
 
 
@@ -67,7 +74,20 @@ def perfbot() -> None:
     """
 
 
-for _command in (run_command, ab_command, sample_command, show_command, env_command, suites_command,
-                 compare_command, baseline_group, export_command, comment_command, verify_head_command,
-                 selftest_command, bisect_command, triton_group):
+for _command in (
+    run_command,
+    ab_command,
+    sample_command,
+    show_command,
+    env_command,
+    suites_command,
+    compare_command,
+    baseline_group,
+    export_command,
+    comment_command,
+    verify_head_command,
+    selftest_command,
+    bisect_command,
+    triton_group,
+):
     perfbot.add_command(_command)

@@ -94,21 +94,32 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
     rules = [policy.rule_for(c.kernel, c.suite, c.dtype, gpu, c.shape, interleaved) for _, c in pairs]
 
     tested = {}
-    for index, ((base, cur), rule) in enumerate(zip(pairs, rules)):
+    for index, ((base, cur), rule) in enumerate(zip(pairs, rules, strict=False)):
         if min(len(base.samples_ms), len(cur.samples_ms)) >= rule.min_samples:
             tested[index] = _test(base.samples_ms, cur.samples_ms, interleaved)
-    q_values = dict(zip(tested, stats.benjamini_hochberg([p for _, p in tested.values()])))
+    q_values = dict(zip(tested, stats.benjamini_hochberg([p for _, p in tested.values()]), strict=False))
 
     comparisons = []
-    for index, ((base, cur), rule) in enumerate(zip(pairs, rules)):
+    for index, ((base, cur), rule) in enumerate(zip(pairs, rules, strict=False)):
         eager = current.peer(cur, "eager")
-        common = dict(current=cur, baseline=base, rule=rule, config_change=_config_change(base, cur),
-                      speedup_vs_eager=eager.median_ms / cur.median_ms if eager and cur.flops else None)
+        common: dict[str, Any] = {
+            "current": cur,
+            "baseline": base,
+            "rule": rule,
+            "config_change": _config_change(base, cur),
+            "speedup_vs_eager": eager.median_ms / cur.median_ms if eager and cur.flops else None,
+        }
         if index not in tested:
             n = min(len(base.samples_ms), len(cur.samples_ms))
-            comparisons.append(Comparison(**common, verdict="inconclusive", fails=False,
-                                          reason=f"{n} samples; the policy needs {rule.min_samples}: "
-                                                 f"re-run with --samples {rule.min_samples} or more"))
+            comparisons.append(
+                Comparison(
+                    **common,
+                    verdict="inconclusive",
+                    fails=False,
+                    reason=f"{n} samples; the policy needs {rule.min_samples}: "
+                    f"re-run with --samples {rule.min_samples} or more",
+                )
+            )
             continue
         estimate, p = tested[index]
         comparisons.append(_decide(common, estimate, p, q_values[index], rule))
@@ -142,18 +153,33 @@ def _decide(common: dict, estimate: stats.RatioEstimate, p: float, q: float, rul
     tested = dict(common, estimate=estimate, p_value=p, q_value=q)
     if significant and slower > rule.warn_percent:
         fails = slower > rule.fail_percent
-        limit = f"beyond the {rule.fail_percent:g}% fail threshold" if fails else \
-            f"over the {rule.warn_percent:g}% warn threshold, under the {rule.fail_percent:g}% fail threshold"
-        return Comparison(**tested, verdict="regression", fails=fails,
-                          reason=f"{slower:+.2f}%, significant (q={q:.2g} < {rule.alpha:g}), {limit}")
+        limit = (
+            f"beyond the {rule.fail_percent:g}% fail threshold"
+            if fails
+            else f"over the {rule.warn_percent:g}% warn threshold, under the {rule.fail_percent:g}% fail threshold"
+        )
+        return Comparison(
+            **tested,
+            verdict="regression",
+            fails=fails,
+            reason=f"{slower:+.2f}%, significant (q={q:.2g} < {rule.alpha:g}), {limit}",
+        )
     if significant and -slower > rule.warn_percent:
-        return Comparison(**tested, verdict="improvement", fails=False,
-                          reason=f"{slower:+.2f}%, significant (q={q:.2g} < {rule.alpha:g})")
+        return Comparison(
+            **tested,
+            verdict="improvement",
+            fails=False,
+            reason=f"{slower:+.2f}%, significant (q={q:.2g} < {rule.alpha:g})",
+        )
     if not significant and 100 * (estimate.high - 1) > rule.fail_percent:
         n = min(len(common["current"].samples_ms), len(common["baseline"].samples_ms))
-        return Comparison(**tested, verdict="inconclusive", fails=False,
-                          reason=f"not significant (q={q:.2g}), but the {interval} reaches past the "
-                                 f"{rule.fail_percent:g}% fail threshold: re-run with --samples {2 * n} to settle it")
+        return Comparison(
+            **tested,
+            verdict="inconclusive",
+            fails=False,
+            reason=f"not significant (q={q:.2g}), but the {interval} reaches past the "
+            f"{rule.fail_percent:g}% fail threshold: re-run with --samples {2 * n} to settle it",
+        )
     within = "not significant" if not significant else f"significant but within ±{rule.warn_percent:g}%"
     return Comparison(**tested, verdict="unchanged", fails=False, reason=f"{slower:+.2f}%, {within}")
 
@@ -177,14 +203,22 @@ def _interleaved(baseline: Results, current: Results) -> bool:
 def _differences(baseline: Results, current: Results) -> tuple[EnvironmentDifference, ...]:
     """What differs in where and how the two were measured: the environment's key fields, and
     the timing method (a changed method can move every time)."""
-    sides = [(baseline.environment, current.environment, k) for k in ("gpu_name",) + _ENVIRONMENT_FIELDS]
+    sides: list[tuple[object, object, str]] = [
+        (baseline.environment, current.environment, k) for k in ("gpu_name", *_ENVIRONMENT_FIELDS)
+    ]
     sides.append((baseline.settings, current.settings, "timing"))
-    return tuple(EnvironmentDifference(k, getattr(before, k), getattr(after, k)) for before, after, k in sides
-                 if getattr(before, k) != getattr(after, k))
+    return tuple(
+        EnvironmentDifference(k, getattr(before, k), getattr(after, k))
+        for before, after, k in sides
+        if getattr(before, k) != getattr(after, k)
+    )
 
 
 def _config_change(baseline: Benchmark, current: Benchmark) -> str | None:
     before, after = baseline.config or {}, current.config or {}
-    changed = [f"{k} {before.get(k)} → {after.get(k)}" for k in sorted(set(before) | set(after), key=str)
-               if before.get(k) != after.get(k)]
+    changed = [
+        f"{k} {before.get(k)} → {after.get(k)}"
+        for k in sorted(set(before) | set(after), key=str)
+        if before.get(k) != after.get(k)
+    ]
     return ", ".join(changed) or None

@@ -19,15 +19,16 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, with_config
 
 from .compare import VERDICTS, Comparison, Report
-from .results import Benchmark, Environment as EnvironmentRecord, Failure, Label, Shape, Variant, variant_name
+from .results import Benchmark, Failure, Label, Shape, Variant, variant_name
+from .results import Environment as EnvironmentRecord
 from .schema import MAX_ITEMS, MAX_JSON_BYTES, Finite, Name, Text, _bounded, load_json
 
-FORMAT = 2
+FORMAT: Final = 2
 # The environment fields a comparison shows side by side.
 ENVIRONMENT_KEYS = ("gpu_name", "gpu_sm_count", "driver", "cuda", "torch", "triton", "triton_commit", "kernels_commit")
 _STRICT = ConfigDict(strict=True, extra="forbid")
@@ -124,7 +125,9 @@ class Summary:
             lead = f"❌ {len(self.failures)} wrong result(s)"
         elif failing:
             worst = max(failing, key=lambda row: row.change_percent)
-            lead = f"❌ {len(failing)} significant slowdown(s) beyond the threshold (worst {worst.change_percent:+.1f}%)"
+            lead = (
+                f"❌ {len(failing)} significant slowdown(s) beyond the threshold (worst {worst.change_percent:+.1f}%)"
+            )
         elif self.count("regression"):
             lead = f"⚠️ {self.count('regression')} significant slowdown(s) under the fail threshold"
         elif self.count("inconclusive"):
@@ -145,9 +148,10 @@ _SUMMARY = TypeAdapter(Summary)
 def summarize(report: Report) -> Summary:
     """The data of a report, as the comparison file holds it."""
     first = report.comparisons[0].estimate if report.comparisons else None
-    environments = {side: {k: getattr(environment, k) for k in ENVIRONMENT_KEYS}
-                    for side, environment in (("baseline", report.baseline_environment),
-                                              ("current", report.current_environment))}
+    environments: dict[Literal["baseline", "current"], dict[str, Any]] = {
+        "baseline": {k: getattr(report.baseline_environment, k) for k in ENVIRONMENT_KEYS},
+        "current": {k: getattr(report.current_environment, k) for k in ENVIRONMENT_KEYS},
+    }
     return Summary(
         format=FORMAT,
         interleaved=report.interleaved,
@@ -190,32 +194,43 @@ def _notes(report: Report) -> list[str]:
     for c in report.comparisons:
         name = label(Identity.of(c.current))
         if c.config_change:
-            notes.append(f"{name}: kernel config changed ({c.config_change}) — a likely cause of any change in its time")
+            notes.append(
+                f"{name}: kernel config changed ({c.config_change}) — a likely cause of any change in its time"
+            )
         if c.verdict in ("regression", "inconclusive"):
             notes.append(f"{name}: {c.reason}")
     for d in report.differences:
         notes.append(f"environment differs: {d.field} {d.baseline} → {d.current}")
-    sides: tuple[tuple[str, EnvironmentRecord], ...] = (("baseline", report.baseline_environment),
-                                                        ("current", report.current_environment))
+    sides: tuple[tuple[str, EnvironmentRecord], ...] = (
+        ("baseline", report.baseline_environment),
+        ("current", report.current_environment),
+    )
     for side, environment in sides:
         if environment.clock_drift:
             notes.append(f"{side} run: clocks drifted — {environment.clock_drift}")
         if environment.throttled_rounds:
-            notes.append(f"{side} run: {environment.throttled_rounds} timing round(s) while NVML reported "
-                         f"throttling ({', '.join(environment.throttle_reasons)}); those samples are flagged in "
-                         "the results")
+            notes.append(
+                f"{side} run: {environment.throttled_rounds} timing round(s) while NVML reported "
+                f"throttling ({', '.join(environment.throttle_reasons)}); those samples are flagged in "
+                "the results"
+            )
     return notes
 
 
 def label(benchmark: Identity) -> str:
     """`kernel[variant] · suite/case · shape dtype`, as plain text (renderers escape it)."""
     where = f"{benchmark.suite}/{benchmark.case} · " if benchmark.suite else ""
-    return f"{variant_name(benchmark.kernel, benchmark.variant)} · {where}{shape_text(benchmark.shape)} {benchmark.dtype}"
+    return (
+        f"{variant_name(benchmark.kernel, benchmark.variant)} · {where}{shape_text(benchmark.shape)} {benchmark.dtype}"
+    )
 
 
 def shape_text(shape: dict[str, int]) -> str:
-    return f"{shape['M']}×{shape['K']}→{shape['N']}" if set(shape) == {"M", "K", "N"} else \
-        ", ".join(f"{k}={v}" for k, v in shape.items())
+    return (
+        f"{shape['M']}×{shape['K']}→{shape['N']}"
+        if set(shape) == {"M", "K", "N"}
+        else ", ".join(f"{k}={v}" for k, v in shape.items())
+    )
 
 
 def to_text(summary: Summary) -> str:

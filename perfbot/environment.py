@@ -31,8 +31,9 @@ _CLOCK_EVENT_REASONS = {
 
 
 # Reasons that mean the clocks were held down while measuring (not idle or a setting).
-THROTTLE_REASONS = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
-                              "hw_power_brake_slowdown"})
+THROTTLE_REASONS = frozenset(
+    {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}
+)
 # SM clock change between the first and last round of a run that marks it as drifted.
 DRIFT_PERCENT = 2.0
 
@@ -101,7 +102,7 @@ def _read_nvml(device: int) -> tuple[GpuState | None, str | None, str | None]:
             )
         finally:
             pynvml.nvmlShutdown()
-    except Exception as error:  # pynvml raises NVMLError subclasses, or ImportError when absent
+    except Exception as error:  # noqa: BLE001 -- pynvml raises NVMLError subclasses, or ImportError when absent
         return None, None, f"{type(error).__name__}: {error}"
     return state, driver if isinstance(driver, str) else driver.decode(), None
 
@@ -140,7 +141,7 @@ class GpuMonitor:
 
             pynvml.nvmlInit()
             self._nvml, self._handle = pynvml, _nvml_handle(pynvml, self._device)
-        except Exception:  # no NVML here: reads stay empty, and the record says so (nvml_error)
+        except Exception:  # noqa: BLE001 -- no NVML here: reads stay empty, and the record says so (nvml_error)
             self._nvml = None
         return self
 
@@ -156,7 +157,7 @@ class GpuMonitor:
         try:
             reasons = clock_event_reasons(self._nvml.nvmlDeviceGetCurrentClocksEventReasons(self._handle))
             clock = self._nvml.nvmlDeviceGetClockInfo(self._handle, self._nvml.NVML_CLOCK_SM)
-        except Exception:
+        except Exception:  # noqa: BLE001 -- a failed read leaves the round unflagged, never the run
             return Round()
         return Round(tuple(r for r in reasons if r in THROTTLE_REASONS), clock)
 

@@ -22,22 +22,42 @@ def to_pytest_benchmark(results: Results) -> dict[str, Any]:
             stats.update(sample / 1000.0)
         shape = "x".join(f"{k}{v}" for k, v in bench.shape.items())
         name = f"{bench.name}[{shape}-{bench.dtype}]"
-        benchmarks.append({
-            "group": f"{bench.suite}/{bench.case}" if bench.suite else None,
-            "name": name,
-            "fullname": f"perfbot::{bench.suite or 'run'}::{name}",
-            "params": {"shape": bench.shape, "dtype": bench.dtype, **bench.variant},
-            "param": f"{shape}-{bench.dtype}",
-            "extra_info": {"flops": bench.flops, "bytes": bench.bytes, "config": bench.config,
-                           "relative_error": bench.relative_error, "gpu": env.gpu_name},
-            "options": {"timer": "cuda-graph replay, CUDA events", "min_rounds": len(bench.samples_ms),
-                        "warmup": True, "disable_gc": False, "max_time": None, "min_time": None},
-            "stats": {**stats.as_dict(), "data": list(stats.data), "iterations": 1},
-        })
+        benchmarks.append(
+            {
+                "group": f"{bench.suite}/{bench.case}" if bench.suite else None,
+                "name": name,
+                "fullname": f"perfbot::{bench.suite or 'run'}::{name}",
+                "params": {"shape": bench.shape, "dtype": bench.dtype, **bench.variant},
+                "param": f"{shape}-{bench.dtype}",
+                "extra_info": {
+                    "flops": bench.flops,
+                    "bytes": bench.bytes,
+                    "config": bench.config,
+                    "relative_error": bench.relative_error,
+                    "gpu": env.gpu_name,
+                },
+                "options": {
+                    "timer": "cuda-graph replay, CUDA events",
+                    "min_rounds": len(bench.samples_ms),
+                    "warmup": True,
+                    "disable_gc": False,
+                    "max_time": None,
+                    "min_time": None,
+                },
+                "stats": {**stats.as_dict(), "data": list(stats.data), "iterations": 1},
+            }
+        )
     return {
-        "machine_info": {"node": env.host, "machine": platform.machine(), "python_version": env.python,
-                         "gpu": env.gpu_name, "driver": env.driver, "cuda": env.cuda,
-                         "torch": env.torch, "triton": env.triton},
+        "machine_info": {
+            "node": env.host,
+            "machine": platform.machine(),
+            "python_version": env.python,
+            "gpu": env.gpu_name,
+            "driver": env.driver,
+            "cuda": env.cuda,
+            "torch": env.torch,
+            "triton": env.triton,
+        },
         "commit_info": {"id": env.kernels_commit, "project": "perfbot"},
         "benchmarks": benchmarks,
         "datetime": results.created,

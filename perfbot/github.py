@@ -114,11 +114,14 @@ class GitHub:
                 return HeadCheck("current", head, origin)
             if any(commit.sha == sha for commit in pull.commits()):
                 return HeadCheck("stale", head, origin)
-            raise BadInput(f"{repo}#{pr} has head {head[:12]} and no commit {sha[:12]}: the report measured "
-                           "another pull request's code; nothing posted")
+            raise BadInput(
+                f"{repo}#{pr} has head {head[:12]} and no commit {sha[:12]}: the report measured "
+                "another pull request's code; nothing posted"
+            )
 
-        return self._retrying(f"reading {repo}#{pr}", attempt, not_found=f"{repo}#{pr}: no such pull request, "
-                              "or the token cannot see it")
+        return self._retrying(
+            f"reading {repo}#{pr}", attempt, not_found=f"{repo}#{pr}: no such pull request, or the token cannot see it"
+        )
 
     def upsert_comment(self, repo: str, pr: int, body: str, author: str | None = None) -> Posted:
         """Edit perfbot's comment on the PR, or create it. Only a comment by `author` (default:
@@ -140,11 +143,15 @@ class GitHub:
             created = issue.create_comment(body)
             return Posted("created", created.html_url)
 
-        return self._retrying(f"posting the comment on {repo}#{pr}", attempt,
-                              not_found=f"{repo}#{pr}: no such pull request, or the token cannot see it")
+        return self._retrying(
+            f"posting the comment on {repo}#{pr}",
+            attempt,
+            not_found=f"{repo}#{pr}: no such pull request, or the token cannot see it",
+        )
 
-    def set_status(self, repo: str, sha: str, state: str, description: str, context: str = "perfbot",
-                   target_url: str | None = None) -> None:
+    def set_status(
+        self, repo: str, sha: str, state: str, description: str, context: str = "perfbot", target_url: str | None = None
+    ) -> None:
         if state not in STATES:
             raise BadInput(f"status state must be one of {', '.join(STATES)}, got {state!r}")
         owner, name = split_repo(repo)
@@ -156,8 +163,11 @@ class GitHub:
             # GitHub keeps at most 140 characters of a status description.
             repository.create_status(sha, state, target_url=target_url, description=description[:140], context=context)
 
-        self._retrying(f"setting the status of {sha[:12]} on {repo}", attempt,
-                       not_found=f"{repo}: no such repository or commit {sha[:12]}, or the token cannot see them")
+        self._retrying(
+            f"setting the status of {sha[:12]} on {repo}",
+            attempt,
+            not_found=f"{repo}: no such repository or commit {sha[:12]}, or the token cannot see them",
+        )
 
     def _retrying(self, what: str, operation: Callable[[], T], not_found: str | None = None) -> T:
         last = ""
@@ -171,12 +181,17 @@ class GitHub:
                     break
                 wait = max(retry.wait if retry.wait is not None else self._backoff_s * 2 ** (attempt - 1), 0.0)
                 if waited + wait > self._budget_s:
-                    raise EnvironmentFailure(self._redact(
-                        f"GitHub asks to wait {wait:.0f} s more ({last}), beyond the {self._budget_s:.0f} s "
-                        f"perfbot waits; {what} gave up at {_utc_now()}")) from None
+                    raise EnvironmentFailure(
+                        self._redact(
+                            f"GitHub asks to wait {wait:.0f} s more ({last}), beyond the {self._budget_s:.0f} s "
+                            f"perfbot waits; {what} gave up at {_utc_now()}"
+                        )
+                    ) from None
                 self._sleep(wait)
                 waited += wait
-        raise EnvironmentFailure(self._redact(f"GitHub unreachable: {what} failed {self._attempts} times; last: {last}"))
+        raise EnvironmentFailure(
+            self._redact(f"GitHub unreachable: {what} failed {self._attempts} times; last: {last}")
+        )
 
     def _classified(self, operation: Callable[[], T], not_found: str | None) -> T:
         """Run once; turn github3's failures into _Retry or a user-facing error."""
@@ -185,8 +200,9 @@ class GitHub:
         except github3.exceptions.TransportError as error:
             raise _Retry(f"connection failed ({type(error.exception).__name__})") from None
         except github3.exceptions.IncompleteResponse as error:
-            raise EnvironmentFailure(f"GitHub's answer lacks a field perfbot needs ({error.msg}); "
-                                     "is GITHUB_API_URL a GitHub API?") from None
+            raise EnvironmentFailure(
+                f"GitHub's answer lacks a field perfbot needs ({error.msg}); is GITHUB_API_URL a GitHub API?"
+            ) from None
         except github3.exceptions.GitHubError as error:
             response = error.response
             message = self._redact(str(getattr(error, "msg", "") or "")) or response.reason
@@ -196,13 +212,15 @@ class GitHub:
                 raise _Retry(f"rate limited ({error.code} {message})", _rate_limit_wait(response.headers)) from None
             if error.code == 401:
                 raise EnvironmentFailure(
-                    f"GitHub rejected the token (401 {message}); check GITHUB_TOKEN and GITHUB_API_URL") from None
+                    f"GitHub rejected the token (401 {message}); check GITHUB_TOKEN and GITHUB_API_URL"
+                ) from None
             if error.code == 404 and not_found is not None:
                 raise BadInput(not_found) from None
             if error.code == 403:
                 raise EnvironmentFailure(
                     f"GitHub refused (403 {message}); the token needs pull-requests: write "
-                    "(and statuses: write for --status)") from None
+                    "(and statuses: write for --status)"
+                ) from None
             raise BadInput(f"GitHub did not accept the request ({error.code} {message})") from None
 
     def _redact(self, text: str) -> str:
@@ -238,7 +256,7 @@ def _rate_limit_wait(headers: Any) -> float | None:
 
 
 def _utc_now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%H:%M:%S UTC")
+    return datetime.datetime.now(datetime.UTC).strftime("%H:%M:%S UTC")
 
 
 def split_repo(repo: str) -> tuple[str, str]:

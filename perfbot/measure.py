@@ -74,8 +74,13 @@ class Timer(Protocol):
     def end_round(self, order: Sequence[str]) -> None: ...
 
 
-def time_rounds(timer: Timer, keys: Sequence[str], samples: int, on_round: Callable[[], None] | None = None,
-                monitor: Monitor | None = None) -> Timings:
+def time_rounds(
+    timer: Timer,
+    keys: Sequence[str],
+    samples: int,
+    on_round: Callable[[], None] | None = None,
+    monitor: Monitor | None = None,
+) -> Timings:
     """The interleaving loop, the only one: `samples` rounds, each timing every key once in the
     order `round_order` gives, the GPU's state read after every round. Milliseconds per key."""
     timings: dict[str, list[float]] = {key: [] for key in keys}
@@ -127,8 +132,12 @@ class GraphTimer:
         torch.cuda.synchronize()
 
 
-def time_interleaved(captured: Mapping[str, Captured], samples: int, on_round: Callable[[], None] | None = None,
-                     monitor: Monitor | None = None) -> Timings:
+def time_interleaved(
+    captured: Mapping[str, Captured],
+    samples: int,
+    on_round: Callable[[], None] | None = None,
+    monitor: Monitor | None = None,
+) -> Timings:
     """Every captured implementation timed interleaved on this GPU (`GraphTimer`, `time_rounds`)."""
     return time_rounds(GraphTimer(captured), list(captured), samples, on_round, monitor)
 

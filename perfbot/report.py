@@ -16,7 +16,7 @@ import jinja2
 from rich.markup import escape
 from rich.table import Table
 
-from .comparison import ENVIRONMENT_KEYS, Identity, Summary, label, shape_text
+from .comparison import ENVIRONMENT_KEYS, Summary, label, shape_text
 from .results import Benchmark, Results, variant_name
 
 # The hidden line by which the bot finds its own PR comment again. Rendered text can never
@@ -55,13 +55,30 @@ def _number(value: float | None, spec: str, suffix: str = "") -> Markdown:
 
 
 _TEMPLATES = jinja2.Environment(
-    loader=jinja2.PackageLoader("perfbot", "templates"), autoescape=False, finalize=_finalize, trim_blocks=True,
-    lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+    loader=jinja2.PackageLoader("perfbot", "templates"),
+    autoescape=False,
+    finalize=_finalize,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+    undefined=jinja2.StrictUndefined,
 )
 _TEMPLATES.filters.update(label=label, shape=shape_text, number=_number)
 _TEMPLATES.globals.update(marker=Markdown(MARKER), Markdown=Markdown)
 
-_COLUMNS = ("suite", "case", "M×K→N", "dtype", "kernel", "median ms", "samples", "TFLOP/s", "GB/s", "% of gemm", "× eager")
+_COLUMNS = (
+    "suite",
+    "case",
+    "M×K→N",
+    "dtype",
+    "kernel",
+    "median ms",
+    "samples",
+    "TFLOP/s",
+    "GB/s",
+    "% of gemm",
+    "× eager",
+)
 _NUMERIC = 5  # columns from here on are right-aligned numbers
 
 
@@ -113,7 +130,8 @@ def run_table(results: Results) -> Table:
 def run_markdown(results: Results) -> str:
     """The run's table, then its failures, as markdown (`perfbot show --markdown`)."""
     return _TEMPLATES.get_template("run.md.j2").render(
-        columns=_COLUMNS, numeric=_NUMERIC, rows=[row.cells() for row in run_rows(results)], failures=results.failures)
+        columns=_COLUMNS, numeric=_NUMERIC, rows=[row.cells() for row in run_rows(results)], failures=results.failures
+    )
 
 
 def failures_table(results: Results) -> Table:
@@ -121,8 +139,16 @@ def failures_table(results: Results) -> Table:
     for column in ("suite", "case", "M×K→N", "dtype", "kernel", "reason", "rel. error", "bound"):
         table.add_column(column)
     for failure in results.failures:
-        cells = (failure.suite, failure.case, shape_text(failure.shape), failure.dtype, failure.name,
-                 failure.reason, _fmt(failure.relative_error), _fmt(failure.error_bound))
+        cells = (
+            failure.suite,
+            failure.case,
+            shape_text(failure.shape),
+            failure.dtype,
+            failure.name,
+            failure.reason,
+            _fmt(failure.relative_error),
+            _fmt(failure.error_bound),
+        )
         table.add_row(*(escape(cell) for cell in cells))
     return table
 
@@ -135,17 +161,25 @@ def case_markdown(results: Results, kernel: str = "fused") -> str:
     it is measured against, and `kernel`'s speed relative to each (above 1.00: faster)."""
     present = [k for k in _CASE_KERNELS if any(b.kernel == k for b in results.benchmarks)]
     has_copy = any(b.kernel == "copy" for b in results.benchmarks)
-    columns = ["case", "M×K→N", "dtype", "GELU", f"{kernel} ms"] + [f"{k} ms" for k in present] + [
-        f"vs {k}" for k in present
-    ] + (["GB/s", "of copy GB/s"] if has_copy else [])
+    columns = (
+        ["case", "M×K→N", "dtype", "GELU", f"{kernel} ms"]
+        + [f"{k} ms" for k in present]
+        + [f"vs {k}" for k in present]
+        + (["GB/s", "of copy GB/s"] if has_copy else [])
+    )
     rows = []
     for bench in results.benchmarks:
         if bench.kernel != kernel:
             continue
         peers = [results.peer(bench, k) for k in present]
         rows.append(
-            [bench.case, shape_text(bench.shape), bench.dtype, bench.variant.get("approximate", "erf"),
-             _number(bench.median_ms, ".4f")]
+            [
+                bench.case,
+                shape_text(bench.shape),
+                bench.dtype,
+                bench.variant.get("approximate", "erf"),
+                _number(bench.median_ms, ".4f"),
+            ]
             + [_number(p.median_ms if p else None, ".4f") for p in peers]
             + [_number(p.median_ms / bench.median_ms if p else None, ".3f") for p in peers]
             + (_bandwidth_cells(results, bench) if has_copy else [])
@@ -156,23 +190,37 @@ def case_markdown(results: Results, kernel: str = "fused") -> str:
 def _bandwidth_cells(results: Results, bench: Benchmark) -> list[str]:
     """The bandwidth `bench` reached, and its share of a device-to-device copy's on the same case."""
     copy = results.peer(bench, "copy")
-    return [_number(bench.gbps, ".0f"), _number(100 * bench.gbps / copy.gbps if copy and copy.bytes else None, ".1f", "%")]
+    return [
+        _number(bench.gbps, ".0f"),
+        _number(100 * bench.gbps / copy.gbps if copy and copy.bytes else None, ".1f", "%"),
+    ]
 
 
 def _fmt(value: float | None) -> str:
     return "" if value is None else f"{value:.3g}"
 
 
-_VERDICT_ICONS = {"regression": "🔺 regression", "improvement": "🟢 improvement", "unchanged": "unchanged",
-                  "inconclusive": "❔ inconclusive"}
+_VERDICT_ICONS = {
+    "regression": "🔺 regression",
+    "improvement": "🟢 improvement",
+    "unchanged": "unchanged",
+    "inconclusive": "❔ inconclusive",
+}
 
 
 def _comment_cells(row: Any) -> list[Any]:
     verdict = Markdown(("❌ " if row.fails else "") + _VERDICT_ICONS[row.verdict])
     interval = Markdown(f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]") if row.ci else Markdown("—")
-    return [label(row.benchmark), _number(row.baseline_median_ms, ".4f"), _number(row.current_median_ms, ".4f"),
-            _number(row.change_percent, "+.2f", "%"), interval, verdict, _number(row.tflops, ".0f"),
-            _number(row.speedup_vs_eager, ".2f", "×")]
+    return [
+        label(row.benchmark),
+        _number(row.baseline_median_ms, ".4f"),
+        _number(row.current_median_ms, ".4f"),
+        _number(row.change_percent, "+.2f", "%"),
+        interval,
+        verdict,
+        _number(row.tflops, ".0f"),
+        _number(row.speedup_vs_eager, ".2f", "×"),
+    ]
 
 
 def comment_markdown(summary: Summary, limit: int = GITHUB_COMMENT_LIMIT) -> str:
@@ -180,21 +228,30 @@ def comment_markdown(summary: Summary, limit: int = GITHUB_COMMENT_LIMIT) -> str
     and the hidden marker. Over `limit` characters, unchanged rows go first, then changed rows
     from the end, each with a note saying so."""
     order = {"regression": 0, "inconclusive": 1, "improvement": 2}
-    changed = sorted((r for r in summary.comparisons if r.verdict != "unchanged"),
-                     key=lambda r: (not r.fails, order[r.verdict], -abs(r.change_percent)))
+    changed = sorted(
+        (r for r in summary.comparisons if r.verdict != "unchanged"),
+        key=lambda r: (not r.fails, order[r.verdict], -abs(r.change_percent)),
+    )
     unchanged = [r for r in summary.comparisons if r.verdict == "unchanged"]
     template = _TEMPLATES.get_template("comment.md.j2")
     differing = {d.field for d in summary.environment_differences}
 
     def render(rows: list[Any], folded: list[Any]) -> str:
         return template.render(
-            summary=summary, rows=[_comment_cells(r) for r in rows], unchanged=[_comment_cells(r) for r in folded],
-            omitted_rows=len(changed) - len(rows), omitted_unchanged=len(unchanged) - len(folded),
-            confidence=Markdown(f"{summary.confidence:.0%}"), environment_keys=[Markdown(k) for k in ENVIRONMENT_KEYS],
+            summary=summary,
+            rows=[_comment_cells(r) for r in rows],
+            unchanged=[_comment_cells(r) for r in folded],
+            omitted_rows=len(changed) - len(rows),
+            omitted_unchanged=len(unchanged) - len(folded),
+            confidence=Markdown(f"{summary.confidence:.0%}"),
+            environment_keys=[Markdown(k) for k in ENVIRONMENT_KEYS],
             differing=differing,
             environments={side: summary.environments.get(side, {}) for side in ("baseline", "current")},
-            method=Markdown("Paired by round: two-sided Wilcoxon signed-rank of the per-round ratios"
-                            if summary.interleaved else "Two-sided Mann-Whitney U on every sample"),
+            method=Markdown(
+                "Paired by round: two-sided Wilcoxon signed-rank of the per-round ratios"
+                if summary.interleaved
+                else "Two-sided Mann-Whitney U on every sample"
+            ),
         )
 
     text = render(changed, unchanged)
@@ -212,8 +269,10 @@ def fit_comment(body: str, limit: int = GITHUB_COMMENT_LIMIT) -> str:
     open closed again, a note saying it was cut, and the marker, all within `limit` characters."""
     if len(body) <= limit:
         return body
-    note = (f"\n\n_…the report was cut here: it has {len(body):,} characters, over GitHub's limit of "
-            f"{limit:,} for a comment. The full report is in the workflow run's artifact._\n{MARKER}\n")
+    note = (
+        f"\n\n_…the report was cut here: it has {len(body):,} characters, over GitHub's limit of "
+        f"{limit:,} for a comment. The full report is in the workflow run's artifact._\n{MARKER}\n"
+    )
     closing = "\n</details>\n"
     room = limit - len(note) - closing.count("\n") - len(closing) * body.count("<details>")
     kept = body[: max(room, 0)]
@@ -230,7 +289,10 @@ def compare_table(summary: Summary) -> Table:
         cur = row.benchmark
         name = f"{variant_name(cur.kernel, cur.variant)} {cur.suite}/{cur.case} {shape_text(cur.shape)} {cur.dtype}"
         table.add_row(
-            escape(name), f"{row.baseline_median_ms:.4f}", f"{row.current_median_ms:.4f}", f"{row.change_percent:+.2f}%",
+            escape(name),
+            f"{row.baseline_median_ms:.4f}",
+            f"{row.current_median_ms:.4f}",
+            f"{row.change_percent:+.2f}%",
             f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]" if row.ci else "—",
             ("FAIL " if row.fails else "") + row.verdict,
             f"{row.tflops:.0f}" if row.tflops is not None else "",
@@ -256,19 +318,40 @@ def bisect_table(outcome: Any) -> Table:
         verdict = p.verdict or ("skipped" if p.unusable else "—")
         if p.sha == outcome.first_bad:
             verdict += " (first bad)"
-        table.add_row(p.sha[:12], escape(p.subject[:48]), str(len(p.samples)),
-                      f"{p.median_ms:.4f}" if p.samples else "—", change, verdict, escape(p.note or p.unusable or ""))
+        table.add_row(
+            p.sha[:12],
+            escape(p.subject[:48]),
+            str(len(p.samples)),
+            f"{p.median_ms:.4f}" if p.samples else "—",
+            change,
+            verdict,
+            escape(p.note or p.unusable or ""),
+        )
     return table
 
 
 def bisect_markdown(outcome: Any, repo: str) -> str:
     probes = list(outcome.probes)
     good_ms = probes[0].median_ms if probes and probes[0].samples else 1.0
-    rows = [[Markdown(f"`{p.sha[:12]}`"), p.subject, _number(len(p.samples), "d"), _number(p.median_ms, ".4f"),
-             _number(100 * (p.median_ms / good_ms - 1) if p.samples else None, "+.2f", "%"),
-             p.verdict or ("skipped" if p.unusable else "—"), p.note or p.unusable or ""] for p in probes]
+    rows = [
+        [
+            Markdown(f"`{p.sha[:12]}`"),
+            p.subject,
+            _number(len(p.samples), "d"),
+            _number(p.median_ms, ".4f"),
+            _number(100 * (p.median_ms / good_ms - 1) if p.samples else None, "+.2f", "%"),
+            p.verdict or ("skipped" if p.unusable else "—"),
+            p.note or p.unusable or "",
+        ]
+        for p in probes
+    ]
     return _TEMPLATES.get_template("bisect.md.j2").render(
-        headline=_bisect_headline(outcome), repo=repo, good=Markdown(probes[0].sha[:12] if probes else ""),
-        bad=Markdown(probes[-1].sha[:12] if probes else ""), rows=rows, measured=sum(bool(p.samples) for p in probes),
-        total=outcome.range_size, non_monotonic=outcome.non_monotonic,
+        headline=_bisect_headline(outcome),
+        repo=repo,
+        good=Markdown(probes[0].sha[:12] if probes else ""),
+        bad=Markdown(probes[-1].sha[:12] if probes else ""),
+        rows=rows,
+        measured=sum(bool(p.samples) for p in probes),
+        total=outcome.range_size,
+        non_monotonic=outcome.non_monotonic,
     )

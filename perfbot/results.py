@@ -16,19 +16,35 @@ import datetime
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import median
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError, with_config
 
 from .errors import BadInput
 from .files import write_atomic
-from .schema import (MAX_ITEMS, MAX_JSON_BYTES, MAX_NAME, MAX_SAMPLES, Count, Dim, Finite, Ms, Name, NonNegative,
-                     Record, Text, _printable, bad_input, read_limited, shown)
+from .schema import (
+    MAX_ITEMS,
+    MAX_JSON_BYTES,
+    MAX_NAME,
+    MAX_SAMPLES,
+    Count,
+    Dim,
+    Finite,
+    Ms,
+    Name,
+    NonNegative,
+    Record,
+    Text,
+    _printable,
+    bad_input,
+    read_limited,
+    shown,
+)
 
-FORMAT = 2
+FORMAT: Final = 2
 _RECORD = ConfigDict(strict=True, extra="ignore")  # a newer perfbot may add fields: they are skipped
 
 # A label that may be empty (a benchmark outside any suite has suite "").
@@ -132,8 +148,9 @@ class Benchmark:
     error_bound: NonNegative | None = None
     config: Record | None = None  # the Triton kernel's launch config, if any
     # Indices of samples taken while NVML reported a power, thermal or clock slowdown.
-    throttled_samples: Annotated[list[Annotated[int, Field(ge=0, lt=MAX_SAMPLES)]],
-                                 Field(max_length=MAX_SAMPLES)] = field(default_factory=list)
+    throttled_samples: Annotated[list[Annotated[int, Field(ge=0, lt=MAX_SAMPLES)]], Field(max_length=MAX_SAMPLES)] = (
+        field(default_factory=list)
+    )
 
     @property
     def key(self) -> tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, int], ...], str]:
@@ -192,8 +209,13 @@ class Results:
     def peer(self, bench: Benchmark, implementation: str) -> Benchmark | None:
         """The benchmark of `implementation` on `bench`'s case: of the same variant, else of none
         (an implementation that takes no variant serves every variant of the case)."""
-        same_case = [other for other in self.benchmarks if other.kernel == implementation and
-                     (other.suite, other.case, other.dtype, other.shape) == (bench.suite, bench.case, bench.dtype, bench.shape)]
+        same_case = [
+            other
+            for other in self.benchmarks
+            if other.kernel == implementation
+            and (other.suite, other.case, other.dtype, other.shape)
+            == (bench.suite, bench.case, bench.dtype, bench.shape)
+        ]
         for wanted in (bench.variant, {}):
             found = next((other for other in same_case if other.variant == wanted), None)
             if found is not None:
@@ -251,8 +273,9 @@ class _Benchmark1:
     relative_error: NonNegative | None = None
     error_bound: NonNegative | None = None
     config: Record | None = None
-    throttled_samples: Annotated[list[Annotated[int, Field(ge=0, lt=MAX_SAMPLES)]],
-                                 Field(max_length=MAX_SAMPLES)] = field(default_factory=list)
+    throttled_samples: Annotated[list[Annotated[int, Field(ge=0, lt=MAX_SAMPLES)]], Field(max_length=MAX_SAMPLES)] = (
+        field(default_factory=list)
+    )
 
 
 @with_config(ConfigDict(strict=True))
@@ -304,6 +327,7 @@ def load(path: Path) -> Results:
 
 def parse(data: bytes | str, where: str) -> Results:
     """A results file's text, validated (see `load`)."""
+    version: object
     try:
         version = _VERSION.validate_json(data, strict=True).format
     except ValidationError as error:
@@ -312,21 +336,32 @@ def parse(data: bytes | str, where: str) -> Results:
             raise bad_input(where, error, "results file") from None
         version = None if first["type"] == "missing" else first.get("input")
     if not isinstance(version, int) or isinstance(version, bool) or version not in _FILES:
-        raise BadInput(f"{where}: results format {shown(version)} is not supported by this perfbot (it reads formats "
-                       f"{', '.join(map(str, _FILES))}); re-run `perfbot run` with this version to produce a current file")
+        raise BadInput(
+            f"{where}: results format {shown(version)} is not supported by this perfbot (it reads formats "
+            f"{', '.join(map(str, _FILES))}); re-run `perfbot run` with this version to produce a current file"
+        )
     try:
         parsed = _FILES[version].validate_json(data, strict=True)
     except ValidationError as error:
         raise bad_input(where, error, "results file") from None
-    results = _from_format1(parsed) if version == 1 else Results(
-        parsed.environment, parsed.settings, list(parsed.benchmarks), list(parsed.failures), parsed.created)
+    results = (
+        _from_format1(parsed)
+        if version == 1
+        else Results(
+            parsed.environment, parsed.settings, list(parsed.benchmarks), list(parsed.failures), parsed.created
+        )
+    )
     seen: dict[Any, int] = {}
     for i, bench in enumerate(results.benchmarks):
         if bench.key in seen:
-            raise BadInput(f"{where}: benchmarks[{i}] repeats benchmarks[{seen[bench.key]}] "
-                           f"({bench.name}, {bench.shape}, {bench.dtype})")
+            raise BadInput(
+                f"{where}: benchmarks[{i}] repeats benchmarks[{seen[bench.key]}] "
+                f"({bench.name}, {bench.shape}, {bench.dtype})"
+            )
         if any(index >= len(bench.samples_ms) for index in bench.throttled_samples):
-            raise BadInput(f"{where}: benchmarks[{i}].throttled_samples: an index past its {len(bench.samples_ms)} samples")
+            raise BadInput(
+                f"{where}: benchmarks[{i}].throttled_samples: an index past its {len(bench.samples_ms)} samples"
+            )
         seen[bench.key] = i
     return results
 
@@ -360,7 +395,6 @@ def gpu_slug(gpu_name: str) -> str:
 def same_gpu(a: object, b: object) -> bool:
     """Whether two environment.gpu_name values name one GPU model."""
     return isinstance(a, str) and isinstance(b, str) and gpu_slug(a) == gpu_slug(b) != ""
-
 
 
 def _finite_or_none(value: Any) -> Any:

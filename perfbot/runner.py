@@ -67,8 +67,9 @@ class Planned:
         return f"{self.side}:{name}" if self.side else name
 
 
-def plan(subject: Subject, suites: Sequence[Suite], settings: RunSettings, side: str = "",
-         lenient: bool | None = None) -> list[list[Planned]]:
+def plan(
+    subject: Subject, suites: Sequence[Suite], settings: RunSettings, side: str = "", lenient: bool | None = None
+) -> list[list[Planned]]:
     """Benchmarks grouped by case; a group is timed interleaved. The base side of an A/B run
     may lack kernels (it can predate them): those are left out instead of refused. `lenient`
     leaves out what is missing on any side (a run planned whole first, measured case by case)."""
@@ -130,8 +131,9 @@ class Sides(Protocol):
 
     def timer(self) -> measure.Timer: ...
 
-    def finish(self, samples: dict[str, list[float]], throttled: list[int]
-               ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]: ...
+    def finish(
+        self, samples: dict[str, list[float]], throttled: list[int]
+    ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]: ...
 
     def environments(self) -> dict[str, Environment]: ...
 
@@ -157,8 +159,13 @@ def measure_sides(
                 on_progress(label, 1)
                 timed: list[tuple[str, Benchmark]] = []
                 if keys:
-                    timings = measure.time_rounds(sides.timer(), keys, settings.samples, monitor=monitor,
-                                                  on_round=lambda: on_progress(label, 1))
+                    timings = measure.time_rounds(
+                        sides.timer(),
+                        keys,
+                        settings.samples,
+                        monitor=monitor,
+                        on_round=functools.partial(on_progress, label, 1),
+                    )
                     rounds += timings.rounds
                     throttled = [index for index, r in enumerate(timings.rounds) if r.throttle_reasons]
                     timed, wrong = sides.finish(timings.samples, throttled)
@@ -171,24 +178,52 @@ def measure_sides(
                     failures[side].append(failure)
     environments = sides.environments()
     at_end = collect_environment().gpu_state.after
-    return {side: side_results(environments[side], GpuStates(before.after, at_end), rounds, suites, settings, side,
-                               benchmarks[side], failures[side], extra_settings or {}, sides.timing)
-            for side in sides.names}
+    return {
+        side: side_results(
+            environments[side],
+            GpuStates(before.after, at_end),
+            rounds,
+            suites,
+            settings,
+            side,
+            benchmarks[side],
+            failures[side],
+            extra_settings or {},
+            sides.timing,
+        )
+        for side in sides.names
+    }
 
 
-def side_results(environment: Environment, states: GpuStates, rounds: list[measure.Round], suites: Sequence[Suite],
-                 settings: RunSettings, side: str, benchmarks: list[Benchmark], failures: list[Failure],
-                 extra_settings: dict[str, Any], timing: str) -> Results:
+def side_results(
+    environment: Environment,
+    states: GpuStates,
+    rounds: list[measure.Round],
+    suites: Sequence[Suite],
+    settings: RunSettings,
+    side: str,
+    benchmarks: list[Benchmark],
+    failures: list[Failure],
+    extra_settings: dict[str, Any],
+    timing: str,
+) -> Results:
     """One side's results: the environment with the GPU's states before and after and the run's
     stability, the settings, and what was measured."""
     return Results(
         environment=dataclasses.replace(environment, gpu_state=states, **stability(rounds)),
-        settings=Settings(suites=[s.name for s in suites], samples=settings.samples,
-                          warmup_calls=settings.warmup_calls, seed=settings.seed, timing=timing,
-                          error_bounds=dict(correctness.ERROR_BOUNDS), side=side or None, **extra_settings),
+        settings=Settings(
+            suites=[s.name for s in suites],
+            samples=settings.samples,
+            warmup_calls=settings.warmup_calls,
+            seed=settings.seed,
+            timing=timing,
+            error_bounds=dict(correctness.ERROR_BOUNDS),
+            side=side or None,
+            **extra_settings,
+        ),
         benchmarks=benchmarks,
         failures=failures,
-        created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     )
 
 
@@ -206,9 +241,12 @@ class LocalSides:
         self.captured: dict[str, measure.Captured] = {}
 
     def prepare(self, case: Suite) -> tuple[list[str], list[tuple[str, Failure]]]:
-        group = [planned for side, subject in self.subjects.items()
-                 for planned_group in plan(subject, [case], self.settings, side, lenient=True)
-                 for planned in planned_group]
+        group = [
+            planned
+            for side, subject in self.subjects.items()
+            for planned_group in plan(subject, [case], self.settings, side, lenient=True)
+            for planned in planned_group
+        ]
         self.ready, self.captured = [], {}
         if not group:
             return [], []
@@ -221,8 +259,9 @@ class LocalSides:
     def timer(self) -> measure.Timer:
         return measure.GraphTimer(self.captured)
 
-    def finish(self, samples: dict[str, list[float]], throttled: list[int]
-               ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
+    def finish(
+        self, samples: dict[str, list[float]], throttled: list[int]
+    ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
         done = finish_group(self.ready, self.captured, samples, throttled)
         self.ready, self.captured = [], {}
         if DEVICE == "cuda":
@@ -231,8 +270,10 @@ class LocalSides:
 
     def environments(self) -> dict[str, Environment]:
         environment = collect_environment()
-        return {side: dataclasses.replace(environment, **kernels_revision(subject.path))
-                for side, subject in self.subjects.items()}
+        return {
+            side: dataclasses.replace(environment, **kernels_revision(subject.path))
+            for side, subject in self.subjects.items()
+        }
 
 
 @dataclass
@@ -268,7 +309,7 @@ def check_group(group: list[Planned], generator: torch.Generator) -> tuple[list[
             output = fn(x, weight)
             if DEVICE == "cuda":
                 torch.cuda.synchronize()
-        except Exception as error:  # any failure of the subject is reported, never timed
+        except Exception as error:  # noqa: BLE001 -- any failure of the subject is reported, never timed
             failures.append((planned.side, _failure(planned, f"raised {type(error).__name__}: {_first_line(error)}")))
             continue
         check = correctness.check(output, references[key], case.dtype)
@@ -280,22 +321,31 @@ def check_group(group: list[Planned], generator: torch.Generator) -> tuple[list[
     return ready, failures
 
 
-def capture_group(ready: list[_Ready], settings: RunSettings) -> tuple[dict[str, measure.Captured], list[tuple[str, Failure]]]:
+def capture_group(
+    ready: list[_Ready], settings: RunSettings
+) -> tuple[dict[str, measure.Captured], list[tuple[str, Failure]]]:
     """Capture every checked benchmark as a CUDA graph; one that cannot be captured leaves
     `ready` and becomes a failure."""
     captured, failures = {}, []
     for r in list(ready):
         try:
             captured[r.planned.key] = measure.capture(r.call, settings.warmup_calls)
-        except Exception as error:  # e.g. a kernel that cannot run inside CUDA-graph capture
-            failures.append((r.planned.side, _failure(r.planned, f"cannot be captured in a CUDA graph: "
-                                                                 f"{type(error).__name__}: {_first_line(error)}")))
+        except Exception as error:  # noqa: BLE001 -- e.g. a kernel that cannot run inside CUDA-graph capture
+            failures.append(
+                (
+                    r.planned.side,
+                    _failure(
+                        r.planned, f"cannot be captured in a CUDA graph: {type(error).__name__}: {_first_line(error)}"
+                    ),
+                )
+            )
             ready.remove(r)
     return captured, failures
 
 
-def finish_group(ready: list[_Ready], captured: dict[str, measure.Captured], samples: dict[str, list[float]],
-                 throttled: list[int]) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
+def finish_group(
+    ready: list[_Ready], captured: dict[str, measure.Captured], samples: dict[str, list[float]], throttled: list[int]
+) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
     """The timed benchmarks, after checking that what was timed is right too: the output of the
     last graph replay."""
     benchmarks, failures = [], []
@@ -303,23 +353,30 @@ def finish_group(ready: list[_Ready], captured: dict[str, measure.Captured], sam
         case = r.planned.case
         replayed = correctness.check(captured[r.planned.key].output, r.expected, case.dtype)
         if not replayed.passed:
-            failures.append((r.planned.side, _failure(r.planned, "wrong result when replayed from a CUDA graph", replayed)))
+            failures.append(
+                (r.planned.side, _failure(r.planned, "wrong result when replayed from a CUDA graph", replayed))
+            )
             continue
-        benchmarks.append((r.planned.side, Benchmark(
-            kernel=r.planned.kernel,
-            variant=r.planned.variant,
-            shape=case.shape,
-            dtype=case.dtype,
-            samples_ms=samples[r.planned.key],
-            suite=case.suite,
-            case=case.name,
-            flops=case.flops(r.computes),
-            bytes=case.bytes_moved(r.computes),
-            relative_error=r.check.relative_error,
-            error_bound=r.check.bound,
-            config=r.config,
-            throttled_samples=throttled,
-        )))
+        benchmarks.append(
+            (
+                r.planned.side,
+                Benchmark(
+                    kernel=r.planned.kernel,
+                    variant=r.planned.variant,
+                    shape=case.shape,
+                    dtype=case.dtype,
+                    samples_ms=samples[r.planned.key],
+                    suite=case.suite,
+                    case=case.name,
+                    flops=case.flops(r.computes),
+                    bytes=case.bytes_moved(r.computes),
+                    relative_error=r.check.relative_error,
+                    error_bound=r.check.bound,
+                    config=r.config,
+                    throttled_samples=throttled,
+                ),
+            )
+        )
     return benchmarks, failures
 
 

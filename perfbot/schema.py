@@ -143,7 +143,7 @@ def load_yaml(path: Path, kind: str, limit: int = MAX_YAML_BYTES) -> Any:
     """Parse a YAML file: no aliases, no anchors, no duplicate keys, at most `limit` bytes."""
     data = read_limited(path, kind, limit)
     try:
-        return yaml.load(data.decode("utf-8"), _StrictLoader)  # noqa: S506 -- a SafeLoader subclass
+        return yaml.load(data.decode("utf-8"), _StrictLoader)
     except UnicodeDecodeError:
         raise BadInput(f"{path}: is not UTF-8 text") from None
     except yaml.YAMLError as error:
@@ -213,8 +213,9 @@ class _StrictLoader(yaml.SafeLoader):
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            raise yaml.composer.ComposerError(None, None, "anchors and aliases (&name, *name) are not allowed here",
-                                              event.start_mark)
+            raise yaml.composer.ComposerError(
+                None, None, "anchors and aliases (&name, *name) are not allowed here", event.start_mark
+            )
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:

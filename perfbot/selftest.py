@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import median
+from typing import Any
 
 from .compare import compare
 from .results import Benchmark, Environment, Results, Settings
@@ -44,9 +45,14 @@ class Flagged:
         return cls(len(flags), sum(flags), pairs, confirmed)
 
     def to_json(self) -> dict:
-        return {"rounds": self.rounds, "flagged": self.flagged, "rate": self.flagged / self.rounds,
-                "pairs": self.pairs, "confirmed": self.confirmed,
-                "confirmed_rate": self.confirmed / self.pairs if self.pairs else None}
+        return {
+            "rounds": self.rounds,
+            "flagged": self.flagged,
+            "rate": self.flagged / self.rounds,
+            "pairs": self.pairs,
+            "confirmed": self.confirmed,
+            "confirmed_rate": self.confirmed / self.pairs if self.pairs else None,
+        }
 
 
 @dataclass(frozen=True)
@@ -74,17 +80,26 @@ class SelftestResult:
             "rule": self.rule,
             "kernel_median_ms": self.kernel_ms,
             "false_alarms": self.false_alarms.to_json(),
-            "levels": [{"nominal_percent": l.nominal_percent, "measured_percent": l.measured_percent,
-                        "as_asked": l.as_asked, "detections": l.detections.to_json()} for l in self.levels],
+            "levels": [
+                {
+                    "nominal_percent": level.nominal_percent,
+                    "measured_percent": level.measured_percent,
+                    "as_asked": level.as_asked,
+                    "detections": level.detections.to_json(),
+                }
+                for level in self.levels
+            ],
         }
 
 
 def _fails(baseline: list[float], current: list[float], policy: Policy) -> bool:
     """One benchmark judged as `perfbot compare` judges an interleaved A/B pair."""
+
     def side(samples: list[float]) -> Results:
         bench = Benchmark(kernel="selftest", shape={"M": 1}, dtype="-", samples_ms=samples)
-        return Results(environment=Environment(gpu_name="selftest"), settings=Settings(ab_run="selftest"),
-                       benchmarks=[bench])
+        return Results(
+            environment=Environment(gpu_name="selftest"), settings=Settings(ab_run="selftest"), benchmarks=[bench]
+        )
 
     return compare(side(baseline), side(current), policy).fails
 
@@ -99,25 +114,34 @@ def tally(rounds: list[dict[str, list[float]]], levels: tuple[float, ...], polic
         ratios = [median(r[name]) / median(r[BASE]) for r in rounds]
         results.append(LevelResult(level, 100 * (median(ratios) - 1), detections))
     rule = policy.rule_for("selftest", "", "-", "selftest", {"M": 1}, interleaved=True)
-    text = (f"paired per-round ratios, two-sided Wilcoxon signed-rank, q < {rule.alpha:g}, slowdown > {rule.fail_percent:g}% "
-            f"(interleaved policy of {policy.source})")
+    text = (
+        "paired per-round ratios, two-sided Wilcoxon signed-rank, "
+        f"q < {rule.alpha:g}, slowdown > {rule.fail_percent:g}% "
+        f"(interleaved policy of {policy.source})"
+    )
     kernel_ms = median(median(r[BASE]) for r in rounds)
     return SelftestResult(false_alarms, tuple(results), text, kernel_ms)
 
 
-def measure_rounds(fn: Callable[[], object], levels: tuple[float, ...], rounds: int, samples: int,
-                   on_round: Callable[[], None] = lambda: None) -> list[dict[str, list[float]]]:
+def measure_rounds(
+    fn: Callable[[], Any],
+    levels: tuple[float, ...],
+    rounds: int,
+    samples: int,
+    on_round: Callable[[], None] = lambda: None,
+) -> list[dict[str, list[float]]]:
     """On the GPU: capture the kernel twice and once per level followed by a calibrated sleep;
     every round times all of them interleaved (perfbot's engine)."""
     import torch
 
     from . import measure
 
-    def with_sleep(cycles: int) -> Callable[[], object]:
-        def call() -> object:
+    def with_sleep(cycles: int) -> Callable[[], Any]:
+        def call() -> Any:
             out = fn()
             torch.cuda._sleep(cycles)
             return out
+
         return call
 
     # Calibrate the sleep at two lengths: the added time is overhead + cycles / rate, and the
@@ -125,9 +149,14 @@ def measure_rounds(fn: Callable[[], object], levels: tuple[float, ...], rounds: 
     # when the injection is a fraction of a percent.
     short_cycles, long_cycles = 100_000, 1_000_000
     base = measure.capture(fn, 3)
-    timed = measure.time_interleaved({BASE: base,
-                                      "short": measure.capture(with_sleep(short_cycles), 2),
-                                      "long": measure.capture(with_sleep(long_cycles), 2)}, 31).samples
+    timed = measure.time_interleaved(
+        {
+            BASE: base,
+            "short": measure.capture(with_sleep(short_cycles), 2),
+            "long": measure.capture(with_sleep(long_cycles), 2),
+        },
+        31,
+    ).samples
     kernel_ms, short_ms, long_ms = (median(timed[name]) for name in (BASE, "short", "long"))
     ms_per_cycle = max(long_ms - short_ms, 1e-6) / (long_cycles - short_cycles)
     overhead_ms = max(short_ms - kernel_ms - short_cycles * ms_per_cycle, 0.0)
@@ -139,7 +168,7 @@ def measure_rounds(fn: Callable[[], object], levels: tuple[float, ...], rounds: 
         trial = {BASE: base, **{slowed(level): measure.capture(with_sleep(cycles[level]), 1) for level in levels}}
         timed = measure.time_interleaved(trial, 21).samples
         for level in levels:
-            added = median(b - a for a, b in zip(timed[BASE], timed[slowed(level)]))
+            added = median(b - a for a, b in zip(timed[BASE], timed[slowed(level)], strict=False))
             cycles[level] = max(1, int(cycles[level] + (targets[level] - added) / ms_per_cycle))
     captured = {BASE: base, TWIN: measure.capture(fn, 1)}
     for level in levels:

@@ -19,8 +19,9 @@ class RatioEstimate:
     confidence: float
 
 
-def ratio_of_medians(baseline: Sequence[float], current: Sequence[float], confidence: float = 0.95,
-                     resamples: int = 2000, seed: int = 0) -> RatioEstimate:
+def ratio_of_medians(
+    baseline: Sequence[float], current: Sequence[float], confidence: float = 0.95, resamples: int = 2000, seed: int = 0
+) -> RatioEstimate:
     """Percentile bootstrap (scipy.stats.bootstrap, independent resampling of each side) of
     median(current) / median(baseline). Fixed seed: the same files give the same interval."""
     base = np.asarray(baseline, dtype=float)
@@ -29,15 +30,23 @@ def ratio_of_medians(baseline: Sequence[float], current: Sequence[float], confid
     def statistic(b: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.median(c, axis=axis) / np.median(b, axis=axis)
 
-    result = stats.bootstrap((base, cur), statistic, n_resamples=resamples, confidence_level=confidence,
-                             method="percentile", vectorized=True, rng=np.random.default_rng(seed),
-                             batch=_batch(max(len(base), len(cur))))
+    result = stats.bootstrap(
+        (base, cur),
+        statistic,
+        n_resamples=resamples,
+        confidence_level=confidence,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+        batch=_batch(max(len(base), len(cur))),
+    )
     interval = result.confidence_interval
     return RatioEstimate(float(statistic(base, cur)), float(interval.low), float(interval.high), confidence)
 
 
-def paired_ratio(baseline: Sequence[float], current: Sequence[float], confidence: float = 0.95,
-                 resamples: int = 2000, seed: int = 0) -> RatioEstimate:
+def paired_ratio(
+    baseline: Sequence[float], current: Sequence[float], confidence: float = 0.95, resamples: int = 2000, seed: int = 0
+) -> RatioEstimate:
     """For interleaved samples, where sample i of both sides was taken in the same round: the
     median of the per-round ratios current_i / baseline_i, with a percentile bootstrap over rounds
     (scipy.stats.bootstrap, paired=True). A clock change during the run moves both sides of a
@@ -48,9 +57,17 @@ def paired_ratio(baseline: Sequence[float], current: Sequence[float], confidence
     def statistic(b: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.median(c / b, axis=axis)
 
-    result = stats.bootstrap((base, cur), statistic, paired=True, n_resamples=resamples,
-                             confidence_level=confidence, method="percentile", vectorized=True,
-                             rng=np.random.default_rng(seed), batch=_batch(len(base)))
+    result = stats.bootstrap(
+        (base, cur),
+        statistic,
+        paired=True,
+        n_resamples=resamples,
+        confidence_level=confidence,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+        batch=_batch(len(base)),
+    )
     interval = result.confidence_interval
     return RatioEstimate(float(statistic(base, cur)), float(interval.low), float(interval.high), confidence)
 

@@ -61,7 +61,7 @@ def add(store: Path, results: Results) -> Added:
         same = sorted(folder.glob(f"*-{digest}.json")) if folder.is_dir() else []
         if same:
             raise BadInput(f"{same[0]}: this exact run is already stored")
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S.%fZ")
         target = folder / f"{stamp}-{digest}.json"
         write_atomic(target, text, replace=False)
     return Added(target, removed)
@@ -78,8 +78,15 @@ def history(store: Path, gpu_name: str | None = None) -> list[Entry]:
     for folder in folders:
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             loaded = _load(path)
-            entries.append(Entry(path, str(loaded.environment.gpu_name), path.name.split("-")[0],
-                                 loaded.created, len(loaded.benchmarks)))
+            entries.append(
+                Entry(
+                    path,
+                    str(loaded.environment.gpu_name),
+                    path.name.split("-")[0],
+                    loaded.created,
+                    len(loaded.benchmarks),
+                )
+            )
     return entries
 
 

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import ConfigDict, Field, TypeAdapter
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from .errors import BadInput
 from .schema import MAX_ITEMS, Dim, Name, Text, load_yaml, validate
@@ -102,10 +102,12 @@ def load_subject(kernels_dir: Path) -> Subject:
             if error.name in ("torch", "triton"):
                 raise  # the CLI says which extra to install
             raise BadInput(f"{kernels_dir}: the kernels package does not import: {error}") from None
-        except Exception as error:  # the subject's own code: its failure is the subject's, said in one line
+        except Exception as error:  # noqa: BLE001 -- the subject's own code: its failure is the subject's, said in one line
             del sys.modules[name]
-            raise BadInput(f"{kernels_dir}: the kernels package does not import: "
-                           f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}") from None
+            raise BadInput(
+                f"{kernels_dir}: the kernels package does not import: "
+                f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"
+            ) from None
     if not isinstance(getattr(module, "IMPLEMENTATIONS", None), dict) or not hasattr(module, "SUITES_FILE"):
         raise BadInput(f"{kernels_dir}: the kernels package must define IMPLEMENTATIONS (a dict) and SUITES_FILE")
     suites = load_suites(Path(module.SUITES_FILE), set(module.IMPLEMENTATIONS))
@@ -157,5 +159,3 @@ def _parse_suite(path: Path, name: str, body: Any, known_kernels: set[str]) -> S
     if duplicates:
         raise BadInput(f"{where}: case name {duplicates[0]!r} appears twice")
     return Suite(name=name, about=body.get("about", ""), kernels=tuple(kernels), cases=tuple(cases))
-
-

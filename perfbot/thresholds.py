@@ -5,10 +5,10 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import ConfigDict, Field, TypeAdapter
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from .errors import BadInput
 from .schema import MAX_ITEMS, MAX_SAMPLES, Dim, Name, load_yaml, validate
@@ -106,8 +106,11 @@ class Policy:
 def changes(used: Policy, other: Policy) -> list[str]:
     """What `other` sets differently from `used`, one "field: used → other" line per difference."""
     before, after = _flat(used), _flat(other)
-    return [f"{key}: {before.get(key, '(unset)')} → {after.get(key, '(unset)')}"
-            for key in sorted(before.keys() | after.keys()) if before.get(key) != after.get(key)]
+    return [
+        f"{key}: {before.get(key, '(unset)')} → {after.get(key, '(unset)')}"
+        for key in sorted(before.keys() | after.keys())
+        if before.get(key) != after.get(key)
+    ]
 
 
 def _flat(policy: Policy) -> dict[str, str]:
@@ -124,7 +127,13 @@ def load_policy(path: Path) -> Policy:
     an override can produce, warn_percent at most fail_percent."""
     where = str(path)
     data = validate(where, load_yaml(path, "thresholds file"), _FILE, "thresholds file")
-    rule = Rule(**{k: float(v) if k != "min_samples" else v for k, v in data["defaults"].items()})
+    defaults = data["defaults"]
+    rule = Rule(
+        float(defaults["fail_percent"]),
+        float(defaults["warn_percent"]),
+        float(defaults["alpha"]),
+        int(defaults["min_samples"]),
+    )
     _check_rule(where, "defaults", rule)
     interleaved = _numbers(data.get("interleaved", {}))
     _check_rule(where, "interleaved", replace(rule, **interleaved))
@@ -132,7 +141,9 @@ def load_policy(path: Path) -> Policy:
     for index, entry in enumerate(data.get("overrides", [])):
         changes = _numbers({k: v for k, v in entry.items() if k != "match"})
         if not changes:
-            raise BadInput(f"{where}: overrides[{index}] changes nothing; give one of {sorted(_RuleFields.__annotations__)}")
+            raise BadInput(
+                f"{where}: overrides[{index}] changes nothing; give one of {sorted(_RuleFields.__annotations__)}"
+            )
         _check_rule(where, f"overrides[{index}]", replace(rule, **changes))
         _check_rule(where, f"overrides[{index}] (interleaved)", replace(rule, **{**interleaved, **changes}))
         overrides.append(Override(match=dict(entry["match"]), changes=changes))
@@ -147,4 +158,5 @@ def _check_rule(where: str, key: str, rule: Rule) -> None:
     if not rule.warn_percent <= rule.fail_percent:
         raise BadInput(
             f"{where}: {key}.warn_percent must be between 0 and fail_percent ({rule.fail_percent:g}), "
-            f"got {rule.warn_percent:g}")
+            f"got {rule.warn_percent:g}"
+        )

@@ -71,9 +71,15 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def build(commit: str, source: str = DEFAULT_SOURCE, cache: Path | None = None, *,
-          build_isolation: bool = True, log_lines: int = 40,
-          on_note: Callable[[str], None] = lambda note: None) -> tuple[Path, bool]:
+def build(
+    commit: str,
+    source: str = DEFAULT_SOURCE,
+    cache: Path | None = None,
+    *,
+    build_isolation: bool = True,
+    log_lines: int = 40,
+    on_note: Callable[[str], None] = lambda note: None,
+) -> tuple[Path, bool]:
     """(wheel, built): the wheel of `commit`, from the cache when it is there (built False)."""
     if not _SHA.fullmatch(commit):
         raise BadInput(f"--commit must be a hex commit SHA (7 to 40 digits), got {commit!r}")
@@ -104,15 +110,18 @@ def build(commit: str, source: str = DEFAULT_SOURCE, cache: Path | None = None, 
         if shutil.which("ccache"):
             env["TRITON_BUILD_WITH_CCACHE"] = "true"
         with log.open("w") as handle:
-            handle.write(f"$ {' '.join(command)}\n# MAX_JOBS={env['MAX_JOBS']} "
-                         f"TRITON_BUILD_WITH_CCACHE={env.get('TRITON_BUILD_WITH_CCACHE', 'false')}\n")
+            handle.write(
+                f"$ {' '.join(command)}\n# MAX_JOBS={env['MAX_JOBS']} "
+                f"TRITON_BUILD_WITH_CCACHE={env.get('TRITON_BUILD_WITH_CCACHE', 'false')}\n"
+            )
             handle.flush()
             done = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=project)
         wheels = sorted(out.glob("*.whl"))
         if done.returncode != 0 or not wheels:
             tail = "\n".join(log.read_text(errors="replace").splitlines()[-log_lines:])
-            raise EnvironmentFailure(f"building Triton at {full[:12]} failed (exit {done.returncode}); "
-                                     f"full log: {log}\n{tail}")
+            raise EnvironmentFailure(
+                f"building Triton at {full[:12]} failed (exit {done.returncode}); full log: {log}\n{tail}"
+            )
         # Publish the finished wheel with one rename, so a crash never leaves half a cache entry.
         staged = Path(scratch) / full
         staged.mkdir()
@@ -134,8 +143,10 @@ def _set_aside(cache: Path, commit: str, on_note: Callable[[str], None]) -> None
     if entry.exists():
         aside = Path(tempfile.mkdtemp(dir=cache, prefix=f".rejected-{commit[:12]}-"))
         os.replace(entry, aside / commit)
-        on_note(f"the cached entry {entry} does not match its recorded digest (or has no record); "
-                f"moved to {aside} and rebuilt")
+        on_note(
+            f"the cached entry {entry} does not match its recorded digest (or has no record); "
+            f"moved to {aside} and rebuilt"
+        )
 
 
 def _checkout(source: str, commit: str, checkout: Path) -> str:
@@ -154,8 +165,12 @@ def _checkout(source: str, commit: str, checkout: Path) -> str:
     if not remote and git.run(checkout, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
         git.run(checkout, "fetch", "--quiet", "origin", commit)  # commits off the local repository's branches
     full = git.commit_of(checkout, commit)
-    published = full is not None and git.run(checkout, "for-each-ref", "--count=1", "--contains", full,
-                                             "refs/remotes", "refs/tags").stdout.strip()
+    published = (
+        full is not None
+        and git.run(
+            checkout, "for-each-ref", "--count=1", "--contains", full, "refs/remotes", "refs/tags"
+        ).stdout.strip()
+    )
     if full is None or (remote and not published):
         raise BadInput(f"commit {commit} is not on a branch or tag of {source}; perfbot builds only published commits")
     switched = git.run(checkout, "-c", "advice.detachedHead=false", "checkout", "--quiet", full)
@@ -171,11 +186,14 @@ def _project_dir(checkout: Path, commit: str) -> Path:
         return checkout
     if (checkout / "python" / "setup.py").is_file():
         return checkout / "python"
-    raise BadInput(f"Triton at {commit[:12]} has neither setup.py nor python/setup.py; is --source a Triton repository?")
+    raise BadInput(
+        f"Triton at {commit[:12]} has neither setup.py nor python/setup.py; is --source a Triton repository?"
+    )
 
 
-def environment(commit: str, source: str = DEFAULT_SOURCE, cache: Path | None = None, *,
-                build_isolation: bool = True) -> Path:
+def environment(
+    commit: str, source: str = DEFAULT_SOURCE, cache: Path | None = None, *, build_isolation: bool = True
+) -> Path:
     """A directory holding Triton at `commit` (built or cached, then installed there once), for
     a process that puts it first on PYTHONPATH. It is reused only if it was installed from the
     wheel now in the cache (same digest)."""
@@ -189,8 +207,11 @@ def environment(commit: str, source: str = DEFAULT_SOURCE, cache: Path | None = 
     except OSError:
         pass
     staging = Path(tempfile.mkdtemp(dir=cache, prefix=".env-"))
-    installed = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                                "--target", str(staging), str(wheel)], capture_output=True, text=True)
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(staging), str(wheel)],
+        capture_output=True,
+        text=True,
+    )
     if installed.returncode != 0:
         shutil.rmtree(staging, ignore_errors=True)
         raise EnvironmentFailure(f"installing {wheel.name} failed: {installed.stderr.strip()[-200:]}")

@@ -42,21 +42,28 @@ from .errors import (
     PerfbotError,
     WrongResult,
 )
-from .results import BENCHMARK, ENVIRONMENT, FAILURE, Benchmark, Environment, Failure, Results
+from .results import BENCHMARK, ENVIRONMENT, FAILURE, Benchmark, Environment, Failure
 from .schema import validate_message
 
 WORKER_COMMAND = (sys.executable, "-m", "perfbot.worker")
 # After measure.L2_FLUSH (measure imports torch, which the coordinator loads only when it runs).
-TIMING = ("one CUDA-graph replay per sample, {flush}; one worker process per side, "
-          "the sides alternating sample by sample")
-_ERRORS = {1: WrongResult, 2: BadInput, 3: EnvironmentFailure}
+TIMING = (
+    "one CUDA-graph replay per sample, {flush}; one worker process per side, the sides alternating sample by sample"
+)
+_ERRORS: dict[object, type[PerfbotError]] = {1: WrongResult, 2: BadInput, 3: EnvironmentFailure}
 
 
 class WorkerProcess:
     """The coordinator's handle on one worker: start it, ask it things, stop it."""
 
-    def __init__(self, side: str, kernels: Path, triton_env: Path | None = None,
-                 command: Sequence[str] = WORKER_COMMAND, triton_commit: str | None = None):
+    def __init__(
+        self,
+        side: str,
+        kernels: Path,
+        triton_env: Path | None = None,
+        command: Sequence[str] = WORKER_COMMAND,
+        triton_commit: str | None = None,
+    ):
         self.side = side
         env = dict(os.environ)
         if triton_env is not None:
@@ -67,16 +74,26 @@ class WorkerProcess:
             env["PERFBOT_TRITON_COMMIT"] = triton_commit
         self._log = tempfile.TemporaryFile(mode="w+")
         try:
-            self._process = subprocess.Popen([*command, "--kernels", str(kernels), "--side", side], env=env, text=True,
-                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log)
+            self._process = subprocess.Popen(
+                [*command, "--kernels", str(kernels), "--side", side],
+                env=env,
+                text=True,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._log,
+            )
         except OSError as error:
             raise EnvironmentFailure(f"cannot start the {side} worker ({command[0]}): {error}") from None
+        if self._process.stdin is None or self._process.stdout is None:  # both are pipes, as asked above
+            raise EnvironmentFailure(f"the {side} worker has no pipes to talk through")
+        self._requests: IO[str] = self._process.stdin
+        self._replies: IO[str] = self._process.stdout
 
     def ask(self, op: str, **fields: Any) -> dict[str, Any]:
         try:
-            self._process.stdin.write(json.dumps({"op": op, **fields}) + "\n")
-            self._process.stdin.flush()
-            line = self._process.stdout.readline()
+            self._requests.write(json.dumps({"op": op, **fields}) + "\n")
+            self._requests.flush()
+            line = self._replies.readline()
         except (BrokenPipeError, OSError):
             line = ""
         if not line:
@@ -94,8 +111,8 @@ class WorkerProcess:
     def close(self) -> None:
         if self._process.poll() is None:
             try:
-                self._process.stdin.write(json.dumps({"op": "quit"}) + "\n")
-                self._process.stdin.close()
+                self._requests.write(json.dumps({"op": "quit"}) + "\n")
+                self._requests.close()
                 self._process.wait(timeout=60)
             except (OSError, subprocess.TimeoutExpired):
                 self._process.kill()
@@ -115,8 +132,9 @@ class WorkerProcess:
 
 
 @contextmanager
-def workers(specs: dict[str, tuple[Path, Path | None, str | None]],
-            command: Sequence[str] | None = None) -> Iterator[dict[str, WorkerProcess]]:
+def workers(
+    specs: dict[str, tuple[Path, Path | None, str | None]], command: Sequence[str] | None = None
+) -> Iterator[dict[str, WorkerProcess]]:
     """Started workers by side, from (kernels, triton environment or None, Triton commit or None);
     all stopped afterwards."""
     with ExitStack() as stack:
@@ -139,8 +157,12 @@ class WorkerSides:
         self.workers, self.settings = workers, settings
         self.names = tuple(workers)
         self.owner: dict[str, WorkerProcess] = {}
-        self._environments = {side: validate_message(f"the {side} worker's environment", _record(side, w.ask("hello")),
-                                             ENVIRONMENT, "environment") for side, w in workers.items()}
+        self._environments = {
+            side: validate_message(
+                f"the {side} worker's environment", _record(side, w.ask("hello")), ENVIRONMENT, "environment"
+            )
+            for side, w in workers.items()
+        }
 
     def prepare(self, case: Any) -> tuple[list[str], list[tuple[str, Failure]]]:
         self.owner, failed = {}, []
@@ -153,14 +175,17 @@ class WorkerSides:
     def timer(self) -> Any:
         return _WorkerTimer(self.owner)
 
-    def finish(self, samples: dict[str, list[float]], throttled: list[int]
-               ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
+    def finish(
+        self, samples: dict[str, list[float]], throttled: list[int]
+    ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
         timed, wrong = [], []
         for side, worker in self.workers.items():
             mine = {key: values for key, values in samples.items() if self.owner.get(key) is worker}
             reply = worker.ask("finish", samples=mine, throttled=throttled)
-            timed += [(side, validate_message(f"the {side} worker's benchmark", b, BENCHMARK, "benchmark"))
-                      for b in _list(side, reply, "benchmarks")]
+            timed += [
+                (side, validate_message(f"the {side} worker's benchmark", b, BENCHMARK, "benchmark"))
+                for b in _list(side, reply, "benchmarks")
+            ]
             wrong += [(side, failure) for failure in _failures(side, reply)]
         return timed, wrong
 
@@ -205,12 +230,18 @@ def _list(side: str, reply: dict[str, Any], key: str) -> list[Any]:
 
 
 def _failures(side: str, reply: dict[str, Any]) -> list[Failure]:
-    return [validate_message(f"the {side} worker's failure", f, FAILURE, "failure") for f in _list(side, reply, "failures")]
+    return [
+        validate_message(f"the {side} worker's failure", f, FAILURE, "failure") for f in _list(side, reply, "failures")
+    ]
 
 
 def _suite_json(suite: Any) -> dict[str, Any]:
-    return {"name": suite.name, "about": suite.about, "kernels": list(suite.kernels),
-            "cases": [dataclasses.asdict(c) for c in suite.cases]}
+    return {
+        "name": suite.name,
+        "about": suite.about,
+        "kernels": list(suite.kernels),
+        "cases": [dataclasses.asdict(c) for c in suite.cases],
+    }
 
 
 class _Side:
@@ -229,14 +260,18 @@ class _Side:
 
         require_gpu()
         self.subject = load_subject(self.kernels)
-        return {"environment": dataclasses.asdict(dataclasses.replace(collect_environment(),
-                                                                      **kernels_revision(self.kernels)))}
+        return {
+            "environment": dataclasses.asdict(
+                dataclasses.replace(collect_environment(), **kernels_revision(self.kernels))
+            )
+        }
 
     def prepare(self, suite: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
         from . import measure, runner
         from .subject import Case, Suite
 
-        chosen = runner.RunSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()})
+        fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()}
+        chosen = runner.RunSettings(**fields)
         if self.local is None:
             self.local = runner.LocalSides({self.side: self.subject}, chosen)
         cases = tuple(Case(**c) for c in suite["cases"])
@@ -256,8 +291,10 @@ class _Side:
 
     def finish(self, samples: dict[str, list[float]], throttled: list[int]) -> dict[str, Any]:
         timed, wrong = self.local.finish(samples, throttled)
-        return {"benchmarks": [dataclasses.asdict(b) for _, b in timed],
-                "failures": [dataclasses.asdict(f) for _, f in wrong]}
+        return {
+            "benchmarks": [dataclasses.asdict(b) for _, b in timed],
+            "failures": [dataclasses.asdict(f) for _, f in wrong],
+        }
 
 
 def serve(kernels: Path, side: str, requests: IO[str] = sys.stdin) -> None:
@@ -276,7 +313,7 @@ def serve(kernels: Path, side: str, requests: IO[str] = sys.stdin) -> None:
                 raise BadInput(f"unknown request {op!r}")
         except PerfbotError as error:
             answer = {"error": str(error), "exit": error.exit_code}
-        except Exception as error:  # reported to the coordinator, which stops the run
+        except Exception as error:  # noqa: BLE001 -- reported to the coordinator, which stops the run
             answer = {"error": f"{type(error).__name__}: {error}", "exit": EXIT_ENVIRONMENT}
         answers.write(json.dumps(answer) + "\n")
 

@@ -13,7 +13,7 @@ python3 -m perfbot selftest --rounds 400 --out "$out/selftest.json" 2>&1 | tee "
 # rounds on 2026-11-30, and its samples showed position effects within a round (README).
 python3 -m perfbot selftest --suite pr --case gemma-7b-m16 --rounds 200 --keep-samples \
   --out "$out/selftest-decode.json" 2>&1 | tee "$out/selftest-decode.txt"
-# The device tool copies the working tree without .git: make one, so that --against has a base
+# The device tool copies the working tree without .git: make one, so that `perfbot ab` has a base
 # (HEAD against itself times exactly what a pull request's check does).
 if ! git rev-parse --git-dir >/dev/null 2>&1; then
   git init -q && git add -A && git -c user.name=perfbot -c user.email=perfbot@example.invalid commit -qm snapshot
@@ -22,6 +22,6 @@ fi
 # a pull request costs on a runner that keeps them.
 for pass in cold warm; do
   start=$(date +%s)
-  python3 -m perfbot run --suite pr --against HEAD --out-dir "$out/pr-check-$pass" --overwrite 2>&1 | tail -30
-  echo "pr check, $pass caches (perfbot run --suite pr --against HEAD): $(( $(date +%s) - start )) s wall" | tee -a "$out/pr-check-duration.txt"
+  python3 -m perfbot ab HEAD --suite pr --out-dir "$out/pr-check-$pass" --overwrite 2>&1 | tail -30
+  echo "pr check, $pass caches (perfbot ab HEAD --suite pr): $(( $(date +%s) - start )) s wall" | tee -a "$out/pr-check-duration.txt"
 done

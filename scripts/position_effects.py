@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-
 from perfbot.measure import round_order
 
 
@@ -57,9 +56,12 @@ def main() -> None:
     log_ratios = np.log(np.array([r[names[1]] for r in rounds]) / np.array([r[names[0]] for r in rounds]))
     per_round = np.median(log_ratios, axis=1)
     p = np.array([stats.wilcoxon(row).pvalue for row in log_ratios])
-    print(f"A/A ({names[1]} vs {names[0]}): per-round median ratio mean {100 * per_round.mean():+.3f}%, "
-          f"sd {100 * per_round.std():.3f}%; Wilcoxon p < 0.01 in {np.mean(p < 0.01):.1%}, p < 0.05 in {np.mean(p < 0.05):.1%} "
-          f"of {len(rounds)} rounds")
+    print(
+        f"A/A ({names[1]} vs {names[0]}): per-round median ratio mean {100 * per_round.mean():+.3f}%, "
+        f"sd {100 * per_round.std():.3f}%; Wilcoxon p < 0.01 in {np.mean(p < 0.01):.1%}, "
+        f"p < 0.05 in {np.mean(p < 0.05):.1%} "
+        f"of {len(rounds)} rounds"
+    )
 
 
 if __name__ == "__main__":

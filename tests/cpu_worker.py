@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # perfbot from this checkout
 
-from perfbot import measure, runner, worker  # noqa: E402
+from perfbot import measure, runner, worker
 
 try:
     import perfbot_test_speed as speed

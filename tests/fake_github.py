@@ -19,7 +19,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.client import responses as REASONS
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -59,7 +59,7 @@ class _Reply:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _not_found() -> _Reply:
@@ -132,8 +132,12 @@ class FakeGitHub:
     """Use as a context manager: `with FakeGitHub(token="t0ken") as gh: ...` starts a ThreadingHTTPServer in a
     daemon thread and stops it on exit."""
 
-    def __init__(self, token: str = "test-token", repos: tuple[str, ...] = ("octo/perfbot",),
-                 identity: Identity = Identity(ACTIONS_BOT, "Bot", reads_user=False)) -> None:
+    def __init__(
+        self,
+        token: str = "test-token",
+        repos: tuple[str, ...] = ("octo/perfbot",),
+        identity: Identity = Identity(ACTIONS_BOT, "Bot", reads_user=False),
+    ) -> None:
         self.token = token
         self.tokens: dict[str, Identity] = {token: identity}
         self.repos = repos
@@ -156,13 +160,15 @@ class FakeGitHub:
         self._server = _Server(self)
         self.url = f"http://127.0.0.1:{self._server.server_port}"
         # A short poll interval: shutdown() waits for the serving loop to notice, 0.5 s per test by default.
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name="fake-github", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-github", daemon=True
+        )
         self._thread.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         assert self._server is not None and self._thread is not None
         self._server.shutdown()
         self._server.server_close()
@@ -182,15 +188,19 @@ class FakeGitHub:
         """Accept another token, as a personal access token of `login` (it may read GET /user)."""
         self.tokens[token] = Identity(login, user_type, reads_user=True)
 
-    def add_pull(self, repo: str, number: int, head_sha: str, earlier: tuple[str, ...] = (),
-                 head_repo: str | None = None) -> None:
+    def add_pull(
+        self, repo: str, number: int, head_sha: str, earlier: tuple[str, ...] = (), head_repo: str | None = None
+    ) -> None:
         """A pull request whose head is `head_sha`, after the `earlier` commits, from `head_repo`
         (a fork) or from this repository."""
         if repo not in self.repos:
             raise ValueError(f"{repo!r} is not one of this fake's repositories {self.repos}")
         with self._lock:
-            self.pulls[(repo, number)] = {"head": head_sha, "commits": [*earlier, head_sha],
-                                          "head_repo": head_repo or repo}
+            self.pulls[(repo, number)] = {
+                "head": head_sha,
+                "commits": [*earlier, head_sha],
+                "head_repo": head_repo or repo,
+            }
 
     def push_after(self, method: str, path_prefix: str, repo: str, number: int, new_head: str) -> None:
         """Once a `method` request under `path_prefix` has been answered, PR `number` gets a new
@@ -201,8 +211,9 @@ class FakeGitHub:
         """Answer every request under `path_prefix` with 403, as for a token lacking that permission."""
         self.forbidden.append(path_prefix)
 
-    def fail_next(self, status: int, count: int = 1, headers: dict[str, str] | None = None,
-                  body: dict | None = None) -> None:
+    def fail_next(
+        self, status: int, count: int = 1, headers: dict[str, str] | None = None, body: dict | None = None
+    ) -> None:
         """Answer the next `count` requests, whatever they are, with `status` instead of handling them."""
         reply_body = body if body is not None else {"message": REASONS.get(status, "Forced failure")}
         with self._lock:
@@ -211,24 +222,39 @@ class FakeGitHub:
     def rate_limit_next(self, count: int = 1, reset_in: float = 1.0, secondary: bool = False) -> None:
         """Answer the next `count` requests the way GitHub does when a rate limit is hit."""
         if secondary:
+
             def reply() -> _Reply:
-                return _Reply(429, {
-                    "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you "
-                               "try again. If you reach out to GitHub Support for help, please include the "
-                               "request ID.",
-                    "documentation_url": self._docs("rate-limits-for-the-rest-api"),
-                }, {"Retry-After": str(math.ceil(reset_in))})
+                return _Reply(
+                    429,
+                    {
+                        "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you "
+                        "try again. If you reach out to GitHub Support for help, please include the "
+                        "request ID.",
+                        "documentation_url": self._docs("rate-limits-for-the-rest-api"),
+                    },
+                    {"Retry-After": str(math.ceil(reset_in))},
+                )
         else:
+
             def reply() -> _Reply:
                 # The reset time is computed when the reply is sent, so it is always reset_in from that moment.
                 reset = math.ceil(time.time() + reset_in)
-                return _Reply(403, {
-                    "message": "API rate limit exceeded for installation. If you reach out to GitHub Support for "
-                               "help, please include the request ID.",
-                    "documentation_url": self._docs("rate-limits-for-the-rest-api"),
-                }, {"X-RateLimit-Limit": str(RATE_LIMIT), "X-RateLimit-Remaining": "0",
-                    "X-RateLimit-Used": str(RATE_LIMIT), "X-RateLimit-Reset": str(reset),
-                    "X-RateLimit-Resource": "core"})
+                return _Reply(
+                    403,
+                    {
+                        "message": "API rate limit exceeded for installation. If you reach out to GitHub Support for "
+                        "help, please include the request ID.",
+                        "documentation_url": self._docs("rate-limits-for-the-rest-api"),
+                    },
+                    {
+                        "X-RateLimit-Limit": str(RATE_LIMIT),
+                        "X-RateLimit-Remaining": "0",
+                        "X-RateLimit-Used": str(RATE_LIMIT),
+                        "X-RateLimit-Reset": str(reset),
+                        "X-RateLimit-Resource": "core",
+                    },
+                )
+
         with self._lock:
             self._forced.extend([reply] * count)
 
@@ -244,8 +270,9 @@ class FakeGitHub:
             elif identity is None:
                 reply = _Reply(401, {"message": "Bad credentials", "documentation_url": self._docs("")})
             elif any(urlsplit(request.path).path.startswith(prefix) for prefix in self.forbidden):
-                reply = _Reply(403, {"message": "Resource not accessible by integration",
-                                     "documentation_url": self._docs("")})
+                reply = _Reply(
+                    403, {"message": "Resource not accessible by integration", "documentation_url": self._docs("")}
+                )
             else:
                 reply = self._route(request, identity)
             reply.headers = {**self._rate_headers(), **reply.headers}
@@ -264,9 +291,13 @@ class FakeGitHub:
 
     def _rate_headers(self) -> dict[str, str]:
         used = min(len(self.requests), RATE_LIMIT)
-        return {"X-RateLimit-Limit": str(RATE_LIMIT), "X-RateLimit-Remaining": str(RATE_LIMIT - used),
-                "X-RateLimit-Used": str(used), "X-RateLimit-Reset": str(self._rate_reset),
-                "X-RateLimit-Resource": "core"}
+        return {
+            "X-RateLimit-Limit": str(RATE_LIMIT),
+            "X-RateLimit-Remaining": str(RATE_LIMIT - used),
+            "X-RateLimit-Used": str(used),
+            "X-RateLimit-Reset": str(self._rate_reset),
+            "X-RateLimit-Resource": "core",
+        }
 
     def _route(self, request: Request, identity: Identity) -> _Reply:
         parts = urlsplit(request.path)
@@ -274,8 +305,13 @@ class FakeGitHub:
         if path == "/user" and request.method == "GET":
             if identity.reads_user:
                 return _Reply(200, self._full_user(identity))
-            return _Reply(403, {"message": "Resource not accessible by integration",
-                                "documentation_url": self._docs("users/users#get-the-authenticated-user")})
+            return _Reply(
+                403,
+                {
+                    "message": "Resource not accessible by integration",
+                    "documentation_url": self._docs("users/users#get-the-authenticated-user"),
+                },
+            )
         if path == "/rate_limit" and request.method == "GET":
             return _Reply(200, self._rate_limit_json())
         match = re.fullmatch(r"/repos/([^/]+)/([^/]+)(/.*)?", path)
@@ -325,9 +361,14 @@ class FakeGitHub:
         return data if isinstance(data, dict) else None
 
     def _validation_failed(self, resource: str, field_name: str, doc: str) -> _Reply:
-        return _Reply(422, {"message": "Validation Failed",
-                            "errors": [{"resource": resource, "field": field_name, "code": "invalid"}],
-                            "documentation_url": self._docs(doc)})
+        return _Reply(
+            422,
+            {
+                "message": "Validation Failed",
+                "errors": [{"resource": resource, "field": field_name, "code": "invalid"}],
+                "documentation_url": self._docs(doc),
+            },
+        )
 
     def _list_comments(self, repo: str, number: int, path: str, query: str) -> _Reply:
         params = dict(parse_qsl(query, keep_blank_values=True))
@@ -344,7 +385,7 @@ class FakeGitHub:
             rels.append(("first", 1))
         links = ", ".join(f'<{self.url}{path}?{urlencode({**params, "page": p})}>; rel="{rel}"' for rel, p in rels)
         start = (page - 1) * per_page
-        return _Reply(200, comments[start:start + per_page], {"Link": links} if links else {})
+        return _Reply(200, comments[start : start + per_page], {"Link": links} if links else {})
 
     def _create_comment(self, repo: str, number: int, body: str, identity: Identity) -> _Reply:
         if (data := self._json_object(body)) is None:
@@ -385,8 +426,10 @@ class FakeGitHub:
         return _Reply(201, status)
 
     def _find_comment(self, repo: str, comment_id: int) -> dict | None:
-        return next((c for (r, _), comments in self.comments.items() if r == repo
-                     for c in comments if c["id"] == comment_id), None)
+        return next(
+            (c for (r, _), comments in self.comments.items() if r == repo for c in comments if c["id"] == comment_id),
+            None,
+        )
 
     # --- JSON documents, shaped like GitHub's with the `full` media type github3 asks for ---
 
@@ -406,32 +449,71 @@ class FakeGitHub:
     def _user(self, login: str, user_type: str) -> dict:
         api = f"{self.url}/users/{quote(login)}"
         return {
-            "login": login, "id": self._user_id(login), "node_id": f"U_kgDO{self._user_id(login)}",
-            "avatar_url": self._avatar(login), "gravatar_id": "", "url": api,
-            "html_url": f"{self.url}/{quote(login)}", "followers_url": f"{api}/followers",
-            "following_url": f"{api}/following{{/other_user}}", "gists_url": f"{api}/gists{{/gist_id}}",
-            "starred_url": f"{api}/starred{{/owner}}{{/repo}}", "subscriptions_url": f"{api}/subscriptions",
-            "organizations_url": f"{api}/orgs", "repos_url": f"{api}/repos", "events_url": f"{api}/events{{/privacy}}",
-            "received_events_url": f"{api}/received_events", "type": user_type, "site_admin": False,
+            "login": login,
+            "id": self._user_id(login),
+            "node_id": f"U_kgDO{self._user_id(login)}",
+            "avatar_url": self._avatar(login),
+            "gravatar_id": "",
+            "url": api,
+            "html_url": f"{self.url}/{quote(login)}",
+            "followers_url": f"{api}/followers",
+            "following_url": f"{api}/following{{/other_user}}",
+            "gists_url": f"{api}/gists{{/gist_id}}",
+            "starred_url": f"{api}/starred{{/owner}}{{/repo}}",
+            "subscriptions_url": f"{api}/subscriptions",
+            "organizations_url": f"{api}/orgs",
+            "repos_url": f"{api}/repos",
+            "events_url": f"{api}/events{{/privacy}}",
+            "received_events_url": f"{api}/received_events",
+            "type": user_type,
+            "site_admin": False,
         }
 
     def _full_user(self, identity: Identity) -> dict:
-        return {**self._user(identity.login, identity.type), "name": identity.login, "company": None, "blog": "",
-                "location": None, "email": None, "hireable": None, "bio": None, "twitter_username": None,
-                "public_repos": 1, "public_gists": 0, "followers": 0, "following": 0, "created_at": CREATED,
-                "updated_at": CREATED, "private_gists": 0, "total_private_repos": 0, "owned_private_repos": 0,
-                "disk_usage": 0, "collaborators": 0, "two_factor_authentication": True, "plan": None}
+        return {
+            **self._user(identity.login, identity.type),
+            "name": identity.login,
+            "company": None,
+            "blog": "",
+            "location": None,
+            "email": None,
+            "hireable": None,
+            "bio": None,
+            "twitter_username": None,
+            "public_repos": 1,
+            "public_gists": 0,
+            "followers": 0,
+            "following": 0,
+            "created_at": CREATED,
+            "updated_at": CREATED,
+            "private_gists": 0,
+            "total_private_repos": 0,
+            "owned_private_repos": 0,
+            "disk_usage": 0,
+            "collaborators": 0,
+            "two_factor_authentication": True,
+            "plan": None,
+        }
 
     def _commit_json(self, repo: str, sha: str) -> dict:
         api = f"{self.url}/repos/{repo}"
         person = {"name": "contributor", "email": "contributor@example.com", "date": CREATED}
         return {
-            "url": f"{api}/commits/{sha}", "sha": sha, "node_id": f"C_kwDO{sha[:8]}",
-            "html_url": f"{self.url}/{repo}/commit/{sha}", "comments_url": f"{api}/commits/{sha}/comments",
-            "commit": {"url": f"{api}/git/commits/{sha}", "author": person, "committer": person,
-                       "message": "Speed up the fused kernel", "comment_count": 0,
-                       "tree": {"url": f"{api}/git/trees/{sha}", "sha": sha}},
-            "author": self._user("contributor", "User"), "committer": self._user("contributor", "User"),
+            "url": f"{api}/commits/{sha}",
+            "sha": sha,
+            "node_id": f"C_kwDO{sha[:8]}",
+            "html_url": f"{self.url}/{repo}/commit/{sha}",
+            "comments_url": f"{api}/commits/{sha}/comments",
+            "commit": {
+                "url": f"{api}/git/commits/{sha}",
+                "author": person,
+                "committer": person,
+                "message": "Speed up the fused kernel",
+                "comment_count": 0,
+                "tree": {"url": f"{api}/git/trees/{sha}", "sha": sha},
+            },
+            "author": self._user("contributor", "User"),
+            "committer": self._user("contributor", "User"),
             "parents": [],
         }
 
@@ -443,25 +525,73 @@ class FakeGitHub:
         def end(which_repo: str, ref: str, sha: str) -> dict:
             owner = which_repo.split("/")[0]
             listed = which_repo if which_repo in self.repos else self.repos[0]
-            return {"label": f"{owner}:{ref}", "ref": ref, "sha": sha, "user": self._user(owner, "User"),
-                    "repo": {**self._repo_json(listed), "full_name": which_repo, "name": which_repo.split("/")[1],
-                             "owner": self._user(owner, "User")}}
+            return {
+                "label": f"{owner}:{ref}",
+                "ref": ref,
+                "sha": sha,
+                "user": self._user(owner, "User"),
+                "repo": {
+                    **self._repo_json(listed),
+                    "full_name": which_repo,
+                    "name": which_repo.split("/")[1],
+                    "owner": self._user(owner, "User"),
+                },
+            }
 
         return {
-            **{k: issue[k] for k in ("id", "node_id", "number", "title", "user", "labels", "state", "locked",
-                                     "assignee", "assignees", "milestone", "created_at", "updated_at", "closed_at",
-                                     "author_association", "active_lock_reason", "draft", "body", "body_text",
-                                     "body_html")},
-            "url": f"{api}/pulls/{number}", "html_url": page, "diff_url": f"{page}.diff", "patch_url": f"{page}.patch",
-            "issue_url": f"{api}/issues/{number}", "commits_url": f"{api}/pulls/{number}/commits",
+            **{
+                k: issue[k]
+                for k in (
+                    "id",
+                    "node_id",
+                    "number",
+                    "title",
+                    "user",
+                    "labels",
+                    "state",
+                    "locked",
+                    "assignee",
+                    "assignees",
+                    "milestone",
+                    "created_at",
+                    "updated_at",
+                    "closed_at",
+                    "author_association",
+                    "active_lock_reason",
+                    "draft",
+                    "body",
+                    "body_text",
+                    "body_html",
+                )
+            },
+            "url": f"{api}/pulls/{number}",
+            "html_url": page,
+            "diff_url": f"{page}.diff",
+            "patch_url": f"{page}.patch",
+            "issue_url": f"{api}/issues/{number}",
+            "commits_url": f"{api}/pulls/{number}/commits",
             "review_comments_url": f"{api}/pulls/{number}/comments",
-            "review_comment_url": f"{api}/pulls/comments{{/number}}", "comments_url": f"{api}/issues/{number}/comments",
-            "statuses_url": f"{api}/statuses/{pull['head']}", "merged_at": None, "merge_commit_sha": None,
-            "requested_reviewers": [], "requested_teams": [], "additions": 12, "deletions": 3, "changed_files": 1,
-            "comments": len(self.comments.get((repo, number), [])), "review_comments": 0,
-            "commits": len(pull["commits"]), "mergeable": True, "mergeable_state": "clean", "merged": False,
-            "merged_by": None, "auto_merge": None, "maintainer_can_modify": False,
-            "head": end(pull["head_repo"], "speed-up", pull["head"]), "base": end(repo, "main", "b" * 40),
+            "review_comment_url": f"{api}/pulls/comments{{/number}}",
+            "comments_url": f"{api}/issues/{number}/comments",
+            "statuses_url": f"{api}/statuses/{pull['head']}",
+            "merged_at": None,
+            "merge_commit_sha": None,
+            "requested_reviewers": [],
+            "requested_teams": [],
+            "additions": 12,
+            "deletions": 3,
+            "changed_files": 1,
+            "comments": len(self.comments.get((repo, number), [])),
+            "review_comments": 0,
+            "commits": len(pull["commits"]),
+            "mergeable": True,
+            "mergeable_state": "clean",
+            "merged": False,
+            "merged_by": None,
+            "auto_merge": None,
+            "maintainer_can_modify": False,
+            "head": end(pull["head_repo"], "speed-up", pull["head"]),
+            "base": end(repo, "main", "b" * 40),
             "_links": {"self": {"href": f"{api}/pulls/{number}"}, "html": {"href": page}},
         }
 
@@ -476,9 +606,14 @@ class FakeGitHub:
             "url": f"{self.url}/repos/{repo}/issues/comments/{comment_id}",
             "html_url": f"{self.url}/{repo}/pull/{number}#issuecomment-{comment_id}",
             "issue_url": f"{self.url}/repos/{repo}/issues/{number}",
-            "id": comment_id, "node_id": f"IC_kwDO{comment_id}", "user": user,
-            "created_at": now, "updated_at": now, "author_association": "NONE",
-            **self._bodies(body), "performed_via_github_app": None,
+            "id": comment_id,
+            "node_id": f"IC_kwDO{comment_id}",
+            "user": user,
+            "created_at": now,
+            "updated_at": now,
+            "author_association": "NONE",
+            **self._bodies(body),
+            "performed_via_github_app": None,
         }
         self.comments.setdefault((repo, number), []).append(comment)
         return comment
@@ -488,17 +623,40 @@ class FakeGitHub:
         page = f"{self.url}/{repo}/pull/{number}"
         issue_id = 2_000_000_000 + 1_000_000 * self.repos.index(repo) + number
         return {
-            "url": f"{api}/issues/{number}", "repository_url": api,
-            "labels_url": f"{api}/issues/{number}/labels{{/name}}", "comments_url": f"{api}/issues/{number}/comments",
-            "events_url": f"{api}/issues/{number}/events", "html_url": page,
-            "id": issue_id, "node_id": f"PR_kwDO{issue_id}", "number": number,
-            "title": f"Speed up the fused kernel (#{number})", "user": self._user("contributor", "User"),
-            "labels": [], "state": "open", "locked": False, "assignee": None, "assignees": [], "milestone": None,
-            "comments": len(self.comments.get((repo, number), [])), "created_at": CREATED, "updated_at": CREATED,
-            "closed_at": None, "closed_by": None, "author_association": "CONTRIBUTOR", "active_lock_reason": None,
-            "draft": False, "state_reason": None, **self._bodies("Makes the kernel faster."),
-            "pull_request": {"url": f"{api}/pulls/{number}", "html_url": page, "diff_url": f"{page}.diff",
-                             "patch_url": f"{page}.patch", "merged_at": None},
+            "url": f"{api}/issues/{number}",
+            "repository_url": api,
+            "labels_url": f"{api}/issues/{number}/labels{{/name}}",
+            "comments_url": f"{api}/issues/{number}/comments",
+            "events_url": f"{api}/issues/{number}/events",
+            "html_url": page,
+            "id": issue_id,
+            "node_id": f"PR_kwDO{issue_id}",
+            "number": number,
+            "title": f"Speed up the fused kernel (#{number})",
+            "user": self._user("contributor", "User"),
+            "labels": [],
+            "state": "open",
+            "locked": False,
+            "assignee": None,
+            "assignees": [],
+            "milestone": None,
+            "comments": len(self.comments.get((repo, number), [])),
+            "created_at": CREATED,
+            "updated_at": CREATED,
+            "closed_at": None,
+            "closed_by": None,
+            "author_association": "CONTRIBUTOR",
+            "active_lock_reason": None,
+            "draft": False,
+            "state_reason": None,
+            **self._bodies("Makes the kernel faster."),
+            "pull_request": {
+                "url": f"{api}/pulls/{number}",
+                "html_url": page,
+                "diff_url": f"{page}.diff",
+                "patch_url": f"{page}.patch",
+                "merged_at": None,
+            },
         }
 
     def _repo_json(self, repo: str) -> dict:
@@ -506,36 +664,79 @@ class FakeGitHub:
         api = f"{self.url}/repos/{repo}"
         host = urlsplit(self.url).netloc
         return {
-            "id": 700_000 + self.repos.index(repo), "node_id": f"R_kgDO{700_000 + self.repos.index(repo)}",
-            "name": name, "full_name": repo, "private": False,
-            "owner": self._user(owner, "Organization"), "html_url": f"{self.url}/{repo}",
-            "description": "Continuous performance-regression bot", "fork": False, "url": api,
-            "archive_url": f"{api}/{{archive_format}}{{/ref}}", "assignees_url": f"{api}/assignees{{/user}}",
-            "blobs_url": f"{api}/git/blobs{{/sha}}", "branches_url": f"{api}/branches{{/branch}}",
-            "collaborators_url": f"{api}/collaborators{{/collaborator}}", "comments_url": f"{api}/comments{{/number}}",
-            "commits_url": f"{api}/commits{{/sha}}", "compare_url": f"{api}/compare/{{base}}...{{head}}",
-            "contents_url": f"{api}/contents/{{+path}}", "contributors_url": f"{api}/contributors",
-            "deployments_url": f"{api}/deployments", "downloads_url": f"{api}/downloads",
-            "events_url": f"{api}/events", "forks_url": f"{api}/forks",
-            "git_commits_url": f"{api}/git/commits{{/sha}}", "git_refs_url": f"{api}/git/refs{{/sha}}",
-            "git_tags_url": f"{api}/git/tags{{/sha}}", "git_url": f"git://{host}/{repo}.git",
-            "hooks_url": f"{api}/hooks", "issue_comment_url": f"{api}/issues/comments{{/number}}",
-            "issue_events_url": f"{api}/issues/events{{/number}}", "issues_url": f"{api}/issues{{/number}}",
-            "keys_url": f"{api}/keys{{/key_id}}", "labels_url": f"{api}/labels{{/name}}",
-            "languages_url": f"{api}/languages", "merges_url": f"{api}/merges",
+            "id": 700_000 + self.repos.index(repo),
+            "node_id": f"R_kgDO{700_000 + self.repos.index(repo)}",
+            "name": name,
+            "full_name": repo,
+            "private": False,
+            "owner": self._user(owner, "Organization"),
+            "html_url": f"{self.url}/{repo}",
+            "description": "Continuous performance-regression bot",
+            "fork": False,
+            "url": api,
+            "archive_url": f"{api}/{{archive_format}}{{/ref}}",
+            "assignees_url": f"{api}/assignees{{/user}}",
+            "blobs_url": f"{api}/git/blobs{{/sha}}",
+            "branches_url": f"{api}/branches{{/branch}}",
+            "collaborators_url": f"{api}/collaborators{{/collaborator}}",
+            "comments_url": f"{api}/comments{{/number}}",
+            "commits_url": f"{api}/commits{{/sha}}",
+            "compare_url": f"{api}/compare/{{base}}...{{head}}",
+            "contents_url": f"{api}/contents/{{+path}}",
+            "contributors_url": f"{api}/contributors",
+            "deployments_url": f"{api}/deployments",
+            "downloads_url": f"{api}/downloads",
+            "events_url": f"{api}/events",
+            "forks_url": f"{api}/forks",
+            "git_commits_url": f"{api}/git/commits{{/sha}}",
+            "git_refs_url": f"{api}/git/refs{{/sha}}",
+            "git_tags_url": f"{api}/git/tags{{/sha}}",
+            "git_url": f"git://{host}/{repo}.git",
+            "hooks_url": f"{api}/hooks",
+            "issue_comment_url": f"{api}/issues/comments{{/number}}",
+            "issue_events_url": f"{api}/issues/events{{/number}}",
+            "issues_url": f"{api}/issues{{/number}}",
+            "keys_url": f"{api}/keys{{/key_id}}",
+            "labels_url": f"{api}/labels{{/name}}",
+            "languages_url": f"{api}/languages",
+            "merges_url": f"{api}/merges",
             "milestones_url": f"{api}/milestones{{/number}}",
             "notifications_url": f"{api}/notifications{{?since,all,participating}}",
-            "pulls_url": f"{api}/pulls{{/number}}", "releases_url": f"{api}/releases{{/id}}",
-            "ssh_url": f"git@{urlsplit(self.url).hostname}:{repo}.git", "stargazers_url": f"{api}/stargazers",
-            "statuses_url": f"{api}/statuses/{{sha}}", "subscribers_url": f"{api}/subscribers",
-            "subscription_url": f"{api}/subscription", "tags_url": f"{api}/tags", "teams_url": f"{api}/teams",
-            "trees_url": f"{api}/git/trees{{/sha}}", "clone_url": f"{self.url}/{repo}.git",
-            "mirror_url": None, "svn_url": f"{self.url}/{repo}", "homepage": None, "language": "Python",
-            "size": 512, "forks_count": 0, "stargazers_count": 0, "watchers_count": 0, "subscribers_count": 1,
-            "network_count": 0, "open_issues_count": 1, "default_branch": "main", "archived": False,
-            "disabled": False, "visibility": "public", "has_issues": True, "has_projects": True,
-            "has_downloads": True, "has_wiki": False, "has_pages": False, "license": None,
-            "created_at": CREATED, "updated_at": CREATED, "pushed_at": CREATED,
+            "pulls_url": f"{api}/pulls{{/number}}",
+            "releases_url": f"{api}/releases{{/id}}",
+            "ssh_url": f"git@{urlsplit(self.url).hostname}:{repo}.git",
+            "stargazers_url": f"{api}/stargazers",
+            "statuses_url": f"{api}/statuses/{{sha}}",
+            "subscribers_url": f"{api}/subscribers",
+            "subscription_url": f"{api}/subscription",
+            "tags_url": f"{api}/tags",
+            "teams_url": f"{api}/teams",
+            "trees_url": f"{api}/git/trees{{/sha}}",
+            "clone_url": f"{self.url}/{repo}.git",
+            "mirror_url": None,
+            "svn_url": f"{self.url}/{repo}",
+            "homepage": None,
+            "language": "Python",
+            "size": 512,
+            "forks_count": 0,
+            "stargazers_count": 0,
+            "watchers_count": 0,
+            "subscribers_count": 1,
+            "network_count": 0,
+            "open_issues_count": 1,
+            "default_branch": "main",
+            "archived": False,
+            "disabled": False,
+            "visibility": "public",
+            "has_issues": True,
+            "has_projects": True,
+            "has_downloads": True,
+            "has_wiki": False,
+            "has_pages": False,
+            "license": None,
+            "created_at": CREATED,
+            "updated_at": CREATED,
+            "pushed_at": CREATED,
         }
 
     def _rate_limit_json(self) -> dict:

@@ -30,8 +30,9 @@ class GitHttpServer:
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         assert self._server is not None
         self._server.shutdown()
         self._server.server_close()
@@ -50,11 +51,19 @@ def _handler(server: GitHttpServer) -> type[BaseHTTPRequestHandler]:
                 return
             parts = urlsplit(self.path)
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            env = {**os.environ, "GIT_PROJECT_ROOT": str(server.root), "GIT_HTTP_EXPORT_ALL": "1",
-                   "PATH_INFO": parts.path, "QUERY_STRING": parts.query, "REQUEST_METHOD": self.command,
-                   "CONTENT_TYPE": self.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(len(body)),
-                   "REMOTE_USER": "x-access-token", "REMOTE_ADDR": "127.0.0.1",
-                   "GIT_HTTP_MAX_REQUEST_BUFFER": "100M"}
+            env = {
+                **os.environ,
+                "GIT_PROJECT_ROOT": str(server.root),
+                "GIT_HTTP_EXPORT_ALL": "1",
+                "PATH_INFO": parts.path,
+                "QUERY_STRING": parts.query,
+                "REQUEST_METHOD": self.command,
+                "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+                "CONTENT_LENGTH": str(len(body)),
+                "REMOTE_USER": "x-access-token",
+                "REMOTE_ADDR": "127.0.0.1",
+                "GIT_HTTP_MAX_REQUEST_BUFFER": "100M",
+            }
             done = subprocess.run([f"{BACKEND}/git-http-backend"], input=body, env=env, capture_output=True)
             head, _, payload = done.stdout.partition(b"\r\n\r\n")
             lines = head.decode().split("\r\n")

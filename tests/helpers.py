@@ -7,13 +7,26 @@ import numpy as np
 from perfbot.results import Benchmark, Environment, Results, Settings
 
 ENVIRONMENT = {
-    "host": "runner-1", "python": "3.12.3", "perfbot": "0.1.0", "torch": "2.11.0+cu130", "cuda": "13.0",
-    "triton": "3.6.0", "triton_commit": "7c56a5e40f7fd928dfd5c72902d5def0097db73a", "gpu_name": "NVIDIA H200",
-    "gpu_sm_count": 132, "gpu_memory_bytes": 150109880320, "gpu_l2_bytes": 62914560, "driver": "580.159.04",
-    "nvml_error": None, "kernels_commit": "0123456789abcdef0123456789abcdef01234567",
+    "host": "runner-1",
+    "python": "3.12.3",
+    "perfbot": "0.1.0",
+    "torch": "2.11.0+cu130",
+    "cuda": "13.0",
+    "triton": "3.6.0",
+    "triton_commit": "7c56a5e40f7fd928dfd5c72902d5def0097db73a",
+    "gpu_name": "NVIDIA H200",
+    "gpu_sm_count": 132,
+    "gpu_memory_bytes": 150109880320,
+    "gpu_l2_bytes": 62914560,
+    "driver": "580.159.04",
+    "nvml_error": None,
+    "kernels_commit": "0123456789abcdef0123456789abcdef01234567",
 }
-CASES = [("models", "gemma-2b", 8192, 2048, 16384), ("models", "t5-v1.1-xl", 8192, 2048, 5120),
-         ("decode", "gemma-7b-m16", 16, 3072, 24576)]
+CASES = [
+    ("models", "gemma-2b", 8192, 2048, 16384),
+    ("models", "t5-v1.1-xl", 8192, 2048, 5120),
+    ("decode", "gemma-7b-m16", 16, 3072, 24576),
+]
 KERNELS = {"fused": 1.0, "eager": 1.3, "gemm": 0.85}
 
 
@@ -22,8 +35,15 @@ def samples(median_ms: float, n: int = 30, noise: float = 0.004, seed: int = 0) 
     return [round(float(v), 6) for v in median_ms * (1 + noise * rng.standard_normal(n))]
 
 
-def make_results(slowdowns: dict[tuple[str, str], float] | None = None, *, n: int = 30, noise: float = 0.004,
-                 seed: int = 0, environment: dict | None = None, config: dict | None = None) -> Results:
+def make_results(
+    slowdowns: dict[tuple[str, str], float] | None = None,
+    *,
+    n: int = 30,
+    noise: float = 0.004,
+    seed: int = 0,
+    environment: dict | None = None,
+    config: dict | None = None,
+) -> Results:
     """Every kernel on every case; `slowdowns[(kernel, case)]` multiplies that benchmark's time."""
     slowdowns = slowdowns or {}
     benchmarks = []
@@ -31,11 +51,22 @@ def make_results(slowdowns: dict[tuple[str, str], float] | None = None, *, n: in
         for k_index, (kernel, scale) in enumerate(KERNELS.items()):
             base_ms = scale * M * K * N * 4e-12 + 0.05
             ms = base_ms * slowdowns.get((kernel, case), 1.0)
-            benchmarks.append(Benchmark(
-                kernel=kernel, shape={"M": M, "K": K, "N": N}, dtype="bfloat16",
-                samples_ms=samples(ms, n, noise, seed=seed * 1000 + index * 10 + k_index),
-                suite=suite, case=case, flops=2 * M * K * 2 * N, bytes=2 * (M * K + 2 * N * K + M * N),
-                config=(config or {"path": "tma", "BLOCK_N": 128}) if kernel == "fused" else None,
-            ))
-    return Results(environment=Environment(**{**ENVIRONMENT, **(environment or {})}), settings=Settings(samples=n),
-                   benchmarks=benchmarks, created="2026-11-30T05:00:00+00:00")
+            benchmarks.append(
+                Benchmark(
+                    kernel=kernel,
+                    shape={"M": M, "K": K, "N": N},
+                    dtype="bfloat16",
+                    samples_ms=samples(ms, n, noise, seed=seed * 1000 + index * 10 + k_index),
+                    suite=suite,
+                    case=case,
+                    flops=2 * M * K * 2 * N,
+                    bytes=2 * (M * K + 2 * N * K + M * N),
+                    config=(config or {"path": "tma", "BLOCK_N": 128}) if kernel == "fused" else None,
+                )
+            )
+    return Results(
+        environment=Environment(**{**ENVIRONMENT, **(environment or {})}),
+        settings=Settings(samples=n),
+        benchmarks=benchmarks,
+        created="2026-11-30T05:00:00+00:00",
+    )

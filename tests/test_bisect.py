@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from perfbot import triton_build
 from perfbot.cli import perfbot
 
-MEASURE = '''
+MEASURE = """
 import os, pathlib, random, sys
 log = pathlib.Path(os.environ["BISECT_LOG"])
 calls = log.read_text().count("measure " + os.environ["PERFBOT_BISECT_COMMIT"]) if log.exists() else 0
@@ -23,25 +23,32 @@ speed, noise = map(float, pathlib.Path("speed.txt").read_text().split())
 rng = random.Random(os.environ["PERFBOT_BISECT_COMMIT"] + str(calls))
 for _ in range(15):
     print(f"{speed * (1 + noise * rng.gauss(0, 1)):.6f}")
-'''
-BUILD = '''
+"""
+BUILD = """
 import os, pathlib, sys
 with open(os.environ["BISECT_LOG"], "a") as handle:
     handle.write("build " + os.environ["PERFBOT_BISECT_COMMIT"] + "\\n")
 if pathlib.Path("BROKEN").exists():
     sys.exit("error: does not compile")
-'''
+"""
 
 
 def _git(repo: Path, *args: str) -> str:
     # Fixed dates: the same history gets the same SHAs, so the seeded noise is the same every run.
-    env = {"GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
-           "PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()
+    env = {
+        "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+        "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", "/tmp"),
+    }
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout.strip()
 
 
-def history(tmp_path: Path, speeds: list[float], noise: float = 0.01, broken: tuple[int, ...] = ()) -> tuple[Path, list[str]]:
+def history(
+    tmp_path: Path, speeds: list[float], noise: float = 0.01, broken: tuple[int, ...] = ()
+) -> tuple[Path, list[str]]:
     """One commit per speed (ms); commits in `broken` do not build."""
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -62,9 +69,25 @@ def history(tmp_path: Path, speeds: list[float], noise: float = 0.01, broken: tu
 
 
 def run_bisect(repo: Path, good: str, bad: str, tmp_path: Path, *extra: str, monkeypatch=None):
-    return CliRunner().invoke(perfbot, [
-        "bisect", "--repo", str(repo), "--good", good, "--bad", bad, "--build", "python3 build.py",
-        "--measure", "python3 measure.py", "--state", str(tmp_path / "state.json"), *extra])
+    return CliRunner().invoke(
+        perfbot,
+        [
+            "bisect",
+            "--repo",
+            str(repo),
+            "--good",
+            good,
+            "--bad",
+            bad,
+            "--build",
+            "python3 build.py",
+            "--measure",
+            "python3 measure.py",
+            "--state",
+            str(tmp_path / "state.json"),
+            *extra,
+        ],
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -184,7 +207,7 @@ def test_a_faster_commit_inside_the_range_is_reported(tmp_path: Path):
 def test_unknown_revisions(tmp_path: Path, args, words):
     repo, shas = history(tmp_path, [1.0, 1.1, 1.2])
     good, bad = shas[0], shas[-1]
-    merged = {"--good": good, "--bad": bad, **dict(zip(args[::2], args[1::2]))}
+    merged = {"--good": good, "--bad": bad, **dict(zip(args[::2], args[1::2], strict=False))}
     result = run_bisect(repo, merged["--good"], merged["--bad"], tmp_path)
     assert result.exit_code == 2 and words in result.output
 
@@ -197,21 +220,39 @@ def test_good_must_be_an_ancestor_of_bad(tmp_path: Path):
 
 def test_other_bad_input(tmp_path: Path):
     repo, shas = history(tmp_path, [1.0, 1.1])
-    result = CliRunner().invoke(perfbot, ["bisect", "--repo", str(tmp_path / "nowhere"), "--good", "a", "--bad", "b",
-                                          "--measure", "true"])
+    result = CliRunner().invoke(
+        perfbot, ["bisect", "--repo", str(tmp_path / "nowhere"), "--good", "a", "--bad", "b", "--measure", "true"]
+    )
     assert result.exit_code == 2
-    result = CliRunner().invoke(perfbot, ["bisect", "--repo", str(repo), "--good", shas[0], "--bad", shas[1],
-                                          "--build", "true"])
+    result = CliRunner().invoke(
+        perfbot, ["bisect", "--repo", str(repo), "--good", shas[0], "--bad", shas[1], "--build", "true"]
+    )
     assert result.exit_code == 2 and "--build needs --measure" in result.output
-    garbage = CliRunner().invoke(perfbot, ["bisect", "--repo", str(repo), "--good", shas[0], "--bad", shas[1],
-                                           "--measure", "echo fast", "--state", str(tmp_path / "s.json")])
+    garbage = CliRunner().invoke(
+        perfbot,
+        [
+            "bisect",
+            "--repo",
+            str(repo),
+            "--good",
+            shas[0],
+            "--bad",
+            shas[1],
+            "--measure",
+            "echo fast",
+            "--state",
+            str(tmp_path / "s.json"),
+        ],
+    )
     assert garbage.exit_code == 2 and "cannot be measured" in garbage.output and "'fast'" in garbage.output
-    (tmp_path / "other.json").write_text(json.dumps({"version": 1, "repo": "x", "good": "a" * 40, "bad": "b" * 40,
-                                                     "recipe": "r", "probes": {}}))
+    (tmp_path / "other.json").write_text(
+        json.dumps({"version": 1, "repo": "x", "good": "a" * 40, "bad": "b" * 40, "recipe": "r", "probes": {}})
+    )
     other = run_bisect(repo, shas[0], shas[1], tmp_path, "--state", str(tmp_path / "other.json"))
     assert other.exit_code == 2 and "another bisect" in other.output
-    (tmp_path / "forged.json").write_text(json.dumps({"version": 1, "repo": "x", "good": "a", "bad": "b",
-                                                      "recipe": "r", "probes": {}}))
+    (tmp_path / "forged.json").write_text(
+        json.dumps({"version": 1, "repo": "x", "good": "a", "bad": "b", "recipe": "r", "probes": {}})
+    )
     forged = run_bisect(repo, shas[0], shas[1], tmp_path, "--state", str(tmp_path / "forged.json"))
     assert forged.exit_code == 2 and "good: String should match pattern" in forged.output
     assert "delete it to start over" in forged.output and forged.output.count("\n") == 1
@@ -224,16 +265,32 @@ def test_triton_mode_builds_each_end_once_into_its_own_environment(tmp_path: Pat
     both ends, each into its own environment."""
     from tests.test_triton_build import standin
 
-    repo, good, broken = standin(tmp_path, "new")
+    repo, good, _broken = standin(tmp_path, "new")
     _git(repo, "checkout", "-q", good)
     (repo / "triton" / "extra.py").write_text("X = 1\n")
     _git(repo, "add", "-A")
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "second good")
     bad = _git(repo, "rev-parse", "HEAD")
     cache = tmp_path / "cache"
-    result = CliRunner().invoke(perfbot, ["bisect", "--repo", str(repo), "--good", good, "--bad", bad,
-                                          "--project", str(project), "--cache", str(cache), "--no-build-isolation",
-                                          "--state", str(tmp_path / "state.json")])
+    result = CliRunner().invoke(
+        perfbot,
+        [
+            "bisect",
+            "--repo",
+            str(repo),
+            "--good",
+            good,
+            "--bad",
+            bad,
+            "--project",
+            str(project),
+            "--cache",
+            str(cache),
+            "--no-build-isolation",
+            "--state",
+            str(tmp_path / "state.json"),
+        ],
+    )
     assert result.exit_code == 2 and "cannot be measured" in result.output, result.output
     assert "the kernels package does not import: No module named 'triton.language'" in result.output
     assert "Traceback" not in result.output

@@ -13,9 +13,9 @@ from tests.conftest import HAS_GPU
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()):
     for name, command in group.commands.items():
-        yield prefix + (name,), command
+        yield (*prefix, name), command
         if isinstance(command, click.Group):
-            yield from _commands(command, prefix + (name,))
+            yield from _commands(command, (*prefix, name))
 
 
 def test_every_command_and_option_has_help_and_every_command_an_example():
@@ -68,10 +68,14 @@ def test_existing_results_file_is_never_overwritten(project: Path, tmp_path: Pat
 
 
 def test_broken_suites_file_exits_2_naming_it(project: Path):
-    (project / "kernels" / "suites.yaml").write_text("pr:\n  dtype: float16\n  cases:\n    - {name: a, M: 0, K: 1, N: 1}\n")
+    (project / "kernels" / "suites.yaml").write_text(
+        "pr:\n  dtype: float16\n  cases:\n    - {name: a, M: 0, K: 1, N: 1}\n"
+    )
     result = invoke("suites", "--project", str(project))
     assert result.exit_code == 2
-    assert "suites.yaml" in result.output and "pr.cases[0].M: should be greater than or equal to 1, got 0" in result.output
+    assert (
+        "suites.yaml" in result.output and "pr.cases[0].M: should be greater than or equal to 1, got 0" in result.output
+    )
 
 
 def test_no_project_found_exits_2(tmp_path: Path, monkeypatch):
@@ -112,8 +116,8 @@ def test_console_script_is_installed():
 
 
 def test_show_prints_a_stored_results_file(tmp_path: Path):
-    from tests.test_results import sample_results
     from perfbot import results
+    from tests.test_results import sample_results
 
     path = tmp_path / "r.json"
     results.save(sample_results(), path)

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from perfbot import results
 from perfbot.cli import perfbot
-from perfbot.comparison import summarize
 from perfbot.compare import compare
+from perfbot.comparison import summarize
 from perfbot.errors import BadInput
 from perfbot.results import Benchmark, Environment, Failure, Results, Settings
 from perfbot.thresholds import load_policy
@@ -30,7 +30,7 @@ def verdicts(report):
 
 def test_the_same_code_measured_twice_is_unchanged():
     report = compare(make_results(seed=1), make_results(seed=2), POLICY)
-    assert {v for v in verdicts(report).values()} == {("unchanged", False)}
+    assert set(verdicts(report).values()) == {("unchanged", False)}
     assert not report.fails
     assert summarize(report).headline.startswith("✅")
     assert math.isclose(report.geomean_ratio, 1.0, abs_tol=0.01)
@@ -41,7 +41,7 @@ def test_a_ten_percent_slowdown_fails():
     assert verdicts(report)[("fused", "gemma-2b")] == ("regression", True)
     assert sum(c.fails for c in report.comparisons) == 1
     assert report.fails and summarize(report).headline.startswith("❌")
-    failing = [c for c in report.comparisons if c.fails][0]
+    failing = next(c for c in report.comparisons if c.fails)
     assert 1.08 < failing.estimate.low < 1.10 < failing.estimate.high < 1.12
     assert failing.q_value < 0.01
 
@@ -66,8 +66,12 @@ def test_too_few_samples_is_inconclusive_and_says_what_to_do():
 
 
 def test_noise_that_hides_a_possible_regression_is_inconclusive():
-    report = compare(make_results(seed=1, n=10, noise=0.08), make_results({("fused", "gemma-2b"): 1.03}, seed=2, n=10, noise=0.08), POLICY)
-    verdict = [c for c in report.comparisons if (c.current.kernel, c.current.case) == ("fused", "gemma-2b")][0]
+    report = compare(
+        make_results(seed=1, n=10, noise=0.08),
+        make_results({("fused", "gemma-2b"): 1.03}, seed=2, n=10, noise=0.08),
+        POLICY,
+    )
+    verdict = next(c for c in report.comparisons if (c.current.kernel, c.current.case) == ("fused", "gemma-2b"))
     assert verdict.verdict == "inconclusive"
     assert "--samples 20" in verdict.reason
 
@@ -90,10 +94,22 @@ def _stepped(ms: float, seed: int) -> list[float]:
 
 
 def _interleaved_pair(slowdown: float) -> tuple[Results, Results]:
-    bench = Benchmark(kernel="fused", shape={"M": 8192, "K": 2048, "N": 5120}, dtype="bfloat16", samples_ms=[],
-                      suite="pr", case="t5-v1.1-xl")
-    side = lambda samples: Results(environment=Environment(gpu_name="NVIDIA H200"), settings=Settings(ab_run="run-1"),  # noqa: E731
-                                   benchmarks=[replace(bench, samples_ms=samples)])
+    bench = Benchmark(
+        kernel="fused",
+        shape={"M": 8192, "K": 2048, "N": 5120},
+        dtype="bfloat16",
+        samples_ms=[],
+        suite="pr",
+        case="t5-v1.1-xl",
+    )
+
+    def side(samples):
+        return Results(
+            environment=Environment(gpu_name="NVIDIA H200"),
+            settings=Settings(ab_run="run-1"),
+            benchmarks=[replace(bench, samples_ms=samples)],
+        )
+
     return side(_stepped(0.53, seed=1)), side(_stepped(0.53 * slowdown, seed=2))
 
 
@@ -115,7 +131,7 @@ def test_added_removed_and_wrong_results():
     head = make_results(seed=2)
     extra = replace(head.benchmarks[0], kernel="fused-v2")
     failure = Failure(kernel="fused", shape={"M": 1, "K": 8, "N": 8}, dtype="bfloat16", reason="wrong result")
-    head = replace(head, benchmarks=head.benchmarks[1:] + [extra], failures=[failure])
+    head = replace(head, benchmarks=[*head.benchmarks[1:], extra], failures=[failure])
     report = compare(base, head, POLICY)
     assert [b.kernel for b in report.added] == ["fused-v2"]
     assert [b.kernel for b in report.removed] == ["fused"]
@@ -133,10 +149,14 @@ def test_different_gpu_models_are_refused_unless_forced():
 
 def test_environment_and_config_differences_are_shown():
     base = make_results(seed=1)
-    head = make_results(seed=2, environment={"driver": "590.10", "triton": "3.7.0"}, config={"path": "tma", "BLOCK_N": 64})
+    head = make_results(
+        seed=2, environment={"driver": "590.10", "triton": "3.7.0"}, config={"path": "tma", "BLOCK_N": 64}
+    )
     report = compare(base, head, POLICY)
     assert {(d.field, d.baseline, d.current) for d in report.differences} == {
-        ("driver", "580.159.04", "590.10"), ("triton", "3.6.0", "3.7.0")}
+        ("driver", "580.159.04", "590.10"),
+        ("triton", "3.6.0", "3.7.0"),
+    }
     fused = [c for c in report.comparisons if c.current.kernel == "fused"]
     assert all(c.config_change == "BLOCK_N 128 → 64" for c in fused)
     assert all(c.config_change is None for c in report.comparisons if c.current.kernel != "fused")
@@ -179,8 +199,10 @@ def test_identical_sample_sets_never_give_a_regression(samples_ms):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(min_value=1.0, max_value=1.005), min_size=10, max_size=60),
-       st.floats(min_value=0.05, max_value=20.0))
+@given(
+    st.lists(st.floats(min_value=1.0, max_value=1.005), min_size=10, max_size=60),
+    st.floats(min_value=0.05, max_value=20.0),
+)
 def test_a_uniform_ten_percent_slowdown_with_low_noise_always_fails(jitter, scale):
     baseline = [scale * j for j in jitter]
     current = [1.10 * value for value in baseline]
@@ -203,8 +225,10 @@ def test_cli_exit_codes_and_reports(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     runner = CliRunner()
     assert runner.invoke(perfbot, ["compare", str(base), str(same)]).exit_code == 0
-    result = runner.invoke(perfbot, ["compare", str(base), str(slow), "--markdown", str(tmp_path / "c.md"),
-                                     "--json", str(tmp_path / "c.json")])
+    result = runner.invoke(
+        perfbot,
+        ["compare", str(base), str(slow), "--markdown", str(tmp_path / "c.md"), "--json", str(tmp_path / "c.json")],
+    )
     assert result.exit_code == 1, result.output
     assert "FAIL regression" in result.output
     data = json.loads((tmp_path / "c.json").read_text())
@@ -244,7 +268,10 @@ def _duplicated() -> str:
     [
         (_results_text()[:200], "not valid JSON"),
         (_results_text(format=7), "results format 7"),
-        (_with_first_samples([1.0, float("nan")]).replace("NaN", "NaN"), "samples_ms[1]: should be a finite number, got nan"),
+        (
+            _with_first_samples([1.0, float("nan")]).replace("NaN", "NaN"),
+            "samples_ms[1]: should be a finite number, got nan",
+        ),
         (_with_first_samples([1.0, -1.0]), "-1.0"),
         (_with_first_samples([]), "samples_ms: List should have at least 1 item"),
         (_duplicated(), "repeats benchmarks[0]"),

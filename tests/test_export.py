@@ -25,9 +25,19 @@ def test_export_is_read_by_pytest_benchmark_compare(tmp_path: Path):
         assert result.exit_code == 0, result.output
         exported.append(out)
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "pytest-benchmark"), "compare", *map(str, exported),
-         "--csv", "table", "--columns", "median,rounds"],
-        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        [
+            str(Path(sys.executable).parent / "pytest-benchmark"),
+            "compare",
+            *map(str, exported),
+            "--csv",
+            "table",
+            "--columns",
+            "median,rounds",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     assert "Failed to load" not in done.stdout + done.stderr

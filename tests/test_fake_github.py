@@ -1,4 +1,5 @@
-"""The GitHub fake, proven with the real github3.py: if github3 works against it, perfbot's client can be tested on it."""
+"""The GitHub fake, proven with the real github3.py: if github3 works against it, perfbot's client
+can be tested on it."""
 
 from __future__ import annotations
 
@@ -41,8 +42,14 @@ def gh(fake: FakeGitHub) -> github3.GitHub:
 
 def raw(fake: FakeGitHub, method: str, path: str, body: dict | None = None) -> requests.Response:
     """A plain request, for what github3 hides: headers, raw bodies, exact status codes."""
-    return requests.request(method, fake.url + path, json=body, headers={"Authorization": f"token {TOKEN}"},
-                            timeout=5, proxies={"http": "", "https": ""})
+    return requests.request(
+        method,
+        fake.url + path,
+        json=body,
+        headers={"Authorization": f"token {TOKEN}"},
+        timeout=5,
+        proxies={"http": "", "https": ""},
+    )
 
 
 def urls(value: Any) -> Iterator[str]:
@@ -72,7 +79,8 @@ def test_issue_and_all_comments_through_pagination(fake: FakeGitHub, gh: github3
     assert [c.body for c in comments] == [f"comment {i}" for i in range(35)]
     assert len({c.id for c in comments}) == 35
     assert [r.path for r in fake.requests[before:]] == [f"/repos/{REPO}/issues/7/comments?per_page=10"] + [
-        f"/repos/{REPO}/issues/7/comments?per_page=10&page={p}" for p in (2, 3, 4)]
+        f"/repos/{REPO}/issues/7/comments?per_page=10&page={p}" for p in (2, 3, 4)
+    ]
     assert comments[0].user.login == "someone" and comments[0].user.type == "User"
 
 
@@ -83,8 +91,9 @@ def test_link_header_with_the_default_page_size(fake: FakeGitHub) -> None:
     assert len(first.json()) == 30
     assert first.links["next"]["url"] == f"{fake.url}/repos/{REPO}/issues/7/comments?page=2"
     assert first.links["last"]["url"] == f"{fake.url}/repos/{REPO}/issues/7/comments?page=2"
-    second = requests.get(first.links["next"]["url"], headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5,
-                          proxies={"http": ""})
+    second = requests.get(
+        first.links["next"]["url"], headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5, proxies={"http": ""}
+    )
     assert len(second.json()) == 5 and "next" not in second.links and second.links["first"]["url"].endswith("page=1")
     assert "Link" not in raw(fake, "GET", f"/repos/{REPO}/issues/8/comments").headers
 
@@ -108,8 +117,9 @@ def test_create_and_edit_comment(fake: FakeGitHub, gh: github3.GitHub) -> None:
 def test_repository_and_commit_status(fake: FakeGitHub, gh: github3.GitHub) -> None:
     repo = gh.repository("octo", "perfbot")
     assert (repo.full_name, repo.default_branch) == (REPO, "main")
-    status = repo.create_status(SHA, "success", target_url=f"{fake.url}/runs/1", description="no regressions",
-                                context="perfbot")
+    status = repo.create_status(
+        SHA, "success", target_url=f"{fake.url}/runs/1", description="no regressions", context="perfbot"
+    )
     assert (status.state, status.context, status.creator.login) == ("success", "perfbot", "github-actions[bot]")
     [stored] = fake.statuses[(REPO, SHA)]
     assert (stored["state"], stored["description"], stored["context"]) == ("success", "no regressions", "perfbot")
@@ -195,12 +205,16 @@ def test_pull_requests_and_their_commits(fake: FakeGitHub, gh: github3.GitHub) -
 def test_every_url_points_back_at_the_fake(fake: FakeGitHub) -> None:
     fake.add_comment(REPO, 7, "seeded")
     fake.add_pull(REPO, 7, SHA)
-    documents = [raw(fake, "GET", f"/repos/{REPO}").json(), raw(fake, "GET", f"/repos/{REPO}/issues/7").json(),
-                 raw(fake, "GET", f"/repos/{REPO}/issues/7/comments").json(),
-                 raw(fake, "POST", f"/repos/{REPO}/issues/7/comments", {"body": "hi"}).json(),
-                 raw(fake, "POST", f"/repos/{REPO}/statuses/{SHA}", {"state": "pending"}).json(),
-                 raw(fake, "GET", "/user").json(), raw(fake, "GET", f"/repos/{REPO}/pulls/7").json(),
-                 raw(fake, "GET", f"/repos/{REPO}/pulls/7/commits").json()]
+    documents = [
+        raw(fake, "GET", f"/repos/{REPO}").json(),
+        raw(fake, "GET", f"/repos/{REPO}/issues/7").json(),
+        raw(fake, "GET", f"/repos/{REPO}/issues/7/comments").json(),
+        raw(fake, "POST", f"/repos/{REPO}/issues/7/comments", {"body": "hi"}).json(),
+        raw(fake, "POST", f"/repos/{REPO}/statuses/{SHA}", {"state": "pending"}).json(),
+        raw(fake, "GET", "/user").json(),
+        raw(fake, "GET", f"/repos/{REPO}/pulls/7").json(),
+        raw(fake, "GET", f"/repos/{REPO}/pulls/7/commits").json(),
+    ]
     found = [url for document in documents for url in urls(document)]
     assert len(found) > 50
     assert {urlsplit(url).netloc for url in found} == {urlsplit(fake.url).netloc}
@@ -215,8 +229,9 @@ def test_responses_are_json_with_length_on_a_kept_alive_connection(fake: FakeGit
         socket_before = connection.sock
         assert response.headers["Content-Type"] == "application/json; charset=utf-8"
         assert int(response.headers["Content-Length"]) == len(body)
-        connection.request("POST", f"/repos/{REPO}/issues/7/comments", body=b"{not json",
-                           headers={"Authorization": f"token {TOKEN}"})
+        connection.request(
+            "POST", f"/repos/{REPO}/issues/7/comments", body=b"{not json", headers={"Authorization": f"token {TOKEN}"}
+        )
         response = connection.getresponse()
         assert (response.status, json.loads(response.read())) == (400, {"message": "Problems parsing JSON"})
         assert connection.sock is socket_before

@@ -7,7 +7,6 @@ import os
 import pytest
 import torch
 import torch.nn.functional as F
-
 import triton
 import triton.language as tl
 
@@ -19,7 +18,7 @@ INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 # (dtype, largest relative error): the precision the kernel promises; one rounding of the
 # output (fp16 2^-11, bf16 2^-8 relative) after fp32 accumulation lands near a third of these.
 TOLERANCES = [(torch.float16, 5e-4), (torch.float32, 1e-5)]
-GPU_TOLERANCES = TOLERANCES + [(torch.bfloat16, 3e-3)]
+GPU_TOLERANCES = [*TOLERANCES, (torch.bfloat16, 0.003)]
 
 SHAPES = [  # (batch dims, K, N): odd sizes, below and above one block, and a lone row
     ((1,), 16, 16),
@@ -200,7 +199,7 @@ def test_non_contiguous_inputs():
 @pytest.mark.gpu
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @pytest.mark.parametrize("dtype,bound", GPU_TOLERANCES)
-@pytest.mark.parametrize("batch,K,N", SHAPES + [((1000,), 1000, 1000), ((2, 2048), 2048, 2560), ((16,), 3072, 24576)])
+@pytest.mark.parametrize("batch,K,N", [*SHAPES, ((1000,), 1000, 1000), ((2, 2048), 2048, 2560), ((16,), 3072, 24576)])
 def test_matches_float64_reference_on_gpu(batch, K, N, dtype, bound, approximate):
     _check(batch, K, N, dtype, bound, approximate, device="cuda")
 
@@ -209,7 +208,7 @@ def test_matches_float64_reference_on_gpu(batch, K, N, dtype, bound, approximate
 @pytest.mark.parametrize("path", ["tma", "pointer"])
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @pytest.mark.parametrize("dtype,bound", [(torch.float16, 5e-4), (torch.bfloat16, 3e-3)])
-@pytest.mark.parametrize("batch,K,N", TMA_SHAPES + [((8192,), 2048, 5120), ((16,), 3072, 24576), ((64,), 5376, 21504)])
+@pytest.mark.parametrize("batch,K,N", [*TMA_SHAPES, ((8192,), 2048, 5120), ((16,), 3072, 24576), ((64,), 5376, 21504)])
 def test_both_paths_on_gpu(batch, K, N, dtype, bound, approximate, path):
     _check(batch, K, N, dtype, bound, approximate, device="cuda", path=path)
 
@@ -263,10 +262,22 @@ def test_kernel_config_is_recorded_for_each_dtype():
 def test_options_a_given_config_leaves_out_are_off(monkeypatch):
     # The tuner passes each candidate as `config`; options a candidate leaves out (programs_per_sm,
     # maxnreg) must take their defaults, not the values of the config tuned before.
-    from kernels import configs, geglu as geglu_module
+    from kernels import configs
+    from kernels import geglu as geglu_module
 
-    tuned = {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 8, "num_warps": 4, "num_stages": 2,
-             "warp_specialize": False, "one_dot": True, "flatten": True, "programs_per_sm": 2, "maxnreg": 128}
+    tuned = {
+        "BLOCK_M": 32,
+        "BLOCK_N": 16,
+        "BLOCK_K": 16,
+        "GROUP_M": 8,
+        "num_warps": 4,
+        "num_stages": 2,
+        "warp_specialize": False,
+        "one_dot": True,
+        "flatten": True,
+        "programs_per_sm": 2,
+        "maxnreg": 128,
+    }
     monkeypatch.setattr(configs, "lookup", lambda *key: {**tuned, "source": "tuned"})
     launched = []
     real_launch = geglu_module._launch_tma
@@ -282,11 +293,18 @@ def test_options_a_given_config_leaves_out_are_off(monkeypatch):
 def test_shape_classes_and_a_class_borrowing_its_neighbours_tuned_config(tmp_path, monkeypatch):
     from kernels import configs
 
-    assert [configs.shape_class(M, 24576, 132) for M in (1, 4, 5, 64, 65)] == \
-        ["gemv", "gemv", "decode", "decode", "small"]
+    assert [configs.shape_class(M, 24576, 132) for M in (1, 4, 5, 64, 65)] == [
+        "gemv",
+        "gemv",
+        "decode",
+        "decode",
+        "small",
+    ]
     table = tmp_path / "tuned.yaml"
-    table.write_text("GPU X:\n  pointer:\n    decode: {BLOCK_M: 64, BLOCK_N: 32, BLOCK_K: 256, GROUP_M: 1, "
-                     "num_warps: 4, num_stages: 6}\n  prefer: {decode: pointer}\n")
+    table.write_text(
+        "GPU X:\n  pointer:\n    decode: {BLOCK_M: 64, BLOCK_N: 32, BLOCK_K: 256, GROUP_M: 1, "
+        "num_warps: 4, num_stages: 6}\n  prefer: {decode: pointer}\n"
+    )
     monkeypatch.setattr(configs, "TUNED_FILE", table)
     configs.tuned_table.cache_clear()
     try:

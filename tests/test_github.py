@@ -27,8 +27,9 @@ def fake():
 
 
 def client(fake: FakeGitHub, token: str = TOKEN, waits: list | None = None, **options) -> GitHub:
-    return GitHub(token, fake.url, attempts=4, backoff_s=0.5, sleep=(waits if waits is not None else []).append,
-                  **options)
+    return GitHub(
+        token, fake.url, attempts=4, backoff_s=0.5, sleep=(waits if waits is not None else []).append, **options
+    )
 
 
 def test_first_call_creates_second_edits_the_same_comment(fake):
@@ -216,8 +217,9 @@ def test_cli_a_missing_pr_is_bad_input_not_a_permission(fake, env):
 def test_cli_an_over_long_body_is_cut_with_a_note_and_the_status_set(fake, env, tmp_path: Path):
     huge = tmp_path / "huge.md"
     rows = "".join(f"| row {i} | {'x' * 60} |\n" for i in range(2000))
-    huge.write_text(f"**perfbot:** ✅ no significant slowdown\n\n<details><summary>rows</summary>\n\n{rows}"
-                    f"</details>\n{MARKER}\n")
+    huge.write_text(
+        f"**perfbot:** ✅ no significant slowdown\n\n<details><summary>rows</summary>\n\n{rows}</details>\n{MARKER}\n"
+    )
     result = _comment(huge, "--status", "success", "--sha", SHA)
     assert result.exit_code == 0, result.output
     posted = fake.comments[(REPO, 7)][0]["body"]
@@ -236,16 +238,18 @@ def test_cli_status_is_set_even_when_the_comment_fails(fake, env):
 def test_cli_exit_codes(fake, env, monkeypatch, tmp_path: Path):
     runner = CliRunner()
     base = ["comment", "--repo", REPO, "--pr", "7"]
-    assert runner.invoke(perfbot, base + ["--body-file", str(tmp_path / "missing.md")]).exit_code == 2
+    assert runner.invoke(perfbot, [*base, "--body-file", str(tmp_path / "missing.md")]).exit_code == 2
     empty = tmp_path / "empty.md"
     empty.write_text("  \n")
-    assert runner.invoke(perfbot, base + ["--body-file", str(empty)]).exit_code == 2
-    assert runner.invoke(perfbot, base + ["--body-file", str(env), "--status", "success"]).exit_code == 2
-    assert runner.invoke(perfbot, base + ["--body-file", str(env), "--status", "success", "--sha", "main"]).exit_code == 2
+    assert runner.invoke(perfbot, [*base, "--body-file", str(empty)]).exit_code == 2
+    assert runner.invoke(perfbot, [*base, "--body-file", str(env), "--status", "success"]).exit_code == 2
+    assert (
+        runner.invoke(perfbot, [*base, "--body-file", str(env), "--status", "success", "--sha", "main"]).exit_code == 2
+    )
     assert runner.invoke(perfbot, ["comment", "--repo", REPO, "--pr", "0", "--body-file", str(env)]).exit_code == 2
     monkeypatch.setenv("GITHUB_TOKEN", "ghs_other_TOKEN")
-    result = runner.invoke(perfbot, base + ["--body-file", str(env)])
+    result = runner.invoke(perfbot, [*base, "--body-file", str(env)])
     assert result.exit_code == 3 and "ghs_other_TOKEN" not in result.output
     monkeypatch.delenv("GITHUB_TOKEN")
-    result = runner.invoke(perfbot, base + ["--body-file", str(env)])
+    result = runner.invoke(perfbot, [*base, "--body-file", str(env)])
     assert result.exit_code == 3 and "GITHUB_TOKEN is not set" in result.output

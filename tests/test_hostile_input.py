@@ -30,8 +30,10 @@ from tests.fake_github import FakeGitHub
 from tests.helpers import make_results
 
 POLICY = load_policy(ROOT / "thresholds.yaml")
-HOSTILE = ("x|y\n\n# heading <script>alert(1)</script><img src=x onerror=alert(1)> <!-- @octocat "
-           "<!-- perfbot-report --> `code` *em* [link](http://e.example) ~~gone~~ \r end")
+HOSTILE = (
+    "x|y\n\n# heading <script>alert(1)</script><img src=x onerror=alert(1)> <!-- @octocat "
+    "<!-- perfbot-report --> `code` *em* [link](http://e.example) ~~gone~~ \r end"
+)
 
 
 def _valid() -> dict[str, Any]:
@@ -71,11 +73,17 @@ RAW = {
     "truncated": results.to_text(make_results(seed=1))[:500],
     "not JSON at all": "\x00\x01garbage",
     "a number of 5000 digits": '{"format": 1, "environment": {}, "benchmarks": [{"kernel": "k", "shape": {"M": '
-                               + "9" * 5000 + '}, "dtype": "f", "samples_ms": [1]}]}',
+    + "9" * 5000
+    + '}, "dtype": "f", "samples_ms": [1]}]}',
 }
-COMMANDS = [["show", "{f}"], ["show", "{f}", "--markdown"], ["show", "{f}", "--by-case", "fused"],
-            ["compare", "{f}", "{f}", "--json", "{out}"], ["baseline", "update", "{f}", "--store", "{store}"],
-            ["export", "{f}", "--out", "{out}.pb.json"]]
+COMMANDS = [
+    ["show", "{f}"],
+    ["show", "{f}", "--markdown"],
+    ["show", "{f}", "--by-case", "fused"],
+    ["compare", "{f}", "{f}", "--json", "{out}"],
+    ["baseline", "update", "{f}", "--store", "{store}"],
+    ["export", "{f}", "--out", "{out}.pb.json"],
+]
 
 
 def _run_all(path: Path, tmp_path: Path, expected: set[int]) -> list[str]:
@@ -121,8 +129,10 @@ def test_a_step_summary_that_cannot_be_written_is_an_environment_failure(tmp_pat
 
 @pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
 def test_files_get_the_mode_the_umask_gives(tmp_path: Path, mask: int):
-    script = (f"import os; os.umask({mask:#o}); from pathlib import Path; from perfbot.files import write_atomic; "
-              f"write_atomic(Path({str(tmp_path / 'f.txt')!r}), 'x')")
+    script = (
+        f"import os; os.umask({mask:#o}); from pathlib import Path; from perfbot.files import write_atomic; "
+        f"write_atomic(Path({str(tmp_path / 'f.txt')!r}), 'x')"
+    )
     subprocess.run([sys.executable, "-c", script], check=True, cwd=ROOT)
     assert stat.S_IMODE((tmp_path / "f.txt").stat().st_mode) == 0o666 & ~mask
 
@@ -148,7 +158,7 @@ def assert_inert(text: str, *, marker: bool) -> None:
         assert not line.startswith("#") or line.startswith("## perfbot bisect:"), line
         if line.startswith("|"):
             pipes = len(re.findall(r"(?<!\\)\|", line))
-            if header_pipes is None or line.startswith("| benchmark") or line.startswith("| |") or "suite" in line[:8]:
+            if header_pipes is None or line.startswith(("| benchmark", "| |")) or "suite" in line[:8]:
                 header_pipes = pipes if not line.startswith("|-") else header_pipes
             assert pipes == header_pipes, line
         else:
@@ -160,20 +170,41 @@ HOSTILE_LINE = " ".join(HOSTILE.split())
 
 
 def _hostile_results(seed: int, slowdowns: dict | None = None, hostile: str = HOSTILE) -> results.Results:
-    run = make_results(slowdowns, seed=seed, environment={"driver": hostile[:60], "clock_drift": hostile,
-                                                          "throttled_rounds": 2, "throttle_reasons": ["<b>@x</b>"]})
+    run = make_results(
+        slowdowns,
+        seed=seed,
+        environment={
+            "driver": hostile[:60],
+            "clock_drift": hostile,
+            "throttled_rounds": 2,
+            "throttle_reasons": ["<b>@x</b>"],
+        },
+    )
     rename = {"fused": HOSTILE_LINE[:150]}
-    return replace(run, benchmarks=[
-        replace(b, kernel=rename.get(b.kernel, b.kernel), suite="<!--", case="@here|x",
+    return replace(
+        run,
+        benchmarks=[
+            replace(
+                b,
+                kernel=rename.get(b.kernel, b.kernel),
+                suite="<!--",
+                case="@here|x",
                 shape={**b.shape, "<!--": 1} if b.kernel == "gemm" else b.shape,
-                config={"BLOCK_N": "<script>" if seed == 2 else 64} if b.config else None)
-        for b in run.benchmarks], failures=[results.Failure("@team", {"<!--": 1}, "bf16", "wrong <b>result</b> @x")])
+                config={"BLOCK_N": "<script>" if seed == 2 else 64} if b.config else None,
+            )
+            for b in run.benchmarks
+        ],
+        failures=[results.Failure("@team", {"<!--": 1}, "bf16", "wrong <b>result</b> @x")],
+    )
 
 
 def _hostile_summary(hostile: str = HOSTILE) -> comparison.Summary:
-    report = compare(_hostile_results(1, hostile=hostile), _hostile_results(2, {("fused", "gemma-2b"): 1.2}, hostile),
-                     POLICY)
-    return replace(comparison.summarize(report), trend=hostile, policy_change=["lead <!-- x", "thresholds @user: 1 → 2"])
+    report = compare(
+        _hostile_results(1, hostile=hostile), _hostile_results(2, {("fused", "gemma-2b"): 1.2}, hostile), POLICY
+    )
+    return replace(
+        comparison.summarize(report), trend=hostile, policy_change=["lead <!-- x", "thresholds @user: 1 → 2"]
+    )
 
 
 def test_the_pr_comment_and_the_comparison_file_are_inert():
@@ -190,8 +221,22 @@ def test_a_hostile_comparison_file_is_posted_inert(tmp_path: Path, monkeypatch):
         github.add_pull("octo/perfbot", 7, "a" * 40)
         monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
         monkeypatch.setenv("GITHUB_API_URL", github.url)
-        result = CliRunner().invoke(perfbot, ["comment", "--repo", "octo/perfbot", "--pr", "7", "--comparison",
-                                              str(path), "--sha", "a" * 40, "--status", "failure"])
+        result = CliRunner().invoke(
+            perfbot,
+            [
+                "comment",
+                "--repo",
+                "octo/perfbot",
+                "--pr",
+                "7",
+                "--comparison",
+                str(path),
+                "--sha",
+                "a" * 40,
+                "--status",
+                "failure",
+            ],
+        )
         assert result.exit_code == 0, result.output
         assert_inert(github.comments[("octo/perfbot", 7)][0]["body"], marker=True)
 
@@ -211,8 +256,13 @@ def test_show_markdown_and_by_case_are_inert(tmp_path: Path):
     run = _hostile_results(1)
     assert_inert(run_markdown(run), marker=False)
     kernel = run.benchmarks[0].kernel
-    assert_inert(case_markdown(replace(run, benchmarks=[replace(b, kernel="fused") if b.kernel == kernel else b
-                                                        for b in run.benchmarks]), "fused"), marker=False)
+    assert_inert(
+        case_markdown(
+            replace(run, benchmarks=[replace(b, kernel="fused") if b.kernel == kernel else b for b in run.benchmarks]),
+            "fused",
+        ),
+        marker=False,
+    )
     path = tmp_path / "run.json"
     results.save(_hostile_results(1, hostile=HOSTILE_LINE), path)
     shown = CliRunner().invoke(perfbot, ["show", str(path), "--markdown"])
@@ -221,9 +271,11 @@ def test_show_markdown_and_by_case_are_inert(tmp_path: Path):
 
 
 def test_the_bisect_report_is_inert():
-    probes = (Probe("a" * 40, HOSTILE.replace("\n", " "), [1.0, 1.1, 1.0], verdict="good"),
-              Probe("b" * 40, "<!-- @x", [], unusable="build exited 1: <b>@x</b> | y"),
-              Probe("c" * 40, "fix", [1.3, 1.3, 1.31], verdict="bad", note="not monotonic <!--"))
+    probes = (
+        Probe("a" * 40, HOSTILE.replace("\n", " "), [1.0, 1.1, 1.0], verdict="good"),
+        Probe("b" * 40, "<!-- @x", [], unusable="build exited 1: <b>@x</b> | y"),
+        Probe("c" * 40, "fix", [1.3, 1.3, 1.31], verdict="bad", note="not monotonic <!--"),
+    )
     outcome = Outcome("c" * 40, ("c" * 40,), probes, ("cccc: not monotonic @y",), Path("s.json"), 3)
     assert_inert(bisect_markdown(outcome, "/repo <!-- @z"), marker=False)
 
@@ -231,9 +283,13 @@ def test_the_bisect_report_is_inert():
 # --- property-based: random damage is accepted or refused in one line ---------------------
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(10**30), max_value=10**30)
-    | st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from([1e308, 5e-324, -0.0, 10**400])
-    | st.text(max_size=40) | st.sampled_from([HOSTILE, "<!--", "@all", "x" * 3000]),
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([1e308, 5e-324, -0.0, 10**400])
+    | st.text(max_size=40)
+    | st.sampled_from([HOSTILE, "<!--", "@all", "x" * 3000]),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
     max_leaves=12,
 )
@@ -275,12 +331,14 @@ def damaged(draw, document: dict) -> str:
     return text
 
 
-SMALL = json.loads(results.to_text(replace(make_results(seed=1, n=12),
-                                           benchmarks=make_results(seed=1, n=12).benchmarks[:3])))
+SMALL = json.loads(
+    results.to_text(replace(make_results(seed=1, n=12), benchmarks=make_results(seed=1, n=12).benchmarks[:3]))
+)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                   HealthCheck.too_slow])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(text=damaged(SMALL))
 def test_damaged_results_files_are_accepted_or_refused_in_one_line(tmp_path_factory, text: str):
     work = tmp_path_factory.mktemp("damaged")
@@ -289,13 +347,17 @@ def test_damaged_results_files_are_accepted_or_refused_in_one_line(tmp_path_fact
     _run_all(path, work, expected={0, 2})
 
 
-POLICY_DOCUMENT = {"version": 1, "defaults": {"fail_percent": 6.0, "warn_percent": 3.0, "alpha": 0.01, "min_samples": 10},
-                   "interleaved": {"fail_percent": 0.5, "warn_percent": 0.25},
-                   "overrides": [{"match": {"kernel": "compiled*", "shape": {"M": 16}}, "fail_percent": 10.0}]}
+POLICY_DOCUMENT = {
+    "version": 1,
+    "defaults": {"fail_percent": 6.0, "warn_percent": 3.0, "alpha": 0.01, "min_samples": 10},
+    "interleaved": {"fail_percent": 0.5, "warn_percent": 0.25},
+    "overrides": [{"match": {"kernel": "compiled*", "shape": {"M": 16}}, "fail_percent": 10.0}],
+}
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                   HealthCheck.too_slow])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(text=damaged(POLICY_DOCUMENT))
 def test_damaged_thresholds_files_are_accepted_or_refused_in_one_line(tmp_path_factory, text: str):
     work = tmp_path_factory.mktemp("policy")

@@ -30,9 +30,11 @@ def _report():
     base = make_results(seed=1)
     head = make_results(
         {("fused", "gemma-2b"): 1.10, ("gemm", "t5-v1.1-xl"): 0.90, ("eager", "gemma-7b-m16"): 1.04},
-        seed=2, environment={"driver": "590.10"}, config={"path": "tma", "BLOCK_N": 64},
+        seed=2,
+        environment={"driver": "590.10"},
+        config={"path": "tma", "BLOCK_N": 64},
     )
-    head = replace(head, benchmarks=head.benchmarks[:-1] + [replace(head.benchmarks[-1], kernel="fused-v2")])
+    head = replace(head, benchmarks=[*head.benchmarks[:-1], replace(head.benchmarks[-1], kernel="fused-v2")])
     return summarize(compare(base, replace(head, settings=Settings(samples=30)), POLICY))
 
 
@@ -57,8 +59,15 @@ def test_names_from_files_cannot_break_the_table_or_forge_the_marker():
     hostile = "evil|name\n<!-- perfbot-report -->`x`*[link](http://x)"
     base = make_results(seed=1)
     head = make_results({("fused", "gemma-2b"): 1.10}, seed=2)
-    rename = lambda r: replace(r, benchmarks=[replace(b, kernel=hostile if b.kernel == "fused" else b.kernel, case=hostile)  # noqa: E731
-                                              for b in r.benchmarks])
+
+    def rename(r):
+        return replace(
+            r,
+            benchmarks=[
+                replace(b, kernel=hostile if b.kernel == "fused" else b.kernel, case=hostile) for b in r.benchmarks
+            ],
+        )
+
     text = comment_markdown(summarize(compare(rename(base), rename(head), POLICY)))
     assert text.count(MARKER) == 1
     table_rows = [line for line in text.splitlines() if line.startswith("| evil")]
@@ -69,8 +78,17 @@ def test_names_from_files_cannot_break_the_table_or_forge_the_marker():
 
 def test_a_huge_report_stays_under_githubs_limit_and_says_so():
     base = make_results(seed=1)
-    many = lambda r, f: replace(r, benchmarks=[replace(b, kernel=f"{b.kernel}-{i}", samples_ms=[s * f(i) for s in b.samples_ms])  # noqa: E731
-                                               for i in range(250) for b in r.benchmarks])
+
+    def many(r, f):
+        return replace(
+            r,
+            benchmarks=[
+                replace(b, kernel=f"{b.kernel}-{i}", samples_ms=[s * f(i) for s in b.samples_ms])
+                for i in range(250)
+                for b in r.benchmarks
+            ],
+        )
+
     report = compare(many(base, lambda i: 1.0), many(make_results(seed=2), lambda i: 1.2 if i % 2 else 1.0), POLICY)
     text = comment_markdown(summarize(report))
     assert len(text) <= 65536
@@ -81,8 +99,14 @@ def test_a_huge_report_stays_under_githubs_limit_and_says_so():
 
 def test_throttling_and_clock_drift_are_reported():
     base = make_results(seed=1)
-    head = make_results(seed=2, environment={"throttled_rounds": 3, "throttle_reasons": ["sw_thermal_slowdown"],
-                                             "clock_drift": "SM clock 1980 -> 1800 MHz (-9.1%) during the run"})
+    head = make_results(
+        seed=2,
+        environment={
+            "throttled_rounds": 3,
+            "throttle_reasons": ["sw_thermal_slowdown"],
+            "clock_drift": "SM clock 1980 -> 1800 MHz (-9.1%) during the run",
+        },
+    )
     text = comment_markdown(summarize(compare(base, head, POLICY)))
     assert "current run: clocks drifted — SM clock 1980 -&gt; 1800 MHz" in text
     assert "3 timing round(s) while NVML reported throttling (sw\\_thermal\\_slowdown)" in text

@@ -11,15 +11,32 @@ from perfbot.errors import BadInput
 
 def sample_results() -> results.Results:
     bench = results.Benchmark(
-        kernel="fused", shape={"M": 9, "K": 41, "N": 17}, dtype="float16", samples_ms=[1.0, 1.2, 0.9],
-        suite="s", case="c", flops=2 * 9 * 41 * 34, relative_error=1e-4, error_bound=2e-3,
+        kernel="fused",
+        shape={"M": 9, "K": 41, "N": 17},
+        dtype="float16",
+        samples_ms=[1.0, 1.2, 0.9],
+        suite="s",
+        case="c",
+        flops=2 * 9 * 41 * 34,
+        relative_error=1e-4,
+        error_bound=2e-3,
         config={"BLOCK_M": 64},
     )
-    failure = results.Failure(kernel="eager", shape={"M": 9, "K": 41, "N": 17}, dtype="float16",
-                              reason="wrong result", relative_error=float("nan"), error_bound=2e-3)
-    return results.Results(environment=results.Environment(gpu_name="X"), settings=results.Settings(samples=3),
-                           benchmarks=[bench],
-                           failures=[failure], created="2026-11-30T00:00:00+00:00")
+    failure = results.Failure(
+        kernel="eager",
+        shape={"M": 9, "K": 41, "N": 17},
+        dtype="float16",
+        reason="wrong result",
+        relative_error=float("nan"),
+        error_bound=2e-3,
+    )
+    return results.Results(
+        environment=results.Environment(gpu_name="X"),
+        settings=results.Settings(samples=3),
+        benchmarks=[bench],
+        failures=[failure],
+        created="2026-11-30T00:00:00+00:00",
+    )
 
 
 def test_round_trip(tmp_path: Path):
@@ -36,20 +53,40 @@ def test_round_trip(tmp_path: Path):
 
 def test_format_1_is_read_into_the_same_records(tmp_path: Path):
     """Format 1 wrote the variant into the kernel's name; it reads as a field of its own."""
-    old = {"format": 1, "created": "2026-11-30T00:00:00+00:00",
-           "environment": {"gpu_name": "NVIDIA H200", "gpu_state": {"before": None, "after": None}, "extra": 1},
-           "settings": {"samples": 3, "ab_run": "r1"},
-           "benchmarks": [
-               {"kernel": "fused[tanh]", "approximate": "tanh", "shape": {"M": 1}, "dtype": "bfloat16", "samples_ms": [1.0]},
-               {"kernel": "fused", "approximate": "none", "shape": {"M": 1}, "dtype": "bfloat16", "samples_ms": [1.1]},
-               {"kernel": "gemm", "approximate": "none", "shape": {"M": 1}, "dtype": "bfloat16", "samples_ms": [0.9]}],
-           "failures": [{"kernel": "eager[tanh]", "approximate": "tanh", "shape": {"M": 1}, "dtype": "bfloat16",
-                         "reason": "wrong result"}]}
+    old = {
+        "format": 1,
+        "created": "2026-11-30T00:00:00+00:00",
+        "environment": {"gpu_name": "NVIDIA H200", "gpu_state": {"before": None, "after": None}, "extra": 1},
+        "settings": {"samples": 3, "ab_run": "r1"},
+        "benchmarks": [
+            {
+                "kernel": "fused[tanh]",
+                "approximate": "tanh",
+                "shape": {"M": 1},
+                "dtype": "bfloat16",
+                "samples_ms": [1.0],
+            },
+            {"kernel": "fused", "approximate": "none", "shape": {"M": 1}, "dtype": "bfloat16", "samples_ms": [1.1]},
+            {"kernel": "gemm", "approximate": "none", "shape": {"M": 1}, "dtype": "bfloat16", "samples_ms": [0.9]},
+        ],
+        "failures": [
+            {
+                "kernel": "eager[tanh]",
+                "approximate": "tanh",
+                "shape": {"M": 1},
+                "dtype": "bfloat16",
+                "reason": "wrong result",
+            }
+        ],
+    }
     path = tmp_path / "old.json"
     path.write_text(json.dumps(old))
     loaded = results.load(path)
     assert [(b.kernel, b.variant, b.name) for b in loaded.benchmarks] == [
-        ("fused", {"approximate": "tanh"}, "fused[tanh]"), ("fused", {}, "fused"), ("gemm", {}, "gemm")]
+        ("fused", {"approximate": "tanh"}, "fused[tanh]"),
+        ("fused", {}, "fused"),
+        ("gemm", {}, "gemm"),
+    ]
     assert (loaded.failures[0].kernel, loaded.failures[0].variant) == ("eager", {"approximate": "tanh"})
     assert loaded.environment.gpu_name == "NVIDIA H200" and loaded.settings.ab_run == "r1"
     results.save(loaded, tmp_path / "new.json")
@@ -102,7 +139,11 @@ def _duplicate() -> str:
         (_with_samples([]), "samples_ms: List should have at least 1 item"),
         (_with_samples(["1.0"]), "'1.0'"),
         (_duplicate(), "repeats benchmarks[0]"),
-        ('{"format": 1, "environment": {}, "benchmarks": [{"kernel": "k", "shape": {"M": "x"}, "dtype": "f", "samples_ms": [1]}]}', "shape.M: should be a valid integer, got 'x'"),
+        (
+            '{"format": 1, "environment": {}, "benchmarks": [{"kernel": "k", "shape": {"M": "x"}, "dtype": "f", '
+            '"samples_ms": [1]}]}',
+            "shape.M: should be a valid integer, got 'x'",
+        ),
     ],
 )
 def test_malformed_files_are_bad_input(tmp_path: Path, text: str, words: str):
@@ -127,8 +168,9 @@ def test_every_committed_results_file_still_loads():
 
     from tests.conftest import ROOT
 
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "*.json"], capture_output=True, text=True,
-                            check=True).stdout.split()
+    listed = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "*.json"], capture_output=True, text=True, check=True
+    ).stdout.split()
     found = [ROOT / name for name in listed if '"samples_ms"' in (ROOT / name).read_text(errors="replace")]
     found = [path for path in found if '"comparisons"' not in path.read_text()]  # comparison files, not runs
     assert len(found) >= 30

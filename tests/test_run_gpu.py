@@ -28,14 +28,37 @@ def test_run_checks_times_and_writes_every_sample(project: Path, tmp_path: Path)
     out = tmp_path / "r.json"
     result = CliRunner().invoke(
         perfbot,
-        ["run", "--project", str(project), "--suite", "tiny", "--samples", "12",
-         "--approximate", "none", "--approximate", "tanh", "--out", str(out)],
+        [
+            "run",
+            "--project",
+            str(project),
+            "--suite",
+            "tiny",
+            "--samples",
+            "12",
+            "--approximate",
+            "none",
+            "--approximate",
+            "tanh",
+            "--out",
+            str(out),
+        ],
     )
     assert result.exit_code == 0, result.output
     loaded = results.load(out)
     kernels = {b.kernel for b in loaded.benchmarks}
-    assert kernels == {"fused", "fused[tanh]", "fused-pointer", "fused-pointer[tanh]", "eager", "eager[tanh]",
-                       "compiled", "compiled[tanh]", "gemm", "copy"}
+    assert kernels == {
+        "fused",
+        "fused[tanh]",
+        "fused-pointer",
+        "fused-pointer[tanh]",
+        "eager",
+        "eager[tanh]",
+        "compiled",
+        "compiled[tanh]",
+        "gemm",
+        "copy",
+    }
     assert all(len(b.samples_ms) == 12 and min(b.samples_ms) > 0 for b in loaded.benchmarks)
     assert all(b.relative_error <= b.error_bound for b in loaded.benchmarks)
     assert all(b.config["path"] == "pointer" for b in loaded.benchmarks if b.kernel.startswith("fused-pointer"))
@@ -56,7 +79,9 @@ def test_a_wrong_kernel_is_reported_and_never_timed(project: Path, tmp_path: Pat
         text = text.replace(right, right.replace("z1 * _gelu(z2", "z2 * _gelu(z1"))
     geglu.write_text(text)
     out = tmp_path / "r.json"
-    result = CliRunner().invoke(perfbot, ["run", "--project", str(project), "--suite", "tiny", "--samples", "10", "--out", str(out)])
+    result = CliRunner().invoke(
+        perfbot, ["run", "--project", str(project), "--suite", "tiny", "--samples", "10", "--out", str(out)]
+    )
     assert result.exit_code == 1, result.output
     loaded = results.load(out)
     assert {f.kernel for f in loaded.failures} == {"fused", "fused-pointer"}

@@ -7,11 +7,10 @@ import subprocess
 import pytest
 import torch
 
-from perfbot import correctness
-from perfbot import measure
-from perfbot.measure import round_order
+from perfbot import correctness, measure
 from perfbot.environment import clock_event_reasons, collect_environment, triton_commit
 from perfbot.errors import BadInput
+from perfbot.measure import round_order
 from perfbot.report import run_table
 from perfbot.results import Benchmark, Environment, Results, Settings
 from perfbot.runner import RunSettings, plan
@@ -94,7 +93,11 @@ def test_each_round_is_queued_behind_a_hold_between_untimed_replays(monkeypatch)
         assert len(starts) == 3
         # before the first timed sample: the hold, then a flush and an untimed replay; after the
         # last one, another flush and untimed replay
-        assert ops[0] == "hold" and sum(op.startswith("replay") for op in ops[: starts[0]]) == 1 and ops[starts[0] - 1] == "flush"
+        assert (
+            ops[0] == "hold"
+            and sum(op.startswith("replay") for op in ops[: starts[0]]) == 1
+            and ops[starts[0] - 1] == "flush"
+        )
         last_end = max(i for i, op in enumerate(ops) if op == "end")
         assert ops[last_end + 1] == "flush" and ops[last_end + 2].startswith("replay") and len(ops) == last_end + 3
 
@@ -126,10 +129,19 @@ def test_reference_is_z1_times_gelu_of_z2():
 
 def test_table_shows_throughput_share_of_gemm_and_speedup_over_eager():
     def bench(kernel, ms):
-        return Benchmark(kernel=kernel, shape={"M": 1000, "K": 1000, "N": 500}, dtype="bfloat16",
-                         samples_ms=[ms] * 10, suite="s", case="c", flops=2 * 1000 * 1000 * 1000)
+        return Benchmark(
+            kernel=kernel,
+            shape={"M": 1000, "K": 1000, "N": 500},
+            dtype="bfloat16",
+            samples_ms=[ms] * 10,
+            suite="s",
+            case="c",
+            flops=2 * 1000 * 1000 * 1000,
+        )
 
-    table = run_table(Results(Environment(), Settings(), [bench("fused", 2.0), bench("eager", 3.0), bench("gemm", 1.5)]))
+    table = run_table(
+        Results(Environment(), Settings(), [bench("fused", 2.0), bench("eager", 3.0), bench("gemm", 1.5)])
+    )
     cells = {column.header: list(column.cells) for column in table.columns}
     assert cells["% of gemm"] == ["75.0%", "50.0%", "100.0%"]
     assert cells["× eager"] == ["1.50×", "1.00×", "2.00×"]
@@ -152,8 +164,16 @@ def test_environment_helpers(monkeypatch):
 def test_markdown_table_matches_the_terminal_cells_and_escapes_pipes():
     from perfbot.report import run_markdown
 
-    bench = Benchmark(kernel="fu|sed", shape={"M": 10, "K": 20, "N": 30}, dtype="float16",
-                      samples_ms=[0.5] * 10, suite="s", case="c", flops=2 * 10 * 20 * 60, bytes=100_000)
+    bench = Benchmark(
+        kernel="fu|sed",
+        shape={"M": 10, "K": 20, "N": 30},
+        dtype="float16",
+        samples_ms=[0.5] * 10,
+        suite="s",
+        case="c",
+        flops=2 * 10 * 20 * 60,
+        bytes=100_000,
+    )
     text = run_markdown(Results(Environment(), Settings(), [bench]))
     assert text == (
         "| suite | case | M×K→N | dtype | kernel | median ms | samples | TFLOP/s | GB/s | % of gemm | × eager |\n"
@@ -163,9 +183,17 @@ def test_markdown_table_matches_the_terminal_cells_and_escapes_pipes():
 
 
 def _bench(kernel, ms, approximate="none", **fields):
-    return Benchmark(kernel=kernel, shape={"M": 16, "K": 64, "N": 32}, dtype="bfloat16", samples_ms=[ms] * 10,
-                     suite="s", case="c", variant={"approximate": approximate} if approximate != "none" else {},
-                     flops=2 * 16 * 64 * 64, **fields)
+    return Benchmark(
+        kernel=kernel,
+        shape={"M": 16, "K": 64, "N": 32},
+        dtype="bfloat16",
+        samples_ms=[ms] * 10,
+        suite="s",
+        case="c",
+        variant={"approximate": approximate} if approximate != "none" else {},
+        flops=2 * 16 * 64 * 64,
+        **fields,
+    )
 
 
 def test_terminal_table_keeps_bracketed_kernel_names():
@@ -179,13 +207,22 @@ def test_terminal_table_keeps_bracketed_kernel_names():
 def test_case_view_puts_every_implementation_beside_the_kernel():
     from perfbot.report import case_markdown
 
-    results = Results(Environment(), Settings(), [
-        _bench("fused", 2.0, bytes=4000), _bench("fused", 1.6, "tanh", bytes=4000), _bench("eager", 3.0),
-        _bench("eager", 2.4, "tanh"), _bench("gemm", 1.8), _bench("copy", 4.0, bytes=16000),
-    ])
+    results = Results(
+        Environment(),
+        Settings(),
+        [
+            _bench("fused", 2.0, bytes=4000),
+            _bench("fused", 1.6, "tanh", bytes=4000),
+            _bench("eager", 3.0),
+            _bench("eager", 2.4, "tanh"),
+            _bench("gemm", 1.8),
+            _bench("copy", 4.0, bytes=16000),
+        ],
+    )
     lines = case_markdown(results).splitlines()
-    assert lines[0] == ("| case | M×K→N | dtype | GELU | fused ms | gemm ms | eager ms | vs gemm | vs eager "
-                        "| GB/s | of copy GB/s |")
+    assert lines[0] == (
+        "| case | M×K→N | dtype | GELU | fused ms | gemm ms | eager ms | vs gemm | vs eager | GB/s | of copy GB/s |"
+    )
     assert lines[2] == "| c | 16×64→32 | bfloat16 | erf | 2.0000 | 1.8000 | 3.0000 | 0.900 | 1.500 | 0 | 50.0% |"
     assert lines[3] == "| c | 16×64→32 | bfloat16 | tanh | 1.6000 | 1.8000 | 2.4000 | 1.125 | 1.500 | 0 | 62.5% |"
 

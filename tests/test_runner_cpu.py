@@ -79,20 +79,37 @@ def test_a_plain_run_checks_times_and_records(gpu, project: Path):
     steps = []
     results = runner.run(subject, [subject.suites["tiny"]], settings, on_progress=lambda label, n: steps.append(n))
     assert {(b.case, b.kernel) for b in results.benchmarks} == {
-        (c, k) for c in ("odd", "square") for k in ("fused", "eager", "gemm", "copy")}
+        (c, k) for c in ("odd", "square") for k in ("fused", "eager", "gemm", "copy")
+    }
     assert all(len(b.samples_ms) == 10 and b.relative_error <= b.error_bound for b in results.benchmarks)
     assert results.failures == []
     assert sum(steps) == runner.progress_steps(runner.plan(subject, [subject.suites["tiny"]], settings), settings)
     assert results.environment.throttled_rounds == 0
-    fused = [b for b in results.benchmarks if b.kernel == "fused"][0]
+    fused = next(b for b in results.benchmarks if b.kernel == "fused")
     assert fused.config["path"] == "pointer" and fused.throttled_samples == []
 
 
 def test_case_picks_cases_across_the_chosen_suites(gpu, project: Path, tmp_path: Path):
     _subject(project)
     out = tmp_path / "one.json"
-    result = CliRunner().invoke(perfbot, ["run", "--project", str(project), "--suite", "tiny", "--case", "square",
-                                          "--kernel", "eager", "--samples", "10", "--out", str(out)])
+    result = CliRunner().invoke(
+        perfbot,
+        [
+            "run",
+            "--project",
+            str(project),
+            "--suite",
+            "tiny",
+            "--case",
+            "square",
+            "--kernel",
+            "eager",
+            "--samples",
+            "10",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     from perfbot import results
 
@@ -100,8 +117,12 @@ def test_case_picks_cases_across_the_chosen_suites(gpu, project: Path, tmp_path:
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 def init_repo(project: Path) -> Path:
@@ -124,8 +145,10 @@ def repo(project: Path) -> Path:
 
 
 def _ab(repo: Path, out: Path, *extra: str):
-    return CliRunner().invoke(perfbot, ["ab", "HEAD~1", "--project", str(repo), "--suite", "tiny", "--samples", "12",
-                                        "--out-dir", str(out), *extra])
+    return CliRunner().invoke(
+        perfbot,
+        ["ab", "HEAD~1", "--project", str(repo), "--suite", "tiny", "--samples", "12", "--out-dir", str(out), *extra],
+    )
 
 
 def test_ab_of_identical_code_passes_and_writes_both_sides(gpu, repo: Path, tmp_path: Path):
@@ -167,8 +190,9 @@ def test_ab_with_a_wrong_head_kernel(gpu, repo: Path, tmp_path: Path):
 
 
 def test_ab_bad_revision(gpu, repo: Path, tmp_path: Path):
-    result = CliRunner().invoke(perfbot, ["ab", "nope", "--project", str(repo), "--suite", "tiny",
-                                          "--out-dir", str(tmp_path / "ab")])
+    result = CliRunner().invoke(
+        perfbot, ["ab", "nope", "--project", str(repo), "--suite", "tiny", "--out-dir", str(tmp_path / "ab")]
+    )
     assert result.exit_code == 2 and "'nope' is not a commit" in result.output
 
 
@@ -213,8 +237,10 @@ def test_the_base_judges_a_head_that_loosens_its_own_thresholds(gpu, project: Pa
     _git(project, "checkout", "-q", base)  # the check runs in the base's checkout
     gpu.ms = lambda name, call: 1.02 if name == "head:fused" else 1.0
     out = tmp_path / "ab"
-    result = CliRunner().invoke(perfbot, ["ab", base, head, "--project", str(project), "--suite", "tiny",
-                                          "--samples", "12", "--out-dir", str(out)])
+    result = CliRunner().invoke(
+        perfbot,
+        ["ab", base, head, "--project", str(project), "--suite", "tiny", "--samples", "12", "--out-dir", str(out)],
+    )
     assert result.exit_code == 1, result.output  # judged by the base's 0.5%, not the head's 50%
     comment = (out / "comment.md").read_text()
     assert "thresholds.yaml differs between the two sides" in comment

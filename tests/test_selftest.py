@@ -15,14 +15,20 @@ POLICY = load_policy(ROOT / "thresholds.yaml")
 def _rounds(n: int, noise: float, levels: tuple[float, ...], seed: int = 0) -> list[dict[str, list[float]]]:
     rng = random.Random(seed)
     draw = lambda scale: [scale * (1 + noise * rng.gauss(0, 1)) for _ in range(10)]  # noqa: E731
-    return [{selftest.BASE: draw(1.0), selftest.TWIN: draw(1.0),
-             **{selftest.slowed(level): draw(1 + level / 100) for level in levels}} for _ in range(n)]
+    return [
+        {
+            selftest.BASE: draw(1.0),
+            selftest.TWIN: draw(1.0),
+            **{selftest.slowed(level): draw(1 + level / 100) for level in levels},
+        }
+        for _ in range(n)
+    ]
 
 
 def test_quiet_runner_no_false_alarms_and_clear_detections():
     result = selftest.tally(_rounds(40, 0.001, (0.5, 2.0, 5.0)), (0.5, 2.0, 5.0), POLICY)
     assert result.false_alarms == selftest.Flagged(rounds=40, flagged=0, pairs=20, confirmed=0)
-    by_level = {l.nominal_percent: l for l in result.levels}
+    by_level = {level.nominal_percent: level for level in result.levels}
     assert by_level[2.0].detections.flagged == 40 and by_level[5.0].detections.confirmed == 20
     assert abs(by_level[2.0].measured_percent - 2.0) < 0.2  # measured, not nominal
     assert "interleaved" in result.rule
@@ -35,8 +41,8 @@ def test_a_level_the_injection_missed_is_marked():
     for r in rounds:  # asked for 0.5%, injected 1.5%, as a sleep on a short kernel does
         r[selftest.slowed(0.5)] = [t * 1.015 for t in r[selftest.BASE]]
     result = selftest.tally(rounds, (0.5, 1.0), POLICY)
-    assert [l.as_asked for l in result.levels] == [False, True]
-    assert [l["as_asked"] for l in result.to_json()["levels"]] == [False, True]
+    assert [level.as_asked for level in result.levels] == [False, True]
+    assert [level["as_asked"] for level in result.to_json()["levels"]] == [False, True]
 
 
 def test_cli_prints_the_table_writes_json_and_notes_a_missed_level(project, tmp_path, monkeypatch):
@@ -46,8 +52,8 @@ def test_cli_prints_the_table_writes_json_and_notes_a_missed_level(project, tmp_
     from perfbot import runner
 
     (project / "kernels" / "suites.yaml").write_text(
-        "pr:\n  about: tiny\n  dtype: float32\n  kernels: [fused]\n  cases:\n"
-        "    - {name: tiny, M: 4, K: 8, N: 8}\n")
+        "pr:\n  about: tiny\n  dtype: float32\n  kernels: [fused]\n  cases:\n    - {name: tiny, M: 4, K: 8, N: 8}\n"
+    )
     monkeypatch.setattr(runner, "require_gpu", lambda: None)
     monkeypatch.setattr(runner, "DEVICE", "cpu")
 
@@ -59,12 +65,28 @@ def test_cli_prints_the_table_writes_json_and_notes_a_missed_level(project, tmp_
 
     monkeypatch.setattr(selftest, "measure_rounds", measure_rounds)
     out = tmp_path / "selftest.json"
-    result = CliRunner().invoke(perfbot, ["selftest", "--project", str(project), "--case", "tiny", "--rounds", "6",
-                                          "--samples", "10", "--levels", "0.5,2", "--out", str(out)])
+    result = CliRunner().invoke(
+        perfbot,
+        [
+            "selftest",
+            "--project",
+            str(project),
+            "--case",
+            "tiny",
+            "--rounds",
+            "6",
+            "--samples",
+            "10",
+            "--levels",
+            "0.5,2",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "A/A (false alarms)" in result.output and "0/6" in result.output
     assert "note: the injection missed 0.5% (measured 1.50%)" in " ".join(result.output.split())
-    assert [l["as_asked"] for l in json.loads(out.read_text())["levels"]] == [False, True]
+    assert [level["as_asked"] for level in json.loads(out.read_text())["levels"]] == [False, True]
 
 
 def test_noisy_runner_misses_small_slowdowns():
@@ -111,8 +133,13 @@ def test_injection_is_calibrated_to_what_is_asked_even_when_short_sleeps_cost_mo
 
     def time_interleaved(captured, samples, on_round=None, monitor=None):
         rounds = [1 + 0.0005 * rng.gauss(0, 1) for _ in range(samples)]  # shared by a round
-        return measure.Timings({name: [0.55 * r + (sleep_ms(c.graph) if c.graph is not None else 0.0)
-                                       for r in rounds] for name, c in captured.items()}, [])
+        return measure.Timings(
+            {
+                name: [0.55 * r + (sleep_ms(c.graph) if c.graph is not None else 0.0) for r in rounds]
+                for name, c in captured.items()
+            },
+            [],
+        )
 
     monkeypatch.setattr(measure, "capture", capture)
     monkeypatch.setattr(measure, "time_interleaved", time_interleaved)

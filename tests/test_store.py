@@ -36,7 +36,7 @@ def test_gpu_names_are_folded_alike_for_the_folder_and_the_comparison(tmp_path: 
     directory = tmp_path / "store"
     store.add(directory, make_results(seed=1))
     lower = make_results(seed=2, environment={"gpu_name": "nvidia  h200"})
-    path, baseline = store.latest(directory, lower.environment.gpu_name)
+    _path, baseline = store.latest(directory, lower.environment.gpu_name)
     from perfbot.compare import compare
     from perfbot.thresholds import load_policy
     from tests.conftest import ROOT
@@ -48,8 +48,10 @@ def test_a_run_that_could_not_be_compared_later_is_refused(tmp_path: Path):
     directory = tmp_path / "store"
     run = make_results(seed=1)
     implausible = replace(run, benchmarks=[replace(run.benchmarks[0], samples_ms=[1e308] * 30), *run.benchmarks[1:]])
-    for broken, words in ((implausible, r"samples_ms\[0\]: should be less than or equal to 1000000"),
-                          (replace(run, created="yesterday"), "created: must be an ISO 8601")):
+    for broken, words in (
+        (implausible, r"samples_ms\[0\]: should be less than or equal to 1000000"),
+        (replace(run, created="yesterday"), "created: must be an ISO 8601"),
+    ):
         with pytest.raises(BadInput, match=words):
             store.add(directory, broken)
     assert not directory.exists() or not list(directory.rglob("*.json"))
@@ -120,8 +122,11 @@ def test_leftovers_of_an_interrupted_update_are_reported_then_removed(tmp_path: 
 def _large_run(seed: int) -> results.Results:
     """About 8 MB of JSON: 600 benchmarks of 1,000 samples, so that a write takes a while."""
     base = make_results(seed=seed, n=1000)
-    benchmarks = [replace(b, case=f"{b.case}-{copy}", shape={**b.shape, "M": b.shape["M"] + copy})
-                  for copy in range(70) for b in base.benchmarks]
+    benchmarks = [
+        replace(b, case=f"{b.case}-{copy}", shape={**b.shape, "M": b.shape["M"] + copy})
+        for copy in range(70)
+        for b in base.benchmarks
+    ]
     return replace(base, benchmarks=benchmarks, created=f"2026-11-{seed + 1:02d}T00:00:00+00:00")
 
 
@@ -152,8 +157,9 @@ def test_a_kill_at_any_moment_leaves_a_store_that_loads(tmp_path: Path):
         assert len(store.history(directory)) == stored  # every file there loads; none is partial
     assert mid_write >= 2, "the kills never landed inside a write"
     assert store.leftovers(directory), "no kill left a partial file to clean up"
-    last = subprocess.run([*command, str(_save(tmp_path, "last.json", _large_run(20)))], capture_output=True,
-                          text=True, timeout=120)
+    last = subprocess.run(
+        [*command, str(_save(tmp_path, "last.json", _large_run(20)))], capture_output=True, text=True, timeout=120
+    )
     assert last.returncode == 0 and "removed" in last.stderr, last.stderr
     assert store.leftovers(directory) == [] and len(store.history(directory)) == stored + 1
 
@@ -173,9 +179,11 @@ def test_an_unwritable_store_or_output_is_an_environment_failure(tmp_path: Path)
     path = _save(tmp_path, "run.json", make_results(seed=2))
     where = _unwritable(tmp_path)
     runner = CliRunner()
-    for args in (["baseline", "update", str(path), "--store", str(where / "store")],
-                 ["compare", str(path), str(path), "--markdown", str(where / "comment.md")],
-                 ["export", str(path), "--out", str(where / "out.json")]):
+    for args in (
+        ["baseline", "update", str(path), "--store", str(where / "store")],
+        ["compare", str(path), str(path), "--markdown", str(where / "comment.md")],
+        ["export", str(path), "--out", str(where / "out.json")],
+    ):
         result = runner.invoke(perfbot, args)
         assert result.exit_code == 3 and result.stderr.count("\n") == 1, (args, result.output)
         assert "cannot write" in result.stderr and "Traceback" not in result.output

@@ -21,12 +21,22 @@ def test_implementations(subject):
 
 def test_a100_suite_is_the_seed_sweep(subject):
     suite = subject.suites["a100"]
-    assert [(c.M, c.K, c.N, c.dtype) for c in suite.cases] == [(d, d, 4 * d, "float16") for d in (512, 1024, 2048, 4096)]
+    assert [(c.M, c.K, c.N, c.dtype) for c in suite.cases] == [
+        (d, d, 4 * d, "float16") for d in (512, 1024, 2048, 4096)
+    ]
 
 
 def test_models_suite(subject):
     cases = {(c.K, c.N) for c in subject.suites["models"].cases}
-    assert cases == {(2048, 16384), (3072, 24576), (2560, 10240), (3840, 15360), (5376, 21504), (2048, 5120), (4096, 10240)}
+    assert cases == {
+        (2048, 16384),
+        (3072, 24576),
+        (2560, 10240),
+        (3840, 15360),
+        (5376, 21504),
+        (2048, 5120),
+        (4096, 10240),
+    }
     assert {(c.M, c.dtype) for c in subject.suites["models"].cases} == {(8192, "bfloat16")}
 
 
@@ -47,10 +57,22 @@ def test_two_checkouts_load_side_by_side(project: Path, subject):
         ("pr: [1, 2]", "pr: should be a mapping (an object), got [1, 2]"),
         ("pr:\n  cases: []\n", "pr.cases: List should have at least 1 item"),
         ("pr:\n  colour: red\n  cases: [{name: a, M: 1, K: 1, N: 1, dtype: float16}]\n", "pr.colour: unknown key"),
-        ("pr:\n  cases: [{name: a, M: 1, K: 1, N: 1, dtype: float64}]\n", "pr.cases[0].dtype: should be 'float16', 'bfloat16' or 'float32', got 'float64'"),
-        ("pr:\n  dtype: float16\n  cases: [{name: a, M: 1, K: 1.5, N: 1}]\n", "pr.cases[0].K: should be a valid integer, got 1.5"),
-        ("pr:\n  dtype: float16\n  kernels: [cutlass]\n  cases: [{name: a, M: 1, K: 1, N: 1}]\n", "unknown kernel 'cutlass'"),
-        ("pr:\n  dtype: float16\n  cases: [{name: a, M: 1, K: 1, N: 1}, {name: a, M: 2, K: 1, N: 1}]\n", "appears twice"),
+        (
+            "pr:\n  cases: [{name: a, M: 1, K: 1, N: 1, dtype: float64}]\n",
+            "pr.cases[0].dtype: should be 'float16', 'bfloat16' or 'float32', got 'float64'",
+        ),
+        (
+            "pr:\n  dtype: float16\n  cases: [{name: a, M: 1, K: 1.5, N: 1}]\n",
+            "pr.cases[0].K: should be a valid integer, got 1.5",
+        ),
+        (
+            "pr:\n  dtype: float16\n  kernels: [cutlass]\n  cases: [{name: a, M: 1, K: 1, N: 1}]\n",
+            "unknown kernel 'cutlass'",
+        ),
+        (
+            "pr:\n  dtype: float16\n  cases: [{name: a, M: 1, K: 1, N: 1}, {name: a, M: 2, K: 1, N: 1}]\n",
+            "appears twice",
+        ),
         ("pr: {cases: [{M: 1, K: 1, N: 1, dtype: float16}]}\n", "pr.cases[0].name: missing"),
         ("{{{", "cannot read"),
     ],

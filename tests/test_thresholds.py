@@ -45,18 +45,48 @@ GOOD_DEFAULTS = "defaults: {fail_percent: 5, warn_percent: 2, alpha: 0.01, min_s
         ("version: 1\ndefualts: {}\n", "defualts: unknown key"),
         ("version: 2\n" + GOOD_DEFAULTS, "version: should be 1, got 2"),
         ("version: 1\ndefaults: {fail_percent: 5, warn_percent: 2, alpha: 0.01}\n", "defaults.min_samples: missing"),
-        ("version: 1\ndefaults: {fail_percent: five, warn_percent: 2, alpha: 0.01, min_samples: 10}\n", "defaults.fail_percent: should be a valid number, got 'five'"),
-        ("version: 1\ndefaults: {fail_percent: 150, warn_percent: 2, alpha: 0.01, min_samples: 10}\n", "defaults.fail_percent: should be less than 100, got 150"),
-        ("version: 1\ndefaults: {fail_percent: 2, warn_percent: 5, alpha: 0.01, min_samples: 10}\n", "warn_percent must be between 0 and fail_percent"),
-        ("version: 1\ndefaults: {fail_percent: 5, warn_percent: 2, alpha: 1.5, min_samples: 10}\n", "defaults.alpha: should be less than 1, got 1.5"),
-        ("version: 1\ndefaults: {fail_percent: 5, warn_percent: 2, alpha: 0.01, min_samples: 2.5}\n", "defaults.min_samples: should be a valid integer, got 2.5"),
-        ("version: 1\ndefaults: {fail_percent: 5, warn_percent: 2, alpha: 0.01, min_samples: 1}\n", "defaults.min_samples: should be greater than or equal to 3, got 1"),
+        (
+            "version: 1\ndefaults: {fail_percent: five, warn_percent: 2, alpha: 0.01, min_samples: 10}\n",
+            "defaults.fail_percent: should be a valid number, got 'five'",
+        ),
+        (
+            "version: 1\ndefaults: {fail_percent: 150, warn_percent: 2, alpha: 0.01, min_samples: 10}\n",
+            "defaults.fail_percent: should be less than 100, got 150",
+        ),
+        (
+            "version: 1\ndefaults: {fail_percent: 2, warn_percent: 5, alpha: 0.01, min_samples: 10}\n",
+            "warn_percent must be between 0 and fail_percent",
+        ),
+        (
+            "version: 1\ndefaults: {fail_percent: 5, warn_percent: 2, alpha: 1.5, min_samples: 10}\n",
+            "defaults.alpha: should be less than 1, got 1.5",
+        ),
+        (
+            "version: 1\ndefaults: {fail_percent: 5, warn_percent: 2, alpha: 0.01, min_samples: 2.5}\n",
+            "defaults.min_samples: should be a valid integer, got 2.5",
+        ),
+        (
+            "version: 1\ndefaults: {fail_percent: 5, warn_percent: 2, alpha: 0.01, min_samples: 1}\n",
+            "defaults.min_samples: should be greater than or equal to 3, got 1",
+        ),
         ("version: 1\n" + GOOD_DEFAULTS + "overrides:\n  - {fail_percent: 3}\n", "overrides[0].match: missing"),
-        ("version: 1\n" + GOOD_DEFAULTS + "overrides:\n  - {match: {colour: red}, fail_percent: 3}\n", "overrides[0].match.colour: unknown key"),
-        ("version: 1\n" + GOOD_DEFAULTS + "overrides:\n  - {match: {kernel: fused}, speed: 3}\n", "overrides[0].speed: unknown key"),
+        (
+            "version: 1\n" + GOOD_DEFAULTS + "overrides:\n  - {match: {colour: red}, fail_percent: 3}\n",
+            "overrides[0].match.colour: unknown key",
+        ),
+        (
+            "version: 1\n" + GOOD_DEFAULTS + "overrides:\n  - {match: {kernel: fused}, speed: 3}\n",
+            "overrides[0].speed: unknown key",
+        ),
         ("version: 1\n" + GOOD_DEFAULTS + "overrides:\n  - {match: {kernel: fused}}\n", "changes nothing"),
-        ("version: 1\n" + GOOD_DEFAULTS + "overrides:\n  - {match: {shape: 16}, fail_percent: 3}\n", "overrides[0].match.shape: should be a mapping (an object), got 16"),
-        ("version: 1\n" + GOOD_DEFAULTS + "interleaved: {fail_percent: -1}\n", "interleaved.fail_percent: should be greater than 0, got -1"),
+        (
+            "version: 1\n" + GOOD_DEFAULTS + "overrides:\n  - {match: {shape: 16}, fail_percent: 3}\n",
+            "overrides[0].match.shape: should be a mapping (an object), got 16",
+        ),
+        (
+            "version: 1\n" + GOOD_DEFAULTS + "interleaved: {fail_percent: -1}\n",
+            "interleaved.fail_percent: should be greater than 0, got -1",
+        ),
         ("- 1\n- 2\n", "the thresholds file: should be a mapping (an object), got [1, 2]"),
         ("version: [1\n", "cannot read it as YAML"),
     ],
@@ -73,14 +103,25 @@ def test_bad_policies_name_the_file_and_key(tmp_path: Path, text: str, words: st
 @pytest.mark.parametrize(
     "text,words",
     [
-        ("version: 1\n" + GOOD_DEFAULTS + "overrides:\n  - {match: {shape: {M: true}}, fail_percent: 3}\n",
-         "overrides[0].match.shape.M: should be a valid integer, got True"),
+        (
+            "version: 1\n" + GOOD_DEFAULTS + "overrides:\n  - {match: {shape: {M: true}}, fail_percent: 3}\n",
+            "overrides[0].match.shape.M: should be a valid integer, got True",
+        ),
         ("version: 1\nversion: 1\n" + GOOD_DEFAULTS, "duplicate key 'version'"),
-        ("version: 1\n" + GOOD_DEFAULTS + "overrides:\n  - {match: {kernel: fused}, fail_percent: 3, fail_percent: 50}\n",
-         "duplicate key 'fail_percent'"),
-        ("version: 1\n" + GOOD_DEFAULTS + "overrides:\n  - &a {match: {kernel: fused}, fail_percent: 3}\n  - *a\n",
-         "anchors and aliases"),
-        ("version: 1\n" + GOOD_DEFAULTS + "interleaved: {warn_percent: 9}\n", "interleaved.warn_percent must be between"),
+        (
+            "version: 1\n"
+            + GOOD_DEFAULTS
+            + "overrides:\n  - {match: {kernel: fused}, fail_percent: 3, fail_percent: 50}\n",
+            "duplicate key 'fail_percent'",
+        ),
+        (
+            "version: 1\n" + GOOD_DEFAULTS + "overrides:\n  - &a {match: {kernel: fused}, fail_percent: 3}\n  - *a\n",
+            "anchors and aliases",
+        ),
+        (
+            "version: 1\n" + GOOD_DEFAULTS + "interleaved: {warn_percent: 9}\n",
+            "interleaved.warn_percent must be between",
+        ),
         ("version: 1\n" + GOOD_DEFAULTS.replace("5,", "5.0e+999,"), "defaults.fail_percent: should be less than 100"),
         ("version: 1\n" + GOOD_DEFAULTS.replace("5,", "5e999,"), "defaults.fail_percent: should be a valid number"),
     ],
@@ -97,8 +138,10 @@ def test_a_yaml_bomb_is_refused_within_a_second(tmp_path: Path):
     """Nine levels of nine aliases: 387 million strings if expanded (the classic 'billion laughs')."""
     lines = ['a0: &a0 "lol"'] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
     path = tmp_path / "thresholds.yaml"
-    path.write_text("version: 1\n" + GOOD_DEFAULTS + "overrides:\n  - match: {kernel: x}\n    fail_percent: 3\n"
-                    "    bomb: {" + ", ".join(lines) + "}\n")
+    path.write_text(
+        "version: 1\n" + GOOD_DEFAULTS + "overrides:\n  - match: {kernel: x}\n    fail_percent: 3\n"
+        "    bomb: {" + ", ".join(lines) + "}\n"
+    )
     started = time.monotonic()
     with pytest.raises(BadInput) as error:
         load_policy(path)
@@ -121,8 +164,8 @@ def test_an_over_large_file_is_refused_unread(tmp_path: Path):
 
 
 def test_cli_bad_thresholds_exit_2(tmp_path: Path):
-    from tests.helpers import make_results
     from perfbot import results
+    from tests.helpers import make_results
 
     path = tmp_path / "r.json"
     results.save(make_results(seed=1), path)

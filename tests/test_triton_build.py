@@ -15,7 +15,7 @@ from perfbot import triton_build
 from perfbot.cli import perfbot
 from perfbot.errors import BadInput, EnvironmentFailure
 
-SETUP = '''
+SETUP = """
 import os, pathlib
 from setuptools import setup
 here = pathlib.Path(__file__).parent
@@ -26,7 +26,7 @@ if counter:
 (here / "triton" / "build_env.txt").write_text(
     f"MAX_JOBS={os.environ.get('MAX_JOBS')}\\nCCACHE={os.environ.get('TRITON_BUILD_WITH_CCACHE')}\\n")
 setup(name="triton", version="0.0.1", packages=["triton"], package_data={"triton": ["build_env.txt"]})
-'''
+"""
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -76,11 +76,23 @@ def test_cli_prints_the_wheel_and_uses_ccache_when_present(tmp_path: Path, monke
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     ccache = bin_dir / "ccache"
-    ccache.write_text("#!/bin/sh\nexec \"$@\"\n")
+    ccache.write_text('#!/bin/sh\nexec "$@"\n')
     ccache.chmod(ccache.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    result = CliRunner().invoke(perfbot, ["triton", "build", "--commit", good, "--source", str(repo),
-                                          "--cache", str(tmp_path / "cache"), "--no-build-isolation"])
+    result = CliRunner().invoke(
+        perfbot,
+        [
+            "triton",
+            "build",
+            "--commit",
+            good,
+            "--source",
+            str(repo),
+            "--cache",
+            str(tmp_path / "cache"),
+            "--no-build-isolation",
+        ],
+    )
     assert result.exit_code == 0, result.output
     wheel = Path(result.stdout.strip().splitlines()[-1])
     assert wheel.is_file() and "CCACHE=true" in _wheel_env(wheel)
@@ -89,8 +101,10 @@ def test_cli_prints_the_wheel_and_uses_ccache_when_present(tmp_path: Path, monke
 def test_a_failed_build_exits_3_with_the_end_of_its_log(tmp_path: Path):
     repo, _, broken = standin(tmp_path, "old")
     cache = tmp_path / "cache"
-    result = CliRunner().invoke(perfbot, ["triton", "build", "--commit", broken, "--source", str(repo),
-                                          "--cache", str(cache), "--no-build-isolation"])
+    result = CliRunner().invoke(
+        perfbot,
+        ["triton", "build", "--commit", broken, "--source", str(repo), "--cache", str(cache), "--no-build-isolation"],
+    )
     assert result.exit_code == 3
     assert "compiler exploded" in result.output and f"{broken}.log" in result.output
     assert not (cache / broken).exists()  # nothing half-built is cached
@@ -110,7 +124,7 @@ def test_bad_input(tmp_path: Path):
     (empty / "README").write_text("x")
     _git(empty, "add", "-A")
     _git(empty, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
-    with pytest.raises(BadInput, match="neither setup.py nor python/setup.py"):
+    with pytest.raises(BadInput, match=r"neither setup\.py nor python/setup\.py"):
         triton_build.build(_git(empty, "rev-parse", "HEAD"), str(empty), tmp_path / "c")
     result = CliRunner().invoke(perfbot, ["triton", "build", "--commit", "xyz", "--source", str(repo)])
     assert result.exit_code == 2
@@ -126,9 +140,12 @@ def test_max_jobs_is_bounded_by_memory():
 def test_the_default_commit_is_the_pinned_one(project: Path, tmp_path: Path):
     # No network here: a local stand-in lacks the pinned commit, which is reported as bad input.
     repo, _, _ = standin(tmp_path, "new")
-    result = CliRunner().invoke(perfbot, ["triton", "build", "--project", str(project), "--source", str(repo),
-                                          "--cache", str(tmp_path / "c")])
-    assert result.exit_code == 2 and "7c56a5e40f7fd928dfd5c72902d5def0097db73a is not on a branch or tag" in result.output
+    result = CliRunner().invoke(
+        perfbot, ["triton", "build", "--project", str(project), "--source", str(repo), "--cache", str(tmp_path / "c")]
+    )
+    assert (
+        result.exit_code == 2 and "7c56a5e40f7fd928dfd5c72902d5def0097db73a is not on a branch or tag" in result.output
+    )
 
 
 def test_an_unusable_cache_path(tmp_path: Path):

@@ -26,14 +26,34 @@ from tests.conftest import HAS_GPU, ROOT
 from tests.fake_github import FakeGitHub
 from tests.helpers import make_results
 
-COMMANDS = ["run", "show", "compare", "baseline", "baseline update", "baseline show", "export", "comment",
-            "triton", "triton build", "bisect", "selftest", "sample", "suites", "env", "verify-head"]
+COMMANDS = [
+    "run",
+    "show",
+    "compare",
+    "baseline",
+    "baseline update",
+    "baseline show",
+    "export",
+    "comment",
+    "triton",
+    "triton build",
+    "bisect",
+    "selftest",
+    "sample",
+    "suites",
+    "env",
+    "verify-head",
+]
 
 
 def _clean_copy(destination: Path) -> Path:
     """The files a fresh clone of this checkout would hold (tracked, plus new files git would add)."""
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            capture_output=True, text=True, check=True).stdout.split("\0")
+    listed = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\0")
     for name in filter(None, listed):
         source = ROOT / name
         if source.is_file():
@@ -46,8 +66,23 @@ def _clean_copy(destination: Path) -> Path:
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = _clean_copy(tmp_path_factory.mktemp("clean-checkout"))
     dist = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", str(dist), str(source)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(dist),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (built,) = dist.glob("perfbot-*.whl")
     return built
 
@@ -60,8 +95,12 @@ def _venv(where: Path) -> Path:
 @pytest.fixture(scope="module")
 def core(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     bin_dir = _venv(tmp_path_factory.mktemp("core-env") / "venv")
-    done = subprocess.run([str(bin_dir / "pip"), "install", "--quiet", "--disable-pip-version-check", str(wheel)],
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [str(bin_dir / "pip"), "install", "--quiet", "--disable-pip-version-check", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return bin_dir
 
@@ -70,17 +109,28 @@ def core(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def measuring(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("gpu-env") / "venv"
     bin_dir = _venv(root)
-    subprocess.run([str(bin_dir / "pip"), "install", "--quiet", "--no-deps", "--disable-pip-version-check", str(wheel)],
-                   check=True, capture_output=True, timeout=300)
-    site = Path(subprocess.run([str(bin_dir / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+    subprocess.run(
+        [str(bin_dir / "pip"), "install", "--quiet", "--no-deps", "--disable-pip-version-check", str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    site = Path(
+        subprocess.run(
+            [str(bin_dir / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     (site / "zz-test-environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return bin_dir
 
 
 def _perfbot(bin_dir: Path, *args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(bin_dir / "perfbot"), *args], cwd=cwd, capture_output=True, text=True, timeout=300,
-                          env=env)
+    return subprocess.run(
+        [str(bin_dir / "perfbot"), *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env
+    )
 
 
 def test_the_wheel_holds_every_subpackage_and_template_and_no_subject(wheel: Path):
@@ -106,8 +156,19 @@ def test_core_commands_run_from_the_core_install_outside_the_checkout(core: Path
         assert done.returncode == 0 and "Usage:" in done.stdout, (command, done.stderr)
     results.save(make_results(seed=1), outside / "base.json")
     results.save(make_results({("fused", "gemma-2b"): 1.2}, seed=2), outside / "head.json")
-    compared = _perfbot(core, "compare", "base.json", "head.json", "--thresholds", str(ROOT / "thresholds.yaml"),
-                        "--markdown", "comment.md", "--json", "comparison.json", cwd=outside)
+    compared = _perfbot(
+        core,
+        "compare",
+        "base.json",
+        "head.json",
+        "--thresholds",
+        str(ROOT / "thresholds.yaml"),
+        "--markdown",
+        "comment.md",
+        "--json",
+        "comparison.json",
+        cwd=outside,
+    )
     assert compared.returncode == 1, compared.stderr  # the 20% slowdown
     assert json.loads((outside / "comparison.json").read_text())["fails"] is True
     assert _perfbot(core, "show", "head.json", "--markdown", cwd=outside).returncode == 0
@@ -118,10 +179,28 @@ def test_core_commands_run_from_the_core_install_outside_the_checkout(core: Path
     assert exported.returncode == 0 and (outside / "head.pytest-benchmark.json").is_file()
     with FakeGitHub(token="ghs_wheelTOKEN") as github:
         github.add_pull("octo/perfbot", 7, "a" * 40)
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GITHUB_TOKEN": "ghs_wheelTOKEN",
-               "GITHUB_API_URL": github.url}
-        posted = _perfbot(core, "comment", "--repo", "octo/perfbot", "--pr", "7", "--body-file", "comment.md",
-                          "--sha", "a" * 40, "--status", "failure", cwd=outside, env=env)
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "GITHUB_TOKEN": "ghs_wheelTOKEN",
+            "GITHUB_API_URL": github.url,
+        }
+        posted = _perfbot(
+            core,
+            "comment",
+            "--repo",
+            "octo/perfbot",
+            "--pr",
+            "7",
+            "--body-file",
+            "comment.md",
+            "--sha",
+            "a" * 40,
+            "--status",
+            "failure",
+            cwd=outside,
+            env=env,
+        )
         assert posted.returncode == 0, posted.stdout + posted.stderr
         assert len(github.comments[("octo/perfbot", 7)]) == 1
     needs_gpu = _perfbot(core, "run", "--project", str(ROOT), cwd=outside)
@@ -132,8 +211,13 @@ def test_core_commands_run_from_the_core_install_outside_the_checkout(core: Path
 def test_measuring_commands_start_from_the_wheel(measuring: Path, tmp_path: Path, project: Path):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    located = subprocess.run([str(measuring / "python"), "-c", "import perfbot; print(perfbot.__file__)"],
-                             capture_output=True, text=True, check=True, cwd=outside).stdout
+    located = subprocess.run(
+        [str(measuring / "python"), "-c", "import perfbot; print(perfbot.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=outside,
+    ).stdout
     assert located.startswith(str(measuring.parent)), located  # the wheel's perfbot, not the checkout's
     suites = _perfbot(measuring, "suites", "--project", str(project), cwd=outside)
     assert suites.returncode == 0 and "decode:" in suites.stdout, suites.stderr

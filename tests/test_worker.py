@@ -34,8 +34,26 @@ def _environment(path: Path, scale: float, extra: str = "") -> Path:
 
 
 def _ab(repo: Path, out: Path, *extra: str):
-    return CliRunner().invoke(perfbot, ["ab", "HEAD", "--project", str(repo), "--suite", "tiny", "--kernel", "fused",
-                                        "--kernel", "eager", "--samples", "12", "--out-dir", str(out), *extra])
+    return CliRunner().invoke(
+        perfbot,
+        [
+            "ab",
+            "HEAD",
+            "--project",
+            str(repo),
+            "--suite",
+            "tiny",
+            "--kernel",
+            "fused",
+            "--kernel",
+            "eager",
+            "--samples",
+            "12",
+            "--out-dir",
+            str(out),
+            *extra,
+        ],
+    )
 
 
 def test_each_side_runs_in_its_own_environment_and_a_slower_one_fails(repo: Path, tmp_path: Path, monkeypatch):
@@ -97,9 +115,27 @@ def test_a_moved_triton_pin_builds_both_commits_and_measures_each_with_its_own(r
     for sha in (slow_free, slower):  # built ahead, without build isolation (no network in CI)
         triton_build.environment(sha, str(source), cache, build_isolation=False)
     out = tmp_path / "ab"
-    result = CliRunner().invoke(perfbot, ["ab", "HEAD~1", "--project", str(repo), "--suite", "tiny", "--kernel",
-                                          "fused", "--samples", "12", "--out-dir", str(out),
-                                          "--triton-source", str(source), "--triton-cache", str(cache)])
+    result = CliRunner().invoke(
+        perfbot,
+        [
+            "ab",
+            "HEAD~1",
+            "--project",
+            str(repo),
+            "--suite",
+            "tiny",
+            "--kernel",
+            "fused",
+            "--samples",
+            "12",
+            "--out-dir",
+            str(out),
+            "--triton-source",
+            str(source),
+            "--triton-cache",
+            str(cache),
+        ],
+    )
     assert result.exit_code == 1, result.output
     base, head = results.load(out / "base.json"), results.load(out / "head.json")
     assert (base.environment.triton_commit, head.environment.triton_commit) == (slow_free, slower)
@@ -110,8 +146,9 @@ def test_a_moved_triton_pin_builds_both_commits_and_measures_each_with_its_own(r
 def test_a_moved_pin_without_a_way_to_get_both_tritons_is_refused(repo: Path, tmp_path: Path):
     _pin(repo, "1" * 40)
     _git(repo, "commit", "-qam", "move the pin")
-    result = CliRunner().invoke(perfbot, ["ab", "HEAD~1", "--project", str(repo), "--suite", "tiny",
-                                          "--out-dir", str(tmp_path / "ab")])
+    result = CliRunner().invoke(
+        perfbot, ["ab", "HEAD~1", "--project", str(repo), "--suite", "tiny", "--out-dir", str(tmp_path / "ab")]
+    )
     assert result.exit_code == 2
     assert "pins Triton" in result.output and "--triton-source" in result.output
 
@@ -126,25 +163,34 @@ def test_a_worker_that_dies_is_an_environment_failure_with_its_log(repo: Path, t
     assert not (out / "head.json").exists()  # nothing half-measured is written
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--triton-env", "side=/tmp"], "base=DIR or head=DIR"),
-    (["--triton-env", "base=/no/such/dir"], "no such directory"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--triton-env", "side=/tmp"], "base=DIR or head=DIR"),
+        (["--triton-env", "base=/no/such/dir"], "no such directory"),
+    ],
+)
 def test_bad_triton_env(repo: Path, tmp_path: Path, args, words):
     result = _ab(repo, tmp_path / "ab", *args)
     assert result.exit_code == 2 and words in result.output
 
 
 def test_triton_options_belong_to_the_ab_command(repo: Path):
-    result = CliRunner().invoke(perfbot, ["run", "--project", str(repo), "--suite", "tiny",
-                                          "--triton-env", "base=/tmp"])
+    result = CliRunner().invoke(
+        perfbot, ["run", "--project", str(repo), "--suite", "tiny", "--triton-env", "base=/tmp"]
+    )
     assert result.exit_code == 2 and "No such option '--triton-env'" in result.output
 
 
 def test_the_worker_answers_bad_requests_with_an_error_not_a_crash(repo: Path):
     requests = '{"op": "nonsense"}\n{"op": "sample", "key": "x"}\n{"op": "quit"}\n'
-    done = subprocess.run([*CPU_WORKER, "--kernels", str(repo / "kernels"), "--side", "head"], input=requests,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [*CPU_WORKER, "--kernels", str(repo / "kernels"), "--side", "head"],
+        input=requests,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     lines = done.stdout.splitlines()
     assert done.returncode == 0 and len(lines) == 2
     assert "unknown request 'nonsense'" in lines[0] and "no captured benchmark 'x'" in lines[1]

@@ -25,8 +25,21 @@ def _load(path: Path) -> dict:
 
 
 def test_zizmor_as_an_auditor_finds_only_the_self_hosted_runner():
-    done = subprocess.run([str(BIN / "zizmor"), "--offline", "--persona", "auditor", "--no-ignores", "--format", "json",
-                           str(ROOT / ".github")], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            str(BIN / "zizmor"),
+            "--offline",
+            "--persona",
+            "auditor",
+            "--no-ignores",
+            "--format",
+            "json",
+            str(ROOT / ".github"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     findings = json.loads(done.stdout)
     assert {f["ident"] for f in findings} == {"self-hosted-runner"}, done.stdout
     # Nothing is silenced: no ignore comment anywhere.
@@ -34,12 +47,20 @@ def test_zizmor_as_an_auditor_finds_only_the_self_hosted_runner():
 
 
 def test_workflows_match_githubs_schema():
-    done = subprocess.run([str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows",
-                           *map(str, WORKFLOWS)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *map(str, WORKFLOWS)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     action = ROOT / ".github" / "actions" / "gpu-setup" / "action.yml"
-    done = subprocess.run([str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-actions", str(action)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-actions", str(action)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -57,7 +78,9 @@ def test_no_expression_inside_run_and_actions_pinned_by_sha():
         assert "${{" not in step.get("run", ""), f"{name}: {step.get('name')} interpolates into shell"
         uses = step.get("uses")
         if uses and not uses.startswith("$/"):  # $/: this repository's own action, at the workflow's commit
-            assert re.fullmatch(r"[\w.-]+/[\w.-]+(/[\w.-]+)?@[0-9a-f]{40}", uses), f"{name}: {uses} is not pinned by SHA"
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+(/[\w.-]+)?@[0-9a-f]{40}", uses), (
+                f"{name}: {uses} is not pinned by SHA"
+            )
 
 
 def test_least_privilege():
@@ -70,8 +93,12 @@ def test_least_privilege():
             for scope, level in job.get("permissions", {}).items():
                 if level == "write":
                     writers.setdefault(scope, set()).add(path.name)
-    assert writers == {"pull-requests": {"gpu-check.yml"}, "statuses": {"gpu-check.yml"},
-                       "contents": {"baseline.yml"}, "actions": {"gpu-request.yml"}}
+    assert writers == {
+        "pull-requests": {"gpu-check.yml"},
+        "statuses": {"gpu-check.yml"},
+        "contents": {"baseline.yml"},
+        "actions": {"gpu-request.yml"},
+    }
 
 
 def test_no_job_on_the_gpu_runner_holds_a_write_token():
@@ -121,7 +148,8 @@ def test_gpu_check_shape():
     assert "verify-head" in step["run"] and "--same-repository" in step["run"]
     request = _load(ROOT / ".github" / "workflows" / "gpu-request.yml")
     assert request["jobs"]["request"]["if"].startswith(
-        "github.event.pull_request.head.repo.full_name == github.repository")
+        "github.event.pull_request.head.repo.full_name == github.repository"
+    )
     assert "gh workflow run gpu-check.yml" in request["jobs"]["request"]["steps"][0]["run"]
 
 
@@ -134,8 +162,10 @@ def test_caches_are_job_private_and_only_main_saves_the_wheel():
     private = steps[0]["run"]
     for variable in ("XDG_CACHE_HOME", "PIP_CACHE_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"):
         assert f'echo "{variable}=$cache' in private
-    users = {path.name: [s.get("with", {}) for _, s in _steps_of(path) if s.get("uses", "").endswith("gpu-setup")]
-             for path in WORKFLOWS}
+    users = {
+        path.name: [s.get("with", {}) for _, s in _steps_of(path) if s.get("uses", "").endswith("gpu-setup")]
+        for path in WORKFLOWS
+    }
     assert {name for name, uses in users.items() for w in uses if w.get("save-cache") == "true"} == {"baseline.yml"}
 
 
@@ -165,15 +195,27 @@ def test_push_baseline_retries_after_losing_a_race(tmp_path: Path, existing_bran
         _git("push", "--quiet", str(remote), "HEAD:refs/heads/perfbot-baselines", cwd=seed)
     # The first push is rejected, as when another run pushed first.
     hook = remote / "hooks" / "pre-receive"
-    hook.write_text(f"#!/bin/sh\nif [ ! -f {tmp_path}/raced ]; then touch {tmp_path}/raced; "
-                    "echo 'rejected: fetch first' >&2; exit 1; fi\nexit 0\n")
+    hook.write_text(
+        f"#!/bin/sh\nif [ ! -f {tmp_path}/raced ]; then touch {tmp_path}/raced; "
+        "echo 'rejected: fetch first' >&2; exit 1; fi\nexit 0\n"
+    )
     hook.chmod(0o755)
     run_file = tmp_path / "main.json"
     results.save(make_results(seed=1), run_file)
-    env = {"PATH": f"{BIN}:/usr/bin:/bin", "PERFBOT": str(BIN / "perfbot"), "PERFBOT_BASELINE_REMOTE": str(remote),
-           "GITHUB_SHA": "c0ffee", "HOME": str(tmp_path)}
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "push-baseline.sh"), str(run_file)],
-                          capture_output=True, text=True, env=env, timeout=120)
+    env = {
+        "PATH": f"{BIN}:/usr/bin:/bin",
+        "PERFBOT": str(BIN / "perfbot"),
+        "PERFBOT_BASELINE_REMOTE": str(remote),
+        "GITHUB_SHA": "c0ffee",
+        "HOME": str(tmp_path),
+    }
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "push-baseline.sh"), str(run_file)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "attempt 2" in done.stdout and "push rejected (attempt 1)" in done.stderr
     files = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-baselines").splitlines()
@@ -198,17 +240,35 @@ def test_push_baseline_authenticates_over_http_without_the_token_on_a_command_li
     run_file = tmp_path / "main.json"
     results.save(make_results(seed=2), run_file)
     with GitHttpServer(tmp_path / "repos", "x-access-token", token) as server:
-        env = {"PATH": f"{shims}:{BIN}:/usr/bin:/bin", "PERFBOT": str(BIN / "perfbot"), "HOME": str(tmp_path),
-               "PERFBOT_BASELINE_REMOTE": f"{server.url}/store.git", "GITHUB_TOKEN": token, "GITHUB_SHA": "c0ffee",
-               "GIT_TERMINAL_PROMPT": "0"}
-        done = subprocess.run(["bash", str(ROOT / "scripts" / "push-baseline.sh"), str(run_file)],
-                              capture_output=True, text=True, env=env, timeout=120)
+        env = {
+            "PATH": f"{shims}:{BIN}:/usr/bin:/bin",
+            "PERFBOT": str(BIN / "perfbot"),
+            "HOME": str(tmp_path),
+            "PERFBOT_BASELINE_REMOTE": f"{server.url}/store.git",
+            "GITHUB_TOKEN": token,
+            "GITHUB_SHA": "c0ffee",
+            "GIT_TERMINAL_PROMPT": "0",
+        }
+        done = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "push-baseline.sh"), str(run_file)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         assert server.authorizations and set(server.authorizations) == {server.expected}
-        refused = subprocess.run(["git", "ls-remote", f"{server.url}/store.git"], capture_output=True, text=True,
-                                 env={**env, "GITHUB_TOKEN": ""}, timeout=60)
+        refused = subprocess.run(
+            ["git", "ls-remote", f"{server.url}/store.git"],
+            capture_output=True,
+            text=True,
+            env={**env, "GITHUB_TOKEN": ""},
+            timeout=60,
+        )
         assert refused.returncode != 0 and "could not read Username" in refused.stderr  # it demands the token
-    pushed = _git("--git-dir", str(tmp_path / "repos" / "store.git"), "ls-tree", "-r", "--name-only", "perfbot-baselines")
+    pushed = _git(
+        "--git-dir", str(tmp_path / "repos" / "store.git"), "ls-tree", "-r", "--name-only", "perfbot-baselines"
+    )
     assert pushed.startswith("store/nvidia-h200/")
     logged = argv_log.read_text()
     encoded = base64.b64encode(f"x-access-token:{token}".encode()).decode()
@@ -224,7 +284,8 @@ def test_security_md_names_every_workflow_with_its_permissions():
         data = _load(path)
         for job_name, job in data["jobs"].items():
             row = next((r for r in rows if f"`{path.name}`, job `{job_name}`" in r), None) or next(
-                (r for r in rows if f"`{path.name}`" in r.split("|")[1]), None)
+                (r for r in rows if f"`{path.name}`" in r.split("|")[1]), None
+            )
             assert row is not None, f"SECURITY.md has no row for {path.name} ({job_name})"
             token = row.split("|")[4]
             for scope, level in job.get("permissions", {}).items():

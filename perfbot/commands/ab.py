@@ -21,28 +21,68 @@ _OUTPUTS = ("base.json", "head.json", "comparison.json", "comment.md")
 @click.argument("base_rev", metavar="BASE")
 @click.argument("head_rev", metavar="[HEAD]", required=False)
 @measure_options
-@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("perfbot-ab"),
-              show_default=True, help="Where base.json, head.json, comparison.json and comment.md go.")
+@click.option(
+    "--out-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("perfbot-ab"),
+    show_default=True,
+    help="Where base.json, head.json, comparison.json and comment.md go.",
+)
 @click.option("--overwrite", is_flag=True, help="Replace those files if they exist.")
-@click.option("--thresholds", "thresholds_path", type=click.Path(path_type=Path), default=None,
-              help="Regression policy. Default: thresholds.yaml at the project root.")
-@click.option("--trend-store", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Also compare the head with the newest stored run of this GPU here, as one line of trend "
-                   "(never fails).")
-@click.option("--triton-env", "triton_envs", multiple=True, metavar="SIDE=DIR",
-              help="Run SIDE (base or head) in a worker process with the Triton installed in DIR first on "
-                   "PYTHONPATH; the sides then alternate sample by sample, one process each.")
-@click.option("--triton-source", default=None, metavar="REPO",
-              help="When BASE and HEAD pin different Triton commits: build both from this Triton repository "
-                   "(path or URL; from a URL only commits on a branch or tag) and run each side with its own.")
-@click.option("--triton-cache", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Wheel and environment cache for --triton-source. Default: ~/.cache/perfbot/triton-wheels.")
+@click.option(
+    "--thresholds",
+    "thresholds_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Regression policy. Default: thresholds.yaml at the project root.",
+)
+@click.option(
+    "--trend-store",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also compare the head with the newest stored run of this GPU here, as one line of trend (never fails).",
+)
+@click.option(
+    "--triton-env",
+    "triton_envs",
+    multiple=True,
+    metavar="SIDE=DIR",
+    help="Run SIDE (base or head) in a worker process with the Triton installed in DIR first on "
+    "PYTHONPATH; the sides then alternate sample by sample, one process each.",
+)
+@click.option(
+    "--triton-source",
+    default=None,
+    metavar="REPO",
+    help="When BASE and HEAD pin different Triton commits: build both from this Triton repository "
+    "(path or URL; from a URL only commits on a branch or tag) and run each side with its own.",
+)
+@click.option(
+    "--triton-cache",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Wheel and environment cache for --triton-source. Default: ~/.cache/perfbot/triton-wheels.",
+)
 @project_option
-def ab_command(base_rev: str, head_rev: str | None, suite_names: tuple[str, ...], case_names: tuple[str, ...],
-               kernel_names: tuple[str, ...], approximations: tuple[str, ...], samples: int, warmup: int, seed: int,
-               out_dir: Path, overwrite: bool, thresholds_path: Path | None, trend_store: Path | None,
-               triton_envs: tuple[str, ...], triton_source: str | None, triton_cache: Path | None,
-               project: Path | None) -> None:
+def ab_command(
+    base_rev: str,
+    head_rev: str | None,
+    suite_names: tuple[str, ...],
+    case_names: tuple[str, ...],
+    kernel_names: tuple[str, ...],
+    approximations: tuple[str, ...],
+    samples: int,
+    warmup: int,
+    seed: int,
+    out_dir: Path,
+    overwrite: bool,
+    thresholds_path: Path | None,
+    trend_store: Path | None,
+    triton_envs: tuple[str, ...],
+    triton_source: str | None,
+    triton_cache: Path | None,
+    project: Path | None,
+) -> None:
     """Measure the kernels of git revision BASE against HEAD's (default: this checkout's),
     interleaved sample by sample on one GPU, and judge the pairs.
 
@@ -76,8 +116,20 @@ def ab_command(base_rev: str, head_rev: str | None, suite_names: tuple[str, ...]
         for name, loaded in (("base.json", base), ("head.json", head)):
             results_file.save(loaded, out_dir / name, overwrite=overwrite)
 
-    outcome = ab.run(config, config.kernels_dir, running, suites, settings, base_rev, head_rev, policy, tritons,
-                     _bar, on_measured=keep, trend_store=trend_store)
+    outcome = ab.run(
+        config,
+        config.kernels_dir,
+        running,
+        suites,
+        settings,
+        base_rev,
+        head_rev,
+        policy,
+        tritons,
+        _bar,
+        on_measured=keep,
+        trend_store=trend_store,
+    )
     emit(outcome.report, out_dir / "comment.md", out_dir / "comparison.json")
     if outcome.report.fails:
         sys.exit(EXIT_REGRESSION)

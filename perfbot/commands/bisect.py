@@ -16,39 +16,106 @@ from .context import console, project_config, project_option
 
 
 @click.command("bisect")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Git repository to bisect (a Triton checkout unless --measure is given).")
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Git repository to bisect (a Triton checkout unless --measure is given).",
+)
 @click.option("--good", required=True, help="A revision where the benchmark was fast.")
 @click.option("--bad", required=True, help="A later revision where it is slower.")
 @click.option("--build", "build_command", default=None, help="Shell command that builds a commit, run in its worktree.")
-@click.option("--measure", "measure_command", default=None,
-              help="Shell command run in the worktree that prints samples in ms, one per line.")
+@click.option(
+    "--measure",
+    "measure_command",
+    default=None,
+    help="Shell command run in the worktree that prints samples in ms, one per line.",
+)
 @click.option("--suite", "suite_name", default="pr", show_default=True, help="Triton mode: suite of the benchmark.")
-@click.option("--case", "case_name", default="t5-v1.1-xl", show_default=True, help="Triton mode: case of the benchmark.")
+@click.option(
+    "--case", "case_name", default="t5-v1.1-xl", show_default=True, help="Triton mode: case of the benchmark."
+)
 @click.option("--kernel", default="fused", show_default=True, help="Triton mode: implementation to time.")
-@click.option("--samples", type=click.IntRange(min=10), default=20, show_default=True,
-              help="Triton mode: samples per measurement round.")
-@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Triton mode: wheel cache. Default: ~/.cache/perfbot/triton-wheels.")
-@click.option("--no-build-isolation", is_flag=True,
-              help="Triton mode: build with the build tools already installed (pip's --no-build-isolation).")
-@click.option("--state", "state_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="State file, for resuming. Default: one per repository, ends and commands under ~/.cache/perfbot/bisect.")
-@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write the table as markdown here.")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01, show_default=True,
-              help="Significance level of the one-sided Mann-Whitney U tests.")
-@click.option("--min-slowdown", type=click.FloatRange(min=0), default=1.0, show_default=True,
-              help="Percent by which bad must be slower than good to bisect at all.")
-@click.option("--max-rounds", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Measurement rounds for a commit before an ambiguous one is classified by the nearer median.")
-@click.option("--max-probes", type=click.IntRange(min=0), default=None,
-              help="Stop after measuring this many new commits (resume by running the same command again).")
+@click.option(
+    "--samples",
+    type=click.IntRange(min=10),
+    default=20,
+    show_default=True,
+    help="Triton mode: samples per measurement round.",
+)
+@click.option(
+    "--cache",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Triton mode: wheel cache. Default: ~/.cache/perfbot/triton-wheels.",
+)
+@click.option(
+    "--no-build-isolation",
+    is_flag=True,
+    help="Triton mode: build with the build tools already installed (pip's --no-build-isolation).",
+)
+@click.option(
+    "--state",
+    "state_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="State file, for resuming. Default: one per repository, ends and commands under ~/.cache/perfbot/bisect.",
+)
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the table as markdown here.",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.01,
+    show_default=True,
+    help="Significance level of the one-sided Mann-Whitney U tests.",
+)
+@click.option(
+    "--min-slowdown",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    help="Percent by which bad must be slower than good to bisect at all.",
+)
+@click.option(
+    "--max-rounds",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Measurement rounds for a commit before an ambiguous one is classified by the nearer median.",
+)
+@click.option(
+    "--max-probes",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Stop after measuring this many new commits (resume by running the same command again).",
+)
 @project_option
-def bisect_command(repo: Path, good: str, bad: str, build_command: str | None, measure_command: str | None,
-                   suite_name: str, case_name: str, kernel: str, samples: int, cache: Path | None,
-                   no_build_isolation: bool, state_path: Path | None, report_path: Path | None, alpha: float, min_slowdown: float,
-                   max_rounds: int, max_probes: int | None, project: Path | None) -> None:
+def bisect_command(
+    repo: Path,
+    good: str,
+    bad: str,
+    build_command: str | None,
+    measure_command: str | None,
+    suite_name: str,
+    case_name: str,
+    kernel: str,
+    samples: int,
+    cache: Path | None,
+    no_build_isolation: bool,
+    state_path: Path | None,
+    report_path: Path | None,
+    alpha: float,
+    min_slowdown: float,
+    max_rounds: int,
+    max_probes: int | None,
+    project: Path | None,
+) -> None:
     """Find the commit that made a benchmark slower, with statistics at every step.
 
     Each probed commit is checked out in a worktree of its own (your working copy is never
@@ -60,7 +127,7 @@ def bisect_command(repo: Path, good: str, bad: str, build_command: str | None, m
 
         perfbot bisect --repo . --good v1 --bad main --build "make" --measure "./bench --ms"
     """
-    from ..bisect import CommandProber, TritonProber, bisect
+    from ..bisect import CommandProber, Probe, Prober, TritonProber, bisect
 
     if not (repo / ".git").exists() and not repo.is_dir():
         raise BadInput(f"--repo {repo}: no such directory")
@@ -69,21 +136,45 @@ def bisect_command(repo: Path, good: str, bad: str, build_command: str | None, m
     workdir = Path(tempfile.mkdtemp(prefix="perfbot-bisect-"))
     try:
         if measure_command is not None:
-            prober = CommandProber(repo, build_command or "true", measure_command, workdir)
+            prober: Prober = CommandProber(repo, build_command or "true", measure_command, workdir)
         else:
             config = project_config(project)
-            sample_args = ["--project", str(config.root), "--suite", suite_name, "--case", case_name,
-                           "--kernel", kernel, "--samples", str(samples)]
-            prober = TritonProber(repo, cache or triton_build.default_cache(), sample_args,
-                                  build_isolation=not no_build_isolation)
+            sample_args = [
+                "--project",
+                str(config.root),
+                "--suite",
+                suite_name,
+                "--case",
+                case_name,
+                "--kernel",
+                kernel,
+                "--samples",
+                str(samples),
+            ]
+            prober = TritonProber(
+                repo, cache or triton_build.default_cache(), sample_args, build_isolation=not no_build_isolation
+            )
 
-        def shown(probe) -> None:
-            what = f"skipped ({probe.unusable})" if probe.unusable else f"{len(probe.samples)} samples, median {probe.median_ms:.4f} ms"
+        def shown(probe: Probe) -> None:
+            what = (
+                f"skipped ({probe.unusable})"
+                if probe.unusable
+                else f"{len(probe.samples)} samples, median {probe.median_ms:.4f} ms"
+            )
             click.echo(f"probed {probe.sha[:12]} {probe.subject[:50]}: {what}", err=True)
 
-        outcome = bisect(repo, good, bad, prober, state_path=state_path, alpha=alpha,
-                         min_slowdown_percent=min_slowdown, max_rounds=max_rounds, max_probes=max_probes,
-                         on_probe=shown)
+        outcome = bisect(
+            repo,
+            good,
+            bad,
+            prober,
+            state_path=state_path,
+            alpha=alpha,
+            min_slowdown_percent=min_slowdown,
+            max_rounds=max_rounds,
+            max_probes=max_probes,
+            on_probe=shown,
+        )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     console().print(bisect_table(outcome))
@@ -94,6 +185,8 @@ def bisect_command(repo: Path, good: str, bad: str, build_command: str | None, m
         click.echo(f"not monotonic: {note}")
     if outcome.first_bad is None:
         raise EnvironmentFailure(
-            "the first bad commit is one of " + ", ".join(c[:12] for c in outcome.candidates)
-            + ": the commits between could not be built or measured")
+            "the first bad commit is one of "
+            + ", ".join(c[:12] for c in outcome.candidates)
+            + ": the commits between could not be built or measured"
+        )
     click.echo(f"first bad commit: {outcome.first_bad}")

@@ -8,15 +8,14 @@ from pathlib import Path
 
 import click
 
-from ..files import write_atomic
-from .context import emit, project_config, project_option
-
 from .. import results as results_file
 from .. import store as baseline_store
 from ..compare import compare
 from ..errors import EXIT_REGRESSION, BadInput
 from ..export import to_pytest_benchmark
+from ..files import write_atomic
 from ..thresholds import load_policy
+from .context import emit, project_config, project_option
 
 
 def _store_dir(store: Path | None, project: Path | None) -> Path:
@@ -24,21 +23,38 @@ def _store_dir(store: Path | None, project: Path | None) -> Path:
 
 
 _store_option = click.option(
-    "--store", type=click.Path(file_okay=False, path_type=Path), default=None,
+    "--store",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
     help="Baseline store directory. Default: [tool.perfbot] store of the project (.perfbot/store).",
 )
 
 
 @click.command("compare")
 @click.argument("files", nargs=-1, metavar="[BASELINE] CURRENT", type=click.Path(path_type=Path))
-@click.option("--store", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Compare CURRENT with the newest stored run of its GPU in this store, instead of a BASELINE file.")
-@click.option("--thresholds", "thresholds_path", type=click.Path(path_type=Path), default=None,
-              help="Regression policy. Default: thresholds.yaml at the project root.")
-@click.option("--markdown", "markdown_path", type=click.Path(path_type=Path), default=None,
-              help="Write the PR comment (markdown) here.")
-@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None,
-              help="Write every comparison as JSON here.")
+@click.option(
+    "--store",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Compare CURRENT with the newest stored run of its GPU in this store, instead of a BASELINE file.",
+)
+@click.option(
+    "--thresholds",
+    "thresholds_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Regression policy. Default: thresholds.yaml at the project root.",
+)
+@click.option(
+    "--markdown",
+    "markdown_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the PR comment (markdown) here.",
+)
+@click.option(
+    "--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write every comparison as JSON here."
+)
 @click.option("--force", is_flag=True, help="Compare runs from different GPU models anyway.")
 @project_option
 def compare_command(
@@ -129,8 +145,11 @@ def baseline_show_command(gpu: str | None, store: Path | None, project: Path | N
     entries = baseline_store.history(directory, gpu)
     partial = baseline_store.leftovers(directory)
     if partial:
-        click.echo(f"{len(partial)} partial file(s) left by an interrupted update (or one under way); "
-                   "the next `perfbot baseline update` removes them", err=True)
+        click.echo(
+            f"{len(partial)} partial file(s) left by an interrupted update (or one under way); "
+            "the next `perfbot baseline update` removes them",
+            err=True,
+        )
     if not entries:
         click.echo(f"{directory}: no stored runs" + (f" for {gpu!r}" if gpu else ""))
         return
@@ -138,14 +157,22 @@ def baseline_show_command(gpu: str | None, store: Path | None, project: Path | N
     click.echo(f"{'gpu':<20} {'stored (UTC)':<24} {'created':<26} {'runs':>4}")
     for entry in entries:
         mark = "baseline" if newest[entry.path.parent] == entry.path else "history"
-        click.echo(f"{entry.gpu:<20} {entry.stored:<24} {entry.created:<26} {entry.benchmarks:>4} benchmarks  "
-                   f"{mark:<8}  {entry.path}")
+        click.echo(
+            f"{entry.gpu:<20} {entry.stored:<24} {entry.created:<26} {entry.benchmarks:>4} benchmarks  "
+            f"{mark:<8}  {entry.path}"
+        )
 
 
 @click.command("export")
 @click.argument("results_path", metavar="RESULTS", type=click.Path(path_type=Path))
-@click.option("--format", "export_format", type=click.Choice(["pytest-benchmark"]), default="pytest-benchmark",
-              show_default=True, help="Target format.")
+@click.option(
+    "--format",
+    "export_format",
+    type=click.Choice(["pytest-benchmark"]),
+    default="pytest-benchmark",
+    show_default=True,
+    help="Target format.",
+)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="File to write.")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
 def export_command(results_path: Path, export_format: str, out: Path, overwrite: bool) -> None:

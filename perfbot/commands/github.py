@@ -16,24 +16,52 @@ from ..report import GITHUB_COMMENT_LIMIT, MARKER, comment_markdown, fit_comment
 @click.command("comment")
 @click.option("--repo", required=True, help="Repository as OWNER/NAME.")
 @click.option("--pr", type=click.IntRange(min=1), required=True, help="Pull request number.")
-@click.option("--comparison", "comparison_path", type=click.Path(path_type=Path), default=None,
-              help="The comparison file (`perfbot compare --json`, or comparison.json of `perfbot ab`): "
-                   "the comment is rendered from it, every value escaped. What the PR check posts.")
-@click.option("--body-file", type=click.Path(path_type=Path), default=None,
-              help="Or: markdown to post as it is (your own text). A body over GitHub's 65,536 characters is cut, "
-                   "with a note.")
-@click.option("--sha", default=None,
-              help="The commit the report measured. The report is posted only if it is the PR's head; if the PR "
-                   "has moved on, only the status is set; if the PR has no such commit, nothing is posted (exit 2).")
-@click.option("--status", "state", type=click.Choice(["success", "failure", "error", "pending"]), default=None,
-              help="Also set a commit status with this state on --sha (set even when the comment cannot be posted).")
-@click.option("--author", default=None,
-              help="Login whose marked comment is perfbot's. Default: the token's own identity (GET /user), or "
-                   "github-actions[bot] for the Actions token. A GitHub App token needs its APP[bot] login here.")
+@click.option(
+    "--comparison",
+    "comparison_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The comparison file (`perfbot compare --json`, or comparison.json of `perfbot ab`): "
+    "the comment is rendered from it, every value escaped. What the PR check posts.",
+)
+@click.option(
+    "--body-file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Or: markdown to post as it is (your own text). A body over GitHub's 65,536 characters is cut, with a note.",
+)
+@click.option(
+    "--sha",
+    default=None,
+    help="The commit the report measured. The report is posted only if it is the PR's head; if the PR "
+    "has moved on, only the status is set; if the PR has no such commit, nothing is posted (exit 2).",
+)
+@click.option(
+    "--status",
+    "state",
+    type=click.Choice(["success", "failure", "error", "pending"]),
+    default=None,
+    help="Also set a commit status with this state on --sha (set even when the comment cannot be posted).",
+)
+@click.option(
+    "--author",
+    default=None,
+    help="Login whose marked comment is perfbot's. Default: the token's own identity (GET /user), or "
+    "github-actions[bot] for the Actions token. A GitHub App token needs its APP[bot] login here.",
+)
 @click.option("--context", default="perfbot", show_default=True, help="Name of the commit status.")
 @click.option("--target-url", default=None, help="Link of the commit status, e.g. the workflow run.")
-def comment_command(repo: str, pr: int, comparison_path: Path | None, body_file: Path | None, sha: str | None,
-                    state: str | None, author: str | None, context: str, target_url: str | None) -> None:
+def comment_command(
+    repo: str,
+    pr: int,
+    comparison_path: Path | None,
+    body_file: Path | None,
+    sha: str | None,
+    state: str | None,
+    author: str | None,
+    context: str,
+    target_url: str | None,
+) -> None:
     """Post the report as the PR's one perfbot comment (edited in place on every push).
 
     Token from GITHUB_TOKEN, API root from GITHUB_API_URL. Transient failures are retried
@@ -64,8 +92,10 @@ def comment_command(repo: str, pr: int, comparison_path: Path | None, body_file:
         except PerfbotError as error:
             problems.append(error)
     if standing is not None and standing.standing == "stale":
-        click.echo(f"not posted: {repo}#{pr} has moved on to {standing.head_sha[:12]}; this report is for "
-                   f"{sha and sha[:12]}, and the newer run posts its own")
+        click.echo(
+            f"not posted: {repo}#{pr} has moved on to {standing.head_sha[:12]}; this report is for "
+            f"{sha and sha[:12]}, and the newer run posts its own"
+        )
     else:
         try:
             posted = client.upsert_comment(repo, pr, body, author)
@@ -87,8 +117,11 @@ def comment_command(repo: str, pr: int, comparison_path: Path | None, body_file:
 @click.option("--repo", required=True, help="Repository as OWNER/NAME.")
 @click.option("--pr", type=click.IntRange(min=1), required=True, help="Pull request number.")
 @click.option("--sha", required=True, help="The commit that must be the pull request's head.")
-@click.option("--same-repository", is_flag=True,
-              help="Also require the pull request to come from a branch of --repo, not from a fork.")
+@click.option(
+    "--same-repository",
+    is_flag=True,
+    help="Also require the pull request to come from a branch of --repo, not from a fork.",
+)
 def verify_head_command(repo: str, pr: int, sha: str, same_repository: bool) -> None:
     """Exit 0 if SHA is the head of the pull request (from a branch of REPO, with
     --same-repository); else say why in one line and exit 2. The GPU check runs it before any
@@ -108,8 +141,9 @@ def verify_head_command(repo: str, pr: int, sha: str, same_repository: bool) -> 
     if standing.standing != "current":
         raise BadInput(f"{repo}#{pr} has moved on to {standing.head_sha[:12]}; {sha[:12]} is no longer its head")
     if same_repository and standing.head_repository.lower() != repo.lower():
-        raise BadInput(f"{repo}#{pr} comes from {standing.head_repository}, a fork: a maintainer must start its "
-                       "check by hand")
+        raise BadInput(
+            f"{repo}#{pr} comes from {standing.head_repository}, a fork: a maintainer must start its check by hand"
+        )
     click.echo(f"{sha[:12]} is the head of {repo}#{pr} (from {standing.head_repository})")
 
 
@@ -121,8 +155,10 @@ def _for_commit(body: str, sha: str) -> str:
 
 
 def _stale(body: str, head: str) -> str:
-    return (f"_This report is for an earlier commit: the pull request has moved on to {head[:12]}, whose check "
-            f"will replace it._\n\n{body}")
+    return (
+        f"_This report is for an earlier commit: the pull request has moved on to {head[:12]}, whose check "
+        f"will replace it._\n\n{body}"
+    )
 
 
 def _headline(body: str) -> str:

@@ -12,20 +12,47 @@ import click
 from .. import results as results_file
 from ..errors import EXIT_REGRESSION, WrongResult
 from ..report import case_markdown, failures_table, run_markdown, run_table
-from .context import chosen, console, load_kernels, measure_options, progress, project_config, project_option, run_settings
+from .context import (
+    chosen,
+    console,
+    load_kernels,
+    measure_options,
+    progress,
+    project_config,
+    project_option,
+    run_settings,
+)
 
 
 @click.command("run")
 @measure_options
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the results file (JSON, every sample) here.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the results file (JSON, every sample) here.",
+)
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists; without it an existing file is kept.")
-@click.option("--kernels", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="kernels/ package to measure instead of the project's.")
+@click.option(
+    "--kernels",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="kernels/ package to measure instead of the project's.",
+)
 @project_option
-def run_command(suite_names: tuple[str, ...], case_names: tuple[str, ...], kernel_names: tuple[str, ...],
-                approximations: tuple[str, ...], samples: int, warmup: int, seed: int, out: Path | None,
-                overwrite: bool, kernels: Path | None, project: Path | None) -> None:
+def run_command(
+    suite_names: tuple[str, ...],
+    case_names: tuple[str, ...],
+    kernel_names: tuple[str, ...],
+    approximations: tuple[str, ...],
+    samples: int,
+    warmup: int,
+    seed: int,
+    out: Path | None,
+    overwrite: bool,
+    kernels: Path | None,
+    project: Path | None,
+) -> None:
     """Check and time the kernels on a shape suite, and print a table.
 
     Every implementation is first checked against a float64 reference; a wrong one is reported
@@ -48,8 +75,12 @@ def run_command(suite_names: tuple[str, ...], case_names: tuple[str, ...], kerne
     total = progress_steps(plan(subject, suites, settings), settings)
     with progress() as bar:
         task = bar.add_task("starting", total=total)
-        result = run(subject, suites, settings,
-                     on_progress=lambda label, steps: bar.update(task, advance=steps, description=label))
+        result = run(
+            subject,
+            suites,
+            settings,
+            on_progress=lambda label, steps: bar.update(task, advance=steps, description=label),
+        )
     if out is not None:
         results_file.save(result, out, overwrite=overwrite)
     terminal = console()
@@ -63,10 +94,19 @@ def run_command(suite_names: tuple[str, ...], case_names: tuple[str, ...], kerne
 
 @click.command("show")
 @click.argument("results_path", metavar="RESULTS", type=click.Path(path_type=Path))
-@click.option("--markdown", is_flag=True, help="Print a markdown table instead (failures are listed after it); "
-                                               "every name from the file is escaped.")
-@click.option("--by-case", "by_case", metavar="KERNEL", default=None,
-              help="Markdown, one row per case: KERNEL's median ms next to every other implementation's, and its speed relative to each.")
+@click.option(
+    "--markdown",
+    is_flag=True,
+    help="Print a markdown table instead (failures are listed after it); every name from the file is escaped.",
+)
+@click.option(
+    "--by-case",
+    "by_case",
+    metavar="KERNEL",
+    default=None,
+    help="Markdown, one row per case: KERNEL's median ms next to every other implementation's, "
+    "and its speed relative to each.",
+)
 def show_command(results_path: Path, markdown: bool, by_case: str | None) -> None:
     """Print the table of a stored results file, as `perfbot run` printed it.
 
@@ -103,8 +143,22 @@ def env_command(as_json: bool) -> None:
         click.echo(json.dumps(record, indent=1))
         return
     state = record.pop("gpu_state")["after"]
-    for key in ("host", "python", "perfbot", "torch", "cuda", "triton", "triton_commit", "triton_path", "gpu_name",
-                "gpu_sm_count", "gpu_memory_bytes", "gpu_l2_bytes", "driver", "nvml_error"):
+    for key in (
+        "host",
+        "python",
+        "perfbot",
+        "torch",
+        "cuda",
+        "triton",
+        "triton_commit",
+        "triton_path",
+        "gpu_name",
+        "gpu_sm_count",
+        "gpu_memory_bytes",
+        "gpu_l2_bytes",
+        "driver",
+        "nvml_error",
+    ):
         click.echo(f"{key:<18}{'' if record[key] is None else record[key]}")
     for key, value in (state or {}).items():
         click.echo(f"gpu.{key:<14}{value}")
@@ -130,14 +184,26 @@ def suites_command(project: Path | None) -> None:
 @click.option("--suite", "suite_name", required=True, help="Suite of the benchmark.")
 @click.option("--case", "case_name", required=True, help="Case (shape) within the suite.")
 @click.option("--kernel", default="fused", show_default=True, help="Implementation to time.")
-@click.option("--approximate", type=click.Choice(["none", "tanh"]), default="none", show_default=True,
-              help="GELU variant.")
+@click.option(
+    "--approximate", type=click.Choice(["none", "tanh"]), default="none", show_default=True, help="GELU variant."
+)
 @click.option("--samples", type=click.IntRange(min=10), default=20, show_default=True, help="Samples to print.")
-@click.option("--kernels", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="kernels/ package to measure instead of the project's.")
+@click.option(
+    "--kernels",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="kernels/ package to measure instead of the project's.",
+)
 @project_option
-def sample_command(suite_name: str, case_name: str, kernel: str, approximate: str, samples: int,
-                   kernels: Path | None, project: Path | None) -> None:
+def sample_command(
+    suite_name: str,
+    case_name: str,
+    kernel: str,
+    approximate: str,
+    samples: int,
+    kernels: Path | None,
+    project: Path | None,
+) -> None:
     """Check one benchmark, time it, and print its samples in ms, one per line (for bisect).
 
     Exits 1 if the kernel gives a wrong result, 3 without a CUDA GPU.
@@ -150,12 +216,16 @@ def sample_command(suite_name: str, case_name: str, kernel: str, approximate: st
 
     subject = load_kernels(project_config(project), kernels)
     if suite_name not in subject.suites:
-        raise click.BadParameter(f"unknown suite {suite_name!r}; known: {', '.join(subject.suites)}", param_hint="--suite")
+        raise click.BadParameter(
+            f"unknown suite {suite_name!r}; known: {', '.join(subject.suites)}", param_hint="--suite"
+        )
     suite = subject.suites[suite_name]
     cases = tuple(c for c in suite.cases if c.name == case_name)
     if not cases:
-        raise click.BadParameter(f"suite {suite_name} has no case {case_name!r}; it has "
-                                 f"{', '.join(c.name for c in suite.cases)}", param_hint="--case")
+        raise click.BadParameter(
+            f"suite {suite_name} has no case {case_name!r}; it has {', '.join(c.name for c in suite.cases)}",
+            param_hint="--case",
+        )
     settings = RunSettings(samples=samples, approximations=(approximate,), kernels=(kernel,))
     result = run(subject, [replace(suite, cases=cases, kernels=(kernel,))], settings)
     for failure in result.failures:

@@ -1,0 +1,75 @@
+"""What users read stays true: the README is a user's page of at most about 250 lines, and every
+file and command that the README, SECURITY.md and docs/ name exists."""
+
+from __future__ import annotations
+
+import glob
+import re
+from pathlib import Path
+
+import pytest
+
+from perfbot.cli import perfbot
+from tests.conftest import ROOT
+
+PAGES = [
+    ROOT / "README.md",
+    ROOT / "SECURITY.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "experiments" / "README.md",
+]
+TOP = (
+    "perfbot/",
+    "kernels/",
+    "docs/",
+    "experiments/",
+    "scripts/",
+    "tests/",
+    ".github/",
+    "thresholds.yaml",
+    "SECURITY.md",
+    "pyproject.toml",
+    ".ci/",
+)
+PATH = re.compile(r"(?<![\w/.-])((?:" + "|".join(re.escape(t) for t in TOP) + r")[\w./{},*-]*)")
+
+
+def _paths(text: str) -> set[str]:
+    found = set()
+    for match in PATH.findall(text):
+        path = match.rstrip(".,)")
+        for expanded in _braces(path):
+            found.add(expanded)
+    return found
+
+
+def _braces(path: str) -> list[str]:
+    brace = re.search(r"\{([^{}]*)\}", path)
+    if not brace:
+        return [path]
+    return [
+        p for choice in brace.group(1).split(",") for p in _braces(path[: brace.start()] + choice + path[brace.end() :])
+    ]
+
+
+def test_the_readme_is_a_users_page():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 250, len(lines)
+    text = "\n".join(lines)
+    assert "kernels/results" not in text and text.count("2026-") <= 2  # no lab notebook
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_file_a_page_names_exists(page: Path):
+    missing = [
+        path
+        for path in sorted(_paths(page.read_text()))
+        if not glob.glob(str(ROOT / path)) and not (ROOT / path.rstrip("/")).exists()
+    ]
+    assert not missing, f"{page.name} names files that do not exist: {missing}"
+
+
+def test_every_command_the_readme_names_exists():
+    text = (ROOT / "README.md").read_text()
+    named = set(re.findall(r"`perfbot ([a-z][a-z-]*)", text))
+    assert named and named <= set(perfbot.commands), named - set(perfbot.commands)

@@ -1,0 +1,39 @@
+"""The habits: ruff (lint and format), mypy and import-linter pass on the tree, as configured in
+pyproject.toml, and the pre-commit configuration runs the same tools."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+BIN = Path(sys.executable).parent
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy"], ["lint-imports"]],
+    ids=["ruff", "ruff-format", "mypy", "import-linter"],
+)
+def test_the_tree_passes(command: list[str]):
+    done = subprocess.run([str(BIN / command[0]), *command[1:]], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def test_pre_commit_runs_the_same_checks():
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
+    entries = {hook["entry"].split()[0] for repo in config["repos"] for hook in repo["hooks"]}
+    assert entries == {"ruff", "mypy", "lint-imports"}
+    done = subprocess.run(
+        [str(BIN / "pre-commit"), "validate-config", ".pre-commit-config.yaml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
