@@ -46,7 +46,7 @@ def test_run_checks_times_and_writes_every_sample(project: Path, tmp_path: Path)
     )
     assert result.exit_code == 0, result.output
     loaded = results.load(out)
-    kernels = {b.kernel for b in loaded.benchmarks}
+    kernels = {b.name for b in loaded.benchmarks}
     assert kernels == {
         "fused",
         "fused[tanh]",
