@@ -26,7 +26,7 @@ from .compare import Report, compare
 from .config import ProjectConfig, load_project_config
 from .errors import BadInput, PerfbotError
 from .results import Results
-from .subject import Subject, Suite, load_subject, restrict
+from .subject import Loaded, Suite, load_subject, restrict
 from .thresholds import Policy, changes, load_policy
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class Outcome:
 def run(
     config: ProjectConfig,
     kernels_dir: Path,
-    running: Subject,
+    running: Loaded,
     suites: Sequence[Suite],
     settings: RunSettings,
     base_rev: str,
@@ -183,7 +183,7 @@ def confirm(
     return dataclasses.replace(report, comparisons=tuple(comparisons))
 
 
-def policy_change(policy: Policy, other_tree: Path, suites: Sequence[Suite], other: Subject) -> tuple[str, ...]:
+def policy_change(policy: Policy, other_tree: Path, suites: Sequence[Suite], other: Loaded) -> tuple[str, ...]:
     """What the other side's thresholds.yaml and suites would have judged differently: the
     lead line, then one line per difference. Empty when they agree."""
     lines = []

@@ -15,6 +15,7 @@ import click
 
 from .commands.ab import ab_command
 from .commands.bisect import bisect_command
+from .commands.check import check_command
 from .commands.compare import baseline_group, compare_command, export_command
 from .commands.github import comment_command, verify_head_command
 from .commands.run import env_command, run_command, sample_command, show_command, suites_command
@@ -75,6 +76,7 @@ def perfbot() -> None:
 
 
 for _command in (
+    check_command,
     run_command,
     ab_command,
     sample_command,

@@ -47,7 +47,8 @@ class Comparison:
     estimate: stats.RatioEstimate | None = None
     p_value: float | None = None
     q_value: float | None = None
-    speedup_vs_eager: float | None = None
+    # The fastest baseline on the case and how many times faster than it this benchmark is.
+    fastest_baseline: tuple[str, float] | None = None
     config_change: str | None = None  # "BLOCK_N 128 -> 64": a likely cause of any change
 
     @property
@@ -101,13 +102,12 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
 
     comparisons = []
     for index, ((base, cur), rule) in enumerate(zip(pairs, rules, strict=False)):
-        eager = current.peer(cur, "eager")
         common: dict[str, Any] = {
             "current": cur,
             "baseline": base,
             "rule": rule,
             "config_change": _config_change(base, cur),
-            "speedup_vs_eager": eager.median_ms / cur.median_ms if eager and cur.flops else None,
+            "fastest_baseline": current.fastest_baseline(cur),
         }
         if index not in tested:
             n = min(len(base.samples_ms), len(cur.samples_ms))

@@ -12,6 +12,9 @@ Format versions:
        "current": {...}}, "notes": [str], "trend": str | null, "policy_change": [str],
        "headline": str, "fails": bool}. The last two are written for readers of the file and
        recomputed from the rows when perfbot reads it; other unknown keys are ignored.
+  3 -- as 2, each Row's "speedup_vs_eager" replaced by "fastest_baseline" (the fastest baseline
+       on the case, by name) and "vs_fastest_baseline" (its time over the row's). Format 2 is
+       not read: the file lives within one workflow run, written and read by one perfbot.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from .results import Benchmark, Failure, Label, Shape, Variant, variant_name
 from .results import Environment as EnvironmentRecord
 from .schema import MAX_ITEMS, MAX_JSON_BYTES, Finite, Name, Text, _bounded, load_json
 
-FORMAT: Final = 2
+FORMAT: Final = 3
 # The environment fields a comparison shows side by side.
 ENVIRONMENT_KEYS = ("gpu_name", "gpu_sm_count", "driver", "cuda", "torch", "triton", "triton_commit", "kernels_commit")
 _STRICT = ConfigDict(strict=True, extra="forbid")
@@ -69,7 +72,8 @@ class Row:
     q_value: Finite | None = None
     config_change: Text | None = None
     tflops: Finite | None = None
-    speedup_vs_eager: Finite | None = None
+    fastest_baseline: Name | None = None  # the fastest baseline on the case (rows of the subject's own)
+    vs_fastest_baseline: Finite | None = None  # its time over this benchmark's: above 1, this one is faster
 
 
 @with_config(_STRICT)
@@ -95,7 +99,7 @@ Environment = Annotated[dict[Name, Any], AfterValidator(_bounded)]
 class Summary:
     """Everything a report of one comparison shows."""
 
-    format: Literal[2]
+    format: Literal[3]
     interleaved: bool
     geomean_ratio: Finite | None
     confidence: Finite
@@ -185,7 +189,8 @@ def _row(c: Comparison) -> Row:
         q_value=c.q_value,
         config_change=c.config_change,
         tflops=c.current.tflops if c.current.flops else None,
-        speedup_vs_eager=c.speedup_vs_eager,
+        fastest_baseline=c.fastest_baseline[0] if c.fastest_baseline else None,
+        vs_fastest_baseline=c.fastest_baseline[1] if c.fastest_baseline else None,
     )
 
 
@@ -226,11 +231,8 @@ def label(benchmark: Identity) -> str:
 
 
 def shape_text(shape: dict[str, int]) -> str:
-    return (
-        f"{shape['M']}×{shape['K']}→{shape['N']}"
-        if set(shape) == {"M", "K", "N"}
-        else ", ".join(f"{k}={v}" for k, v in shape.items())
-    )
+    """A case's parameters as "M=8192 K=2048 N=5120", in the order the suite gives them."""
+    return " ".join(f"{k}={v}" for k, v in shape.items())
 
 
 def to_text(summary: Summary) -> str:

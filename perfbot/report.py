@@ -9,7 +9,6 @@ comment, a forged marker, a live @mention or a broken table into what it writes.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import jinja2
@@ -17,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .comparison import ENVIRONMENT_KEYS, Summary, label, shape_text
+from .errors import BadInput
 from .results import Benchmark, Results, variant_name
 
 # The hidden line by which the bot finds its own PR comment again. Rendered text can never
@@ -69,30 +69,38 @@ _TEMPLATES.globals.update(marker=Markdown(MARKER), Markdown=Markdown)
 _COLUMNS = (
     "suite",
     "case",
-    "M×K→N",
+    "shape",
     "dtype",
-    "kernel",
+    "implementation",
     "median ms",
     "samples",
     "TFLOP/s",
     "GB/s",
-    "% of gemm",
-    "× eager",
+    "vs fastest baseline",
+    "of bound",
 )
 _NUMERIC = 5  # columns from here on are right-aligned numbers
 
 
-@dataclass(frozen=True)
-class RunRow:
-    """One benchmark of a run, with its throughput relative to gemm and eager on the same case."""
+def _faster_than(results: Results, bench: Benchmark) -> str:
+    """ "1.12× eager": how many times faster than the fastest baseline (the subject's own only)."""
+    fastest = results.fastest_baseline(bench)
+    return _faster_cell(*fastest) if fastest else ""
 
-    bench: Benchmark
-    gemm: Benchmark | None
-    eager: Benchmark | None
 
-    def cells(self) -> tuple[str, ...]:
-        bench = self.bench
-        return (
+def _faster_cell(name: str | None, ratio: float | None) -> str:
+    return "" if name is None or ratio is None else f"{ratio:.2f}× {name}"
+
+
+def _bound_shares(results: Results, bench: Benchmark) -> str:
+    """ "93.1% gemm": the share of each bound's throughput reached (the subject's own only)."""
+    return ", ".join(f"{100 * share:.1f}% {name}" for name, share in results.bound_shares(bench))
+
+
+def run_rows(results: Results) -> list[tuple[str, ...]]:
+    """One row of cells per benchmark (see _COLUMNS)."""
+    return [
+        (
             bench.suite,
             bench.case,
             shape_text(bench.shape),
@@ -102,41 +110,34 @@ class RunRow:
             _number(len(bench.samples_ms), "d"),
             _number(bench.tflops if bench.flops else None, ".1f"),
             _number(bench.gbps if bench.bytes else None, ".0f"),
-            _number(100 * self.gemm.median_ms / bench.median_ms if self.gemm else None, ".1f", "%"),
-            _number(self.eager.median_ms / bench.median_ms if self.eager else None, ".2f", "×"),
+            _faster_than(results, bench),
+            _bound_shares(results, bench),
         )
-
-
-def run_rows(results: Results) -> list[RunRow]:
-    rows = []
-    for bench in results.benchmarks:
-        if bench.flops:  # ratios to gemm and eager mean something only for the same arithmetic
-            rows.append(RunRow(bench, results.peer(bench, "gemm"), results.peer(bench, "eager")))
-        else:
-            rows.append(RunRow(bench, None, None))
-    return rows
+        for bench in results.benchmarks
+    ]
 
 
 def run_table(results: Results) -> Table:
-    """Median ms, TFLOP/s, % of cuBLAS gemm throughput, and speedup over eager, per benchmark."""
+    """Median ms and throughput per benchmark; for the subject's own, the speed relative to the
+    fastest baseline and the share of each bound's throughput."""
     table = Table(title="perfbot run (medians)", title_justify="left")
     for index, column in enumerate(_COLUMNS):
         table.add_column(column, justify="right" if index >= _NUMERIC else "left")
     for row in run_rows(results):
-        table.add_row(*(escape(cell) for cell in row.cells()))  # "fused[tanh]" is not markup
+        table.add_row(*(escape(cell) for cell in row))  # "kernel[tanh]" is not markup
     return table
 
 
 def run_markdown(results: Results) -> str:
     """The run's table, then its failures, as markdown (`perfbot show --markdown`)."""
     return _TEMPLATES.get_template("run.md.j2").render(
-        columns=_COLUMNS, numeric=_NUMERIC, rows=[row.cells() for row in run_rows(results)], failures=results.failures
+        columns=_COLUMNS, numeric=_NUMERIC, rows=run_rows(results), failures=results.failures
     )
 
 
 def failures_table(results: Results) -> Table:
     table = Table(title="failures: not timed", title_justify="left", style="red")
-    for column in ("suite", "case", "M×K→N", "dtype", "kernel", "reason", "rel. error", "bound"):
+    for column in ("suite", "case", "shape", "dtype", "implementation", "reason", "rel. error", "bound"):
         table.add_column(column)
     for failure in results.failures:
         cells = (
@@ -153,47 +154,40 @@ def failures_table(results: Results) -> Table:
     return table
 
 
-_CASE_KERNELS = ("gemm", "eager", "compiled", "max-autotune", "fused-pointer")
-
-
-def case_markdown(results: Results, kernel: str = "fused") -> str:
-    """One row per case and GELU variant: the median ms of `kernel` and of each implementation
-    it is measured against, and `kernel`'s speed relative to each (above 1.00: faster)."""
-    present = [k for k in _CASE_KERNELS if any(b.kernel == k for b in results.benchmarks)]
-    has_copy = any(b.kernel == "copy" for b in results.benchmarks)
+def case_markdown(results: Results, kernel: str | None = None) -> str:
+    """One row per case and variant of `kernel` (by default the subject's first own
+    implementation): its median ms, each other implementation's on the case, and how many times
+    faster `kernel` is than each (above 1.00: faster)."""
+    if kernel is None:
+        if not results.settings.under_test:
+            raise BadInput("the results do not say which implementation is under test; name one")
+        kernel = results.settings.under_test[0]
+    if not any(b.kernel == kernel for b in results.benchmarks):
+        known = sorted({b.kernel for b in results.benchmarks})
+        raise BadInput(f"the results have no benchmark of {kernel!r}; they have {', '.join(known)}")
+    others = list(dict.fromkeys(b.kernel for b in results.benchmarks if b.kernel != kernel))
     columns = (
-        ["case", "M×K→N", "dtype", "GELU", f"{kernel} ms"]
-        + [f"{k} ms" for k in present]
-        + [f"vs {k}" for k in present]
-        + (["GB/s", "of copy GB/s"] if has_copy else [])
+        ["case", "shape", "dtype", "variant", f"{kernel} ms"]
+        + [f"{k} ms" for k in others]
+        + [f"vs {k}" for k in others]
     )
     rows = []
     for bench in results.benchmarks:
         if bench.kernel != kernel:
             continue
-        peers = [results.peer(bench, k) for k in present]
+        peers = [results.peer(bench, k) for k in others]
         rows.append(
             [
                 bench.case,
                 shape_text(bench.shape),
                 bench.dtype,
-                bench.variant.get("approximate", "erf"),
+                " ".join(f"{k}={v}" for k, v in bench.variant.items()) or "default",
                 _number(bench.median_ms, ".4f"),
             ]
             + [_number(p.median_ms if p else None, ".4f") for p in peers]
             + [_number(p.median_ms / bench.median_ms if p else None, ".3f") for p in peers]
-            + (_bandwidth_cells(results, bench) if has_copy else [])
         )
     return _TEMPLATES.get_template("run.md.j2").render(columns=columns, numeric=4, rows=rows, failures=[])
-
-
-def _bandwidth_cells(results: Results, bench: Benchmark) -> list[str]:
-    """The bandwidth `bench` reached, and its share of a device-to-device copy's on the same case."""
-    copy = results.peer(bench, "copy")
-    return [
-        _number(bench.gbps, ".0f"),
-        _number(100 * bench.gbps / copy.gbps if copy and copy.bytes else None, ".1f", "%"),
-    ]
 
 
 def _fmt(value: float | None) -> str:
@@ -219,7 +213,7 @@ def _comment_cells(row: Any) -> list[Any]:
         interval,
         verdict,
         _number(row.tflops, ".0f"),
-        _number(row.speedup_vs_eager, ".2f", "×"),
+        _faster_cell(row.fastest_baseline, row.vs_fastest_baseline),
     ]
 
 
@@ -283,7 +277,16 @@ def fit_comment(body: str, limit: int = GITHUB_COMMENT_LIMIT) -> str:
 
 def compare_table(summary: Summary) -> Table:
     table = Table(title=summary.headline, title_justify="left")
-    for column in ("benchmark", "baseline ms", "current ms", "change", "CI of ratio", "verdict", "TFLOP/s", "× eager"):
+    for column in (
+        "benchmark",
+        "baseline ms",
+        "current ms",
+        "change",
+        "CI of ratio",
+        "verdict",
+        "TFLOP/s",
+        "vs fastest baseline",
+    ):
         table.add_column(column, justify="right" if column not in ("benchmark", "verdict", "CI of ratio") else "left")
     for row in summary.comparisons:
         cur = row.benchmark
@@ -296,7 +299,7 @@ def compare_table(summary: Summary) -> Table:
             f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]" if row.ci else "—",
             ("FAIL " if row.fails else "") + row.verdict,
             f"{row.tflops:.0f}" if row.tflops is not None else "",
-            f"{row.speedup_vs_eager:.2f}×" if row.speedup_vs_eager else "",
+            escape(_faster_cell(row.fastest_baseline, row.vs_fastest_baseline)),
         )
     return table
 

@@ -125,6 +125,9 @@ class Settings:
     seed: int = 0
     timing: Text = ""  # how a sample is taken: a baseline timed another way is flagged
     error_bounds: Annotated[dict[Name, NonNegative], Field(max_length=16)] = field(default_factory=dict)
+    subject: Name | None = None  # the subject's name
+    under_test: Annotated[list[Name], Field(max_length=64)] = field(default_factory=list)  # the subject's own
+    bounds: Annotated[list[Name], Field(max_length=64)] = field(default_factory=list)  # floors and ceilings
     side: Name | None = None  # "base" or "head" in an A/B run
     ab_run: Name | None = None  # both sides of one interleaved A/B run share it: their samples pair up
     against: Text | None = None  # the base's commit
@@ -222,6 +225,35 @@ class Results:
                 return found
         return None
 
+    def fastest_baseline(self, bench: Benchmark) -> tuple[str, float] | None:
+        """For a benchmark of the subject's own: the fastest baseline on its case (not a bound, not
+        its own) and how many times faster the benchmark is (above 1: faster)."""
+        if bench.kernel not in self.settings.under_test:
+            return None
+        others = {b.kernel for b in self.benchmarks} - set(self.settings.under_test) - set(self.settings.bounds)
+        peers = [peer for name in sorted(others) if (peer := self.peer(bench, name)) is not None]
+        if not peers:
+            return None
+        fastest = min(peers, key=lambda peer: peer.median_ms)
+        return fastest.name, fastest.median_ms / bench.median_ms
+
+    def bound_shares(self, bench: Benchmark) -> list[tuple[str, float]]:
+        """For a benchmark of the subject's own: each bound on its case, with the share of the
+        bound's throughput the benchmark reaches, in the unit the bound counts (FLOP/s if it counts
+        flops, else bytes/s; a unit the benchmark does not count gives no share)."""
+        if bench.kernel not in self.settings.under_test:
+            return []
+        shares = []
+        for name in self.settings.bounds:
+            bound = self.peer(bench, name)
+            if bound is None:
+                continue
+            if bound.flops and bench.flops:
+                shares.append((bound.name, bench.tflops / bound.tflops))
+            elif not bound.flops and bound.bytes and bench.bytes:
+                shares.append((bound.name, bench.gbps / bound.gbps))
+        return shares
+
     def to_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
@@ -316,6 +348,7 @@ _VERSION = TypeAdapter(_Version)
 BENCHMARK = TypeAdapter(Benchmark)
 FAILURE = TypeAdapter(Failure)
 ENVIRONMENT = TypeAdapter(Environment)
+SETTINGS = TypeAdapter(Settings)
 
 
 def load(path: Path) -> Results:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
+import itertools
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from .environment import GpuMonitor, collect_environment, stability
 from .errors import BadInput, EnvironmentFailure
 from .results import Benchmark, Environment, Failure, GpuStates, Results, Settings, variant_name
 from .schema import clean
-from .subject import Case, Subject, Suite
+from .subject import Case, Loaded, Subject, Suite
 
 MIN_SAMPLES = 10
 # Where inputs live. Only the CPU tests of the orchestration change it (with the GPU's timing
@@ -31,34 +32,35 @@ class RunSettings:
     samples: int = 30
     warmup_calls: int = 3
     seed: int = 0
-    approximations: tuple[str, ...] = ("none",)
-    kernels: tuple[str, ...] = ()  # empty: each suite's own list
+    # The values to measure per variant parameter; a parameter left out takes its default only.
+    variants: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    kernels: tuple[str, ...] = ()  # implementations; empty: each suite's own list
 
     def __post_init__(self) -> None:
         if self.samples < MIN_SAMPLES:
             raise BadInput(f"samples must be at least {MIN_SAMPLES} for a meaningful median, got {self.samples}")
         if self.warmup_calls < 1:
             raise BadInput(f"warmup calls must be at least 1, got {self.warmup_calls}")
-        bad = [a for a in self.approximations if a not in ("none", "tanh")]
-        if bad or not self.approximations:
-            raise BadInput(f"approximate must be 'none' or 'tanh', got {bad or 'nothing'}")
 
 
 @dataclass(frozen=True)
 class Planned:
-    """One benchmark to run: an implementation of a case with one GELU approximation, from one
-    side of the run ("" for a plain run; "base" or "head" for an A/B run)."""
+    """One benchmark to run: an implementation of a case with its variant values, from one side of
+    the run ("" for a plain run; "base" or "head" for an A/B run)."""
 
     case: Case
     kernel: str  # the implementation
-    approximate: str
+    values: tuple[tuple[str, str], ...]  # every variant parameter it takes, with its value
     side: str = ""
     impl: Any = field(default=None, compare=False, repr=False)
+    defaults: tuple[tuple[str, str], ...] = ()
+    subject: Any = field(default=None, compare=False, repr=False)
 
     @property
     def variant(self) -> dict[str, str]:
         """The parameters set away from their defaults (what results record as the variant)."""
-        return {"approximate": self.approximate} if self.approximate != "none" else {}
+        default = dict(self.defaults)
+        return {name: value for name, value in self.values if default.get(name) != value}
 
     @property
     def key(self) -> str:
@@ -67,34 +69,57 @@ class Planned:
         return f"{self.side}:{name}" if self.side else name
 
 
+def chosen_variants(subject: Subject, requested: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """`--variant NAME=VALUE` options as RunSettings.variants: every value asked for, per parameter;
+    `NAME=all` takes every value the subject lists."""
+    chosen: dict[str, list[str]] = {}
+    for text in requested:
+        name, _, value = text.partition("=")
+        if name not in subject.variants:
+            known = ", ".join(subject.variants) or "none"
+            raise BadInput(f"--variant {text!r}: subject {subject.name!r} has no variant {name!r} (it has {known})")
+        values = [str(v) for v in subject.variants[name]]
+        if value != "all" and value not in values:
+            raise BadInput(f"--variant {text!r}: {name} is one of {', '.join(values)} (or all)")
+        for picked in values if value == "all" else [value]:
+            chosen.setdefault(name, [])
+            if picked not in chosen[name]:
+                chosen[name].append(picked)
+    return tuple((name, tuple(values)) for name, values in chosen.items())
+
+
 def plan(
-    subject: Subject, suites: Sequence[Suite], settings: RunSettings, side: str = "", lenient: bool | None = None
+    loaded: Loaded, suites: Sequence[Suite], settings: RunSettings, side: str = "", lenient: bool | None = None
 ) -> list[list[Planned]]:
     """Benchmarks grouped by case; a group is timed interleaved. The base side of an A/B run
-    may lack kernels (it can predate them): those are left out instead of refused. `lenient`
-    leaves out what is missing on any side (a run planned whole first, measured case by case)."""
+    may lack implementations (it can predate them): those are left out instead of refused.
+    `lenient` leaves out what is missing on any side (a run planned whole first, measured case by
+    case)."""
     lenient = side == "base" if lenient is None else lenient
+    subject = loaded.subject
     unknown = [k for k in settings.kernels if k not in subject.implementations]
     if unknown and not lenient:
-        raise BadInput(f"unknown kernel {unknown[0]!r}; known: {sorted(subject.implementations)}")
+        raise BadInput(f"unknown implementation {unknown[0]!r}; known: {sorted(subject.implementations)}")
+    asked = dict(settings.variants)
+    defaults = tuple(subject.defaults().items())
     groups = []
     for suite in suites:
-        kernels = [k for k in suite.kernels if not settings.kernels or k in settings.kernels]
+        names = [k for k in suite.implementations if not settings.kernels or k in settings.kernels]
         for case in suite.cases:
             group = []
-            for name in kernels:
+            for name in names:
                 impl = subject.implementations.get(name)
                 if impl is None:
                     continue  # the other side of an A/B run may not have it
-                for approximate in settings.approximations:
-                    has_gelu = impl.computes == "geglu"
-                    if not has_gelu and approximate != settings.approximations[0]:
-                        continue  # no GELU in it: once per case is enough
-                    group.append(Planned(case, name, approximate if has_gelu else "none", side, impl))
+                takes = subject.takes(impl)
+                options = [asked.get(param, (dict(defaults)[param],)) for param in takes]
+                for values in itertools.product(*options):
+                    values_of = tuple(zip(takes, values, strict=True))
+                    group.append(Planned(case, name, values_of, side, impl, defaults, subject))
             if group:
                 groups.append(group)
     if not groups and not lenient:
-        raise BadInput(f"nothing to run: none of the kernels {list(settings.kernels)} is in the chosen suites")
+        raise BadInput(f"nothing to run: none of the implementations {list(settings.kernels)} is in the chosen suites")
     return groups
 
 
@@ -109,7 +134,7 @@ def progress_steps(groups: list[list[Planned]], settings: RunSettings) -> int:
 
 
 def run(
-    subject: Subject,
+    subject: Loaded,
     suites: Sequence[Suite],
     settings: RunSettings,
     on_progress: Callable[[str, int], None] = lambda label, steps: None,
@@ -136,6 +161,8 @@ class Sides(Protocol):
     ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]: ...
 
     def environments(self) -> dict[str, Environment]: ...
+
+    def described(self) -> dict[str, dict[str, Any]]: ...
 
 
 def measure_sides(
@@ -176,7 +203,7 @@ def measure_sides(
                     benchmarks[side].append(bench)
                 for side, failure in failed:
                     failures[side].append(failure)
-    environments = sides.environments()
+    environments, described = sides.environments(), sides.described()
     at_end = collect_environment().gpu_state.after
     return {
         side: side_results(
@@ -188,7 +215,7 @@ def measure_sides(
             side,
             benchmarks[side],
             failures[side],
-            extra_settings or {},
+            {**described[side], **(extra_settings or {})},
             sides.timing,
         )
         for side in sides.names
@@ -217,7 +244,6 @@ def side_results(
             warmup_calls=settings.warmup_calls,
             seed=settings.seed,
             timing=timing,
-            error_bounds=dict(correctness.ERROR_BOUNDS),
             side=side or None,
             **extra_settings,
         ),
@@ -232,7 +258,7 @@ class LocalSides:
 
     timing = f"one CUDA-graph replay per sample, {measure.L2_FLUSH}, implementations interleaved"
 
-    def __init__(self, subjects: dict[str, Subject], settings: RunSettings):
+    def __init__(self, subjects: dict[str, Loaded], settings: RunSettings):
         require_gpu()
         self.subjects, self.settings = subjects, settings
         self.names = tuple(subjects)
@@ -252,7 +278,7 @@ class LocalSides:
             return [], []
         if self.generator is None:
             self.generator = torch.Generator(device=DEVICE).manual_seed(self.settings.seed)
-        self.ready, failed = check_group(group, self.generator)
+        self.ready, failed = check_group(group, self.generator, self.subjects[group[0].side].subject)
         self.captured, not_captured = capture_group(self.ready, self.settings)
         return list(self.captured), failed + not_captured
 
@@ -268,6 +294,9 @@ class LocalSides:
             torch.cuda.empty_cache()
         return done
 
+    def described(self) -> dict[str, dict[str, Any]]:
+        return {side: describe(loaded.subject) for side, loaded in self.subjects.items()}
+
     def environments(self) -> dict[str, Environment]:
         environment = collect_environment()
         return {
@@ -279,45 +308,53 @@ class LocalSides:
 @dataclass
 class _Ready:
     planned: Planned
-    computes: str
-    call: Callable[[], torch.Tensor]
-    expected: torch.Tensor
+    call: Callable[[], Any]
+    expected: Any
     check: correctness.Check
-    config: dict | None
+    config: dict[str, Any] | None
 
 
-def make_inputs(case: Case, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """Fresh random inputs for each case, scaled so that z = x @ weight.T is of order 1."""
-    dtype = getattr(torch, case.dtype)
-    x = torch.randn(case.M, case.K, generator=generator, device=DEVICE).to(dtype)
-    weight = (torch.randn(2 * case.N, case.K, generator=generator, device=DEVICE) / case.K**0.5).to(dtype)
-    return x, weight
+def describe(subject: Subject) -> dict[str, Any]:
+    """What results record of the subject: its name, its tolerance, which implementations are its
+    own and which are bounds (the others are baselines)."""
+    return {
+        "subject": subject.name,
+        "error_bounds": dict(subject.tolerance),
+        "under_test": [name for name, impl in subject.implementations.items() if impl.under_test],
+        "bounds": [name for name, impl in subject.implementations.items() if impl.bound],
+    }
 
 
-def check_group(group: list[Planned], generator: torch.Generator) -> tuple[list[_Ready], list[tuple[str, Failure]]]:
+def check_group(
+    group: list[Planned], generator: torch.Generator, subject: Subject
+) -> tuple[list[_Ready], list[tuple[str, Failure]]]:
+    """Run every planned implementation of one case once, on fresh inputs, and compare its output
+    with the trusted result: the ones that are right, and a failure for each that is not (or raised)."""
     case = group[0].case
-    x, weight = make_inputs(case, generator)
-    references: dict[tuple[str, str], torch.Tensor] = {}
+    inputs = tuple(subject.inputs(case, generator))
+    references: dict[tuple[int, tuple[tuple[str, str], ...]], Any] = {}
+    bound = subject.tolerance[case.dtype]
     ready, failures = [], []
     for planned in group:
         impl = planned.impl
-        key = (impl.computes, planned.approximate)
+        reference = impl.reference or subject.reference
+        key = (id(reference), planned.values)
         if key not in references:
-            references[key] = correctness.reference(x, weight, *key)
+            references[key] = reference(*inputs, **dict(planned.values))
+        call = functools.partial(impl.fn, *inputs, **dict(planned.values))
         try:
-            fn = impl.build(planned.approximate)
-            output = fn(x, weight)
-            if DEVICE == "cuda":
+            output = call()
+            if generator.device.type == "cuda":
                 torch.cuda.synchronize()
         except Exception as error:  # noqa: BLE001 -- any failure of the subject is reported, never timed
             failures.append((planned.side, _failure(planned, f"raised {type(error).__name__}: {_first_line(error)}")))
             continue
-        check = correctness.check(output, references[key], case.dtype)
+        check = correctness.check(output, references[key], bound)
         if not check.passed:
             failures.append((planned.side, _failure(planned, "wrong result", check)))
             continue
-        config = impl.config(x, weight)
-        ready.append(_Ready(planned, impl.computes, functools.partial(fn, x, weight), references[key], check, config))
+        config = impl.config(*inputs) if impl.config is not None else None
+        ready.append(_Ready(planned, call, references[key], check, config))
     return ready, failures
 
 
@@ -351,7 +388,7 @@ def finish_group(
     benchmarks, failures = [], []
     for r in ready:
         case = r.planned.case
-        replayed = correctness.check(captured[r.planned.key].output, r.expected, case.dtype)
+        replayed = correctness.check(captured[r.planned.key].output, r.expected, r.check.bound)
         if not replayed.passed:
             failures.append(
                 (r.planned.side, _failure(r.planned, "wrong result when replayed from a CUDA graph", replayed))
@@ -368,8 +405,8 @@ def finish_group(
                     samples_ms=samples[r.planned.key],
                     suite=case.suite,
                     case=case.name,
-                    flops=case.flops(r.computes),
-                    bytes=case.bytes_moved(r.computes),
+                    flops=_count(r.planned, "flops"),
+                    bytes=_count(r.planned, "bytes"),
                     relative_error=r.check.relative_error,
                     error_bound=r.check.bound,
                     config=r.config,
@@ -378,6 +415,12 @@ def finish_group(
             )
         )
     return benchmarks, failures
+
+
+def _count(planned: Planned, what: str) -> int:
+    """The flops or bytes of a benchmark: the implementation's own count, else the subject's, else 0."""
+    count = getattr(planned.impl, what) or getattr(planned.subject, what)
+    return int(count(planned.case)) if count is not None else 0
 
 
 def _first_line(error: Exception) -> str:

@@ -1,4 +1,35 @@
-"""The measured subject: a checkout's `kernels/` package, loaded by path, and its shape suites."""
+"""The subject: what a repository declares so that perfbot can check and time its kernels.
+
+A repository names a Python package in `[tool.perfbot] kernels` (default `kernels`); the
+package defines `subject`, a `Subject`, and registers its implementations on it:
+
+    from perfbot import Subject
+
+    subject = Subject(
+        name="rmsnorm",
+        inputs=make_inputs,           # (case, generator) -> the inputs, on the generator's device
+        reference=rmsnorm_float64,    # (*inputs, **variant) -> the trusted result (float64)
+        tolerance={"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2},  # relative error, per dtype
+        bytes=lambda case: ...,       # optional: the fewest bytes moved, for GB/s
+        suites="suites.yaml",         # beside the package's __init__.py, or a dict of Suite
+    )
+
+    @subject.implementation("fused", under_test=True)
+    def fused(x, weight): ...
+
+    @subject.implementation("torch")
+    def torch_rmsnorm(x, weight): ...
+
+Every implementation is called as `fn(*inputs, **variant)`. A variant is a named parameter
+whose values the subject lists, the default first (`variants={"approximate": ("none", "tanh")}`);
+an implementation takes all of them unless it says which (`variants=()` for none). One may bring
+its own reference, flops and bytes (a matmul alone, next to a fused kernel). Cases are named sets
+of integer parameters (`{name: d1024, M: 1024, K: 1024, N: 4096}`) and a dtype; suites group them
+and say which implementations they time.
+
+perfbot loads the package by path (`load_subject`), under a name unique to its path, so that two
+checkouts (an A/B run, a bisect) load side by side in one process.
+"""
 
 from __future__ import annotations
 
@@ -6,70 +37,157 @@ import dataclasses
 import hashlib
 import importlib.util
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, NotRequired
 
 from pydantic import ConfigDict, Field, TypeAdapter
 from typing_extensions import TypedDict
 
 from .errors import BadInput
-from .schema import MAX_ITEMS, Dim, Name, Text, load_yaml, validate
+from .schema import MAX_DIM, MAX_ITEMS, Name, Text, clean, load_yaml, validate
 
-DTYPES = ("float16", "bfloat16", "float32")
+Params = dict[str, int]
 
 
 @dataclass(frozen=True)
 class Case:
-    """One shape of a suite: x is [M, K], weight [2N, K], out [M, N]."""
+    """One named set of parameters of a suite, with its dtype. `case.M` reads parameter M."""
 
     suite: str
     name: str
-    M: int
-    K: int
-    N: int
+    params: Params
     dtype: str
 
+    def __getattr__(self, name: str) -> int:
+        params = self.__dict__.get("params", {})
+        if name in params:
+            return int(params[name])
+        raise AttributeError(f"case {self.__dict__.get('name')!r} has no parameter {name!r}")
+
     @property
-    def shape(self) -> dict[str, int]:
-        return {"M": self.M, "K": self.K, "N": self.N}
-
-    def flops(self, computes: str) -> int:
-        # The matmul's multiply-adds; the GeGLU epilogue is O(M N) and left out.
-        return 0 if computes == "copy" else 2 * self.M * self.K * 2 * self.N
-
-    def bytes_moved(self, computes: str) -> int:
-        """The fewest bytes `computes` must move through memory: each input read once, the
-        output written once."""
-        size = {"float16": 2, "bfloat16": 2, "float32": 4}[self.dtype]
-        weight = 2 * self.N * self.K
-        if computes == "copy":
-            return 2 * weight * size
-        outputs = self.M * self.N * (2 if computes == "matmul" else 1)
-        return (self.M * self.K + weight + outputs) * size
+    def shape(self) -> Params:
+        return dict(self.params)
 
 
 @dataclass(frozen=True)
 class Suite:
     name: str
     about: str
-    kernels: tuple[str, ...]
+    implementations: tuple[str, ...]
     cases: tuple[Case, ...]
 
 
 @dataclass(frozen=True)
-class Subject:
-    """A loaded kernels package: its implementations by name and its suites by name."""
+class Implementation:
+    """One way of computing what the subject computes, timed beside the others."""
 
-    path: Path
-    module: ModuleType
+    name: str
+    fn: Callable[..., Any]  # fn(*inputs, **variant) -> the output
+    under_test: bool = False  # the subject's own kernel, as opposed to a baseline
+    # A bound, not an alternative: the same inputs doing less (a matmul alone, a copy of the
+    # weights): shown beside the kernel as a floor or a ceiling, never counted as a baseline.
+    bound: bool = False
+    variants: tuple[str, ...] | None = None  # the variant parameters it takes; None: all the subject's
+    reference: Callable[..., Any] | None = None  # its own trusted result, if not the subject's
+    flops: Callable[[Case], int] | None = None
+    bytes: Callable[[Case], int] | None = None
+    config: Callable[..., dict[str, Any] | None] | None = None  # config(*inputs): its launch config, recorded
+
+
+@dataclass
+class Subject:
+    """What a repository measures: how to make inputs for a case, the trusted result and how close
+    an implementation must come to it, the implementations, and the suites of cases."""
+
+    name: str
+    inputs: Callable[..., Sequence[Any]]  # inputs(case, generator) -> tensors on generator.device
+    reference: Callable[..., Any]  # reference(*inputs, **variant) -> the trusted result
+    tolerance: Mapping[str, float]  # dtype -> the largest relative error (Frobenius) accepted
+    suites: Path | str | Mapping[str, Suite] = "suites.yaml"
+    flops: Callable[[Case], int] | None = None
+    bytes: Callable[[Case], int] | None = None
+    variants: Mapping[str, Sequence[str]] = field(default_factory=dict)  # name -> values, the default first
+    # (suite, case) that `perfbot selftest` measures when none is named; else the first case there is.
+    default_case: tuple[str, str] | None = None
+    implementations: dict[str, Implementation] = field(default_factory=dict)
+
+    def implementation(
+        self,
+        name: str,
+        *,
+        under_test: bool = False,
+        bound: bool = False,
+        variants: Sequence[str] | None = None,
+        reference: Callable[..., Any] | None = None,
+        flops: Callable[[Case], int] | None = None,
+        bytes: Callable[[Case], int] | None = None,
+        config: Callable[..., dict[str, Any] | None] | None = None,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register the decorated function as an implementation (see the module's docstring)."""
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self.add(
+                Implementation(
+                    name,
+                    fn,
+                    under_test=under_test,
+                    bound=bound,
+                    variants=tuple(variants) if variants is not None else None,
+                    reference=reference,
+                    flops=flops,
+                    bytes=bytes,
+                    config=config,
+                )
+            )
+            return fn
+
+        return register
+
+    def add(self, implementation: Implementation) -> None:
+        if implementation.name in self.implementations:
+            raise ValueError(f"subject {self.name!r}: implementation {implementation.name!r} is registered twice")
+        unknown = [v for v in implementation.variants or () if v not in self.variants]
+        if unknown:
+            raise ValueError(
+                f"subject {self.name!r}: implementation {implementation.name!r} takes variant "
+                f"{unknown[0]!r}, which the subject does not declare ({sorted(self.variants)})"
+            )
+        self.implementations[implementation.name] = implementation
+
+    def takes(self, implementation: Implementation) -> tuple[str, ...]:
+        """The variant parameters an implementation takes."""
+        return tuple(self.variants) if implementation.variants is None else implementation.variants
+
+    def defaults(self) -> dict[str, str]:
+        return {name: str(values[0]) for name, values in self.variants.items()}
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A subject loaded from a package, with its suites parsed."""
+
+    path: Path  # the package's folder
+    subject: Subject
     suites: dict[str, Suite]
 
     @property
-    def implementations(self) -> dict[str, Any]:
-        return self.module.IMPLEMENTATIONS
+    def implementations(self) -> dict[str, Implementation]:
+        return self.subject.implementations
+
+    def case(self, suite: str | None, name: str | None) -> Case:
+        """A case by suite and name; either left out: the subject's default case, else the first."""
+        if suite is None and name is None and self.subject.default_case is not None:
+            suite, name = self.subject.default_case
+        suite = suite or next(iter(self.suites))
+        if suite not in self.suites:
+            raise BadInput(f"unknown suite {suite!r}; known: {', '.join(self.suites)}")
+        cases = self.suites[suite].cases
+        found = next((c for c in cases if c.name == name), None) if name else cases[0]
+        if found is None:
+            raise BadInput(f"suite {suite} has no case {name!r}; it has {', '.join(c.name for c in cases)}")
+        return found
 
 
 def restrict(suites: Sequence[Suite], cases: set[tuple[str, str]]) -> list[Suite]:
@@ -82,17 +200,21 @@ def restrict(suites: Sequence[Suite], cases: set[tuple[str, str]]) -> list[Suite
     return kept
 
 
-def load_subject(kernels_dir: Path) -> Subject:
-    """Import `kernels_dir` as a package under a name unique to its path, so that two checkouts
-    (an A/B run, a bisect) can be loaded side by side in one process."""
-    init = kernels_dir / "__init__.py"
+def load_subject(package: Path) -> Loaded:
+    """Import the package at `package` by path and take its `subject`. Under a name unique to its
+    path, so that two checkouts (an A/B run, a bisect) can be loaded side by side in one process."""
+    init = package / "__init__.py"
     if not init.is_file():
-        raise BadInput(f"{kernels_dir}: not a kernels package (no __init__.py)")
-    name = "perfbot_subject_" + hashlib.sha1(str(kernels_dir.resolve()).encode()).hexdigest()[:12]
+        raise BadInput(
+            f"{package}: not a Python package (no __init__.py); [tool.perfbot] kernels names the "
+            "package that defines `subject`"
+        )
+    name = "perfbot_subject_" + hashlib.sha1(str(package.resolve()).encode()).hexdigest()[:12]
     module = sys.modules.get(name)
     if module is None:
-        spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(kernels_dir)])
-        assert spec is not None and spec.loader is not None
+        spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(package)])
+        if spec is None or spec.loader is None:
+            raise BadInput(f"{package}: cannot be imported as a package")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         try:
@@ -101,61 +223,79 @@ def load_subject(kernels_dir: Path) -> Subject:
             del sys.modules[name]
             if error.name in ("torch", "triton"):
                 raise  # the CLI says which extra to install
-            raise BadInput(f"{kernels_dir}: the kernels package does not import: {error}") from None
+            raise BadInput(f"{package}: the package does not import: {error}") from None
         except Exception as error:  # noqa: BLE001 -- the subject's own code: its failure is the subject's, said in one line
             del sys.modules[name]
-            raise BadInput(
-                f"{kernels_dir}: the kernels package does not import: "
-                f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"
-            ) from None
-    if not isinstance(getattr(module, "IMPLEMENTATIONS", None), dict) or not hasattr(module, "SUITES_FILE"):
-        raise BadInput(f"{kernels_dir}: the kernels package must define IMPLEMENTATIONS (a dict) and SUITES_FILE")
-    suites = load_suites(Path(module.SUITES_FILE), set(module.IMPLEMENTATIONS))
-    return Subject(path=kernels_dir, module=module, suites=suites)
-
-
-class _CaseFields(TypedDict):
-    __pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[misc]
-
-    name: Name
-    M: Dim
-    K: Dim
-    N: Dim
-    dtype: NotRequired[Literal["float16", "bfloat16", "float32"]]
+            message = clean(str(error).splitlines()[0], 300) if str(error) else ""
+            raise BadInput(f"{package}: the package does not import: {type(error).__name__}: {message}") from None
+    subject = getattr(module, "subject", None)
+    if not isinstance(subject, Subject):
+        raise BadInput(f"{package}: the package defines no `subject` (a perfbot.Subject); see docs/subject.md")
+    if not subject.implementations:
+        raise BadInput(f"{package}: subject {subject.name!r} has no implementations")
+    if isinstance(subject.suites, Mapping):
+        suites = dict(subject.suites)
+    else:
+        suites = load_suites(package / subject.suites, subject)
+    return Loaded(path=package, subject=subject, suites=suites)
 
 
 class _SuiteFields(TypedDict):
     __pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[misc]
 
     about: NotRequired[Text]
-    dtype: NotRequired[Literal["float16", "bfloat16", "float32"]]
-    kernels: NotRequired[Annotated[list[Name], Field(min_length=1, max_length=64)]]
-    cases: Annotated[list[_CaseFields], Field(min_length=1, max_length=MAX_ITEMS)]
+    dtype: NotRequired[Name]
+    implementations: NotRequired[Annotated[list[Name], Field(min_length=1, max_length=64)]]
+    kernels: NotRequired[Annotated[list[Name], Field(min_length=1, max_length=64)]]  # the older name
+    # name, dtype, and integer parameters: checked one by one (_suite), to say which is wrong and why
+    cases: Annotated[list[dict[Name, Name | int | float]], Field(min_length=1, max_length=MAX_ITEMS)]
 
 
 _SUITES = TypeAdapter(Annotated[dict[Name, _SuiteFields], Field(min_length=1, max_length=256)])
 
 
-def load_suites(path: Path, known_kernels: set[str]) -> dict[str, Suite]:
-    """The suites file, validated whole (schema.py), then against the subject's kernels."""
+def load_suites(path: Path, subject: Subject) -> dict[str, Suite]:
+    """A suites file, validated whole (schema.py), then against the subject: every case has a name,
+    integer parameters and a dtype the subject has a tolerance for; every implementation named exists.
+
+        quick:
+          about: small enough for Triton's interpreter
+          dtype: float32
+          implementations: [fused, torch]
+          cases:
+            - {name: odd, M: 33, N: 40}
+    """
     data = validate(str(path), load_yaml(path, "suites file"), _SUITES, "suites file")
-    return {name: _parse_suite(path, name, body, known_kernels) for name, body in data.items()}
+    return {name: _suite(path, name, body, subject) for name, body in data.items()}
 
 
-def _parse_suite(path: Path, name: str, body: Any, known_kernels: set[str]) -> Suite:
+def _suite(path: Path, name: str, body: Any, subject: Subject) -> Suite:
     where = f"{path}: suite {name!r}"
-    kernels = body.get("kernels", sorted(known_kernels))
-    for kernel in kernels:
-        if kernel not in known_kernels:
-            raise BadInput(f"{where}: unknown kernel {kernel!r}; known: {sorted(known_kernels)}")
+    known = subject.implementations
+    implementations = body.get("implementations", body.get("kernels", sorted(known)))
+    for implementation in implementations:
+        if implementation not in known:
+            raise BadInput(f"{where}: unknown implementation {implementation!r}; known: {sorted(known)}")
     cases = []
-    for case in body["cases"]:
-        dtype = case.get("dtype", body.get("dtype"))
-        if dtype is None:
-            raise BadInput(f"{where} case {case['name']!r}: no dtype, here or in its suite; one of {DTYPES}")
-        cases.append(Case(suite=name, name=case["name"], M=case["M"], K=case["K"], N=case["N"], dtype=dtype))
+    for index, fields in enumerate(body["cases"]):
+        case_name, dtype = fields.get("name"), fields.get("dtype", body.get("dtype"))
+        if not isinstance(case_name, str):
+            raise BadInput(f"{where}: cases[{index}]: needs a name")
+        if dtype not in subject.tolerance:
+            raise BadInput(
+                f"{where} case {case_name!r}: dtype must be one the subject has a tolerance for "
+                f"({', '.join(subject.tolerance)}), got {dtype!r}"
+            )
+        params = {k: v for k, v in fields.items() if k not in ("name", "dtype")}
+        bad = [k for k, v in params.items() if not isinstance(v, int) or not 1 <= v <= MAX_DIM]
+        if bad or not params:
+            raise BadInput(
+                f"{where} case {case_name!r}: parameters must be integers from 1 to 2^40"
+                + (f", got {bad[0]}={params[bad[0]]!r}" if bad else ", and there are none")
+            )
+        cases.append(Case(suite=name, name=case_name, params=params, dtype=dtype))
     names = [case.name for case in cases]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise BadInput(f"{where}: case name {duplicates[0]!r} appears twice")
-    return Suite(name=name, about=body.get("about", ""), kernels=tuple(kernels), cases=tuple(cases))
+    return Suite(name=name, about=body.get("about", ""), implementations=tuple(implementations), cases=tuple(cases))

@@ -42,7 +42,7 @@ from .errors import (
     PerfbotError,
     WrongResult,
 )
-from .results import BENCHMARK, ENVIRONMENT, FAILURE, Benchmark, Environment, Failure
+from .results import BENCHMARK, ENVIRONMENT, FAILURE, SETTINGS, Benchmark, Environment, Failure
 from .schema import validate_message
 
 WORKER_COMMAND = (sys.executable, "-m", "perfbot.worker")
@@ -157,12 +157,12 @@ class WorkerSides:
         self.workers, self.settings = workers, settings
         self.names = tuple(workers)
         self.owner: dict[str, WorkerProcess] = {}
+        hellos = {side: w.ask("hello") for side, w in workers.items()}
         self._environments = {
-            side: validate_message(
-                f"the {side} worker's environment", _record(side, w.ask("hello")), ENVIRONMENT, "environment"
-            )
-            for side, w in workers.items()
+            side: validate_message(f"the {side} worker's environment", _record(side, reply), ENVIRONMENT, "environment")
+            for side, reply in hellos.items()
         }
+        self._described = {side: _described(side, reply) for side, reply in hellos.items()}
 
     def prepare(self, case: Any) -> tuple[list[str], list[tuple[str, Failure]]]:
         self.owner, failed = {}, []
@@ -191,6 +191,9 @@ class WorkerSides:
 
     def environments(self) -> dict[str, Environment]:
         return self._environments
+
+    def described(self) -> dict[str, dict[str, Any]]:
+        return self._described
 
 
 class _WorkerTimer:
@@ -235,11 +238,23 @@ def _failures(side: str, reply: dict[str, Any]) -> list[Failure]:
     ]
 
 
+def _described(side: str, reply: dict[str, Any]) -> dict[str, Any]:
+    """The subject as the worker describes it (runner.describe), checked like any message."""
+    value = reply.get("subject")
+    settings = validate_message(f"the {side} worker's subject", value, SETTINGS, "subject")
+    return {
+        "subject": settings.subject,
+        "error_bounds": settings.error_bounds,
+        "under_test": settings.under_test,
+        "bounds": settings.bounds,
+    }
+
+
 def _suite_json(suite: Any) -> dict[str, Any]:
     return {
         "name": suite.name,
         "about": suite.about,
-        "kernels": list(suite.kernels),
+        "implementations": list(suite.implementations),
         "cases": [dataclasses.asdict(c) for c in suite.cases],
     }
 
@@ -255,27 +270,25 @@ class _Side:
 
     def hello(self) -> dict[str, Any]:
         from .environment import collect_environment
-        from .runner import kernels_revision, require_gpu
+        from .runner import describe, kernels_revision, require_gpu
         from .subject import load_subject
 
         require_gpu()
         self.subject = load_subject(self.kernels)
-        return {
-            "environment": dataclasses.asdict(
-                dataclasses.replace(collect_environment(), **kernels_revision(self.kernels))
-            )
-        }
+        environment = dataclasses.replace(collect_environment(), **kernels_revision(self.kernels))
+        return {"environment": dataclasses.asdict(environment), "subject": describe(self.subject.subject)}
 
     def prepare(self, suite: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
         from . import measure, runner
         from .subject import Case, Suite
 
         fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()}
+        fields["variants"] = tuple((name, tuple(values)) for name, values in fields.get("variants", ()))
         chosen = runner.RunSettings(**fields)
         if self.local is None:
             self.local = runner.LocalSides({self.side: self.subject}, chosen)
         cases = tuple(Case(**c) for c in suite["cases"])
-        keys, failed = self.local.prepare(Suite(suite["name"], suite["about"], tuple(suite["kernels"]), cases))
+        keys, failed = self.local.prepare(Suite(suite["name"], suite["about"], tuple(suite["implementations"]), cases))
         if keys and self.flush is None:
             self.flush = measure.L2Flush()
         for key in keys:  # the first replay uploads the graph; keep it out

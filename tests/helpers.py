@@ -66,7 +66,7 @@ def make_results(
             )
     return Results(
         environment=Environment(**{**ENVIRONMENT, **(environment or {})}),
-        settings=Settings(samples=n),
+        settings=Settings(samples=n, under_test=["fused"], bounds=["gemm"]),
         benchmarks=benchmarks,
         created="2026-11-30T05:00:00+00:00",
     )

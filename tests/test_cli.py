@@ -46,8 +46,10 @@ def test_run_without_a_gpu_exits_3_with_one_line(project: Path):
         (["--suite", "nope"], "unknown suite 'nope'"),
         (["--suite", "pr", "--case", "gemma-7b"], "no case 'gemma-7b' in the chosen suites"),
         (["--samples", "3"], "3 is not in the range"),
-        (["--kernel", "cutlass"], "unknown kernel 'cutlass'"),
-        (["--approximate", "sigmoid"], "'sigmoid' is not one of"),
+        (["--kernel", "cutlass"], "unknown implementation 'cutlass'"),
+        (["--variant", "approximate=sigmoid"], "approximate is one of none, tanh (or all)"),
+        (["--variant", "colour=red"], "subject 'geglu' has no variant 'colour'"),
+        (["--variant", "approximate"], "approximate is one of none, tanh"),
         (["--warmup", "0"], "0 is not in the range"),
         (["--bogus"], "No such option"),
     ],
@@ -73,9 +75,7 @@ def test_broken_suites_file_exits_2_naming_it(project: Path):
     )
     result = invoke("suites", "--project", str(project))
     assert result.exit_code == 2
-    assert (
-        "suites.yaml" in result.output and "pr.cases[0].M: should be greater than or equal to 1, got 0" in result.output
-    )
+    assert "suites.yaml" in result.output and "parameters must be integers from 1 to 2^40, got M=0" in result.output
 
 
 def test_no_project_found_exits_2(tmp_path: Path, monkeypatch):

@@ -10,7 +10,6 @@ from rich.console import Console
 from perfbot.compare import compare
 from perfbot.comparison import summarize
 from perfbot.report import MARKER, comment_markdown, compare_table, markdown_escape
-from perfbot.results import Settings
 from perfbot.thresholds import load_policy
 from tests.conftest import ROOT
 from tests.helpers import make_results
@@ -35,7 +34,7 @@ def _report():
         config={"path": "tma", "BLOCK_N": 64},
     )
     head = replace(head, benchmarks=[*head.benchmarks[:-1], replace(head.benchmarks[-1], kernel="fused-v2")])
-    return summarize(compare(base, replace(head, settings=Settings(samples=30)), POLICY))
+    return summarize(compare(base, replace(head, settings=replace(head.settings, samples=30)), POLICY))
 
 
 def test_pr_comment_golden():

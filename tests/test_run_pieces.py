@@ -1,6 +1,7 @@
 """The parts of `perfbot run` that need no GPU: the plan, the correctness rule, the table,
 the environment record."""
 
+import dataclasses
 import math
 import subprocess
 
@@ -13,7 +14,7 @@ from perfbot.errors import BadInput
 from perfbot.measure import round_order
 from perfbot.report import run_table
 from perfbot.results import Benchmark, Environment, Results, Settings
-from perfbot.runner import RunSettings, plan
+from perfbot.runner import RunSettings, chosen_variants, plan
 from perfbot.subject import load_subject
 from tests.conftest import ROOT
 
@@ -23,12 +24,24 @@ def subject():
     return load_subject(ROOT / "kernels")
 
 
-def test_plan_groups_by_case_and_times_gemm_once(subject):
-    settings = RunSettings(approximations=("none", "tanh"))
+def test_plan_groups_by_case_and_times_what_takes_no_variant_once(subject):
+    settings = RunSettings(variants=chosen_variants(subject.subject, ["approximate=all"]))
     groups = plan(subject, [subject.suites["pr"]], settings)
     assert len(groups) == len(subject.suites["pr"].cases)
     kernels = [p.key for p in groups[0]]
     assert kernels == ["fused", "fused[tanh]", "eager", "eager[tanh]", "compiled", "compiled[tanh]", "gemm"]
+    assert groups[0][1].variant == {"approximate": "tanh"} and groups[0][0].variant == {}
+
+
+def test_variant_options(subject):
+    assert chosen_variants(subject.subject, ["approximate=tanh"]) == (("approximate", ("tanh",)),)
+    assert chosen_variants(subject.subject, ["approximate=tanh", "approximate=none"]) == (
+        ("approximate", ("tanh", "none")),
+    )
+    with pytest.raises(BadInput, match="subject 'geglu' has no variant 'colour' \\(it has approximate\\)"):
+        chosen_variants(subject.subject, ["colour=red"])
+    with pytest.raises(BadInput, match="approximate is one of none, tanh \\(or all\\)"):
+        chosen_variants(subject.subject, ["approximate=sigmoid"])
 
 
 def test_plan_honours_kernel_filter(subject):
@@ -105,30 +118,38 @@ def test_each_round_is_queued_behind_a_hold_between_untimed_replays(monkeypatch)
 def test_settings_are_validated():
     with pytest.raises(BadInput, match="at least 10"):
         RunSettings(samples=5)
-    with pytest.raises(BadInput, match="none' or 'tanh"):
-        RunSettings(approximations=("exact",))
+    with pytest.raises(BadInput, match="warmup calls must be at least 1"):
+        RunSettings(warmup_calls=0)
 
 
 def test_correctness_rule():
     ref = torch.randn(64, 32, dtype=torch.float64)
-    assert correctness.check(ref.to(torch.bfloat16), ref, "bfloat16").passed
-    assert not correctness.check((ref * 1.01).float(), ref, "float32").passed
+    assert correctness.check(ref.to(torch.bfloat16), ref, 1e-2).passed
+    assert not correctness.check((ref * 1.01).float(), ref, 1e-5).passed
     broken = ref.clone().float()
     broken[3, 3] = float("nan")
-    check = correctness.check(broken, ref, "float32")
+    check = correctness.check(broken, ref, 1e-5)
     assert math.isnan(check.relative_error) and not check.passed
-    assert not correctness.check(ref[:10], ref, "float32").passed
+    assert not correctness.check(ref[:10], ref, 1e-5).passed  # another shape
+    assert not correctness.check([ref], ref, 1e-5).passed  # not a tensor
+    zero = torch.zeros(3, dtype=torch.float64)
+    assert correctness.check(zero.float(), zero, 1e-5).passed  # a zero reference: the absolute error
+    assert not correctness.check(zero.float() + 1, zero, 1e-5).passed
 
 
-def test_reference_is_z1_times_gelu_of_z2():
+def test_reference_is_z1_times_gelu_of_z2(subject):
     x, w = torch.randn(5, 8), torch.randn(6, 8)
     z = x.double() @ w.double().T
     expected = z[:, :3] * 0.5 * z[:, 3:] * (1 + torch.erf(z[:, 3:] / math.sqrt(2)))
-    assert torch.allclose(correctness.reference(x, w, "geglu", "none"), expected)
+    assert torch.allclose(subject.subject.reference(x, w), expected)
+    assert torch.allclose(subject.subject.reference(x, w, approximate="none"), expected)
 
 
-def test_table_shows_throughput_share_of_gemm_and_speedup_over_eager():
-    def bench(kernel, ms):
+ROLES = Settings(under_test=["mine"], bounds=["floor", "ceiling"])
+
+
+def test_table_shows_the_fastest_baseline_and_each_bounds_share():
+    def bench(kernel, ms, flops=2 * 1000 * 1000 * 1000, bytes=0):
         return Benchmark(
             kernel=kernel,
             shape={"M": 1000, "K": 1000, "N": 500},
@@ -136,16 +157,26 @@ def test_table_shows_throughput_share_of_gemm_and_speedup_over_eager():
             samples_ms=[ms] * 10,
             suite="s",
             case="c",
-            flops=2 * 1000 * 1000 * 1000,
+            flops=flops,
+            bytes=bytes,
         )
 
-    table = run_table(
-        Results(Environment(), Settings(), [bench("fused", 2.0), bench("eager", 3.0), bench("gemm", 1.5)])
-    )
+    benchmarks = [
+        bench("mine", 2.0, bytes=4_000_000),
+        bench("slow", 3.0),
+        bench("fast", 2.5),
+        bench("floor", 1.5),  # counts flops: the share is in FLOP/s
+        bench("ceiling", 1.0, flops=0, bytes=8_000_000),  # bytes only: the share is in bytes/s
+    ]
+    table = run_table(Results(Environment(), ROLES, benchmarks))
     cells = {column.header: list(column.cells) for column in table.columns}
-    assert cells["% of gemm"] == ["75.0%", "50.0%", "100.0%"]
-    assert cells["× eager"] == ["1.50×", "1.00×", "2.00×"]
-    assert cells["TFLOP/s"] == ["1.0", "0.7", "1.3"]
+    assert cells["vs fastest baseline"] == ["1.25× fast", "", "", "", ""]
+    assert cells["of bound"] == ["75.0% floor, 25.0% ceiling", "", "", "", ""]
+    assert cells["TFLOP/s"] == ["1.0", "0.7", "0.8", "1.3", ""]
+    assert cells["shape"][0] == "M=1000 K=1000 N=500"
+    # results that do not say which implementation is under test (format 1) show neither
+    plain = run_table(Results(Environment(), Settings(), benchmarks))
+    assert {cell for column in plain.columns[-2:] for cell in column.cells} == {""}
 
 
 def test_environment_helpers(monkeypatch):
@@ -176,13 +207,14 @@ def test_markdown_table_matches_the_terminal_cells_and_escapes_pipes():
     )
     text = run_markdown(Results(Environment(), Settings(), [bench]))
     assert text == (
-        "| suite | case | M×K→N | dtype | kernel | median ms | samples | TFLOP/s | GB/s | % of gemm | × eager |\n"
+        "| suite | case | shape | dtype | implementation | median ms | samples | TFLOP/s | GB/s | vs fastest baseline"
+        " | of bound |\n"
         "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n"
-        "| s | c | 10×20→30 | float16 | fu\\|sed | 0.5000 | 10 | 0.0 | 0 |  |  |\n"
+        "| s | c | M=10 K=20 N=30 | float16 | fu\\|sed | 0.5000 | 10 | 0.0 | 0 |  |  |\n"
     )
 
 
-def _bench(kernel, ms, approximate="none", **fields):
+def _bench(kernel, ms, approximate="none", **fields):  # a GeGLU-like case, variant and all
     return Benchmark(
         kernel=kernel,
         shape={"M": 16, "K": 64, "N": 32},
@@ -209,22 +241,26 @@ def test_case_view_puts_every_implementation_beside_the_kernel():
 
     results = Results(
         Environment(),
-        Settings(),
+        Settings(under_test=["fused"], bounds=["gemm"]),
         [
-            _bench("fused", 2.0, bytes=4000),
-            _bench("fused", 1.6, "tanh", bytes=4000),
+            _bench("fused", 2.0),
+            _bench("fused", 1.6, "tanh"),
             _bench("eager", 3.0),
             _bench("eager", 2.4, "tanh"),
             _bench("gemm", 1.8),
-            _bench("copy", 4.0, bytes=16000),
         ],
     )
     lines = case_markdown(results).splitlines()
-    assert lines[0] == (
-        "| case | M×K→N | dtype | GELU | fused ms | gemm ms | eager ms | vs gemm | vs eager | GB/s | of copy GB/s |"
+    assert lines[0] == "| case | shape | dtype | variant | fused ms | eager ms | gemm ms | vs eager | vs gemm |"
+    assert lines[2] == "| c | M=16 K=64 N=32 | bfloat16 | default | 2.0000 | 3.0000 | 1.8000 | 1.500 | 0.900 |"
+    assert lines[3] == (
+        "| c | M=16 K=64 N=32 | bfloat16 | approximate=tanh | 1.6000 | 2.4000 | 1.8000 | 1.500 | 1.125 |"
     )
-    assert lines[2] == "| c | 16×64→32 | bfloat16 | erf | 2.0000 | 1.8000 | 3.0000 | 0.900 | 1.500 | 0 | 50.0% |"
-    assert lines[3] == "| c | 16×64→32 | bfloat16 | tanh | 1.6000 | 1.8000 | 2.4000 | 1.125 | 1.500 | 0 | 62.5% |"
+    assert case_markdown(results, "eager").splitlines()[0].startswith("| case | shape | dtype | variant | eager ms |")
+    with pytest.raises(BadInput, match="the results have no benchmark of 'copy'; they have eager, fused, gemm"):
+        case_markdown(results, "copy")
+    with pytest.raises(BadInput, match="do not say which implementation is under test"):
+        case_markdown(dataclasses.replace(results, settings=Settings()))
 
 
 def test_stability_counts_throttled_rounds_and_marks_drift():

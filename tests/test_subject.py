@@ -1,33 +1,42 @@
-"""The kernels package loads by path, and its suites say what the issue asked for."""
+"""The subject API (perfbot.Subject) and the subject of this repository (kernels/)."""
 
+from __future__ import annotations
+
+import textwrap
 from pathlib import Path
 
 import pytest
 
+from perfbot import Case, Subject, Suite
 from perfbot.errors import BadInput
 from perfbot.subject import load_subject, load_suites
 from tests.conftest import ROOT
 
 
 @pytest.fixture(scope="module")
-def subject():
+def geglu():
     return load_subject(ROOT / "kernels")
 
 
-def test_implementations(subject):
-    assert set(subject.implementations) >= {"fused", "eager", "compiled", "gemm"}
-    assert subject.implementations["gemm"].computes == "matmul"
+def test_this_repositorys_subject(geglu):
+    implementations = geglu.implementations
+    assert set(implementations) == {"fused", "fused-pointer", "eager", "compiled", "max-autotune", "gemm", "copy"}
+    assert [n for n, i in implementations.items() if i.under_test] == ["fused", "fused-pointer"]
+    assert [n for n, i in implementations.items() if i.bound] == ["gemm", "copy"]
+    assert geglu.subject.takes(implementations["gemm"]) == ()
+    assert geglu.subject.takes(implementations["eager"]) == ("approximate",)
+    assert geglu.subject.defaults() == {"approximate": "none"}
 
 
-def test_a100_suite_is_the_seed_sweep(subject):
-    suite = subject.suites["a100"]
+def test_a100_suite_is_the_seed_sweep(geglu):
+    suite = geglu.suites["a100"]
     assert [(c.M, c.K, c.N, c.dtype) for c in suite.cases] == [
         (d, d, 4 * d, "float16") for d in (512, 1024, 2048, 4096)
     ]
 
 
-def test_models_suite(subject):
-    cases = {(c.K, c.N) for c in subject.suites["models"].cases}
+def test_models_suite(geglu):
+    cases = {(c.K, c.N) for c in geglu.suites["models"].cases}
     assert cases == {
         (2048, 16384),
         (3072, 24576),
@@ -37,18 +46,171 @@ def test_models_suite(subject):
         (2048, 5120),
         (4096, 10240),
     }
-    assert {(c.M, c.dtype) for c in subject.suites["models"].cases} == {(8192, "bfloat16")}
+    assert {(c.M, c.dtype) for c in geglu.suites["models"].cases} == {(8192, "bfloat16")}
 
 
-def test_decode_suite(subject):
-    cases = {(c.M, c.K, c.N, c.dtype) for c in subject.suites["decode"].cases}
+def test_decode_suite(geglu):
+    cases = {(c.M, c.K, c.N, c.dtype) for c in geglu.suites["decode"].cases}
     assert cases == {(m, k, n, "bfloat16") for m in (1, 16, 64) for k, n in ((3072, 24576), (5376, 21504))}
 
 
-def test_two_checkouts_load_side_by_side(project: Path, subject):
+def test_the_quick_suite_fits_the_interpreter(geglu):
+    quick = geglu.suites["quick"]
+    assert {c.dtype for c in quick.cases} <= {"float16", "float32"}  # the interpreter's bf16 dot is wrong
+    assert max(c.M * c.K * c.N for c in quick.cases) < 1e6
+    assert {"fused", "fused-pointer"} <= set(quick.implementations)
+
+
+def test_counts_of_work(geglu):
+    case = geglu.case("pr", "t5-v1.1-xl")
+    gemm, copy = geglu.implementations["gemm"], geglu.implementations["copy"]
+    assert geglu.subject.flops(case) == 2 * 8192 * 2048 * 2 * 5120
+    assert geglu.subject.bytes(case) == 2 * (8192 * 2048 + 2 * 5120 * 2048 + 8192 * 5120)
+    assert gemm.bytes(case) == 2 * (8192 * 2048 + 2 * 5120 * 2048 + 2 * 8192 * 5120)
+    assert (copy.flops(case), copy.bytes(case)) == (0, 2 * 2 * 2 * 5120 * 2048)
+
+
+def test_the_default_case_and_case_lookup(geglu):
+    assert geglu.case(None, None).name == "t5-v1.1-xl"
+    assert geglu.case("a100", None).name == "d512"
+    with pytest.raises(BadInput, match="unknown suite 'nope'"):
+        geglu.case("nope", None)
+    with pytest.raises(BadInput, match="suite pr has no case 'x'"):
+        geglu.case("pr", "x")
+
+
+def test_two_checkouts_load_side_by_side(project: Path, geglu):
     other = load_subject(project / "kernels")
-    assert other.module is not subject.module
-    assert other.module.__name__ != subject.module.__name__
+    assert other.subject is not geglu.subject
+    assert other.implementations["fused"].fn is not geglu.implementations["fused"].fn
+
+
+def test_compiled_baselines_never_fall_back_to_eager_past_dynamos_recompile_limit(geglu):
+    """Twelve variants of one function (more than dynamo's default limit of 8) stay compiled once
+    an implementation built on torch.compile exists; the default would run the 9th eagerly."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    compiled = geglu.implementations["compiled"].fn
+    x = torch.randn(4, 8)
+    compiled(x, torch.randn(6, 8) / 8**0.5)  # builds the compiled function (and sets dynamo's limits)
+    torch._dynamo.reset()
+    counters.clear()
+
+    def variant(x, scale: float):
+        return x * scale
+
+    compiled_variant = torch.compile(variant, backend="eager", dynamic=False)
+    for n in range(12):
+        compiled_variant(torch.ones(n + 1), float(n))
+    assert counters["frames"]["ok"] == 12
+    assert torch._dynamo.config.fail_on_recompile_limit_hit
+
+
+# --- the API, on a subject made here -------------------------------------------------------
+
+
+def _toy(**options) -> Subject:
+    subject = Subject(
+        name="toy",
+        inputs=lambda case, generator: (),
+        reference=lambda: 0,
+        tolerance={"float32": 1e-5, "float16": 2e-3},
+        variants={"mode": ("a", "b")},
+        **options,
+    )
+
+    @subject.implementation("mine", under_test=True)
+    def mine(mode: str = "a"):
+        return 0
+
+    @subject.implementation("theirs", variants=())
+    def theirs():
+        return 0
+
+    return subject
+
+
+def test_case_parameters_read_as_attributes():
+    case = Case("s", "c", {"M": 3, "rows": 7}, "float32")
+    assert (case.M, case.rows, case.shape) == (3, 7, {"M": 3, "rows": 7})
+    with pytest.raises(AttributeError, match="case 'c' has no parameter 'K'"):
+        _ = case.K
+
+
+def test_registration_refuses_twice_and_unknown_variants():
+    subject = _toy()
+    with pytest.raises(ValueError, match="'mine' is registered twice"):
+        subject.implementation("mine")(lambda: 0)
+    with pytest.raises(ValueError, match="takes variant 'colour', which the subject does not declare"):
+        subject.implementation("other", variants=("colour",))(lambda: 0)
+
+
+def test_suites_given_in_code_skip_the_file(tmp_path: Path):
+    case = Case("only", "one", {"n": 4}, "float32")
+    package = _package(tmp_path, "{'only': Suite('only', '', ('mine',), (CASE,))}")
+    loaded = load_subject(package)
+    assert loaded.suites["only"].cases[0] == case
+
+
+def _package(tmp_path: Path, suites: str = "'suites.yaml'", body: str = "") -> Path:
+    package = tmp_path / "toy"
+    package.mkdir(exist_ok=True)
+    (package / "__init__.py").write_text(
+        textwrap.dedent(
+            f"""
+            from perfbot import Case, Subject, Suite
+            CASE = Case("only", "one", {{"n": 4}}, "float32")
+            subject = Subject(name="toy", inputs=lambda case, g: (), reference=lambda: 0,
+                              tolerance={{"float32": 1e-5}}, suites={suites})
+            subject.implementation("mine", under_test=True)(lambda: 0)
+            """
+        )
+        + body
+    )
+    return package
+
+
+@pytest.mark.parametrize(
+    "init,words",
+    [
+        (None, "not a Python package (no __init__.py)"),
+        ("x = 1\n", "the package defines no `subject` (a perfbot.Subject)"),
+        ("raise RuntimeError('no GPU library\\nsecond line')\n", "does not import: RuntimeError: no GPU library"),
+        ("import not_a_module_anywhere\n", "does not import: No module named 'not_a_module_anywhere'"),
+        (
+            "from perfbot import Subject\nsubject = Subject('s', lambda c, g: (), lambda: 0, {'float32': 1})\n",
+            "subject 's' has no implementations",
+        ),
+    ],
+)
+def test_a_package_that_is_not_a_subject_is_bad_input(tmp_path: Path, init: str | None, words: str):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    if init is not None:
+        (package / "__init__.py").write_text(init)
+    with pytest.raises(BadInput) as error:
+        load_subject(package)
+    assert words in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_a_suites_file_of_the_api(tmp_path: Path):
+    path = tmp_path / "suites.yaml"
+    path.write_text(
+        "quick:\n  about: small\n  dtype: float32\n  cases:\n"
+        "    - {name: a, M: 3, N: 5}\n"
+        "    - {name: b, M: 1, N: 2, dtype: float16}\n"
+    )
+    suites = load_suites(path, _toy())
+    assert suites == {
+        "quick": Suite(
+            "quick",
+            "small",
+            ("mine", "theirs"),  # no list: every implementation
+            (Case("quick", "a", {"M": 3, "N": 5}, "float32"), Case("quick", "b", {"M": 1, "N": 2}, "float16")),
+        )
+    }
 
 
 @pytest.mark.parametrize(
@@ -56,24 +218,23 @@ def test_two_checkouts_load_side_by_side(project: Path, subject):
     [
         ("pr: [1, 2]", "pr: should be a mapping (an object), got [1, 2]"),
         ("pr:\n  cases: []\n", "pr.cases: List should have at least 1 item"),
-        ("pr:\n  colour: red\n  cases: [{name: a, M: 1, K: 1, N: 1, dtype: float16}]\n", "pr.colour: unknown key"),
+        ("pr:\n  colour: red\n  cases: [{name: a, M: 1, dtype: float16}]\n", "pr.colour: unknown key"),
+        ("pr:\n  cases: [{name: a, M: 1, dtype: float64}]\n", "dtype must be one the subject has a tolerance for"),
+        ("pr:\n  dtype: float16\n  cases: [{name: a, M: 1, K: 1.5}]\n", "integers from 1 to 2^40, got K=1.5"),
+        ("pr:\n  dtype: float16\n  cases: [{name: a, M: -1}]\n", "integers from 1 to 2^40, got M=-1"),
+        ("pr:\n  dtype: float16\n  cases: [{name: a, M: 2199023255553}]\n", "got M=2199023255553"),
+        ("pr:\n  dtype: float16\n  cases: [{name: a, M: [1]}]\n", "pr.cases[0].M: should be"),
         (
-            "pr:\n  cases: [{name: a, M: 1, K: 1, N: 1, dtype: float64}]\n",
-            "pr.cases[0].dtype: should be 'float16', 'bfloat16' or 'float32', got 'float64'",
+            "pr:\n  dtype: float16\n  cases: [{name: a, M: '1'}]\n",
+            "parameters must be integers from 1 to 2^40, got M='1'",
         ),
+        ("pr:\n  dtype: float16\n  cases: [{name: a}]\n", "integers from 1 to 2^40, and there are none"),
         (
-            "pr:\n  dtype: float16\n  cases: [{name: a, M: 1, K: 1.5, N: 1}]\n",
-            "pr.cases[0].K: should be a valid integer, got 1.5",
+            "pr:\n  dtype: float16\n  implementations: [cutlass]\n  cases: [{name: a, M: 1}]\n",
+            "unknown implementation 'cutlass'",
         ),
-        (
-            "pr:\n  dtype: float16\n  kernels: [cutlass]\n  cases: [{name: a, M: 1, K: 1, N: 1}]\n",
-            "unknown kernel 'cutlass'",
-        ),
-        (
-            "pr:\n  dtype: float16\n  cases: [{name: a, M: 1, K: 1, N: 1}, {name: a, M: 2, K: 1, N: 1}]\n",
-            "appears twice",
-        ),
-        ("pr: {cases: [{M: 1, K: 1, N: 1, dtype: float16}]}\n", "pr.cases[0].name: missing"),
+        ("pr:\n  dtype: float16\n  cases: [{name: a, M: 1}, {name: a, M: 2}]\n", "appears twice"),
+        ("pr: {cases: [{M: 1, dtype: float16}]}\n", "cases[0]: needs a name"),
         ("{{{", "cannot read"),
     ],
 )
@@ -81,26 +242,6 @@ def test_bad_suites_are_bad_input(tmp_path: Path, text: str, words: str):
     path = tmp_path / "suites.yaml"
     path.write_text(text)
     with pytest.raises(BadInput) as error:
-        load_suites(path, {"fused", "eager"})
+        load_suites(path, _toy())
     assert words in str(error.value)
-
-
-def test_compiled_baselines_never_fall_back_to_eager_past_dynamos_recompile_limit():
-    """Twelve variants of one function (more than dynamo's default limit of 8) stay compiled once
-    an implementation built on torch.compile exists; the default would run the 9th eagerly."""
-    import torch
-    from torch._dynamo.utils import counters
-
-    subject = load_subject(ROOT / "kernels")
-    subject.implementations["compiled"].build("none")
-    torch._dynamo.reset()
-    counters.clear()
-
-    def variant(x, scale: float):
-        return x * scale
-
-    compiled = torch.compile(variant, backend="eager", dynamic=False)
-    for n in range(12):
-        compiled(torch.ones(n + 1), float(n))
-    assert counters["frames"]["ok"] == 12
-    assert torch._dynamo.config.fail_on_recompile_limit_hit
+    assert "\n" not in str(error.value)

@@ -70,7 +70,7 @@ def ab_command(
     suite_names: tuple[str, ...],
     case_names: tuple[str, ...],
     kernel_names: tuple[str, ...],
-    approximations: tuple[str, ...],
+    variants: tuple[str, ...],
     samples: int,
     warmup: int,
     seed: int,
@@ -103,7 +103,7 @@ def ab_command(
     config = project_config(project)
     running = load_kernels(config, None)
     suites = chosen(running, suite_names, case_names)
-    settings = run_settings(samples, warmup, seed, approximations, kernel_names)
+    settings = run_settings(running, samples, warmup, seed, variants, kernel_names)
     if out_dir.exists() and not out_dir.is_dir():
         raise BadInput(f"--out-dir {out_dir}: is a file")
     existing = [name for name in _OUTPUTS if (out_dir / name).exists()]

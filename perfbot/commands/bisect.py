@@ -31,11 +31,19 @@ from .context import console, project_config, project_option
     default=None,
     help="Shell command run in the worktree that prints samples in ms, one per line.",
 )
-@click.option("--suite", "suite_name", default="pr", show_default=True, help="Triton mode: suite of the benchmark.")
 @click.option(
-    "--case", "case_name", default="t5-v1.1-xl", show_default=True, help="Triton mode: case of the benchmark."
+    "--suite",
+    "suite_name",
+    default=None,
+    help="Triton mode: suite of the benchmark (default: the subject's default case).",
 )
-@click.option("--kernel", default="fused", show_default=True, help="Triton mode: implementation to time.")
+@click.option(
+    "--case",
+    "case_name",
+    default=None,
+    help="Triton mode: case of the benchmark (default: the subject's default case).",
+)
+@click.option("--kernel", default=None, help="Triton mode: implementation to time (default: the subject's own).")
 @click.option(
     "--samples",
     type=click.IntRange(min=10),
@@ -102,9 +110,9 @@ def bisect_command(
     bad: str,
     build_command: str | None,
     measure_command: str | None,
-    suite_name: str,
-    case_name: str,
-    kernel: str,
+    suite_name: str | None,
+    case_name: str | None,
+    kernel: str | None,
     samples: int,
     cache: Path | None,
     no_build_isolation: bool,
@@ -139,18 +147,9 @@ def bisect_command(
             prober: Prober = CommandProber(repo, build_command or "true", measure_command, workdir)
         else:
             config = project_config(project)
-            sample_args = [
-                "--project",
-                str(config.root),
-                "--suite",
-                suite_name,
-                "--case",
-                case_name,
-                "--kernel",
-                kernel,
-                "--samples",
-                str(samples),
-            ]
+            chosen = {"--suite": suite_name, "--case": case_name, "--kernel": kernel}
+            sample_args = ["--project", str(config.root), "--samples", str(samples)]
+            sample_args += [part for option, value in chosen.items() if value for part in (option, value)]
             prober = TritonProber(
                 repo, cache or triton_build.default_cache(), sample_args, build_isolation=not no_build_isolation
             )

@@ -4,7 +4,7 @@ measure, the terminal it writes to, and where a comparison's report goes."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,7 @@ from ..report import comment_markdown, compare_table
 
 if TYPE_CHECKING:
     from ..runner import RunSettings
-    from ..subject import Subject, Suite
+    from ..subject import Loaded, Suite
 
 project_option = click.option(
     "--project",
@@ -32,64 +32,76 @@ project_option = click.option(
 )
 
 
-def measure_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The options that choose what `run` and `ab` measure, and how many samples."""
-    for option in reversed(
-        [
-            click.option(
-                "--suite",
-                "suite_names",
-                multiple=True,
-                default=["pr"],
-                show_default=True,
-                help="Shape suite to run (repeat for several). `perfbot suites` lists them.",
-            ),
-            click.option(
-                "--case",
-                "case_names",
-                multiple=True,
-                help="Only the cases of these names in the chosen suites (repeat for several). Default: every case.",
-            ),
-            click.option(
-                "--kernel",
-                "kernel_names",
-                multiple=True,
-                help="Only these implementations (repeat for several). Default: each suite's list.",
-            ),
-            click.option(
-                "--approximate",
-                "approximations",
-                multiple=True,
-                type=click.Choice(["none", "tanh"]),
-                default=["none"],
-                show_default=True,
-                help="GELU variant: none (erf) or tanh; repeat to measure both.",
-            ),
-            click.option(
-                "--samples",
-                type=click.IntRange(min=10),
-                default=30,
-                show_default=True,
-                help="Timed samples per benchmark, each one CUDA-graph replay after an L2 flush.",
-            ),
-            click.option(
-                "--warmup",
-                type=click.IntRange(min=1),
-                default=3,
-                show_default=True,
-                help="Untimed calls per implementation before capture (compiles and autotunes).",
-            ),
-            click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs."),
-        ]
-    ):
+_CHOICE_OPTIONS = (
+    click.option(
+        "--suite",
+        "suite_names",
+        multiple=True,
+        help="Suite to run (repeat for several). `perfbot suites` lists them. Default: pr if the subject has it, "
+        "else every suite.",
+    ),
+    click.option(
+        "--case",
+        "case_names",
+        multiple=True,
+        help="Only the cases of these names in the chosen suites (repeat for several). Default: every case.",
+    ),
+    click.option(
+        "--kernel",
+        "kernel_names",
+        multiple=True,
+        help="Only these implementations (repeat for several). Default: each suite's list.",
+    ),
+    click.option(
+        "--variant",
+        "variants",
+        multiple=True,
+        metavar="NAME=VALUE",
+        help="Measure this value of one of the subject's variant parameters (repeat for several; NAME=all for "
+        "every value). Default: each parameter's default.",
+    ),
+)
+_TIMING_OPTIONS = (
+    click.option(
+        "--samples",
+        type=click.IntRange(min=10),
+        default=30,
+        show_default=True,
+        help="Timed samples per benchmark, each one CUDA-graph replay after an L2 flush.",
+    ),
+    click.option(
+        "--warmup",
+        type=click.IntRange(min=1),
+        default=3,
+        show_default=True,
+        help="Untimed calls per implementation before capture (compiles and autotunes).",
+    ),
+)
+_SEED_OPTION = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+
+
+def _apply(command: Callable[..., Any], options: Sequence[Callable[[Any], Any]]) -> Callable[..., Any]:
+    for option in reversed(options):
         command = option(command)
     return command
 
 
-def chosen(subject: Subject, suite_names: tuple[str, ...], case_names: tuple[str, ...]) -> list[Suite]:
+def choice_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The options that choose what to check: suites, cases, implementations, variants, the seed."""
+    return _apply(command, (*_CHOICE_OPTIONS, _SEED_OPTION))
+
+
+def measure_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The options that choose what `run` and `ab` measure, and how many samples."""
+    return _apply(command, (*_CHOICE_OPTIONS, *_TIMING_OPTIONS, _SEED_OPTION))
+
+
+def chosen(subject: Loaded, suite_names: tuple[str, ...], case_names: tuple[str, ...]) -> list[Suite]:
     """The suites named, cut down to the cases named."""
     from ..subject import restrict
 
+    if not suite_names:  # the pull-request suite, where there is one; else every suite
+        suite_names = ("pr",) if "pr" in subject.suites else tuple(subject.suites)
     unknown = [name for name in suite_names if name not in subject.suites]
     if unknown:
         raise click.BadParameter(
@@ -109,16 +121,26 @@ def chosen(subject: Subject, suite_names: tuple[str, ...], case_names: tuple[str
     )
 
 
+def own_implementation(subject: Loaded) -> str:
+    """The subject's first implementation under test: what a command times when none is named."""
+    own = [name for name, impl in subject.implementations.items() if impl.under_test]
+    if not own:
+        raise click.UsageError(
+            f"subject {subject.subject.name!r} marks no implementation under_test; name one with --kernel"
+        )
+    return own[0]
+
+
 def run_settings(
-    samples: int, warmup: int, seed: int, approximations: tuple[str, ...], kernel_names: tuple[str, ...]
+    subject: Loaded, samples: int, warmup: int, seed: int, variants: tuple[str, ...], kernel_names: tuple[str, ...]
 ) -> RunSettings:
-    from ..runner import RunSettings
+    from ..runner import RunSettings, chosen_variants
 
     return RunSettings(
         samples=samples,
         warmup_calls=warmup,
         seed=seed,
-        approximations=tuple(dict.fromkeys(approximations)),
+        variants=chosen_variants(subject.subject, variants),
         kernels=kernel_names,
     )
 
@@ -127,7 +149,7 @@ def project_config(project: Path | None) -> ProjectConfig:
     return load_project_config(project if project is not None else find_project_root(Path.cwd()))
 
 
-def load_kernels(config: ProjectConfig, kernels: Path | None) -> Subject:
+def load_kernels(config: ProjectConfig, kernels: Path | None) -> Loaded:
     from ..subject import load_subject
 
     return load_subject(kernels if kernels is not None else config.kernels_dir)

@@ -17,6 +17,7 @@ from .context import (
     console,
     load_kernels,
     measure_options,
+    own_implementation,
     progress,
     project_config,
     project_option,
@@ -44,7 +45,7 @@ def run_command(
     suite_names: tuple[str, ...],
     case_names: tuple[str, ...],
     kernel_names: tuple[str, ...],
-    approximations: tuple[str, ...],
+    variants: tuple[str, ...],
     samples: int,
     warmup: int,
     seed: int,
@@ -71,7 +72,7 @@ def run_command(
     suites = chosen(subject, suite_names, case_names)
     if out is not None and out.exists() and not overwrite:  # checked again by save(); fail before measuring
         raise click.BadParameter(f"{out} already exists; choose another name or pass --overwrite", param_hint="--out")
-    settings = run_settings(samples, warmup, seed, approximations, kernel_names)
+    settings = run_settings(subject, samples, warmup, seed, variants, kernel_names)
     total = progress_steps(plan(subject, suites, settings), settings)
     with progress() as bar:
         task = bar.add_task("starting", total=total)
@@ -174,18 +175,31 @@ def suites_command(project: Path | None) -> None:
         perfbot suites
     """
     subject = load_kernels(project_config(project), None)
+    click.echo(
+        f"subject {subject.subject.name}: "
+        + ", ".join(
+            f"{name}{' (under test)' if impl.under_test else ''}" for name, impl in subject.implementations.items()
+        )
+    )
     for suite in subject.suites.values():
-        click.echo(f"{suite.name}: {suite.about}  [kernels: {', '.join(suite.kernels)}]")
+        click.echo(f"{suite.name}: {suite.about}  [{', '.join(suite.implementations)}]")
         for case in suite.cases:
-            click.echo(f"  {case.name:<18} M={case.M:<6} K={case.K:<6} N={case.N:<6} {case.dtype}")
+            params = " ".join(f"{k}={v}" for k, v in case.params.items())
+            click.echo(f"  {case.name:<18} {params}  {case.dtype}")
 
 
 @click.command("sample")
-@click.option("--suite", "suite_name", required=True, help="Suite of the benchmark.")
-@click.option("--case", "case_name", required=True, help="Case (shape) within the suite.")
-@click.option("--kernel", default="fused", show_default=True, help="Implementation to time.")
 @click.option(
-    "--approximate", type=click.Choice(["none", "tanh"]), default="none", show_default=True, help="GELU variant."
+    "--suite", "suite_name", default=None, help="Suite of the benchmark. Default: the subject's default case."
+)
+@click.option("--case", "case_name", default=None, help="Case within the suite. Default: the subject's default case.")
+@click.option("--kernel", default=None, help="Implementation to time. Default: the subject's (first) own.")
+@click.option(
+    "--variant",
+    "variants",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A variant parameter's value (repeat for several parameters). Default: the defaults.",
 )
 @click.option("--samples", type=click.IntRange(min=10), default=20, show_default=True, help="Samples to print.")
 @click.option(
@@ -196,10 +210,10 @@ def suites_command(project: Path | None) -> None:
 )
 @project_option
 def sample_command(
-    suite_name: str,
-    case_name: str,
-    kernel: str,
-    approximate: str,
+    suite_name: str | None,
+    case_name: str | None,
+    kernel: str | None,
+    variants: tuple[str, ...],
     samples: int,
     kernels: Path | None,
     project: Path | None,
@@ -210,24 +224,18 @@ def sample_command(
 
     Example:
 
-        perfbot sample --suite pr --case t5-v1.1-xl --kernel fused --samples 30
+        perfbot sample --suite pr --case t5-v1.1-xl --kernel fused --variant approximate=tanh
     """
-    from ..runner import RunSettings, run
+    from ..runner import RunSettings, chosen_variants, run
 
     subject = load_kernels(project_config(project), kernels)
-    if suite_name not in subject.suites:
-        raise click.BadParameter(
-            f"unknown suite {suite_name!r}; known: {', '.join(subject.suites)}", param_hint="--suite"
-        )
-    suite = subject.suites[suite_name]
-    cases = tuple(c for c in suite.cases if c.name == case_name)
-    if not cases:
-        raise click.BadParameter(
-            f"suite {suite_name} has no case {case_name!r}; it has {', '.join(c.name for c in suite.cases)}",
-            param_hint="--case",
-        )
-    settings = RunSettings(samples=samples, approximations=(approximate,), kernels=(kernel,))
-    result = run(subject, [replace(suite, cases=cases, kernels=(kernel,))], settings)
+    kernel = kernel or own_implementation(subject)
+    case = subject.case(suite_name, case_name)
+    suite = subject.suites[case.suite]
+    settings = RunSettings(samples=samples, variants=chosen_variants(subject.subject, variants), kernels=(kernel,))
+    if len({values for _, values in settings.variants if len(values) > 1}):
+        raise click.BadParameter("one value per parameter: sample times one benchmark", param_hint="--variant")
+    result = run(subject, [replace(suite, cases=(case,), implementations=(kernel,))], settings)
     for failure in result.failures:
         raise WrongResult(f"{failure.kernel} on {failure.case}: {failure.reason}")
     for value in result.benchmarks[0].samples_ms:

@@ -9,13 +9,15 @@ import click
 
 from ..files import write_atomic
 from ..thresholds import load_policy
-from .context import console, load_kernels, progress, project_config, project_option
+from .context import console, load_kernels, own_implementation, progress, project_config, project_option
 
 
 @click.command("selftest")
-@click.option("--suite", "suite_name", default="pr", show_default=True, help="Suite of the benchmark to use.")
-@click.option("--case", "case_name", default="t5-v1.1-xl", show_default=True, help="Case of the benchmark.")
-@click.option("--kernel", default="fused", show_default=True, help="Implementation to time.")
+@click.option(
+    "--suite", "suite_name", default=None, help="Suite of the benchmark. Default: the subject's default case."
+)
+@click.option("--case", "case_name", default=None, help="Case of the benchmark. Default: the subject's default case.")
+@click.option("--kernel", default=None, help="Implementation to time. Default: the subject's (first) own.")
 @click.option(
     "--rounds",
     type=click.IntRange(min=5),
@@ -48,9 +50,9 @@ from .context import console, load_kernels, progress, project_config, project_op
 )
 @project_option
 def selftest_command(
-    suite_name: str,
-    case_name: str,
-    kernel: str,
+    suite_name: str | None,
+    case_name: str | None,
+    kernel: str | None,
     rounds: int,
     samples: int,
     levels: str,
@@ -69,7 +71,7 @@ def selftest_command(
     from rich.table import Table
 
     from .. import selftest
-    from ..runner import DEVICE, make_inputs, require_gpu
+    from ..runner import DEVICE, require_gpu
 
     try:
         parsed = tuple(float(v) for v in levels.split(","))
@@ -82,26 +84,30 @@ def selftest_command(
     config = project_config(project)
     policy = load_policy(thresholds_path or config.root / "thresholds.yaml")
     subject = load_kernels(config, None)
-    if suite_name not in subject.suites or not any(c.name == case_name for c in subject.suites[suite_name].cases):
-        raise click.BadParameter(f"no case {case_name!r} in suite {suite_name!r}", param_hint="--case")
+    case = subject.case(suite_name, case_name)
     if keep_samples and out is None:
         raise click.UsageError("--keep-samples writes into --out; pass --out FILE too")
+    kernel = kernel or own_implementation(subject)
     if kernel not in subject.implementations:
-        raise click.BadParameter(f"unknown kernel {kernel!r}", param_hint="--kernel")
+        raise click.BadParameter(f"unknown implementation {kernel!r}", param_hint="--kernel")
     require_gpu()
     import torch
 
-    case = next(c for c in subject.suites[suite_name].cases if c.name == case_name)
-    x, weight = make_inputs(case, torch.Generator(device=DEVICE).manual_seed(0))
-    fn = subject.implementations[kernel].build("none")
+    inputs = subject.subject.inputs(case, torch.Generator(device=DEVICE).manual_seed(0))
+    fn = subject.implementations[kernel].fn
+    defaults = {
+        name: value
+        for name, value in subject.subject.defaults().items()
+        if name in subject.subject.takes(subject.implementations[kernel])
+    }
     with progress() as bar:
         task = bar.add_task("selftest rounds", total=rounds)
         collected = selftest.measure_rounds(
-            lambda: fn(x, weight), parsed, rounds, samples, on_round=lambda: bar.update(task, advance=1)
+            lambda: fn(*inputs, **defaults), parsed, rounds, samples, on_round=lambda: bar.update(task, advance=1)
         )
     result = selftest.tally(collected, parsed, policy)
     table = Table(
-        title=f"perfbot selftest: {kernel} on {suite_name}/{case_name} ({result.kernel_ms:.4f} ms), "
+        title=f"perfbot selftest: {kernel} on {case.suite}/{case.name} ({result.kernel_ms:.4f} ms), "
         f"{samples}+{samples} samples, {rounds} rounds; {result.rule}",
         title_justify="left",
     )

@@ -1,0 +1,150 @@
+"""The subject perfbot measures here: the fused GeGLU forward and what it is measured against.
+
+    [z1 | z2] = x @ weight.T,  out = z1 * gelu(z2)     x: [M, K], weight: [2N, K], out: [M, N]
+
+Implementations:
+- ``fused`` (under test): the Triton kernel of geglu.py;
+- ``fused-pointer`` (under test): the same kernel forced onto its pointer path, the path of GPUs
+  without TMA;
+- ``eager``: cuBLAS matmul, then chunk, gelu and multiply as separate PyTorch ops (the seed
+  issue's forward pass);
+- ``compiled``: ``torch.compile`` of eager, default mode;
+- ``max-autotune``: ``torch.compile(mode="max-autotune-no-cudagraphs")`` of eager, each shape
+  compiled and tuned for itself: what a user would pick instead of a hand-written kernel;
+- ``gemm`` (a bound): cuBLAS ``x @ weight.T`` alone, without the epilogue: the floor of the
+  fused kernel's time;
+- ``copy`` (a bound): a device-to-device copy of weight, the memory-bandwidth ceiling of the
+  decode shapes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from perfbot import Case, Subject
+
+from .geglu import geglu, launch_plan
+
+DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+BYTES_PER_ELEMENT = {"float16": 2, "bfloat16": 2, "float32": 4}
+
+
+def make_inputs(case: Case, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fresh random inputs, scaled so that z = x @ weight.T is of order 1."""
+    dtype, device = DTYPES[case.dtype], generator.device
+    x = torch.randn(case.M, case.K, generator=generator, device=device).to(dtype)
+    weight = (torch.randn(2 * case.N, case.K, generator=generator, device=device) / case.K**0.5).to(dtype)
+    return x, weight
+
+
+def geglu_float64(x: torch.Tensor, weight: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    z1, z2 = (x.double() @ weight.double().T).chunk(2, dim=-1)
+    return z1 * F.gelu(z2, approximate=approximate)
+
+
+def matmul_float64(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return x.double() @ weight.double().T
+
+
+def weight_float64(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return weight.double()
+
+
+def matmul_flops(case: Case) -> int:
+    # The matmul's multiply-adds; the GeGLU epilogue is O(M N) and left out.
+    return 2 * case.M * case.K * 2 * case.N
+
+
+def _bytes(case: Case, outputs: int) -> int:
+    """The fewest bytes moved: x and weight read once, `outputs` elements written once."""
+    return (case.M * case.K + 2 * case.N * case.K + outputs) * BYTES_PER_ELEMENT[case.dtype]
+
+
+subject = Subject(
+    name="geglu",
+    inputs=make_inputs,
+    reference=geglu_float64,
+    # Every implementation must pass, eager included, and eager rounds three times (the matmul's
+    # output, gelu, the product): about 2-3 units of roundoff of the dtype (bf16: 2^-8, fp16:
+    # 2^-11). A wrong kernel (a swapped half, a missing tile, the wrong gelu) is off by order 1.
+    tolerance={"bfloat16": 1e-2, "float16": 2e-3, "float32": 1e-5},
+    suites="suites.yaml",
+    flops=matmul_flops,
+    bytes=lambda case: _bytes(case, case.M * case.N),
+    variants={"approximate": ("none", "tanh")},  # F.gelu's: the erf GELU, or its tanh approximation
+    default_case=("pr", "t5-v1.1-xl"),
+)
+
+
+@subject.implementation("fused", under_test=True, config=launch_plan)
+def fused(x: torch.Tensor, weight: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    return geglu(x, weight, approximate=approximate)
+
+
+@subject.implementation("fused-pointer", under_test=True, config=functools.partial(launch_plan, path="pointer"))
+def fused_pointer(x: torch.Tensor, weight: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    return geglu(x, weight, approximate=approximate, path="pointer")
+
+
+@subject.implementation("eager")
+def eager_geglu(x: torch.Tensor, weight: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    z = F.linear(x, weight)
+    z1, z2 = z.chunk(2, dim=-1)
+    return z1 * F.gelu(z2, approximate=approximate)
+
+
+def _compile(**options) -> Callable[..., torch.Tensor]:
+    """torch.compile of eager_geglu. A run compiles it for every case and GELU, in two modes, and
+    dynamo keeps one cache per function: past its recompile limit (8) it silently runs the
+    function eagerly, so a "compiled" baseline would be timed as eager (this happened on the
+    H200). Raise the limit well past any suite, and make hitting it an error, not a fallback."""
+    torch._dynamo.config.recompile_limit = 1024
+    torch._dynamo.config.accumulated_recompile_limit = 4096
+    torch._dynamo.config.fail_on_recompile_limit_hit = True
+    return torch.compile(eager_geglu, **options)
+
+
+@functools.cache
+def _compiled_eager() -> Callable[..., torch.Tensor]:
+    # One compiled function for the whole process, as a user would write it; dynamo
+    # re-specializes on new shapes and on the `approximate` string.
+    return _compile()
+
+
+@functools.cache
+def _max_autotuned_eager() -> Callable[..., torch.Tensor]:
+    # dynamic=False: every shape gets kernels tuned for it, the strongest form of this baseline.
+    return _compile(mode="max-autotune-no-cudagraphs", dynamic=False)
+
+
+@subject.implementation("compiled")
+def compiled(x: torch.Tensor, weight: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    return _compiled_eager()(x, weight, approximate=approximate)
+
+
+@subject.implementation("max-autotune")
+def max_autotune(x: torch.Tensor, weight: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    return _max_autotuned_eager()(x, weight, approximate=approximate)
+
+
+@subject.implementation(
+    "gemm", bound=True, variants=(), reference=matmul_float64, bytes=lambda case: _bytes(case, 2 * case.M * case.N)
+)
+def gemm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return x @ weight.T
+
+
+@subject.implementation(
+    "copy",
+    bound=True,
+    variants=(),
+    reference=weight_float64,
+    flops=lambda case: 0,
+    bytes=lambda case: 2 * 2 * case.N * case.K * BYTES_PER_ELEMENT[case.dtype],  # weight read and written
+)
+def copy_weight(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return weight.clone()
