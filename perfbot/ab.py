@@ -110,15 +110,18 @@ def run(
 
 @contextmanager
 def checkout(root: Path, rev: str) -> Iterator[tuple[Path, str]]:
-    """A detached worktree of `rev` (path, full SHA), removed afterwards."""
+    """The project `root` as of `rev`, in a detached worktree removed afterwards: (its path there,
+    the full SHA). The project may be a folder of a larger repository (an example in a monorepo)."""
     sha = git.commit_of(root, rev)
     if sha is None:
         raise BadInput(f"{rev!r} is not a commit in {root}")
+    top = git.run(root, "rev-parse", "--show-toplevel")
+    inside = root.resolve().relative_to(Path(top.stdout.strip()).resolve()) if top.returncode == 0 else Path()
     with (
         tempfile.TemporaryDirectory(prefix="perfbot-ab-") as scratch,
         git.worktree(root, sha, Path(scratch) / "side") as tree,
     ):
-        yield tree, sha
+        yield tree / inside, sha
 
 
 def worker_specs(

@@ -25,7 +25,7 @@ class Checked:
     """One implementation of one case: right, or what was wrong."""
 
     case: Case
-    name: str  # the implementation with its variant, "fused[tanh]"
+    name: str  # the implementation with its variant, "triton[1]"
     relative_error: float | None
     bound: float
     problem: str | None = None  # None: right

@@ -12,7 +12,7 @@ Format versions:
        "current": {...}}, "notes": [str], "trend": str | null, "policy_change": [str],
        "headline": str, "fails": bool}. The last two are written for readers of the file and
        recomputed from the rows when perfbot reads it; other unknown keys are ignored.
-  3 -- as 2, each Row's "speedup_vs_eager" replaced by "fastest_baseline" (the fastest baseline
+  3 -- as 2, each Row's ratio to one fixed baseline replaced by "fastest_baseline" (the fastest baseline
        on the case, by name) and "vs_fastest_baseline" (its time over the row's). Format 2 is
        not read: the file lives within one workflow run, written and read by one perfbot.
 """

@@ -83,7 +83,7 @@ _NUMERIC = 5  # columns from here on are right-aligned numbers
 
 
 def _faster_than(results: Results, bench: Benchmark) -> str:
-    """ "1.12× eager": how many times faster than the fastest baseline (the subject's own only)."""
+    """ "1.12× torch": how many times faster than the fastest baseline (the subject's own only)."""
     fastest = results.fastest_baseline(bench)
     return _faster_cell(*fastest) if fastest else ""
 
@@ -93,7 +93,7 @@ def _faster_cell(name: str | None, ratio: float | None) -> str:
 
 
 def _bound_shares(results: Results, bench: Benchmark) -> str:
-    """ "93.1% gemm": the share of each bound's throughput reached (the subject's own only)."""
+    """ "93.1% copy": the share of each bound's throughput reached (the subject's own only)."""
     return ", ".join(f"{100 * share:.1f}% {name}" for name, share in results.bound_shares(bench))
 
 
@@ -124,7 +124,7 @@ def run_table(results: Results) -> Table:
     for index, column in enumerate(_COLUMNS):
         table.add_column(column, justify="right" if index >= _NUMERIC else "left")
     for row in run_rows(results):
-        table.add_row(*(escape(cell) for cell in row))  # "kernel[tanh]" is not markup
+        table.add_row(*(escape(cell) for cell in row))  # "name[value]" is not markup
     return table
 
 

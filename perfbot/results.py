@@ -3,11 +3,11 @@
 Format versions (both are read; perfbot writes the newest):
   1 -- {"format": 1, "created", "environment", "settings", "benchmarks": [...], "failures": [...]}.
        A benchmark is identified by (kernel, shape, dtype); a variant is written into the kernel's
-       name ("fused[tanh]"), with the GELU approximation also in "approximate".
+       name ("kernel[value]"), with each variant parameter also a field of the record.
   2 -- the same keys, with typed `environment` (Environment) and `settings` (Settings), and each
-       benchmark's variant a field of its own: {"kernel": "fused", "variant": {"approximate":
-       "tanh"}}, holding the parameters set away from their defaults ({} for none). A benchmark
-       is identified by (kernel, variant, shape, dtype). Format 1 is read into the same records.
+       benchmark's variant a field of its own: {"kernel": "mine", "variant": {"mode": "fast"}},
+       holding the parameters set away from their defaults ({} for none). A benchmark is
+       identified by (kernel, variant, shape, dtype). Format 1 is read into the same records.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import datetime
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from statistics import median
 from typing import Annotated, Any, Final, Literal
@@ -161,7 +161,7 @@ class Benchmark:
 
     @property
     def name(self) -> str:
-        """The implementation with its variant, as reports show it: "fused[tanh]"."""
+        """The implementation with its variant, as reports show it: "triton[1]"."""
         return variant_name(self.kernel, self.variant)
 
     @property
@@ -290,60 +290,14 @@ class _File:
     created: Created = ""
 
 
-@with_config(ConfigDict(strict=True))
-@dataclass(frozen=True)
-class _Benchmark1:
-    kernel: Name  # "fused" or "fused[tanh]"
-    shape: Shape
-    dtype: Name
-    samples_ms: Annotated[list[Ms], Field(min_length=1, max_length=MAX_SAMPLES)]
-    suite: Label = ""
-    case: Label = ""
-    approximate: Label = "none"
-    flops: Count = 0
-    bytes: Count = 0
-    relative_error: NonNegative | None = None
-    error_bound: NonNegative | None = None
-    config: Record | None = None
-    throttled_samples: Annotated[list[Annotated[int, Field(ge=0, lt=MAX_SAMPLES)]], Field(max_length=MAX_SAMPLES)] = (
-        field(default_factory=list)
-    )
-
-
-@with_config(ConfigDict(strict=True))
-@dataclass(frozen=True)
-class _Failure1:
-    kernel: Name
-    shape: Shape
-    dtype: Name
-    reason: Annotated[Text, Field(min_length=1)]
-    suite: Label = ""
-    case: Label = ""
-    approximate: Label = "none"
-    relative_error: NonNegative | None = None
-    error_bound: NonNegative | None = None
-
-
-@with_config(ConfigDict(strict=True))
-@dataclass(frozen=True)
-class _File1:
-    """Format 1, read into the same records."""
-
-    format: Literal[1]
-    environment: Environment
-    benchmarks: Annotated[list[_Benchmark1], Field(max_length=MAX_ITEMS)]
-    settings: Settings = field(default_factory=Settings)
-    failures: Annotated[list[_Failure1], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
-    created: Created = ""
-
-
 @with_config(ConfigDict(strict=True, extra="ignore"))
 @dataclass(frozen=True)
 class _Version:
     format: int
 
 
-_FILES: dict[int, TypeAdapter[Any]] = {1: TypeAdapter(_File1), 2: TypeAdapter(_File)}
+_FILE = TypeAdapter(_File)
+READS = (1, 2)  # the formats this perfbot reads
 _VERSION = TypeAdapter(_Version)
 BENCHMARK = TypeAdapter(Benchmark)
 FAILURE = TypeAdapter(Failure)
@@ -368,21 +322,19 @@ def parse(data: bytes | str, where: str) -> Results:
         if first["loc"][:1] != ("format",):
             raise bad_input(where, error, "results file") from None
         version = None if first["type"] == "missing" else first.get("input")
-    if not isinstance(version, int) or isinstance(version, bool) or version not in _FILES:
+    if not isinstance(version, int) or isinstance(version, bool) or version not in READS:
         raise BadInput(
             f"{where}: results format {shown(version)} is not supported by this perfbot (it reads formats "
-            f"{', '.join(map(str, _FILES))}); re-run `perfbot run` with this version to produce a current file"
+            f"{', '.join(map(str, READS))}); re-run `perfbot run` with this version to produce a current file"
         )
+    if version == 1:
+        data = _format1_as_format2(data, where)
     try:
-        parsed = _FILES[version].validate_json(data, strict=True)
+        parsed = _FILE.validate_json(data, strict=True)
     except ValidationError as error:
         raise bad_input(where, error, "results file") from None
-    results = (
-        _from_format1(parsed)
-        if version == 1
-        else Results(
-            parsed.environment, parsed.settings, list(parsed.benchmarks), list(parsed.failures), parsed.created
-        )
+    results = Results(
+        parsed.environment, parsed.settings, list(parsed.benchmarks), list(parsed.failures), parsed.created
     )
     seen: dict[Any, int] = {}
     for i, bench in enumerate(results.benchmarks):
@@ -399,25 +351,25 @@ def parse(data: bytes | str, where: str) -> Results:
     return results
 
 
-def _from_format1(old: _File1) -> Results:
-    """Format 1 wrote a variant into the kernel's name, "fused[tanh]", and only when it differed
-    from the default: exactly what format 2's `variant` holds."""
-
-    def split(label: str, approximate: str) -> tuple[str, dict[str, str]]:
-        kernel, bracket, _ = label.partition("[")
-        return kernel, ({"approximate": approximate} if bracket else {})
-
-    benchmarks = []
-    for b in old.benchmarks:
-        kernel, variant = split(b.kernel, b.approximate)
-        fields = {k: v for k, v in asdict(b).items() if k not in ("kernel", "approximate")}
-        benchmarks.append(Benchmark(kernel=kernel, variant=variant, **fields))
-    failures = []
-    for f in old.failures:
-        kernel, variant = split(f.kernel, f.approximate)
-        fields = {k: v for k, v in asdict(f).items() if k not in ("kernel", "approximate")}
-        failures.append(Failure(kernel=kernel, variant=variant, **fields))
-    return Results(old.environment, old.settings, benchmarks, failures, old.created)
+def _format1_as_format2(data: bytes | str, where: str) -> str:
+    """Format 1 named a variant in the benchmark's name, "kernel[value]" (only when it differed
+    from the defaults), and kept each variant parameter as a field of the record beside the
+    others: the fields format 2 does not have. Rewritten into format 2's `variant`, then read
+    (and validated) as format 2."""
+    try:
+        file = json.loads(data)
+    except (ValueError, RecursionError):
+        raise BadInput(f"{where}: is not a JSON results file (format 1)") from None
+    known = {f.name for f in fields(Benchmark)} | {f.name for f in fields(Failure)}
+    for records in (file.get("benchmarks"), file.get("failures")):
+        for record in records if isinstance(records, list) else ():
+            if not isinstance(record, dict) or not isinstance(record.get("kernel"), str):
+                continue  # validation says what is wrong with it
+            kernel, bracket, _ = record["kernel"].partition("[")
+            parameters = {key: record.pop(key) for key in list(record) if key not in known}
+            record.update(kernel=kernel, variant=parameters if bracket else {})
+    file["format"] = 2
+    return json.dumps(file)
 
 
 def gpu_slug(gpu_name: str) -> str:

@@ -14,17 +14,18 @@ package defines `subject`, a `Subject`, and registers its implementations on it:
         suites="suites.yaml",         # beside the package's __init__.py, or a dict of Suite
     )
 
-    @subject.implementation("fused", under_test=True)
-    def fused(x, weight): ...
+    @subject.implementation("triton", under_test=True)
+    def triton_rmsnorm(x, weight, offset="0"): ...
 
     @subject.implementation("torch")
     def torch_rmsnorm(x, weight): ...
 
 Every implementation is called as `fn(*inputs, **variant)`. A variant is a named parameter
-whose values the subject lists, the default first (`variants={"approximate": ("none", "tanh")}`);
+whose values the subject lists, the default first (`variants={"offset": ("0", "1")}`);
 an implementation takes all of them unless it says which (`variants=()` for none). One may bring
-its own reference, flops and bytes (a matmul alone, next to a fused kernel). Cases are named sets
-of integer parameters (`{name: d1024, M: 1024, K: 1024, N: 4096}`) and a dtype; suites group them
+its own reference, flops and bytes (a bound: a copy of the input, beside a kernel that reads it
+once). Cases are named sets of integer parameters (`{name: wide, rows: 4096, cols: 8192}`) and a
+dtype; suites group them
 and say which implementations they time.
 
 perfbot loads the package by path (`load_subject`), under a name unique to its path, so that two
@@ -86,8 +87,8 @@ class Implementation:
     name: str
     fn: Callable[..., Any]  # fn(*inputs, **variant) -> the output
     under_test: bool = False  # the subject's own kernel, as opposed to a baseline
-    # A bound, not an alternative: the same inputs doing less (a matmul alone, a copy of the
-    # weights): shown beside the kernel as a floor or a ceiling, never counted as a baseline.
+    # A bound, not an alternative: the same inputs doing less (a copy of them, the kernel's main
+    # operation alone): shown beside the kernel as a ceiling of its speed, never counted as a baseline.
     bound: bool = False
     variants: tuple[str, ...] | None = None  # the variant parameters it takes; None: all the subject's
     reference: Callable[..., Any] | None = None  # its own trusted result, if not the subject's
@@ -261,7 +262,7 @@ def load_suites(path: Path, subject: Subject) -> dict[str, Suite]:
         quick:
           about: small enough for Triton's interpreter
           dtype: float32
-          implementations: [fused, torch]
+          implementations: [triton, torch]
           cases:
             - {name: odd, M: 33, N: 40}
     """

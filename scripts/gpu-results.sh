@@ -10,7 +10,7 @@ python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 ||
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print tolower($NF)}')
 for suite in "$@"; do
   start=$(date +%s)
-  python3 -m perfbot run --suite "$suite" --approximate none --approximate tanh \
+  python3 -m perfbot run --suite "$suite" --variant approximate=all \
     --out "$out/$gpu-$(date +%F)-$suite.json" 2>&1 | tail -4
   echo "$suite: $(( $(date +%s) - start )) s"
 done

@@ -30,3 +30,11 @@ def project(tmp_path: Path) -> Path:
     shutil.copy(ROOT / "thresholds.yaml", tmp_path / "thresholds.yaml")
     shutil.copytree(ROOT / "kernels", tmp_path / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
     return tmp_path
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """perfbot's GPU primitives replaced (tests/fake_gpu.py); `gpu.ms(name, call)` sets the timings."""
+    from tests.fake_gpu import fake_gpu
+
+    return fake_gpu(monkeypatch)

@@ -36,10 +36,10 @@ def test_run_checks_times_and_writes_every_sample(project: Path, tmp_path: Path)
             "tiny",
             "--samples",
             "12",
-            "--approximate",
-            "none",
-            "--approximate",
-            "tanh",
+            "--variant",
+            "approximate=none",
+            "--variant",
+            "approximate=tanh",
             "--out",
             str(out),
         ],
@@ -66,7 +66,8 @@ def test_run_checks_times_and_writes_every_sample(project: Path, tmp_path: Path)
     env = json.loads(out.read_text())["environment"]
     assert env["gpu_name"] and env["gpu_sm_count"] > 0
     assert env["gpu_state"]["before"] is not None, env["nvml_error"]
-    assert "fused" in result.output and "% of gemm" in result.output
+    assert loaded.settings.subject == "geglu" and loaded.settings.under_test == ["fused", "fused-pointer"]
+    assert "M=333 K=257 N=190" in result.output and "% gemm" in result.output
 
 
 def test_a_wrong_kernel_is_reported_and_never_timed(project: Path, tmp_path: Path):

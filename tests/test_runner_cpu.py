@@ -4,7 +4,6 @@ replaced (CUDA-graph capture, CUDA-event timing, the no-GPU check); the kernels 
 the fused one in Triton's interpreter. Timings come from a given function of the benchmark, so
 the statistics downstream see known slowdowns."""
 
-import random
 import subprocess
 from pathlib import Path
 
@@ -24,48 +23,6 @@ tiny:
     - {name: odd, M: 33, K: 40, N: 24}
     - {name: square, M: 64, K: 64, N: 64}
 """
-
-
-class FakeGpu:
-    """Capture calls the function; timing returns `ms(name, call)` for each sample."""
-
-    def __init__(self):
-        self.ms = lambda name, call: 1.0
-        self.calls: dict[str, int] = {}
-        self.rng = random.Random(0)
-
-    def capture(self, fn, warmup_calls):
-        for _ in range(warmup_calls):
-            fn()
-        return measure.Captured(graph=None, output=fn())
-
-    def timer(self, captured):
-        """In place of measure.GraphTimer: the real interleaving loop asks it for each sample."""
-        gpu = self
-
-        class Timer:
-            def begin_round(self, order):
-                pass
-
-            def sample(self, name):
-                gpu.calls[name] = gpu.calls.get(name, 0) + 1
-                ms = gpu.ms(name, gpu.calls[name]) * (1 + 0.002 * gpu.rng.gauss(0, 1))
-                return lambda: ms
-
-            def end_round(self, order):
-                pass
-
-        return Timer()
-
-
-@pytest.fixture
-def gpu(monkeypatch) -> FakeGpu:
-    fake = FakeGpu()
-    monkeypatch.setattr(runner, "DEVICE", "cpu")
-    monkeypatch.setattr(runner, "require_gpu", lambda: None)
-    monkeypatch.setattr(measure, "capture", fake.capture)
-    monkeypatch.setattr(measure, "GraphTimer", fake.timer)
-    return fake
 
 
 def _subject(project: Path):

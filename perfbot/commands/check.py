@@ -57,7 +57,7 @@ def check_command(
 
     \b
         perfbot check                        # the quick suite, on the CPU where there is no GPU
-        perfbot check --suite pr --variant approximate=all --device cuda
+        perfbot check --suite pr --variant NAME=all --device cuda
     """
     from ..checking import check, choose_device
 

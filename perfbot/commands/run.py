@@ -64,7 +64,7 @@ def run_command(
 
     \b
         perfbot run --suite models --suite decode --out results.json
-        perfbot run --suite pr --case t5-v1.1-xl --kernel fused --samples 100
+        perfbot run --suite pr --case CASE --kernel NAME --samples 100
     """
     from ..runner import plan, progress_steps, run
 
@@ -224,7 +224,7 @@ def sample_command(
 
     Example:
 
-        perfbot sample --suite pr --case t5-v1.1-xl --kernel fused --variant approximate=tanh
+        perfbot sample --suite pr --case CASE --kernel NAME --variant NAME=VALUE
     """
     from ..runner import RunSettings, chosen_variants, run
 

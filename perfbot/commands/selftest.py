@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..errors import WrongResult
 from ..files import write_atomic
 from ..thresholds import load_policy
 from .context import console, load_kernels, own_implementation, progress, project_config, project_option
@@ -71,7 +72,8 @@ def selftest_command(
     from rich.table import Table
 
     from .. import selftest
-    from ..runner import DEVICE, require_gpu
+    from ..runner import DEVICE, RunSettings, check_group, plan, require_gpu
+    from ..subject import Suite
 
     try:
         parsed = tuple(float(v) for v in levels.split(","))
@@ -93,18 +95,16 @@ def selftest_command(
     require_gpu()
     import torch
 
-    inputs = subject.subject.inputs(case, torch.Generator(device=DEVICE).manual_seed(0))
-    fn = subject.implementations[kernel].fn
-    defaults = {
-        name: value
-        for name, value in subject.subject.defaults().items()
-        if name in subject.subject.takes(subject.implementations[kernel])
-    }
+    # Checked first, like every benchmark: a selftest of a wrong kernel would calibrate nothing.
+    only = Suite(case.suite, "", (kernel,), (case,))
+    group = plan(subject, [only], RunSettings(kernels=(kernel,)))[0]  # each variant parameter at its default
+    ready, failed = check_group(group, torch.Generator(device=DEVICE).manual_seed(0), subject.subject)
+    if failed:
+        raise WrongResult(f"{kernel} on {case.suite}/{case.name}: {failed[0][1].reason}; nothing was timed")
+    call = ready[0].call
     with progress() as bar:
         task = bar.add_task("selftest rounds", total=rounds)
-        collected = selftest.measure_rounds(
-            lambda: fn(*inputs, **defaults), parsed, rounds, samples, on_round=lambda: bar.update(task, advance=1)
-        )
+        collected = selftest.measure_rounds(call, parsed, rounds, samples, on_round=lambda: bar.update(task, advance=1))
     result = selftest.tally(collected, parsed, policy)
     table = Table(
         title=f"perfbot selftest: {kernel} on {case.suite}/{case.name} ({result.kernel_ms:.4f} ms), "

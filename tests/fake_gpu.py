@@ -1,0 +1,48 @@
+"""The GPU's primitives replaced, for the orchestration tests on the CPU: CUDA-graph capture calls
+the function (the kernels run for real, Triton's in its interpreter), and timing returns a given
+function of the benchmark, so the statistics downstream see known slowdowns."""
+
+import random
+
+from perfbot import measure, runner
+
+
+class FakeGpu:
+    """Capture calls the function; timing returns `ms(name, call)` for each sample."""
+
+    def __init__(self):
+        self.ms = lambda name, call: 1.0
+        self.calls: dict[str, int] = {}
+        self.rng = random.Random(0)
+
+    def capture(self, fn, warmup_calls):
+        for _ in range(warmup_calls):
+            fn()
+        return measure.Captured(graph=None, output=fn())
+
+    def timer(self, captured):
+        """In place of measure.GraphTimer: the real interleaving loop asks it for each sample."""
+        gpu = self
+
+        class Timer:
+            def begin_round(self, order):
+                pass
+
+            def sample(self, name):
+                gpu.calls[name] = gpu.calls.get(name, 0) + 1
+                ms = gpu.ms(name, gpu.calls[name]) * (1 + 0.002 * gpu.rng.gauss(0, 1))
+                return lambda: ms
+
+            def end_round(self, order):
+                pass
+
+        return Timer()
+
+
+def fake_gpu(monkeypatch) -> FakeGpu:
+    fake = FakeGpu()
+    monkeypatch.setattr(runner, "DEVICE", "cpu")
+    monkeypatch.setattr(runner, "require_gpu", lambda: None)
+    monkeypatch.setattr(measure, "capture", fake.capture)
+    monkeypatch.setattr(measure, "GraphTimer", fake.timer)
+    return fake
