@@ -73,3 +73,22 @@ def test_every_command_the_readme_names_exists():
     text = (ROOT / "README.md").read_text()
     named = set(re.findall(r"`perfbot ([a-z][a-z-]*)", text))
     assert named and named <= set(perfbot.commands), named - set(perfbot.commands)
+
+
+def _blocks(page: Path, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", page.read_text(), flags=re.S)
+
+
+def test_the_subject_pages_complete_example_works(tmp_path: Path):
+    """docs/subject.md's example, written out as the page says, passes `perfbot check` on the CPU."""
+    from click.testing import CliRunner
+
+    page = ROOT / "docs" / "subject.md"
+    (tmp_path / "pyproject.toml").write_text(_blocks(page, "toml")[0])
+    (tmp_path / "softmax").mkdir()
+    (tmp_path / "softmax" / "__init__.py").write_text(_blocks(page, "python")[0])
+    done = CliRunner().invoke(perfbot, ["check", "--project", str(tmp_path)])
+    assert done.exit_code == 0, done.output
+    assert "4 right, 0 wrong, of 4" in done.output
+    suites = CliRunner().invoke(perfbot, ["suites", "--project", str(tmp_path)])
+    assert "vocab-32k" in suites.output and "rows=4096 cols=32768" in suites.output

@@ -3,6 +3,7 @@ pyproject.toml, and the pre-commit configuration runs the same tools."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,3 +38,16 @@ def test_pre_commit_runs_the_same_checks():
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_perfbot_knows_no_subject():
+    """perfbot/ measures any subject: no name or formula of this repository's GeGLU is left in it."""
+    words = re.compile(r"geglu|gelu|gemm|eager|\bfused|approximate|tanh|cublas|matmul|M×K|t5-v1|gemma", re.IGNORECASE)
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in sorted((ROOT / "perfbot").rglob("*"))
+        if path.suffix in (".py", ".j2")
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if words.search(line)
+    ]
+    assert not found, "\n".join(found)

@@ -12,6 +12,7 @@ environments outside it, runs every command.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -228,3 +229,45 @@ def test_measuring_commands_start_from_the_wheel(measuring: Path, tmp_path: Path
     for command in (["run"], ["sample", "--suite", "pr", "--case", "t5-v1.1-xl"], ["selftest"]):
         done = _perfbot(measuring, *command, "--project", str(project), cwd=outside)
         assert done.returncode == 3 and "no CUDA GPU" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_another_repository_checks_its_kernels_with_the_wheels_perfbot(measuring: Path, tmp_path: Path):
+    """The example's adoption steps, outside this checkout: a repository of its own whose package
+    imports perfbot's Subject from the installed wheel."""
+    repo = tmp_path / "rmsnorm"
+    shutil.copytree(ROOT / "examples" / "rmsnorm", repo, ignore=shutil.ignore_patterns("__pycache__", "results"))
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = _perfbot(measuring, "check", cwd=repo, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "12 right, 0 wrong, of 12" in done.stdout
+
+
+INSTALL = ROOT / ".github" / "perfbot" / "install.sh"
+
+
+def test_the_workflows_install_step_takes_perfbot_from_a_pinned_source(wheel: Path, tmp_path: Path):
+    """What a job of another repository runs (.github/perfbot/install.sh core), with perfbot's
+    source a file here in place of git+https://github.com/ORG/perfbot@SHA."""
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "examples" / "rmsnorm", project, ignore=shutil.ignore_patterns("__pycache__", "results"))
+    unpinned = subprocess.run(
+        ["bash", str(INSTALL), "core"],
+        cwd=project,
+        env={**os.environ, "PERFBOT_SOURCE": "git+https://github.com/octo/perfbot@main"},
+        capture_output=True,
+        text=True,
+    )
+    assert unpinned.returncode == 2 and "must pin perfbot to a full commit" in unpinned.stderr
+    assert not (project / ".venv").exists()
+    done = subprocess.run(
+        ["bash", str(INSTALL), "core"],
+        cwd=project,
+        env={**os.environ, "PERFBOT_SOURCE": wheel.as_uri()},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    version = _perfbot(project / ".venv" / "bin", "--version", cwd=project)
+    assert version.returncode == 0 and "0.1.0" in version.stdout, version.stderr

@@ -210,7 +210,7 @@ def test_push_baseline_retries_after_losing_a_race(tmp_path: Path, existing_bran
         "HOME": str(tmp_path),
     }
     done = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "push-baseline.sh"), str(run_file)],
+        ["bash", str(ROOT / ".github" / "perfbot" / "push-baseline.sh"), str(run_file)],
         capture_output=True,
         text=True,
         env=env,
@@ -250,7 +250,7 @@ def test_push_baseline_authenticates_over_http_without_the_token_on_a_command_li
             "GIT_TERMINAL_PROMPT": "0",
         }
         done = subprocess.run(
-            ["bash", str(ROOT / "scripts" / "push-baseline.sh"), str(run_file)],
+            ["bash", str(ROOT / ".github" / "perfbot" / "push-baseline.sh"), str(run_file)],
             capture_output=True,
             text=True,
             env=env,

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Store a results file as the newest baseline on the perfbot-baselines branch and push it,
 # retrying when another run pushed first (each attempt starts again from the branch's tip).
-#   scripts/push-baseline.sh RESULTS
+#   .github/perfbot/push-baseline.sh RESULTS
 # The remote is PERFBOT_BASELINE_REMOTE, or this repository on GitHub. With GITHUB_TOKEN set and
 # an http(s) remote, git authenticates with it through a header held in git's environment
 # (GIT_CONFIG_*), scoped to that remote: the token is on no command line (none shows it in the
 # process list), in no URL and in no file.
 set -euo pipefail
-results=$(realpath "${1:?usage: scripts/push-baseline.sh RESULTS}")
+results=$(realpath "${1:?usage: .github/perfbot/push-baseline.sh RESULTS}")
 perfbot=${PERFBOT:-.venv/bin/perfbot}
 branch=perfbot-baselines
 remote=${PERFBOT_BASELINE_REMOTE:-${GITHUB_SERVER_URL:-https://github.com}/${GITHUB_REPOSITORY:?}.git}
