@@ -132,7 +132,12 @@ def max_autotune(x: torch.Tensor, weight: torch.Tensor, approximate: str = "none
 
 
 @subject.implementation(
-    "gemm", bound=True, variants=(), reference=matmul_float64, bytes=lambda case: _bytes(case, 2 * case.M * case.N)
+    "gemm",
+    bound=True,
+    variants=(),
+    reference=matmul_float64,
+    flops=matmul_flops,
+    bytes=lambda case: _bytes(case, 2 * case.M * case.N),
 )
 def gemm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return x @ weight.T
@@ -143,7 +148,6 @@ def gemm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     bound=True,
     variants=(),
     reference=weight_float64,
-    flops=lambda case: 0,
     bytes=lambda case: 2 * 2 * case.N * case.K * BYTES_PER_ELEMENT[case.dtype],  # weight read and written
 )
 def copy_weight(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:

@@ -13,7 +13,8 @@ Format versions:
        "headline": str, "fails": bool}. The last two are written for readers of the file and
        recomputed from the rows when perfbot reads it; other unknown keys are ignored.
   3 -- as 2, each Row's ratio to one fixed baseline replaced by "fastest_baseline" (the fastest baseline
-       on the case, by name) and "vs_fastest_baseline" (its time over the row's). Format 2 is
+       on the case, by name) and "vs_fastest_baseline" (its time over the row's), and "gbps" beside
+       "tflops". Format 2 is
        not read: the file lives within one workflow run, written and read by one perfbot.
 """
 
@@ -72,6 +73,7 @@ class Row:
     q_value: Finite | None = None
     config_change: Text | None = None
     tflops: Finite | None = None
+    gbps: Finite | None = None  # shown where there are no flops (a memory-bound subject)
     fastest_baseline: Name | None = None  # the fastest baseline on the case (rows of the subject's own)
     vs_fastest_baseline: Finite | None = None  # its time over this benchmark's: above 1, this one is faster
 
@@ -189,6 +191,7 @@ def _row(c: Comparison) -> Row:
         q_value=c.q_value,
         config_change=c.config_change,
         tflops=c.current.tflops if c.current.flops else None,
+        gbps=c.current.gbps if c.current.bytes else None,
         fastest_baseline=c.fastest_baseline[0] if c.fastest_baseline else None,
         vs_fastest_baseline=c.fastest_baseline[1] if c.fastest_baseline else None,
     )

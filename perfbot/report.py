@@ -88,6 +88,13 @@ def _faster_than(results: Results, bench: Benchmark) -> str:
     return _faster_cell(*fastest) if fastest else ""
 
 
+def _throughput(tflops: float | None, gbps: float | None) -> Markdown:
+    """TFLOP/s where the benchmark counts flops, else GB/s (a memory-bound one)."""
+    if tflops is not None:
+        return Markdown(f"{tflops:.0f} TFLOP/s")
+    return Markdown(f"{gbps:.0f} GB/s" if gbps is not None else "")
+
+
 def _faster_cell(name: str | None, ratio: float | None) -> str:
     return "" if name is None or ratio is None else f"{ratio:.2f}× {name}"
 
@@ -212,7 +219,7 @@ def _comment_cells(row: Any) -> list[Any]:
         _number(row.change_percent, "+.2f", "%"),
         interval,
         verdict,
-        _number(row.tflops, ".0f"),
+        _throughput(row.tflops, row.gbps),
         _faster_cell(row.fastest_baseline, row.vs_fastest_baseline),
     ]
 
@@ -284,7 +291,7 @@ def compare_table(summary: Summary) -> Table:
         "change",
         "CI of ratio",
         "verdict",
-        "TFLOP/s",
+        "throughput",
         "vs fastest baseline",
     ):
         table.add_column(column, justify="right" if column not in ("benchmark", "verdict", "CI of ratio") else "left")
@@ -298,7 +305,7 @@ def compare_table(summary: Summary) -> Table:
             f"{row.change_percent:+.2f}%",
             f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]" if row.ci else "—",
             ("FAIL " if row.fails else "") + row.verdict,
-            f"{row.tflops:.0f}" if row.tflops is not None else "",
+            _throughput(row.tflops, row.gbps),
             escape(_faster_cell(row.fastest_baseline, row.vs_fastest_baseline)),
         )
     return table

@@ -161,7 +161,6 @@ class Benchmark:
 
     @property
     def name(self) -> str:
-        """The implementation with its variant, as reports show it: "triton[1]"."""
         return variant_name(self.kernel, self.variant)
 
     @property
@@ -198,7 +197,8 @@ class Failure:
 
 
 def variant_name(kernel: str, variant: dict[str, str]) -> str:
-    return f"{kernel}[{','.join(variant.values())}]" if variant else kernel
+    """The implementation with its variant, as reports show it: "triton[offset=1]"."""
+    return f"{kernel}[{','.join(f'{k}={v}' for k, v in variant.items())}]" if variant else kernel
 
 
 @dataclass(frozen=True)
@@ -219,11 +219,10 @@ class Results:
             and (other.suite, other.case, other.dtype, other.shape)
             == (bench.suite, bench.case, bench.dtype, bench.shape)
         ]
-        for wanted in (bench.variant, {}):
-            found = next((other for other in same_case if other.variant == wanted), None)
-            if found is not None:
-                return found
-        return None
+        found = next((other for other in same_case if other.variant == bench.variant), None)
+        if found is None and all(not other.variant for other in same_case):
+            found = next(iter(same_case), None)  # it takes no variant: its one benchmark serves all
+        return found
 
     def fastest_baseline(self, bench: Benchmark) -> tuple[str, float] | None:
         """For a benchmark of the subject's own: the fastest baseline on its case (not a bound, not
@@ -354,8 +353,9 @@ def parse(data: bytes | str, where: str) -> Results:
 def _format1_as_format2(data: bytes | str, where: str) -> str:
     """Format 1 named a variant in the benchmark's name, "kernel[value]" (only when it differed
     from the defaults), and kept each variant parameter as a field of the record beside the
-    others: the fields format 2 does not have. Rewritten into format 2's `variant`, then read
-    (and validated) as format 2."""
+    others, one format 2 does not have. Those whose value the name shows become format 2's
+    `variant`; other unknown fields are dropped, as format 1's reader ignored them. Then the
+    file is read (and validated) as format 2."""
     try:
         file = json.loads(data)
     except (ValueError, RecursionError):
@@ -365,9 +365,10 @@ def _format1_as_format2(data: bytes | str, where: str) -> str:
         for record in records if isinstance(records, list) else ():
             if not isinstance(record, dict) or not isinstance(record.get("kernel"), str):
                 continue  # validation says what is wrong with it
-            kernel, bracket, _ = record["kernel"].partition("[")
-            parameters = {key: record.pop(key) for key in list(record) if key not in known}
-            record.update(kernel=kernel, variant=parameters if bracket else {})
+            kernel, _, bracket = record["kernel"].partition("[")
+            values = bracket.removesuffix("]").split(",") if bracket else []
+            extra = {key: record.pop(key) for key in list(record) if key not in known}
+            record.update(kernel=kernel, variant={k: v for k, v in extra.items() if v in values})
     file["format"] = 2
     return json.dumps(file)
 

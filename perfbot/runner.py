@@ -116,6 +116,9 @@ def plan(
                 for values in itertools.product(*options):
                     values_of = tuple(zip(takes, values, strict=True))
                     group.append(Planned(case, name, values_of, side, impl, defaults, subject))
+            keys = [planned.key for planned in group]
+            if len(set(keys)) != len(keys):  # two benchmarks under one name would overwrite each other
+                raise BadInput(f"case {suite.name}/{case.name}: two benchmarks would share the name {keys[0]!r}")
             if group:
                 groups.append(group)
     if not groups and not lenient:
@@ -331,7 +334,7 @@ def check_group(
     """Run every planned implementation of one case once, on fresh inputs, and compare its output
     with the trusted result: the ones that are right, and a failure for each that is not (or raised)."""
     case = group[0].case
-    inputs = tuple(subject.inputs(case, generator))
+    inputs = tuple(_subjects_own(f"inputs(case {case.suite}/{case.name})", subject, subject.inputs, case, generator))
     references: dict[tuple[int, tuple[tuple[str, str], ...]], Any] = {}
     bound = subject.tolerance[case.dtype]
     ready, failures = [], []
@@ -340,7 +343,8 @@ def check_group(
         reference = impl.reference or subject.reference
         key = (id(reference), planned.values)
         if key not in references:
-            references[key] = reference(*inputs, **dict(planned.values))
+            what = f"the reference of {impl.name} (case {case.suite}/{case.name})"
+            references[key] = _subjects_own(what, subject, reference, *inputs, **dict(planned.values))
         call = functools.partial(impl.fn, *inputs, **dict(planned.values))
         try:
             output = call()
@@ -353,9 +357,30 @@ def check_group(
         if not check.passed:
             failures.append((planned.side, _failure(planned, "wrong result", check)))
             continue
-        config = impl.config(*inputs) if impl.config is not None else None
+        try:
+            config = impl.config(*inputs) if impl.config is not None else None
+        except Exception as error:  # noqa: BLE001 -- reported as this implementation's failure, the run goes on
+            failures.append(
+                (planned.side, _failure(planned, f"its config raised {type(error).__name__}: {_first_line(error)}"))
+            )
+            continue
         ready.append(_Ready(planned, call, references[key], check, config))
     return ready, failures
+
+
+def _subjects_own(what: str, subject: Subject, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call a function of the subject's (its inputs, a reference): a failure there is the
+    subject's mistake, said in one line (exit 2); a GPU out of memory is the environment's."""
+    try:
+        return fn(*args, **kwargs)
+    except torch.cuda.OutOfMemoryError as error:
+        raise EnvironmentFailure(
+            f"subject {subject.name!r}: {what}: the GPU ran out of memory: {_first_line(error)}"
+        ) from None
+    except Exception as error:  # noqa: BLE001 -- the subject's code
+        raise BadInput(
+            f"subject {subject.name!r}: {what} raised {type(error).__name__}: {_first_line(error)}"
+        ) from None
 
 
 def capture_group(
@@ -418,8 +443,11 @@ def finish_group(
 
 
 def _count(planned: Planned, what: str) -> int:
-    """The flops or bytes of a benchmark: the implementation's own count, else the subject's, else 0."""
-    count = getattr(planned.impl, what) or getattr(planned.subject, what)
+    """The flops or bytes of a benchmark: the implementation's own count, else the subject's, else
+    0. A bound computes something else than the subject, so it counts only its own."""
+    count = getattr(planned.impl, what)
+    if count is None and not planned.impl.bound:
+        count = getattr(planned.subject, what)
     return int(count(planned.case)) if count is not None else 0
 
 

@@ -96,7 +96,7 @@ def _fails(baseline: list[float], current: list[float], policy: Policy) -> bool:
     """One benchmark judged as `perfbot compare` judges an interleaved A/B pair."""
 
     def side(samples: list[float]) -> Results:
-        bench = Benchmark(kernel="selftest", shape={"M": 1}, dtype="-", samples_ms=samples)
+        bench = Benchmark(kernel="selftest", shape={"n": 1}, dtype="-", samples_ms=samples)
         return Results(
             environment=Environment(gpu_name="selftest"), settings=Settings(ab_run="selftest"), benchmarks=[bench]
         )
@@ -113,7 +113,7 @@ def tally(rounds: list[dict[str, list[float]]], levels: tuple[float, ...], polic
         detections = Flagged.of([_fails(r[BASE], r[name], policy) for r in rounds])
         ratios = [median(r[name]) / median(r[BASE]) for r in rounds]
         results.append(LevelResult(level, 100 * (median(ratios) - 1), detections))
-    rule = policy.rule_for("selftest", "", "-", "selftest", {"M": 1}, interleaved=True)
+    rule = policy.rule_for("selftest", "", "-", "selftest", {"n": 1}, interleaved=True)
     text = (
         "paired per-round ratios, two-sided Wilcoxon signed-rank, "
         f"q < {rule.alpha:g}, slowdown > {rule.fail_percent:g}% "

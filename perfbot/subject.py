@@ -178,10 +178,22 @@ class Loaded:
         return self.subject.implementations
 
     def case(self, suite: str | None, name: str | None) -> Case:
-        """A case by suite and name; either left out: the subject's default case, else the first."""
+        """A case by suite and name. Neither given: the subject's default case, else the first
+        case there is; a name alone: the case of that name in the default case's suite, else in
+        the one suite that has it; a suite alone: its first case."""
+        default_suite = self.subject.default_case[0] if self.subject.default_case else next(iter(self.suites))
         if suite is None and name is None and self.subject.default_case is not None:
             suite, name = self.subject.default_case
-        suite = suite or next(iter(self.suites))
+        if suite is None and name is not None:
+            having = [s.name for s in self.suites.values() if any(c.name == name for c in s.cases)]
+            if default_suite in having:
+                having = [default_suite]
+            if len(having) > 1:
+                raise BadInput(f"case {name!r} is in suites {', '.join(having)}: name one with --suite")
+            if not having:
+                raise BadInput(f"no suite has a case {name!r}; `perfbot suites` lists them")
+            suite = having[0]
+        suite = suite or default_suite
         if suite not in self.suites:
             raise BadInput(f"unknown suite {suite!r}; known: {', '.join(self.suites)}")
         cases = self.suites[suite].cases
@@ -203,7 +215,9 @@ def restrict(suites: Sequence[Suite], cases: set[tuple[str, str]]) -> list[Suite
 
 def load_subject(package: Path) -> Loaded:
     """Import the package at `package` by path and take its `subject`. Under a name unique to its
-    path, so that two checkouts (an A/B run, a bisect) can be loaded side by side in one process."""
+    path, so that two checkouts (an A/B run, a bisect) can be loaded side by side in one process.
+    Everything the subject declares is checked here, so that a mistake in it is one line naming
+    it (exit 2), not a failure in the middle of a run."""
     init = package / "__init__.py"
     if not init.is_file():
         raise BadInput(
@@ -211,34 +225,94 @@ def load_subject(package: Path) -> Loaded:
             "package that defines `subject`"
         )
     name = "perfbot_subject_" + hashlib.sha1(str(package.resolve()).encode()).hexdigest()[:12]
-    module = sys.modules.get(name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(package)])
-        if spec is None or spec.loader is None:
-            raise BadInput(f"{package}: cannot be imported as a package")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except ModuleNotFoundError as error:
-            del sys.modules[name]
-            if error.name in ("torch", "triton"):
-                raise  # the CLI says which extra to install
-            raise BadInput(f"{package}: the package does not import: {error}") from None
-        except Exception as error:  # noqa: BLE001 -- the subject's own code: its failure is the subject's, said in one line
-            del sys.modules[name]
-            message = clean(str(error).splitlines()[0], 300) if str(error) else ""
-            raise BadInput(f"{package}: the package does not import: {type(error).__name__}: {message}") from None
+    module = sys.modules.get(name) or _import(package, name, init)
     subject = getattr(module, "subject", None)
     if not isinstance(subject, Subject):
         raise BadInput(f"{package}: the package defines no `subject` (a perfbot.Subject); see docs/subject.md")
-    if not subject.implementations:
-        raise BadInput(f"{package}: subject {subject.name!r} has no implementations")
+    _check_subject(package, subject)
+    _check_relative_imports(package, name)
     if isinstance(subject.suites, Mapping):
-        suites = dict(subject.suites)
+        suites = {
+            key: _checked_suite(f"{package}: suite {key!r}", key, suite, subject)
+            for key, suite in subject.suites.items()
+        }
+        if not suites:
+            raise BadInput(f"{package}: subject {subject.name!r} has no suites")
     else:
         suites = load_suites(package / subject.suites, subject)
     return Loaded(path=package, subject=subject, suites=suites)
+
+
+def _import(package: Path, name: str, init: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(package)])
+    if spec is None or spec.loader is None:
+        raise BadInput(f"{package}: cannot be imported as a package")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except ModuleNotFoundError as error:
+        _forget(name)
+        if error.name in ("torch", "triton"):
+            raise  # the CLI says which extra to install
+        raise BadInput(f"{package}: the package does not import: {error}") from None
+    except KeyboardInterrupt:
+        _forget(name)
+        raise
+    except BaseException as error:  # noqa: BLE001 -- the subject's own code (sys.exit included): its failure, in one line
+        _forget(name)
+        message = clean(str(error).splitlines()[0], 300) if str(error) else ""
+        raise BadInput(f"{package}: the package does not import: {type(error).__name__}: {message}") from None
+    return module
+
+
+def _forget(name: str) -> None:
+    for loaded in [key for key in sys.modules if key == name or key.startswith(name + ".")]:
+        del sys.modules[loaded]
+
+
+def _check_subject(package: Path, subject: Subject) -> None:
+    where = f"{package}: subject {subject.name!r}"
+    if not subject.implementations:
+        raise BadInput(f"{where} has no implementations")
+    for what in ("inputs", "reference"):
+        if not callable(getattr(subject, what)):
+            raise BadInput(f"{where}: {what} must be a function")
+    if not isinstance(subject.tolerance, Mapping) or not subject.tolerance:
+        raise BadInput(f"{where}: tolerance must map each dtype to the largest relative error accepted")
+    if len(subject.tolerance) > 16:
+        raise BadInput(f"{where}: at most 16 dtypes in tolerance, got {len(subject.tolerance)}")
+    for dtype, bound in subject.tolerance.items():
+        if not isinstance(dtype, str) or isinstance(bound, bool) or not isinstance(bound, int | float):
+            raise BadInput(f"{where}: tolerance[{dtype!r}] must be a number, got {bound!r}")
+        if not 0 <= bound < float("inf"):
+            raise BadInput(f"{where}: tolerance[{dtype!r}] must be a finite number of at least 0, got {bound!r}")
+    for parameter, values in subject.variants.items():
+        if isinstance(values, str) or not values or not all(isinstance(v, str) and v for v in values):
+            raise BadInput(
+                f"{where}: variants[{parameter!r}] must list its values as strings, the default first, got {values!r}"
+            )
+        if len(set(values)) != len(values):
+            raise BadInput(f"{where}: variants[{parameter!r}] lists a value twice: {list(values)}")
+
+
+def _check_relative_imports(package: Path, name: str) -> None:
+    """The package must import its own modules relatively (`from .kernel import ...`). By its
+    absolute name it would get whichever copy is on the path: in an A/B run, both sides would
+    time one checkout's kernels."""
+    own = package.name
+    for module_name, module in list(sys.modules.items()):
+        if not (module_name == name or module_name.startswith(name + ".")):
+            continue
+        for value in list(vars(module).values()):
+            origin = getattr(value, "__module__", None) if callable(value) else None
+            if isinstance(origin, str) and (origin == own or origin.startswith(own + ".")):
+                imported = f"{origin}.{getattr(value, '__name__', '')}"
+                raise BadInput(
+                    f"{package}: the package imports itself by its absolute name ({imported}), "
+                    f"which loads whichever copy of {own!r} Python finds first; import it relatively "
+                    "(from .kernel import ...) so that each checkout measures its own code"
+                )
 
 
 class _SuiteFields(TypedDict):
@@ -272,31 +346,54 @@ def load_suites(path: Path, subject: Subject) -> dict[str, Suite]:
 
 def _suite(path: Path, name: str, body: Any, subject: Subject) -> Suite:
     where = f"{path}: suite {name!r}"
-    known = subject.implementations
-    implementations = body.get("implementations", body.get("kernels", sorted(known)))
-    for implementation in implementations:
-        if implementation not in known:
-            raise BadInput(f"{where}: unknown implementation {implementation!r}; known: {sorted(known)}")
+    if "implementations" in body and "kernels" in body:
+        raise BadInput(f"{where}: name its implementations once (implementations:, or the older kernels:)")
     cases = []
     for index, fields in enumerate(body["cases"]):
         case_name, dtype = fields.get("name"), fields.get("dtype", body.get("dtype"))
         if not isinstance(case_name, str):
             raise BadInput(f"{where}: cases[{index}]: needs a name")
-        if dtype not in subject.tolerance:
-            raise BadInput(
-                f"{where} case {case_name!r}: dtype must be one the subject has a tolerance for "
-                f"({', '.join(subject.tolerance)}), got {dtype!r}"
-            )
         params = {k: v for k, v in fields.items() if k not in ("name", "dtype")}
-        bad = [k for k, v in params.items() if not isinstance(v, int) or not 1 <= v <= MAX_DIM]
-        if bad or not params:
-            raise BadInput(
-                f"{where} case {case_name!r}: parameters must be integers from 1 to 2^40"
-                + (f", got {bad[0]}={params[bad[0]]!r}" if bad else ", and there are none")
-            )
         cases.append(Case(suite=name, name=case_name, params=params, dtype=dtype))
-    names = [case.name for case in cases]
+    implementations = body.get("implementations", body.get("kernels", list(subject.implementations)))
+    suite = Suite(name=name, about=body.get("about", ""), implementations=tuple(implementations), cases=tuple(cases))
+    return _checked_suite(where, name, suite, subject)
+
+
+def _checked_suite(where: str, key: str, suite: Any, subject: Subject) -> Suite:
+    """A suite, from YAML or from Python, checked against the subject: every implementation it
+    names exists (once), every case has a unique name, a dtype the subject has a tolerance for
+    and 1 to 16 integer parameters from 1 to 2^40."""
+    if not isinstance(suite, Suite) or suite.name != key:
+        raise BadInput(f"{where}: must be a perfbot.Suite named {key!r}")
+    known = subject.implementations
+    if not suite.implementations:
+        raise BadInput(f"{where}: names no implementations")
+    for implementation in suite.implementations:
+        if implementation not in known:
+            raise BadInput(f"{where}: unknown implementation {implementation!r}; known: {list(known)}")
+    if len(set(suite.implementations)) != len(suite.implementations):
+        raise BadInput(f"{where}: names an implementation twice: {list(suite.implementations)}")
+    if not suite.cases:
+        raise BadInput(f"{where}: has no cases")
+    for case in suite.cases:
+        if not isinstance(case, Case) or case.suite != key:
+            raise BadInput(f"{where}: every case must be a perfbot.Case of suite {key!r}, got {case!r}")
+        if case.dtype not in subject.tolerance:
+            raise BadInput(
+                f"{where} case {case.name!r}: dtype must be one the subject has a tolerance for "
+                f"({', '.join(subject.tolerance)}), got {case.dtype!r}"
+            )
+        bad = [
+            k for k, v in case.params.items() if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_DIM
+        ]
+        if bad or not case.params or len(case.params) > 16:
+            raise BadInput(
+                f"{where} case {case.name!r}: parameters must be 1 to 16 integers from 1 to 2^40"
+                + (f", got {bad[0]}={case.params[bad[0]]!r}" if bad else f", got {len(case.params)}")
+            )
+    names = [case.name for case in suite.cases]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise BadInput(f"{where}: case name {duplicates[0]!r} appears twice")
-    return Suite(name=name, about=body.get("about", ""), implementations=tuple(implementations), cases=tuple(cases))
+    return suite

@@ -75,7 +75,10 @@ def test_broken_suites_file_exits_2_naming_it(project: Path):
     )
     result = invoke("suites", "--project", str(project))
     assert result.exit_code == 2
-    assert "suites.yaml" in result.output and "parameters must be integers from 1 to 2^40, got M=0" in result.output
+    assert (
+        "suites.yaml" in result.output
+        and "parameters must be 1 to 16 integers from 1 to 2^40, got M=0" in result.output
+    )
 
 
 def test_no_project_found_exits_2(tmp_path: Path, monkeypatch):

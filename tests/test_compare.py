@@ -298,3 +298,24 @@ def test_cli_argument_shapes(tmp_path: Path):
     good = _save(tmp_path, "good.json", make_results(seed=1))
     assert CliRunner().invoke(perfbot, ["compare", str(good)]).exit_code == 2
     assert CliRunner().invoke(perfbot, ["compare", "--store", str(tmp_path), str(good), str(good)]).exit_code == 2
+
+
+def test_only_the_subjects_own_implementations_fail_the_check():
+    """A baseline or a bound runs code the pull request does not change: its slowdown is reported,
+    never failing (results that name the subject's own implementations)."""
+    base = make_results(seed=1)
+    head = make_results({("eager", "gemma-2b"): 1.10, ("fused", "t5-v1.1-xl"): 1.10}, seed=2)
+    report = compare(base, head, POLICY)
+    rows = {(c.current.kernel, c.current.case): c for c in report.comparisons}
+    assert rows[("fused", "t5-v1.1-xl")].fails
+    eager = rows[("eager", "gemma-2b")]
+    assert eager.verdict == "regression" and not eager.fails and "never failing the check" in eager.reason
+    legacy = compare(
+        replace(base, settings=replace(base.settings, under_test=[])),
+        replace(head, settings=replace(head.settings, under_test=[])),
+        POLICY,
+    )
+    assert {(c.current.kernel, c.current.case) for c in legacy.comparisons if c.fails} == {
+        ("fused", "t5-v1.1-xl"),
+        ("eager", "gemma-2b"),
+    }

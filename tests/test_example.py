@@ -69,7 +69,8 @@ def test_a_broken_kernel_fails_the_check_with_exit_1(example: Path):
     kernel.write_text(kernel.read_text().replace(KERNEL, KERNEL.replace("/ cols", "/ (cols + 1)")))
     done = _perfbot(example, "check")
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "wrong result" in done.stdout and "2 wrong" in done.stdout  # the one-pass path; long-row takes the other
+    # the one-pass path, in both offsets; long-row takes the other path
+    assert "wrong result" in done.stdout and "17 right, 4 wrong, of 21" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
 
 
@@ -128,3 +129,28 @@ def test_selftest_refuses_a_wrong_kernel_before_timing_it(gpu, example: Path):
     done = CliRunner().invoke(perfbot, ["selftest", "--project", str(example), "--suite", "quick", "--case", "odd"])
     assert done.exit_code == 1, done.output
     assert "triton on quick/odd: wrong result; nothing was timed" in done.output
+
+
+def test_a_subject_whose_inputs_raise_is_refused_in_one_line(example: Path):
+    init = example / "rmsnorm" / "__init__.py"
+    text = init.read_text()
+    init.write_text(
+        text.replace(
+            "    dtype, device = DTYPES[case.dtype], generator.device\n", '    raise ValueError("no such layout")\n'
+        )
+    )
+    done = _perfbot(example, "check")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "subject 'rmsnorm': inputs(case quick/one-row) raised ValueError: no such layout" in done.stderr
+    assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
+
+
+def test_sample_refuses_an_unknown_implementation(gpu, example: Path):
+    done = CliRunner().invoke(perfbot, ["sample", "--project", str(example), "--kernel", "nope"])
+    assert done.exit_code == 2 and "unknown implementation 'nope'" in done.output
+
+
+def test_sample_finds_a_case_by_name_in_any_suite(gpu, example: Path):
+    done = CliRunner().invoke(perfbot, ["sample", "--project", str(example), "--case", "long-row", "--samples", "10"])
+    assert done.exit_code == 0, done.output
+    assert len(done.output.split()) == 10

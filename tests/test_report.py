@@ -81,6 +81,7 @@ def test_a_huge_report_stays_under_githubs_limit_and_says_so():
     def many(r, f):
         return replace(
             r,
+            settings=replace(r.settings, under_test=[f"fused-{i}" for i in range(250)]),
             benchmarks=[
                 replace(b, kernel=f"{b.kernel}-{i}", samples_ms=[s * f(i) for s in b.samples_ms])
                 for i in range(250)

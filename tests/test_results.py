@@ -83,7 +83,7 @@ def test_format_1_is_read_into_the_same_records(tmp_path: Path):
     path.write_text(json.dumps(old))
     loaded = results.load(path)
     assert [(b.kernel, b.variant, b.name) for b in loaded.benchmarks] == [
-        ("fused", {"approximate": "tanh"}, "fused[tanh]"),
+        ("fused", {"approximate": "tanh"}, "fused[approximate=tanh]"),
         ("fused", {}, "fused"),
         ("gemm", {}, "gemm"),
     ]

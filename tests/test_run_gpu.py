@@ -49,13 +49,13 @@ def test_run_checks_times_and_writes_every_sample(project: Path, tmp_path: Path)
     kernels = {b.name for b in loaded.benchmarks}
     assert kernels == {
         "fused",
-        "fused[tanh]",
+        "fused[approximate=tanh]",
         "fused-pointer",
-        "fused-pointer[tanh]",
+        "fused-pointer[approximate=tanh]",
         "eager",
-        "eager[tanh]",
+        "eager[approximate=tanh]",
         "compiled",
-        "compiled[tanh]",
+        "compiled[approximate=tanh]",
         "gemm",
         "copy",
     }

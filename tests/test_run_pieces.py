@@ -29,7 +29,15 @@ def test_plan_groups_by_case_and_times_what_takes_no_variant_once(subject):
     groups = plan(subject, [subject.suites["pr"]], settings)
     assert len(groups) == len(subject.suites["pr"].cases)
     kernels = [p.key for p in groups[0]]
-    assert kernels == ["fused", "fused[tanh]", "eager", "eager[tanh]", "compiled", "compiled[tanh]", "gemm"]
+    assert kernels == [
+        "fused",
+        "fused[approximate=tanh]",
+        "eager",
+        "eager[approximate=tanh]",
+        "compiled",
+        "compiled[approximate=tanh]",
+        "gemm",
+    ]
     assert groups[0][1].variant == {"approximate": "tanh"} and groups[0][0].variant == {}
 
 
@@ -233,7 +241,7 @@ def test_terminal_table_keeps_bracketed_kernel_names():
 
     console = Console(width=200, record=True)
     console.print(run_table(Results(Environment(), Settings(), [_bench("fused", 1.0, "tanh")])))
-    assert "fused[tanh]" in console.export_text()
+    assert "fused[approximate=tanh]" in console.export_text()
 
 
 def test_case_view_puts_every_implementation_beside_the_kernel():

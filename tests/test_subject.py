@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -67,7 +68,8 @@ def test_counts_of_work(geglu):
     assert geglu.subject.flops(case) == 2 * 8192 * 2048 * 2 * 5120
     assert geglu.subject.bytes(case) == 2 * (8192 * 2048 + 2 * 5120 * 2048 + 8192 * 5120)
     assert gemm.bytes(case) == 2 * (8192 * 2048 + 2 * 5120 * 2048 + 2 * 8192 * 5120)
-    assert (copy.flops(case), copy.bytes(case)) == (0, 2 * 2 * 2 * 5120 * 2048)
+    assert (copy.flops, copy.bytes(case)) == (None, 2 * 2 * 2 * 5120 * 2048)  # a bound: its own counts only
+    assert gemm.flops(case) == geglu.subject.flops(case)
 
 
 def test_the_default_case_and_case_lookup(geglu):
@@ -220,15 +222,15 @@ def test_a_suites_file_of_the_api(tmp_path: Path):
         ("pr:\n  cases: []\n", "pr.cases: List should have at least 1 item"),
         ("pr:\n  colour: red\n  cases: [{name: a, M: 1, dtype: float16}]\n", "pr.colour: unknown key"),
         ("pr:\n  cases: [{name: a, M: 1, dtype: float64}]\n", "dtype must be one the subject has a tolerance for"),
-        ("pr:\n  dtype: float16\n  cases: [{name: a, M: 1, K: 1.5}]\n", "integers from 1 to 2^40, got K=1.5"),
-        ("pr:\n  dtype: float16\n  cases: [{name: a, M: -1}]\n", "integers from 1 to 2^40, got M=-1"),
+        ("pr:\n  dtype: float16\n  cases: [{name: a, M: 1, K: 1.5}]\n", "1 to 16 integers from 1 to 2^40, got K=1.5"),
+        ("pr:\n  dtype: float16\n  cases: [{name: a, M: -1}]\n", "1 to 16 integers from 1 to 2^40, got M=-1"),
         ("pr:\n  dtype: float16\n  cases: [{name: a, M: 2199023255553}]\n", "got M=2199023255553"),
         ("pr:\n  dtype: float16\n  cases: [{name: a, M: [1]}]\n", "pr.cases[0].M: should be"),
         (
             "pr:\n  dtype: float16\n  cases: [{name: a, M: '1'}]\n",
-            "parameters must be integers from 1 to 2^40, got M='1'",
+            "parameters must be 1 to 16 integers from 1 to 2^40, got M='1'",
         ),
-        ("pr:\n  dtype: float16\n  cases: [{name: a}]\n", "integers from 1 to 2^40, and there are none"),
+        ("pr:\n  dtype: float16\n  cases: [{name: a}]\n", "1 to 16 integers from 1 to 2^40, got 0"),
         (
             "pr:\n  dtype: float16\n  implementations: [cutlass]\n  cases: [{name: a, M: 1}]\n",
             "unknown implementation 'cutlass'",
@@ -245,3 +247,109 @@ def test_bad_suites_are_bad_input(tmp_path: Path, text: str, words: str):
         load_suites(path, _toy())
     assert words in str(error.value)
     assert "\n" not in str(error.value)
+
+
+# --- mistakes in a subject are refused in one line (exit 2), never mid-run or as a traceback ---
+
+
+def _write(tmp_path: Path, body: str, name: str = "pkg") -> Path:
+    package = tmp_path / name
+    package.mkdir()
+    (package / "__init__.py").write_text(textwrap.dedent(body))
+    return package
+
+
+HEADER = """
+from perfbot import Case, Subject, Suite
+import torch
+CASES = (Case("s", "c", {"n": 8}, "float32"),)
+"""
+
+
+@pytest.mark.parametrize(
+    "declaration,words",
+    [
+        ("tolerance={'float32': 'x'}", "tolerance['float32'] must be a number, got 'x'"),
+        ("tolerance={'float32': float('nan')}", "must be a finite number of at least 0"),
+        ("tolerance={}", "tolerance must map each dtype"),
+        ("tolerance={'float32': 1e-5}, variants={'mode': ()}", "variants['mode'] must list its values as strings"),
+        ("tolerance={'float32': 1e-5}, variants={'mode': (0, 1)}", "variants['mode'] must list its values as strings"),
+        ("tolerance={'float32': 1e-5}, variants={'mode': ('a', 'a')}", "lists a value twice"),
+        (
+            "tolerance={'float32': 1e-5}, suites={'t': Suite('s', '', ('mine',), CASES)}",
+            "must be a perfbot.Suite named 't'",
+        ),
+        (
+            "tolerance={'float32': 1e-5}, suites={'s': Suite('s', '', ('theirs',), CASES)}",
+            "unknown implementation 'theirs'",
+        ),
+        (
+            "tolerance={'float16': 1e-3}, suites={'s': Suite('s', '', ('mine',), CASES)}",
+            "dtype must be one the subject",
+        ),
+        (
+            "tolerance={'float32': 1e-5}, suites={'s': Suite('s', '', ('mine',), CASES + CASES)}",
+            "case name 'c' appears twice",
+        ),
+        (
+            "tolerance={'float32': 1e-5}, "
+            "suites={'s': Suite('s', '', ('mine',), (Case('s', 'z', {'n': 0}, 'float32'),))}",
+            "got n=0",
+        ),
+        ("tolerance={'float32': 1e-5}, suites={}", "has no suites"),
+    ],
+)
+def test_a_subject_declared_wrong_is_bad_input(tmp_path: Path, declaration: str, words: str):
+    package = _write(
+        tmp_path,
+        HEADER
+        + f"subject = Subject('t', lambda c, g: (), lambda: 0, {declaration})\n"
+        + "subject.implementation('mine', under_test=True)(lambda **v: 0)\n"
+        + ("" if "suites=" in declaration else "subject.suites = {'s': Suite('s', '', ('mine',), CASES)}\n"),
+    )
+    with pytest.raises(BadInput) as error:
+        load_subject(package)
+    assert words in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_package_that_exits_on_import_is_bad_input_not_a_pass(tmp_path: Path):
+    package = _write(tmp_path, "import sys\nsys.exit(0)\n")
+    with pytest.raises(BadInput, match="does not import: SystemExit"):
+        load_subject(package)
+
+
+def test_an_absolute_self_import_is_refused(tmp_path: Path, monkeypatch):
+    """Imported by its absolute name, the package would get whichever copy is on the path: an
+    A/B run would time one checkout twice."""
+    package = _write(tmp_path, "", name="selfish")
+    (package / "kernel.py").write_text("def double(x):\n    return 2 * x\n")
+    (package / "__init__.py").write_text(
+        HEADER
+        + "from selfish.kernel import double\n"
+        + "subject = Subject('t', lambda c, g: (), lambda: 0, {'float32': 1e-5}, "
+        + "suites={'s': Suite('s', '', ('mine',), CASES)})\n"
+        + "subject.implementation('mine', under_test=True)(double)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(BadInput, match=r"imports itself by its absolute name \(selfish\.kernel\.double\)"):
+        load_subject(package)
+    (package / "__init__.py").write_text(
+        (package / "__init__.py").read_text().replace("from selfish.kernel", "from .kernel")
+    )
+    other = tmp_path / "copy"
+    shutil.copytree(package, other / "selfish")
+    assert load_subject(other / "selfish").implementations["mine"].fn(2) == 4
+
+
+def test_a_case_is_found_by_name_alone(geglu):
+    assert geglu.case(None, "d1024").suite == "a100"  # only a100 has it
+    assert geglu.case(None, "t5-v1.1-xl").suite == "pr"  # pr (the default case's suite) and models have it
+    with pytest.raises(BadInput, match="no suite has a case 'nope'"):
+        geglu.case(None, "nope")
+
+
+def test_variant_names_are_unambiguous():
+    from perfbot.results import variant_name
+
+    assert variant_name("k", {"a": "1", "b": "0"}) != variant_name("k", {"a": "0", "b": "1"})
+    assert variant_name("k", {"offset": "1"}) == "k[offset=1]" and variant_name("k", {}) == "k"

@@ -240,7 +240,7 @@ def test_another_repository_checks_its_kernels_with_the_wheels_perfbot(measuring
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = _perfbot(measuring, "check", cwd=repo, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "12 right, 0 wrong, of 12" in done.stdout
+    assert "21 right, 0 wrong, of 21" in done.stdout  # every variant
 
 
 INSTALL = ROOT / ".github" / "perfbot" / "install.sh"

@@ -4,7 +4,9 @@ baseline push that retries after losing a race and keeps the token off every com
 
 import base64
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -291,3 +293,68 @@ def test_security_md_names_every_workflow_with_its_permissions():
             for scope, level in job.get("permissions", {}).items():
                 assert f"{scope}: {level}" in token, f"{path.name}:{job_name}: {scope}: {level} not in {token!r}"
             assert ("GPU runner" in row) == ("self-hosted" in job["runs-on"]), f"{path.name}:{job_name}"
+
+
+def test_the_examples_check_workflow_is_valid_and_clean():
+    """examples/rmsnorm's CPU workflow (perfbot check), which an adopting repository copies."""
+    example = ROOT / "examples" / "rmsnorm" / ".github"
+    done = subprocess.run(
+        [
+            str(BIN / "check-jsonschema"),
+            "--builtin-schema",
+            "vendor.github-workflows",
+            *map(str, example.rglob("*.yml")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = subprocess.run(
+        [str(BIN / "zizmor"), "--offline", "--persona", "auditor", "--no-ignores", "--format", "json", str(example)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert json.loads(done.stdout) == [], done.stdout
+
+
+def test_install_refuses_to_install_a_repository_that_is_not_perfbot(tmp_path: Path):
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "examples" / "rmsnorm", project, ignore=shutil.ignore_patterns("__pycache__"))
+    done = subprocess.run(
+        ["bash", str(ROOT / ".github" / "perfbot" / "install.sh"), "gpu"],
+        cwd=project,
+        env={k: v for k, v in os.environ.items() if k != "PERFBOT_SOURCE"},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and "set the repository variable PERFBOT_SOURCE" in done.stderr
+    assert not (project / ".venv").exists()
+
+
+def test_the_example_project_installs_as_its_one_package(tmp_path: Path):
+    """install.sh gpu installs the measured project (`pip install .`): a literal copy of the
+    example, results folder and all, must build."""
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "examples" / "rmsnorm", project, ignore=shutil.ignore_patterns("__pycache__"))
+    target = tmp_path / "site"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(project),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (target / "rmsnorm" / "suites.yaml").is_file() and not (target / "results").exists()

@@ -16,6 +16,10 @@ if [ "$source" != . ] && [[ ! "$source" =~ @[0-9a-f]{40}$ ]] && [[ ! "$source" =
   echo "::error::PERFBOT_SOURCE must pin perfbot to a full commit (…/perfbot@<40-hex SHA>), got $source" >&2
   exit 2
 fi
+if [ "$source" = . ] && ! python3 -c 'import sys, tomllib; sys.exit(tomllib.load(open("pyproject.toml", "rb"))["project"]["name"] != "perfbot")' 2>/dev/null; then
+  echo "::error::this repository is not perfbot: set the repository variable PERFBOT_SOURCE to perfbot pinned at a commit (git+https://github.com/ORG/perfbot@SHA)" >&2
+  exit 2
+fi
 python3 -m venv .venv
 if [ "$source" = . ]; then
   .venv/bin/pip install -q ".$extra"

@@ -45,6 +45,13 @@ from .context import console, project_config, project_option
 )
 @click.option("--kernel", default=None, help="Triton mode: implementation to time (default: the subject's own).")
 @click.option(
+    "--variant",
+    "variants",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Triton mode: the value of one of the subject's variant parameters (repeat for several).",
+)
+@click.option(
     "--samples",
     type=click.IntRange(min=10),
     default=20,
@@ -113,6 +120,7 @@ def bisect_command(
     suite_name: str | None,
     case_name: str | None,
     kernel: str | None,
+    variants: tuple[str, ...],
     samples: int,
     cache: Path | None,
     no_build_isolation: bool,
@@ -150,6 +158,7 @@ def bisect_command(
             chosen = {"--suite": suite_name, "--case": case_name, "--kernel": kernel}
             sample_args = ["--project", str(config.root), "--samples", str(samples)]
             sample_args += [part for option, value in chosen.items() if value for part in (option, value)]
+            sample_args += [part for variant in variants for part in ("--variant", variant)]
             prober = TritonProber(
                 repo, cache or triton_build.default_cache(), sample_args, build_isolation=not no_build_isolation
             )

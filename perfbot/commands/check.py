@@ -51,13 +51,14 @@ def check_command(
     """Run every implementation once on every case and compare its output with the subject's
     trusted result; nothing is timed. Exits 1 if any is wrong or raises.
 
-    The default suite is quick, where the subject has one (else as for run).
+    The default suite is quick, where the subject has one (else as for run), with every value of
+    every variant parameter.
 
     Example:
 
     \b
         perfbot check                        # the quick suite, on the CPU where there is no GPU
-        perfbot check --suite pr --variant NAME=all --device cuda
+        perfbot check --suite pr --variant NAME=VALUE --device cuda
     """
     from ..checking import check, choose_device
 
@@ -66,6 +67,9 @@ def check_command(
     if not suite_names and "quick" in subject.suites:
         suite_names = ("quick",)
     suites = chosen(subject, suite_names, case_names)
+    # Every value of every variant parameter unless told otherwise: checking is cheap, and a
+    # variant's code path is as likely to be wrong as the default's.
+    variants = variants or tuple(f"{name}=all" for name in subject.subject.variants)
     settings = run_settings(subject, 30, 1, seed, variants, kernel_names)
     total = sum(len(suite.cases) for suite in suites)
     with progress() as bar:

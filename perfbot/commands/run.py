@@ -63,8 +63,8 @@ def run_command(
     Example:
 
     \b
-        perfbot run --suite models --suite decode --out results.json
-        perfbot run --suite pr --case CASE --kernel NAME --samples 100
+        perfbot run --out results.json               # the pr suite
+        perfbot run --suite NAME --case CASE --kernel NAME --variant NAME=all --samples 100
     """
     from ..runner import plan, progress_steps, run
 
@@ -230,6 +230,10 @@ def sample_command(
 
     subject = load_kernels(project_config(project), kernels)
     kernel = kernel or own_implementation(subject)
+    if kernel not in subject.implementations:
+        raise click.BadParameter(
+            f"unknown implementation {kernel!r}; known: {', '.join(subject.implementations)}", param_hint="--kernel"
+        )
     case = subject.case(suite_name, case_name)
     suite = subject.suites[case.suite]
     settings = RunSettings(samples=samples, variants=chosen_variants(subject.subject, variants), kernels=(kernel,))
