@@ -18,6 +18,7 @@ from .commands.bisect import bisect_command
 from .commands.check import check_command
 from .commands.compare import baseline_group, compare_command, export_command
 from .commands.github import comment_command, verify_head_command
+from .commands.history import history_command
 from .commands.run import env_command, run_command, sample_command, show_command, suites_command
 from .commands.selftest import selftest_command
 from .commands.triton import triton_group
@@ -86,6 +87,7 @@ for _command in (
     compare_command,
     baseline_group,
     export_command,
+    history_command,
     comment_command,
     verify_head_command,
     selftest_command,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -103,3 +104,20 @@ def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
 
 def geometric_mean(values: Sequence[float]) -> float:
     return float(stats.gmean(np.asarray(values, dtype=float)))
+
+
+def median_interval(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """A distribution-free interval for the median: the order statistics whose ranks bound it
+    with at least `confidence` (binomial, p = 1/2); the whole range when there are too few samples."""
+    ordered = sorted(samples)
+    n = len(ordered)
+    low = _median_rank(n, confidence)
+    if low < 0:
+        return ordered[0], ordered[-1]
+    return ordered[low], ordered[n - 1 - low]
+
+
+@functools.cache
+def _median_rank(n: int, confidence: float) -> int:
+    """The 0-based rank of median_interval's lower end (a history asks for it per point)."""
+    return int(stats.binom.ppf((1 - confidence) / 2, n, 0.5)) - 1

@@ -70,24 +70,24 @@ def add(store: Path, results: Results) -> Added:
 def history(store: Path, gpu_name: str | None = None) -> list[Entry]:
     """Every stored run, in the order they were stored (of one GPU if given). A corrupt file is
     an error."""
+    return [entry for entry, _ in runs(store, gpu_name)]
+
+
+def runs(store: Path, gpu_name: str | None = None) -> list[tuple[Entry, Results]]:
+    """Every stored run with its results, in the order they were stored (of one GPU if given)."""
     _check_store(store)
     if not store.exists():
         return []
     folders = [store / gpu_slug(gpu_name)] if gpu_name else sorted(p for p in store.iterdir() if p.is_dir())
-    entries = []
+    found = []
     for folder in folders:
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-            loaded = _load(path)
-            entries.append(
-                Entry(
-                    path,
-                    str(loaded.environment.gpu_name),
-                    path.name.split("-")[0],
-                    loaded.created,
-                    len(loaded.benchmarks),
-                )
+            loaded = load(path)
+            entry = Entry(
+                path, str(loaded.environment.gpu_name), path.name.split("-")[0], loaded.created, len(loaded.benchmarks)
             )
-    return entries
+            found.append((entry, loaded))
+    return found
 
 
 def latest(store: Path, gpu_name: str) -> tuple[Path, Results]:
@@ -97,7 +97,7 @@ def latest(store: Path, gpu_name: str) -> tuple[Path, Results]:
         raise BadInput(
             f"{store}: no baseline stored for {gpu_name!r}; store one with `perfbot baseline update RESULTS`"
         )
-    return entries[-1].path, _load(entries[-1].path)
+    return entries[-1].path, load(entries[-1].path)
 
 
 def leftovers(store: Path) -> list[Path]:
@@ -134,7 +134,8 @@ def _check_comparable(text: str) -> None:
         raise BadInput(f"not stored: {error}") from None
 
 
-def _load(path: Path) -> Results:
+def load(path: Path) -> Results:
+    """A stored run; a file that does not read is named as corrupt."""
     try:
         return results_file.load(path)
     except BadInput as error:

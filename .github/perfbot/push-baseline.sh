@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Store a results file as the newest baseline on the perfbot-baselines branch and push it,
-# retrying when another run pushed first (each attempt starts again from the branch's tip).
+# Store a results file as the newest baseline on the perfbot-baselines branch, check the store's
+# history for a step no earlier check reported, rebuild the history site in the branch's docs/
+# (GitHub Pages can serve it from there), and push, retrying when another run pushed first (each
+# attempt starts again from the branch's tip). Exits as the history check did once the push is
+# done: 1 when the newest runs start a slower step, so the job fails and says where it lies.
 #   .github/perfbot/push-baseline.sh RESULTS
+# PERFBOT_HISTORY_GIT: a full clone of the repository, so the site links runs to their pull requests.
 # The remote is PERFBOT_BASELINE_REMOTE, or this repository on GitHub. With GITHUB_TOKEN set and
 # an http(s) remote, git authenticates with it through a header held in git's environment
 # (GIT_CONFIG_*), scoped to that remote: the token is on no command line (none shows it in the
@@ -26,12 +30,20 @@ for attempt in 1 2 3 4 5; do
     git -C "$work/repo" checkout --quiet --orphan "$branch"
   fi
   "$perfbot" baseline update "$results" --store "$work/repo/store"
-  git -C "$work/repo" add -- store ':(exclude)store/.lock'
+  check=0
+  mkdir -p "$work/repo/docs"
+  "$perfbot" history --store "$work/repo/store" --check --html "$work/repo/docs" \
+    ${PERFBOT_HISTORY_GIT:+--git "$PERFBOT_HISTORY_GIT"} >"$work/steps.txt" || check=$?
+  cat "$work/steps.txt"
+  git -C "$work/repo" add -- store docs ':(exclude)store/.lock'
   git -C "$work/repo" -c user.name=perfbot -c user.email=perfbot@users.noreply.github.com \
     commit --quiet -m "baseline: ${GITHUB_SHA:-$(basename "$results")}"
   if git -C "$work/repo" push --quiet "$remote" "HEAD:refs/heads/$branch"; then
     echo "stored on $branch (attempt $attempt)"
-    exit 0
+    if [ -n "${GITHUB_STEP_SUMMARY:-}" ] && [ -f "$GITHUB_STEP_SUMMARY" ]; then
+      { echo '```'; cat "$work/steps.txt"; echo '```'; } >>"$GITHUB_STEP_SUMMARY"
+    fi
+    exit "$check"
   fi
   echo "push rejected (attempt $attempt): another run stored first; retrying from the new tip" >&2
   sleep $((attempt * 3))

@@ -1,0 +1,135 @@
+"""`perfbot history`: the store's runs as a site, and the check for steps no PR showed."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from ..errors import EXIT_REGRESSION, BadInput, EnvironmentFailure
+from .context import console
+
+
+@click.command("history")
+@click.option(
+    "--store",
+    "store_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    required=True,
+    help="The baseline store (perfbot baseline update writes it).",
+)
+@click.option(
+    "--html",
+    "html_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write the site here: index.html and a page per benchmark in b/ (static, works offline). "
+    "It is rebuilt whole: the page of a benchmark no longer in the store is removed.",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Report the steps no earlier check reported, with their commits and the bisect command; "
+    "exit 1 if one is a slowdown. Remembers what it reported in the store's reported-steps.json.",
+)
+@click.option(
+    "--state",
+    "state_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where --check remembers the steps it reported. Default: STORE/reported-steps.json.",
+)
+@click.option(
+    "--repo-url",
+    default=None,
+    help="Link each run to its commit there (https://github.com/OWNER/REPO). "
+    "Default: from GITHUB_SERVER_URL and GITHUB_REPOSITORY on Actions, else no links.",
+)
+@click.option(
+    "--git",
+    "git_repo",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="A clone of the repository: a commit whose subject names a pull request, (#123), links to it.",
+)
+def history_command(
+    store_dir: Path,
+    html_dir: Path | None,
+    check: bool,
+    state_path: Path | None,
+    repo_url: str | None,
+    git_repo: Path | None,
+) -> None:
+    """The history of every benchmark in a baseline store: the steps in it, a static site, and a
+    check for steps that no single pull request showed (ten PRs each 0.3% slower).
+
+    Without --html or --check, prints every step found.
+
+    Example:
+
+    \b
+        perfbot history --store .perfbot/store --html site --repo-url https://github.com/o/r
+        perfbot history --store .perfbot/store --check
+    """
+    from .. import history, site, steps
+
+    url = repo_url or _actions_repo_url()
+    if url is not None and not re.fullmatch(r"https?://[^\s\"'<>]+", url):
+        raise BadInput(f"--repo-url {url!r}: give the repository's http(s) address, like https://github.com/o/r")
+    read = history.read(store_dir)
+    if html_dir is not None:
+        pages = site.build(
+            read, html_dir, site.Links(url.rstrip("/") if url else None, site.pull_requests_of(git_repo))
+        )
+        click.echo(f"wrote {pages} pages to {html_dir} ({sum(len(r) for r in read.runs.values())} runs)", err=True)
+    if check:
+        state_file = state_path or store_dir / steps.STATE_FILE
+        state = steps.load_state(state_file)
+        new = steps.new_steps(read, state)
+        for found in new:
+            for line in steps.describe(found):
+                click.echo(line)
+        try:
+            steps.save_state(state_file, steps.State(reported=[*state.reported, *(f.reported() for f in new)]))
+        except OSError as error:
+            raise EnvironmentFailure(
+                f"{state_file}: cannot record the reported steps: {error.strerror or error}"
+            ) from None
+        slower = [f for f in new if f.slower]
+        click.echo(
+            f"perfbot history: {len(new)} new step(s), {len(slower)} of them slower"
+            if new
+            else "perfbot history: no new step"
+        )
+        if slower:
+            sys.exit(EXIT_REGRESSION)
+    if html_dir is None and not check:
+        _print_steps(steps.find_all(read))
+
+
+def _actions_repo_url() -> str | None:
+    server, repository = os.environ.get("GITHUB_SERVER_URL"), os.environ.get("GITHUB_REPOSITORY")
+    return f"{server}/{repository}" if server and repository else None
+
+
+def _print_steps(found: list) -> None:
+    table = Table(title=f"steps in the store's history: {len(found)}", title_justify="left")
+    for column in ("GPU", "benchmark", "watched", "change", "from run", "commits"):
+        table.add_column(column)
+    for f in found:
+        commits = f"{f.before.commit[:12]}..{f.after.commit[:12]}" if f.before.commit and f.after.commit else ""
+        watched = f"{f.series.bench.kernel}/{f.series.reference}" if f.series.reference else "median"
+        table.add_row(
+            escape(f.series.gpu),
+            escape(f.series.label),
+            escape(watched),
+            f"{f.step.change_percent:+.2f}%",
+            str(f.after.index + 1),
+            commits,
+        )
+    console().print(table)

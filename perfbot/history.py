@@ -1,0 +1,169 @@
+"""A baseline store read as history: every stored run of each GPU in the order it was stored,
+one series per benchmark, the environment changes between runs, and the steps in each series.
+
+The series a check watches is the subject's own benchmark over a reference measured in the same
+run (its first bound on the case, else its first baseline): whatever moved the whole run (a
+slower machine, a warmer day) moves both and cancels, and what is left is the kernel. Between
+separate H200 runs that ratio varied about half as much as a median alone (docs/history.md).
+A benchmark without a reference is watched by its median.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import changepoints, stats, store
+from .comparison import shape_text
+from .results import Benchmark, Results, variant_name
+
+# What can change a kernel's time without its code changing; a run whose values differ from the
+# run before is flagged on the charts.
+ENVIRONMENT_FIELDS = ("driver", "cuda", "torch", "triton", "triton_commit")
+_SHA = re.compile(r"[0-9a-f]{7,40}")
+
+
+@dataclass(frozen=True)
+class Run:
+    index: int  # its place among its GPU's runs, oldest first
+    path: Path
+    stored: str  # when it entered the store (UTC), from its file name
+    results: Results
+    changed: tuple[str, ...]  # "torch 2.10.0 → 2.11.0", against the run before
+
+    @property
+    def commit(self) -> str | None:
+        """The commit its kernels were measured at, when the run says (and it is a commit id)."""
+        commit = self.results.environment.kernels_commit
+        return commit if isinstance(commit, str) and _SHA.fullmatch(commit) else None
+
+    @property
+    def triton_commit(self) -> str | None:
+        commit = self.results.environment.triton_commit
+        return commit if isinstance(commit, str) and _SHA.fullmatch(commit) else None
+
+
+@dataclass(frozen=True)
+class Point:
+    run: int
+    median_ms: float
+    low_ms: float  # the 95% interval of the median
+    high_ms: float
+    ratio: float | None  # the median over the reference's in the same run
+    ratios: tuple[tuple[str, float], ...] = ()  # the median over each other implementation's, same run
+
+
+@dataclass(frozen=True)
+class Series:
+    gpu: str
+    bench: Benchmark  # the newest run's benchmark: names the series
+    under_test: bool
+    reference: str | None  # the implementation its ratio is over
+    points: tuple[Point, ...]
+
+    @property
+    def label(self) -> str:
+        b = self.bench
+        return f"{variant_name(b.kernel, b.variant)} · {b.suite}/{b.case} · {shape_text(b.shape)} {b.dtype}"
+
+    @property
+    def slug(self) -> str:
+        """A file name for the series' page, unique within a store."""
+        return re.sub(r"[^a-z0-9]+", "-", f"{self.gpu} {self.label}".lower()).strip("-")
+
+    @property
+    def watched(self) -> list[tuple[int, float]]:
+        """(run, value) of what the check watches: the ratio, else the median."""
+        if self.reference is not None:
+            return [(p.run, p.ratio) for p in self.points if p.ratio is not None]
+        return [(p.run, p.median_ms) for p in self.points]
+
+    def steps(self) -> list[tuple[changepoints.Step, int, int]]:
+        """Each step with the run before it and the run that starts it."""
+        watched = self.watched
+        return [
+            (step, watched[step.at - 1][0], watched[step.at][0])
+            for step in changepoints.find([value for _, value in watched])
+        ]
+
+
+@dataclass(frozen=True)
+class History:
+    runs: dict[str, list[Run]]  # GPU name -> its runs, oldest first
+    series: list[Series]
+
+
+def read(store_dir: Path) -> History:
+    """Every run in the store, and every benchmark's series (store.py validates each file)."""
+    return of_runs([(entry.path, entry.stored, results) for entry, results in store.runs(store_dir)])
+
+
+def of_runs(stored: Sequence[tuple[Path, str, Results]]) -> History:
+    """The history of runs given oldest first as (file, when stored, results)."""
+    by_gpu: dict[str, list[Run]] = {}
+    for path, stamp, results in stored:
+        runs = by_gpu.setdefault(str(results.environment.gpu_name), [])
+        previous = runs[-1].results if runs else None
+        runs.append(Run(len(runs), path, stamp, results, _changes(previous, results)))
+    return History(by_gpu, [s for gpu, runs in by_gpu.items() for s in _series(gpu, runs)])
+
+
+def _changes(previous: Results | None, current: Results) -> tuple[str, ...]:
+    if previous is None:
+        return ()
+    changed = []
+    for name in ENVIRONMENT_FIELDS:
+        before, after = getattr(previous.environment, name), getattr(current.environment, name)
+        if before != after:
+            changed.append(f"{name} {before} → {after}")
+    if previous.settings.timing != current.settings.timing:
+        changed.append(f"timing method: {current.settings.timing}")
+    return tuple(changed)
+
+
+def _series(gpu: str, runs: Sequence[Run]) -> list[Series]:
+    points: dict[tuple, list[Point]] = {}
+    newest: dict[tuple, tuple[Benchmark, Results]] = {}
+    references = {}
+    for run in runs:
+        for bench in run.results.benchmarks:
+            newest[bench.key] = (bench, run.results)
+    for key, (bench, results) in newest.items():
+        references[key] = _reference(results, bench)
+    for run in runs:
+        for bench in run.results.benchmarks:
+            reference_name = references[bench.key]
+            reference = run.results.peer(bench, reference_name) if reference_name else None
+            low, high = stats.median_interval(bench.samples_ms)
+            ratio = bench.median_ms / reference.median_ms if reference is not None else None
+            ratios = _ratios(run.results, bench) if reference_name else ()
+            points.setdefault(bench.key, []).append(Point(run.index, bench.median_ms, low, high, ratio, ratios))
+    return [
+        Series(gpu, bench, bench.kernel in results.settings.under_test, references[key], tuple(points[key]))
+        for key, (bench, results) in newest.items()
+    ]
+
+
+def _ratios(results: Results, bench: Benchmark) -> tuple[tuple[str, float], ...]:
+    """The subject's median over every other implementation's on the same case in the same run."""
+    others = dict.fromkeys(b.kernel for b in results.benchmarks if b.kernel != bench.kernel)
+    found = []
+    for kernel in others:
+        peer = results.peer(bench, kernel)
+        if peer is not None:
+            found.append((kernel, bench.median_ms / peer.median_ms))
+    return tuple(found)
+
+
+def _reference(results: Results, bench: Benchmark) -> str | None:
+    """What the subject's own benchmark is watched against: its first bound on the case, else its
+    first baseline. None for the others (a baseline is watched by its median)."""
+    own = results.settings.under_test
+    if bench.kernel not in own:
+        return None
+    present = [b.kernel for b in results.benchmarks if results.peer(bench, b.kernel) is not None]
+    candidates = [k for k in results.settings.bounds if k in present]
+    candidates += [k for k in dict.fromkeys(present) if k not in own and k not in results.settings.bounds]
+    return candidates[0] if candidates else None

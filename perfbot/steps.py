@@ -1,0 +1,135 @@
+"""The steps `perfbot history --check` reports: every step found in the store's history that no
+earlier check reported, with the range of commits it lies in and the `perfbot bisect` command
+that would find the commit. The steps already reported are kept in a small file beside the
+store (`reported-steps.json`), so that each is reported once, though a step's place may move by
+a run or two as later runs arrive.
+
+    {"format": 1, "reported": [{"gpu": "NVIDIA H200", "benchmark": "mykernel · pr/... bfloat16",
+      "stored": "20261130T051500.000000Z", "change_percent": 2.1}]}
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field, TypeAdapter, with_config
+
+from .changepoints import Step
+from .files import write_atomic
+from .history import History, Run, Series
+from .schema import MAX_ITEMS, Finite, Name, Text, load_json
+
+STATE_FILE = "reported-steps.json"
+# A step found again within this many runs of a reported one is the same step.
+SAME_STEP_RUNS = 3
+
+
+@with_config(ConfigDict(strict=True, extra="forbid"))
+@dataclass(frozen=True)
+class Reported:
+    gpu: Name
+    benchmark: Text
+    stored: Name  # when the run that starts the step was stored
+    change_percent: Finite
+
+
+@with_config(ConfigDict(strict=True, extra="forbid"))
+@dataclass(frozen=True)
+class State:
+    format: Literal[1] = 1
+    reported: Annotated[list[Reported], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
+
+
+_STATE = TypeAdapter(State)
+
+
+@dataclass(frozen=True)
+class Found:
+    series: Series
+    step: Step
+    before: Run  # the last run before the step
+    after: Run  # the first run of it
+
+    @property
+    def slower(self) -> bool:
+        return self.step.after > self.step.before
+
+    def reported(self) -> Reported:
+        return Reported(self.series.gpu, self.series.label, self.after.stored, round(self.step.change_percent, 3))
+
+
+def load_state(path: Path) -> State:
+    return load_json(path, "reported-steps file", _STATE) if path.exists() else State()
+
+
+def save_state(path: Path, state: State) -> None:
+    write_atomic(path, json.dumps(asdict(state), indent=1) + "\n", replace=True)
+
+
+def find_all(history: History) -> list[Found]:
+    """Every step in every series of the store, oldest first within a series."""
+    found = []
+    for series in history.series:
+        runs = history.runs[series.gpu]
+        for step, before, after in series.steps():
+            found.append(Found(series, step, runs[before], runs[after]))
+    return found
+
+
+def new_steps(history: History, state: State) -> list[Found]:
+    """The steps no earlier check reported."""
+    index = {(run.stored, gpu): run.index for gpu, runs in history.runs.items() for run in runs}
+    reported: dict[tuple[str, str], list[int]] = {}
+    for r in state.reported:
+        if (r.stored, r.gpu) in index:
+            reported.setdefault((r.gpu, r.benchmark), []).append(index[(r.stored, r.gpu)])
+    return [
+        f
+        for f in find_all(history)
+        if all(abs(f.after.index - at) > SAME_STEP_RUNS for at in reported.get((f.series.gpu, f.series.label), []))
+    ]
+
+
+def describe(found: Found) -> list[str]:
+    """What a reader needs: the benchmark, the step, where it lies, how to find its commit."""
+    series, step = found.series, found.step
+    watched = f"{series.bench.kernel}/{series.reference}" if series.reference else "median"
+    lines = [
+        f"{series.gpu} · {series.label}: {watched} {step.change_percent:+.2f}% "
+        f"({step.before:.4g} → {step.after:.4g}) from run {found.after.index + 1} "
+        f"(stored {found.after.stored})",
+    ]
+    good, bad = found.before.commit, found.after.commit
+    if good and bad and good != bad:
+        lines.append(f"  between commits {good[:12]} (the last run before) and {bad[:12]} (the first after)")
+        lines.append(f"  find the commit: {bisect_command(series, good, bad)}")
+    elif good and good == bad:
+        lines.append(f"  both runs measured commit {good[:12]}: the environment moved, not the code")
+    else:
+        lines.append("  the runs do not say which commits they measured")
+    triton_good, triton_bad = found.before.triton_commit, found.after.triton_commit
+    if triton_good and triton_bad and triton_good != triton_bad:
+        lines.append(
+            f"  Triton moved too ({triton_good[:12]} → {triton_bad[:12]}): perfbot bisect --repo TRITON_CHECKOUT "
+            f"--good {triton_good} --bad {triton_bad} {_benchmark_options(series)}"
+        )
+    for change in found.after.changed:
+        lines.append(f"  environment changed at that run: {change}")
+    return lines
+
+
+def bisect_command(series: Series, good: str, bad: str) -> str:
+    sample = f"perfbot sample {_benchmark_options(series)} --samples 30"
+    return f"perfbot bisect --repo . --good {good} --bad {bad} --measure {shlex.quote(sample)}"
+
+
+def _benchmark_options(series: Series) -> str:
+    bench = series.bench
+    options = ["--suite", bench.suite, "--case", bench.case, "--kernel", bench.kernel]
+    for name, value in bench.variant.items():
+        options += ["--variant", f"{name}={value}"]
+    return " ".join(shlex.quote(option) for option in options)

@@ -1,0 +1,72 @@
+"""Stores of generated runs for the history tests and the detection figures in docs/history.md,
+with the noise measured between separate H200 runs (experiments/2026-11-30-history-noise/).
+
+A run's benchmarks of one case share a deviation drawn from the measured deviations of a median
+(what moves a whole case between runs), and each benchmark has its own drawn from the measured
+deviations of a ratio of two benchmarks of one case, divided by sqrt(2) (so that a ratio moves
+as measured). The subject's own benchmark (fused) can take a step: every run from `at` on is
+`step` slower."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from perfbot import store
+from perfbot.results import Benchmark, Environment, Results, Settings
+
+NOISE = json.loads((Path(__file__).parents[1] / "experiments" / "2026-11-30-history-noise" / "noise.json").read_text())
+CASES = {"t5-v1.1-xl": (8192, 2048, 5120, 0.452), "gemma-7b-m16": (16, 3072, 24576, 0.0757)}
+START = datetime.datetime(2026, 11, 1, tzinfo=datetime.UTC)  # one run an hour from here
+KERNELS = {"fused": 1.0, "gemm": 1.005, "eager": 1.5}  # times relative to the case's fused
+
+
+def commit(index: int) -> str:
+    return hashlib.sha1(f"commit {index}".encode()).hexdigest()
+
+
+def make_runs(count: int, *, step: float = 0.0, at: int = 25, seed: int = 0, samples: int = 30) -> list[Results]:
+    """`count` runs, oldest first; run `at` (0-based) and later have fused `step` slower."""
+    rng = np.random.default_rng(seed)
+    median_noise, ratio_noise = np.array(NOISE["median"]), np.array(NOISE["ratio"]) / math.sqrt(2)
+    runs = []
+    for index in range(count):
+        benchmarks = []
+        for case, (m, k, n, fused_ms) in CASES.items():
+            shared = rng.choice(median_noise)
+            for kernel, scale in KERNELS.items():
+                level = fused_ms * scale * math.exp(shared + rng.choice(ratio_noise))
+                if kernel == "fused" and index >= at:
+                    level *= 1 + step
+                within = level * (1 + 0.003 * rng.standard_normal(samples))  # the spread inside one run
+                benchmarks.append(
+                    Benchmark(
+                        kernel=kernel,
+                        shape={"M": m, "K": k, "N": n},
+                        dtype="bfloat16",
+                        samples_ms=[round(float(v), 6) for v in within],
+                        suite="pr",
+                        case=case,
+                        flops=4 * m * k * n,
+                    )
+                )
+        runs.append(
+            Results(
+                environment=Environment(gpu_name="NVIDIA H200", kernels_commit=commit(index), torch="2.11.0"),
+                settings=Settings(samples=samples, under_test=["fused"], bounds=["gemm"]),
+                benchmarks=benchmarks,
+                created=(START + datetime.timedelta(hours=index)).isoformat(),
+            )
+        )
+    return runs
+
+
+def write_store(directory: Path, runs: list[Results]) -> Path:
+    for run in runs:
+        store.add(directory, run)
+    return directory
