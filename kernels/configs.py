@@ -23,22 +23,25 @@ SHAPE_CLASSES = ("gemv", "decode", "small", "large")
 _BORROWS_FROM = {"gemv": "decode"}
 # Classes whose one block of rows holds every row, so weight is read from memory once.
 ALL_ROWS_CLASSES = ("gemv", "decode")
+SHORT_K = 1024
 _SMEM_BYTES = 226 * 1024  # Hopper allows 227 KiB per block; keep a margin for barriers
-_SM_SMEM_BYTES = 228 * 1024 - 3 * 1024  # per SM; each resident block reserves 1 KiB
+SM_SMEM_BYTES = 228 * 1024 - 3 * 1024  # per SM; each resident block reserves 1 KiB
 
 # fp32 inputs take the pointer path with full-precision FMA dots; smem per stage doubles.
 FP32_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 3}
 
 
-def shape_class(M: int, N: int, num_sms: int) -> str:
+def shape_class(M: int, K: int, N: int, num_sms: int) -> str:
     """gemv: at most 4 rows (generating tokens one at a time). decode: at most 64 rows. Both are
-    bound by reading weight once. small: fewer 128x128 output tiles than two waves of the GPU, so
-    smaller tiles keep every SM busy. large: the rest."""
+    bound by reading weight once. small: short tiles (K <= SHORT_K) and fewer 128x128 output
+    tiles than two waves of the GPU, where two smaller programs per SM hide each other's
+    epilogue. large: the rest. With a longer K the 128x128 tile won on every unseen shape of 65
+    to 650 rows, by 4-40% (experiments/2026-11-30-h200-unseen-shapes/run1)."""
     if M <= 4:
         return "gemv"
     if M <= 64:
         return "decode"
-    if -(-M // 128) * -(-N // 128) < 2 * num_sms:
+    if K <= SHORT_K and -(-M // 128) * -(-N // 128) < 2 * num_sms:
         return "small"
     return "large"
 
@@ -53,10 +56,15 @@ def _smem_bytes(config: dict, element_size: int = 2) -> int:
     return config["num_stages"] * stage + epilogue
 
 
+def split_k_smem_bytes(config: dict, element_size: int = 2) -> int:
+    """The split-K kernel's stages (its parts leave through registers, not shared memory)."""
+    return config["num_stages"] * (config["BLOCK_M"] + 2 * config["BLOCK_N"]) * config["BLOCK_K"] * element_size
+
+
 def _fits(config: dict) -> bool:
     """The config's shared memory fits a block, and `programs_per_sm` of them fit an SM."""
     smem = _smem_bytes(config)
-    return smem <= _SMEM_BYTES and smem * config.get("programs_per_sm", 1) <= _SM_SMEM_BYTES
+    return smem <= _SMEM_BYTES and smem * config.get("programs_per_sm", 1) <= SM_SMEM_BYTES
 
 
 # Candidates for 16-bit inputs, per path and shape class. On Triton 3.6, warp specialization
@@ -337,6 +345,41 @@ _CANDIDATES[("tma", "gemv")] = [{**c, "BLOCK_M": 16} for c in _CANDIDATES[("tma"
     for n, k, stages in ((128, 128, 3), (32, 256, 5), (32, 128, 8))
 ]
 _CANDIDATES[("pointer", "gemv")] = _CANDIDATES[("pointer", "decode")]
+
+
+# Decode on TMA GPUs: one tile per program, as many resident at once as shared memory allows for
+# the real BLOCK_M (16 or 32 rows below 33), chosen per shape by `decode_by_waves`. Measured on the
+# generated suite's decode shapes, each beat the tuned persistent config (BLOCK_N 64, four stages,
+# one program per SM) on some shape by up to 23%, and none wins everywhere
+# (experiments/2026-11-30-h200-unseen-shapes/run2).
+_DECODE = {"GROUP_M": 1, "num_warps": 4, "warp_specialize": False, "epilogue_subtile": False, "one_dot": True,
+           "flatten": True, "BLOCK_K": 128}
+DECODE_CANDIDATES = [
+    {**_DECODE, "BLOCK_N": 128, "num_stages": 3, "programs_per_sm": 1},
+    {**_DECODE, "BLOCK_N": 64, "num_stages": 3, "programs_per_sm": 2},
+    {**_DECODE, "BLOCK_N": 64, "num_stages": 4, "programs_per_sm": 1},
+    {**_DECODE, "BLOCK_N": 32, "num_stages": 4, "programs_per_sm": 2},
+    {**_DECODE, "BLOCK_N": 32, "num_stages": 3, "programs_per_sm": 3},
+]
+
+
+def decode_by_waves(block_m: int, N: int, num_sms: int) -> dict:
+    """The decode candidate whose tiles fill the GPU best: fewest waves of resident programs, then
+    the largest share of them busy in the last wave, then the widest tile. Candidates whose
+    programs do not fit an SM together at this BLOCK_M are left out."""
+    fitting = [
+        c
+        for c in DECODE_CANDIDATES
+        if _smem_bytes({**c, "BLOCK_M": block_m}) <= _SMEM_BYTES
+        and _smem_bytes({**c, "BLOCK_M": block_m}) * c["programs_per_sm"] <= SM_SMEM_BYTES
+    ]
+
+    def score(config: dict) -> tuple:
+        tiles, slots = -(-N // config["BLOCK_N"]), config["programs_per_sm"] * num_sms
+        waves = -(-tiles // slots)
+        return waves, -tiles / (waves * slots), -config["BLOCK_N"]
+
+    return dict(min(fitting, key=score))
 
 
 def candidates(path: str, shape_class: str) -> list[dict]:

@@ -47,7 +47,7 @@ def cases_by_class(num_sms: int) -> dict[str, list]:
             key = (case.M, case.K, case.N, case.dtype)
             if case.dtype in BOUNDS and key not in seen:
                 seen.add(key)
-                by_class[configs.shape_class(case.M, case.N, num_sms)].append(case)
+                by_class[configs.shape_class(case.M, case.K, case.N, num_sms)].append(case)
     return by_class
 
 

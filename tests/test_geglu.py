@@ -88,6 +88,37 @@ def test_tma_path_in_interpreter(batch, K, N, config, approximate):
     _check(batch, K, N, torch.float16, 5e-4, approximate, path="tma", config=config)
 
 
+SPLIT_K_CONFIGS = [  # decode shapes: BLOCK_M covers every row; K split 1, 2, 3 ways or by waves
+    {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "split_k": splits, "num_stages": 2} for splits in (1, 2, 3, True)
+]
+
+
+@needs_interpreter
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("config", SPLIT_K_CONFIGS, ids=lambda c: f"split_k{c['split_k']}")
+@pytest.mark.parametrize("batch,K,N", [((1,), 8, 8), ((9,), 40, 24), ((3, 7), 104, 72), ((64,), 200, 40)])
+def test_split_k_in_interpreter(batch, K, N, config, approximate, monkeypatch):
+    from kernels import geglu as geglu_module
+
+    launched = []
+    real = geglu_module._launch_split_k
+    monkeypatch.setattr(geglu_module, "_launch_split_k", lambda *args: launched.append(args[3]) or real(*args))
+    _check(batch, K, N, torch.float16, 5e-4, approximate, path="tma", config=config)
+    assert len(launched) == 1  # the split-K kernel ran, not the persistent one
+    if config["split_k"] is not True:
+        assert launched[0]["splits"] == config["split_k"]
+
+
+def test_the_split_of_k_fills_the_waves():
+    from kernels import waves
+
+    # N = 11008 in 64-wide tiles on 132 SMs: 172 tiles, 1.3 waves, 65% of the SMs' time used.
+    assert waves.efficiency(172, 32, 132) == pytest.approx(0.652, abs=1e-3)
+    assert waves.best_split(172, 32, 132) == 3 and waves.efficiency(172, 32, 132, 3) > 0.94
+    assert waves.best_split(384, 24, 132) == 1  # 2.9 waves: splitting gains nothing
+    assert waves.best_split(172, 4, 132) == 1  # too few K steps to split
+
+
 @needs_interpreter
 @pytest.mark.parametrize("batch,K,N", [((5,), 64, 64), ((64,), 72, 40)])
 def test_decode_blocks_cover_every_row(batch, K, N):
@@ -293,13 +324,14 @@ def test_options_a_given_config_leaves_out_are_off(monkeypatch):
 def test_shape_classes_and_a_class_borrowing_its_neighbours_tuned_config(tmp_path, monkeypatch):
     from kernels import configs
 
-    assert [configs.shape_class(M, 24576, 132) for M in (1, 4, 5, 64, 65)] == [
+    assert [configs.shape_class(M, 1024, 24576, 132) for M in (1, 4, 5, 64, 65)] == [
         "gemv",
         "gemv",
         "decode",
         "decode",
         "small",
     ]
+    assert configs.shape_class(65, 4096, 24576, 132) == "large"  # a long K takes the 128x128 tile
     table = tmp_path / "tuned.yaml"
     table.write_text(
         "GPU X:\n  pointer:\n    decode: {BLOCK_M: 64, BLOCK_N: 32, BLOCK_K: 256, GROUP_M: 1, "

@@ -1,0 +1,85 @@
+"""The generated suite: shapes nobody tuned for, drawn by a seeded generator so that the set is
+broad, fixed and reproducible. Each case takes the feed-forward widths of a real model (hidden
+size K, intermediate size N; the Hugging Face configs) or, one case in five, odd widths drawn
+from the same ranges, and a token count M: half the cases decode (1 to 64 rows), half prefill
+(65 to 16384 rows), each drawn log-uniformly, so that odd counts come as they come. The four
+shapes the kernel was first seen to slip on come first.
+
+    python -m kernels.shapes            # prints the suite; kernels/suites.yaml holds its output
+
+A test keeps suites.yaml's `generated` suite equal to what this prints.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+SEED = 2026_11_30
+COUNT = 24
+MODELS = {  # name: (hidden K, intermediate N)
+    "llama-2-7b": (4096, 11008),
+    "llama-2-13b": (5120, 13824),
+    "llama-3-8b": (4096, 14336),
+    "llama-3-70b": (8192, 28672),
+    "llama-3.2-1b": (2048, 8192),
+    "llama-3.2-3b": (3072, 8192),
+    "mistral-7b": (4096, 14336),
+    "gemma-2-2b": (2304, 9216),
+    "gemma-2-9b": (3584, 14336),
+    "gemma-3-1b": (1152, 6912),
+    "qwen2-1.5b": (1536, 8960),
+    "qwen2.5-7b": (3584, 18944),
+    "qwen2.5-14b": (5120, 13824),
+    "phi-3-medium": (5120, 17920),
+    "starcoder2-3b": (3072, 12288),
+    "bert-large": (1024, 4096),
+}
+K_RANGE, N_RANGE = (1024, 8192), (2048, 28672)
+# The shapes the issue reported the kernel slipping on (H200, 2026-11-30), kept first in the set.
+REPORTED = [
+    {"name": "llama-2-7b-m8", "M": 8, "K": 4096, "N": 11008},
+    {"name": "gemma-2-9b-m1", "M": 1, "K": 3584, "N": 14336},
+    {"name": "gemma-2-9b-m32", "M": 32, "K": 3584, "N": 14336},
+    {"name": "llama-2-7b-m1000", "M": 1000, "K": 4096, "N": 11008},
+]
+
+
+def _log_uniform(rng: random.Random, low: int, high: int) -> int:
+    return min(high, int(math.exp(rng.uniform(math.log(low), math.log(high + 1)))))
+
+
+def cases(seed: int = SEED, count: int = COUNT) -> list[dict]:
+    rng = random.Random(seed)
+    drawn = list(REPORTED)
+    for index in range(count):
+        if rng.random() < 0.2:
+            # Odd widths, multiples of 8 so that the TMA path can describe them (as every model's are).
+            name = "odd"
+            K = 8 * rng.randint(K_RANGE[0] // 8, K_RANGE[1] // 8)
+            N = 8 * rng.randint(N_RANGE[0] // 8, N_RANGE[1] // 8)
+        else:
+            name = rng.choice(sorted(MODELS))
+            K, N = MODELS[name]
+        M = _log_uniform(rng, 1, 64) if index % 2 == 0 else _log_uniform(rng, 65, 16384)
+        label = f"{name}-m{M}"
+        while any(c["name"] == label for c in drawn):
+            label += "-again"
+        drawn.append({"name": label, "M": M, "K": K, "N": N})
+    return drawn
+
+
+def suite_yaml(seed: int = SEED, count: int = COUNT) -> str:
+    lines = [
+        "generated:",
+        f"  about: Shapes nobody tuned for, drawn by `python -m kernels.shapes` (seed {seed}); do not edit by hand.",
+        "  dtype: bfloat16",
+        "  implementations: [fused, eager, compiled, max-autotune, gemm, copy]",
+        "  cases:",
+    ]
+    lines += [f"    - {{name: {c['name']}, M: {c['M']}, K: {c['K']}, N: {c['N']}}}" for c in cases(seed, count)]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(suite_yaml(), end="")
