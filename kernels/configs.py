@@ -4,7 +4,9 @@ where no tuned one exists.
 Autotuning at benchmark time picked different configs in separate processes (4.6% spread,
 DESIGN.md), which a regression bot would read as a change of speed. So configs are tuned once
 per GPU (`python -m kernels.tune` writes tuned_configs.yaml) and looked up; only a GPU that file
-does not know is autotuned, once per process, over the candidates below.
+does not know is autotuned, once per process, over the candidates below. Decode and gemv on the
+TMA path take `decode_by_waves` instead (chosen per shape); their tuned entries only decide which
+path those classes prefer.
 """
 
 from __future__ import annotations
@@ -54,11 +56,6 @@ def _smem_bytes(config: dict, element_size: int = 2) -> int:
     stage = (config["BLOCK_M"] + 2 * config["BLOCK_N"]) * config["BLOCK_K"] * element_size
     epilogue = config["BLOCK_M"] * config["BLOCK_N"] * element_size // (2 if config.get("epilogue_subtile") else 1)
     return config["num_stages"] * stage + epilogue
-
-
-def split_k_smem_bytes(config: dict, element_size: int = 2) -> int:
-    """The split-K kernel's stages (its parts leave through registers, not shared memory)."""
-    return config["num_stages"] * (config["BLOCK_M"] + 2 * config["BLOCK_N"]) * config["BLOCK_K"] * element_size
 
 
 def _fits(config: dict) -> bool:
@@ -352,8 +349,15 @@ _CANDIDATES[("pointer", "gemv")] = _CANDIDATES[("pointer", "decode")]
 # generated suite's decode shapes, each beat the tuned persistent config (BLOCK_N 64, four stages,
 # one program per SM) on some shape by up to 23%, and none wins everywhere
 # (experiments/2026-11-30-h200-unseen-shapes/run2).
-_DECODE = {"GROUP_M": 1, "num_warps": 4, "warp_specialize": False, "epilogue_subtile": False, "one_dot": True,
-           "flatten": True, "BLOCK_K": 128}
+_DECODE = {
+    "GROUP_M": 1,
+    "num_warps": 4,
+    "warp_specialize": False,
+    "epilogue_subtile": False,
+    "one_dot": True,
+    "flatten": True,
+    "BLOCK_K": 128,
+}
 DECODE_CANDIDATES = [
     {**_DECODE, "BLOCK_N": 128, "num_stages": 3, "programs_per_sm": 1},
     {**_DECODE, "BLOCK_N": 64, "num_stages": 3, "programs_per_sm": 2},

@@ -15,11 +15,6 @@ Two paths, chosen per call (see `launch_plan`):
   consumer warps multiply).
 - ``pointer`` (everything else: A100, fp32, shapes TMA cannot describe): the tutorial-03 style
   kernel with pointer arithmetic, one program per tile.
-
-A decode config (M <= 64, one block of rows) may say `split_k`: K is then split so that the
-tiles fill the GPU's waves (waves.py), each program writes its partial [z1 | z2] in fp32, and a
-second, elementwise kernel adds the parts and applies the epilogue. The parts are written, not
-added atomically, so the result does not depend on the order the programs ran in.
 """
 
 from __future__ import annotations
@@ -32,7 +27,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from . import configs, waves
+from . import configs
 
 APPROXIMATIONS = ("none", "tanh")
 PATHS = ("tma", "pointer")
@@ -221,58 +216,6 @@ def _geglu_tma_kernel(
             out_desc.store([offs_m, offs_n], out)
 
 
-@triton.jit
-def _geglu_split_k_kernel(
-    # Tensor descriptors: x [M, K] and weight seen as [2, N, K]; parts: fp32 [SPLITS, M, 2N]
-    x_desc,
-    w_desc,
-    parts_ptr,
-    M,
-    N,
-    K,
-    SPLITS: tl.constexpr,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-):
-    # One program per (column tile, part of K); BLOCK_M covers every row.
-    pid_n = tl.program_id(0) // SPLITS
-    split = tl.program_id(0) % SPLITS
-    k_steps = tl.cdiv(K, BLOCK_K)
-    per_split = tl.cdiv(k_steps, SPLITS)
-    first = split * per_split
-    last = tl.minimum(first + per_split, k_steps)
-    offs_n = pid_n * BLOCK_N
-    z = tl.zeros((BLOCK_M, 2 * BLOCK_N), dtype=tl.float32)
-    for ki in range(first, last):
-        x = x_desc.load([0, ki * BLOCK_K])
-        w = tl.reshape(w_desc.load([0, offs_n, ki * BLOCK_K]), (2 * BLOCK_N, BLOCK_K))
-        z = tl.dot(x, w.T, z)
-    z1, z2 = tl.split(tl.permute(tl.reshape(z, (BLOCK_M, 2, BLOCK_N)), (0, 2, 1)))
-    rows = tl.arange(0, BLOCK_M)[:, None]
-    cols = offs_n + tl.arange(0, BLOCK_N)[None, :]
-    mask = (rows < M) & (cols < N)
-    part = parts_ptr + split * M * 2 * N + rows * 2 * N + cols
-    tl.store(part, z1, mask=mask)
-    tl.store(part + N, z2, mask=mask)
-
-
-@triton.jit
-def _geglu_split_k_epilogue(
-    parts_ptr, out_ptr, M, N, SPLITS: tl.constexpr, BLOCK: tl.constexpr, APPROXIMATE_TANH: tl.constexpr
-):
-    # out [M, N] contiguous, element by element: the parts added in a fixed order, then the gate.
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < M * N
-    at = (offs // N) * 2 * N + offs % N
-    z1 = tl.zeros((BLOCK,), dtype=tl.float32)
-    z2 = tl.zeros((BLOCK,), dtype=tl.float32)
-    for split in tl.static_range(SPLITS):
-        z1 += tl.load(parts_ptr + split * M * 2 * N + at, mask=mask, other=0.0)
-        z2 += tl.load(parts_ptr + split * M * 2 * N + at + N, mask=mask, other=0.0)
-    tl.store(out_ptr + offs, (z1 * _gelu(z2, APPROXIMATE_TANH)).to(out_ptr.dtype.element_ty), mask=mask)
-
-
 def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET") == "1"
 
@@ -352,8 +295,13 @@ def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) 
     plan = _fit_rows({"path": chosen, "gpu": gpu, "shape_class": shape_class, "num_sms": num_sms, **config}, M)
     if chosen == "tma" and shape_class in configs.ALL_ROWS_CLASSES and config["source"] != "fixed":
         # Decode is chosen by the shape's waves on this GPU, not tuned per class (configs.py).
-        plan = {**plan, **_OPTION_DEFAULTS, **configs.decode_by_waves(plan["BLOCK_M"], N, num_sms), "source": "by waves"}
-    return _fit_splits(plan, N, K)
+        plan = {
+            **plan,
+            **_OPTION_DEFAULTS,
+            **configs.decode_by_waves(plan["BLOCK_M"], N, num_sms),
+            "source": "by waves",
+        }
+    return plan
 
 
 # The launch options a config may leave out, off by default.
@@ -365,7 +313,6 @@ _OPTION_DEFAULTS = {
     "programs_per_sm": 1,
     "maxnreg": None,
     "num_ctas": 1,
-    "split_k": False,
 }
 
 
@@ -380,25 +327,6 @@ def _fit_rows(plan: dict, M: int) -> dict:
     if plan["shape_class"] in configs.ALL_ROWS_CLASSES:
         # One block of rows holds every row, so weight is read from memory once.
         plan["BLOCK_M"] = max(16, triton.next_power_of_2(M))
-    return plan
-
-
-def _splits_k(plan: dict) -> bool:
-    """Whether the plan takes the split-K kernel: a TMA decode plan whose config asks for it."""
-    return plan["path"] == "tma" and plan["shape_class"] in configs.ALL_ROWS_CLASSES and bool(plan.get("split_k"))
-
-
-def _fit_splits(plan: dict, N: int, K: int) -> dict:
-    """The split of K for a split-K plan: the config's number, or (`split_k: true`) the one that
-    fills the waves best, counting the programs an SM holds at once by shared memory."""
-    if not _splits_k(plan):
-        return plan
-    if plan["split_k"] is True:
-        resident = max(1, min(8, configs.SM_SMEM_BYTES // configs.split_k_smem_bytes(plan)))
-        tiles, k_steps = triton.cdiv(N, plan["BLOCK_N"]), triton.cdiv(K, plan["BLOCK_K"])
-        plan["splits"] = waves.best_split(tiles, k_steps, resident * plan["num_sms"])
-    else:
-        plan["splits"] = int(plan["split_k"])
     return plan
 
 
@@ -438,14 +366,13 @@ def geglu(
     plan = launch_plan(x2d, weight, path)
     tanh = approximate == "tanh"
     if config is not None:
-        plan = _fit_splits(_with_config(plan, config, M, "given"), N, K)
+        plan = _with_config(plan, config, M, "given")
     elif plan["source"] == "untuned" and x.device.type == "cuda":
         key = (plan["gpu"], plan["path"], plan["shape_class"], x.dtype)
         best = configs.autotune(
-            key,
-            lambda c: _launch(x2d, weight, out2d, _fit_splits(_with_config(plan, c, M, "autotuning"), N, K), tanh),
+            key, lambda c: _launch(x2d, weight, out2d, _with_config(plan, c, M, "autotuning"), tanh)
         )
-        plan = _fit_splits(_with_config(plan, best, M, "autotuned"), N, K)
+        plan = _with_config(plan, best, M, "autotuned")
     _launch(x2d, weight, out2d, plan, tanh)
     return out
 
@@ -453,8 +380,6 @@ def geglu(
 def _launch(x2d, weight, out2d, plan: dict, tanh: bool):
     """Launch the plan's kernel; returns Triton's compiled kernel (its registers and shared
     memory are what `python -m kernels.tune` reports)."""
-    if _splits_k(plan):
-        return _launch_split_k(x2d, weight, out2d, plan, tanh)
     return (_launch_tma if plan["path"] == "tma" else _launch_pointer)(x2d, weight, out2d, plan, tanh)
 
 
@@ -530,29 +455,3 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
         num_stages=options["num_stages"],
         **limits,
     )
-
-
-def _launch_split_k(x2d, weight, out2d, plan: dict, tanh: bool):
-    M, K = x2d.shape
-    N = out2d.shape[1]
-    bm, bn, bk, splits = plan["BLOCK_M"], plan["BLOCK_N"], plan["BLOCK_K"], plan["splits"]
-    parts = torch.empty((splits, M, 2 * N), dtype=torch.float32, device=x2d.device)
-    kernel = _geglu_split_k_kernel[(triton.cdiv(N, bn) * splits,)](
-        TensorDescriptor(x2d, [M, K], [K, 1], [bm, bk]),
-        TensorDescriptor(weight, [2, N, K], [N * K, K, 1], [2, bn, bk]),
-        parts,
-        M,
-        N,
-        K,
-        SPLITS=splits,
-        BLOCK_M=bm,
-        BLOCK_N=bn,
-        BLOCK_K=bk,
-        num_warps=plan["num_warps"],
-        num_stages=plan["num_stages"],
-    )
-    block = 1024
-    _geglu_split_k_epilogue[(triton.cdiv(M * N, block),)](
-        parts, out2d, M, N, SPLITS=splits, BLOCK=block, APPROXIMATE_TANH=tanh, num_warps=4
-    )
-    return kernel

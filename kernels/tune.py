@@ -27,6 +27,7 @@ import yaml
 from kernels import configs
 from kernels import geglu as geglu_module
 from kernels.geglu import geglu
+from kernels.subject import subject
 from perfbot import correctness, measure
 from perfbot.subject import load_suites
 
@@ -37,10 +38,7 @@ BOUNDS = {"bfloat16": 3e-3, "float16": 5e-4}
 
 
 def cases_by_class(num_sms: int) -> dict[str, list]:
-    suites = load_suites(
-        ROOT / "kernels" / "suites.yaml",
-        {"fused", "fused-pointer", "eager", "compiled", "max-autotune", "gemm", "copy"},
-    )
+    suites = load_suites(ROOT / "kernels" / "suites.yaml", subject)
     seen, by_class = set(), {c: [] for c in configs.SHAPE_CLASSES}
     for name in ("a100", "models", "decode"):
         for case in suites[name].cases:

@@ -88,35 +88,34 @@ def test_tma_path_in_interpreter(batch, K, N, config, approximate):
     _check(batch, K, N, torch.float16, 5e-4, approximate, path="tma", config=config)
 
 
-SPLIT_K_CONFIGS = [  # decode shapes: BLOCK_M covers every row; K split 1, 2, 3 ways or by waves
-    {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "split_k": splits, "num_stages": 2} for splits in (1, 2, 3, True)
-]
+def test_decode_is_chosen_by_the_waves_of_resident_programs():
+    from kernels import configs
+
+    def chosen(block_m, N):
+        c = configs.decode_by_waves(block_m, N, 132)
+        return c["BLOCK_N"], c["num_stages"], c["programs_per_sm"]
+
+    # N = 11008: 64-wide tiles with one program per SM are 1.3 waves; 32-wide, three per SM, one.
+    assert chosen(16, 11008) == (32, 3, 3)
+    assert chosen(16, 14336) == (128, 3, 1)  # 112 tiles in one wave, the widest
+    assert chosen(64, 24576) == (64, 4, 1)  # 64 rows: only one of the smaller configs fits an SM
+    for block_m in (16, 32, 64):
+        for N in range(1024, 40000, 997):
+            config = configs.decode_by_waves(block_m, N, 132)
+            smem = configs._smem_bytes({**config, "BLOCK_M": block_m})
+            assert smem * config["programs_per_sm"] <= configs.SM_SMEM_BYTES
 
 
-@needs_interpreter
-@pytest.mark.parametrize("approximate", ["none", "tanh"])
-@pytest.mark.parametrize("config", SPLIT_K_CONFIGS, ids=lambda c: f"split_k{c['split_k']}")
-@pytest.mark.parametrize("batch,K,N", [((1,), 8, 8), ((9,), 40, 24), ((3, 7), 104, 72), ((64,), 200, 40)])
-def test_split_k_in_interpreter(batch, K, N, config, approximate, monkeypatch):
-    from kernels import geglu as geglu_module
+def test_the_generated_suite_is_what_the_seeded_generator_draws():
+    import yaml
 
-    launched = []
-    real = geglu_module._launch_split_k
-    monkeypatch.setattr(geglu_module, "_launch_split_k", lambda *args: launched.append(args[3]) or real(*args))
-    _check(batch, K, N, torch.float16, 5e-4, approximate, path="tma", config=config)
-    assert len(launched) == 1  # the split-K kernel ran, not the persistent one
-    if config["split_k"] is not True:
-        assert launched[0]["splits"] == config["split_k"]
+    from kernels import shapes
+    from tests.conftest import ROOT
 
-
-def test_the_split_of_k_fills_the_waves():
-    from kernels import waves
-
-    # N = 11008 in 64-wide tiles on 132 SMs: 172 tiles, 1.3 waves, 65% of the SMs' time used.
-    assert waves.efficiency(172, 32, 132) == pytest.approx(0.652, abs=1e-3)
-    assert waves.best_split(172, 32, 132) == 3 and waves.efficiency(172, 32, 132, 3) > 0.94
-    assert waves.best_split(384, 24, 132) == 1  # 2.9 waves: splitting gains nothing
-    assert waves.best_split(172, 4, 132) == 1  # too few K steps to split
+    committed = yaml.safe_load((ROOT / "kernels" / "suites.yaml").read_text())["generated"]
+    assert committed == yaml.safe_load(shapes.suite_yaml())["generated"]
+    assert len(committed["cases"]) == len(shapes.REPORTED) + shapes.COUNT
+    assert shapes.cases() == shapes.cases()  # seeded: the same set every time
 
 
 @needs_interpreter

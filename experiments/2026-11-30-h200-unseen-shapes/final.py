@@ -17,7 +17,7 @@ import torch
 import triton
 
 from kernels import geglu as geglu_module
-from kernels.subject import eager_geglu, geglu_float64
+from kernels.subject import eager_geglu, geglu_float64, subject
 from perfbot import correctness, measure
 from perfbot.subject import load_suites
 
@@ -55,8 +55,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     print(f"{torch.cuda.get_device_name()}, Triton {triton.__version__}, {args.samples} samples; medians in ms")
-    suites = load_suites(ROOT / "kernels" / "suites.yaml", {"fused", "fused-pointer", "eager", "compiled",
-                                                            "max-autotune", "gemm", "copy"})
+    suites = load_suites(ROOT / "kernels" / "suites.yaml", subject)
     seen, found = set(), []
     for suite in ("generated", "decode", "pr"):
         for case in suites[suite].cases:
