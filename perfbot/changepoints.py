@@ -13,7 +13,8 @@ two segments merge) until every step left passes; a step smaller than MIN_STEP i
 The rank test is what keeps heavy tails out: the noise between separate runs on H200s is
 heavy-tailed (docs/history.md), and four runs that happen to be low after a quiet stretch can
 lower a cost by as much as a real step, but they do not rank apart from their neighbours as a
-real step's runs do. With ALPHA at 0.001 a step is reported from its fourth run at the earliest.
+real step's runs do. With ALPHA at 0.001 a step is reported from its third run at the earliest
+(three runs after twenty or more before rank apart at p < 0.001).
 
 The false-alarm rate and the size of step found, on stores generated with the measured noise,
 are in docs/history.md with the command that made them.

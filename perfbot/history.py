@@ -10,6 +10,7 @@ A benchmark without a reference is watched by its median.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,9 +70,17 @@ class Series:
         return f"{variant_name(b.kernel, b.variant)} · {b.suite}/{b.case} · {shape_text(b.shape)} {b.dtype}"
 
     @property
+    def identity(self) -> str:
+        """A short digest of the GPU and the benchmark's key: names the series in the state file
+        and its page, whatever the length or spelling of its names."""
+        return hashlib.sha256(repr((self.gpu, self.bench.key)).encode()).hexdigest()[:16]
+
+    @property
     def slug(self) -> str:
-        """A file name for the series' page, unique within a store."""
-        return re.sub(r"[^a-z0-9]+", "-", f"{self.gpu} {self.label}".lower()).strip("-")
+        """A file name for the series' page, unique within a store (two labels that differ only
+        in case or punctuation differ in the digest)."""
+        readable = re.sub(r"[^a-z0-9]+", "-", f"{self.gpu} {self.label}".lower()).strip("-")[:120]
+        return f"{readable}-{self.identity[:8]}"
 
     @property
     def watched(self) -> list[tuple[int, float]]:

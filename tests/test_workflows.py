@@ -222,7 +222,9 @@ def test_push_baseline_retries_after_losing_a_race(tmp_path: Path, existing_bran
     assert "attempt 2" in done.stdout and "push rejected (attempt 1)" in done.stderr
     files = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-baselines").splitlines()
     assert [f for f in files if f.startswith("store/nvidia-h200/")] and ("README" in files) == existing_branch
-    assert {"docs/index.html", "docs/.nojekyll", "store/reported-steps.json"} <= set(files)
+    assert "store/reported-steps.json" in files and not [f for f in files if f.startswith("docs/")]
+    site = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-site").splitlines()
+    assert {"index.html", ".nojekyll"} <= set(site) and [f for f in site if f.startswith("b/")]
     assert _git("--git-dir", str(remote), "log", "-1", "--format=%s", "perfbot-baselines") == "baseline: c0ffee"
 
 
@@ -263,13 +265,16 @@ def test_push_baseline_fails_the_job_once_for_a_step_after_storing_the_run(tmp_p
         assert "stored on perfbot-baselines" in done.stdout  # stored whatever the check found
         codes.append(done.returncode)
     state = json.loads(_git("--git-dir", str(remote), "show", "perfbot-baselines:store/reported-steps.json"))
-    reported = [r["benchmark"] for r in state["reported"]]
+    reported = [r["series"] for r in state["reported"]]
     # The step is in the fused kernel's two series; each is reported by one job, and only one.
-    assert sorted(reported) == sorted(set(reported)) and {b.split(" · ")[0] for b in reported} == {"fused"}
+    assert sorted(reported) == sorted(set(reported))
+    assert {r["label"].split(" · ")[0] for r in state["reported"]} == {"fused"}
     assert 1 <= codes.count(1) <= len(reported) <= 2, codes
     files = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-baselines").splitlines()
     assert len([f for f in files if f.startswith("store/nvidia-h200/")]) == 42
-    assert "docs/index.html" in files and len([f for f in files if f.startswith("docs/b/")]) == 6
+    site = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-site").splitlines()
+    assert "index.html" in site and len([f for f in site if f.startswith("b/")]) == 6
+    assert _git("--git-dir", str(remote), "rev-list", "--count", "perfbot-site") == "1"  # no history kept
     assert "find the commit: perfbot bisect" in summary.read_text()
 
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Store a results file as the newest baseline on the perfbot-baselines branch, check the store's
-# history for a step no earlier check reported, rebuild the history site in the branch's docs/
-# (GitHub Pages can serve it from there), and push, retrying when another run pushed first (each
-# attempt starts again from the branch's tip). Exits as the history check did once the push is
-# done: 1 when the newest runs start a slower step, so the job fails and says where it lies.
+# history for a step no earlier check reported, and push, retrying when another run pushed first
+# (each attempt starts again from the branch's tip). Then rebuild the history site and publish it
+# as the one commit of the branch perfbot-site (force-pushed: the site is rebuilt whole, so it
+# keeps no history of its own; GitHub Pages serves it from there). Exits as the history check did
+# once the push is done: 1 when the newest runs start a slowdown of the subject's own code.
 #   .github/perfbot/push-baseline.sh RESULTS
 # PERFBOT_HISTORY_GIT: a full clone of the repository, so the site links runs to their pull requests.
 # The remote is PERFBOT_BASELINE_REMOTE, or this repository on GitHub. With GITHUB_TOKEN set and
@@ -31,17 +32,30 @@ for attempt in 1 2 3 4 5; do
   fi
   "$perfbot" baseline update "$results" --store "$work/repo/store"
   check=0
-  mkdir -p "$work/repo/docs"
-  "$perfbot" history --store "$work/repo/store" --check --html "$work/repo/docs" \
+  rm -rf "$work/site"
+  "$perfbot" history --store "$work/repo/store" --check --html "$work/site" \
     ${PERFBOT_HISTORY_GIT:+--git "$PERFBOT_HISTORY_GIT"} >"$work/steps.txt" || check=$?
   cat "$work/steps.txt"
-  git -C "$work/repo" add -- store docs ':(exclude)store/.lock'
+  git -C "$work/repo" add -- store ':(exclude)store/.lock'
   git -C "$work/repo" -c user.name=perfbot -c user.email=perfbot@users.noreply.github.com \
     commit --quiet -m "baseline: ${GITHUB_SHA:-$(basename "$results")}"
   if git -C "$work/repo" push --quiet "$remote" "HEAD:refs/heads/$branch"; then
     echo "stored on $branch (attempt $attempt)"
     if [ -n "${GITHUB_STEP_SUMMARY:-}" ] && [ -f "$GITHUB_STEP_SUMMARY" ]; then
       { echo '```'; cat "$work/steps.txt"; echo '```'; } >>"$GITHUB_STEP_SUMMARY"
+    fi
+    if [ -f "$work/site/index.html" ]; then
+      git -C "$work/site" init --quiet
+      git -C "$work/site" checkout --quiet --orphan perfbot-site
+      git -C "$work/site" add -A
+      git -C "$work/site" -c user.name=perfbot -c user.email=perfbot@users.noreply.github.com \
+        commit --quiet -m "history site: ${GITHUB_SHA:-$(basename "$results")}"
+      if git -C "$work/site" push --quiet --force "$remote" HEAD:refs/heads/perfbot-site; then
+        echo "published the history site on perfbot-site"
+      else
+        echo "perfbot: error: could not publish the history site on perfbot-site (the run is stored)" >&2
+        [ "$check" -ne 0 ] || check=3
+      fi
     fi
     exit "$check"
   fi

@@ -35,7 +35,8 @@ from .context import console
     "--check",
     is_flag=True,
     help="Report the steps no earlier check reported, with their commits and the bisect command; "
-    "exit 1 if one is a slowdown. Remembers what it reported in the store's reported-steps.json.",
+    "exit 1 if one is a slowdown of the subject's own implementations that started among the newest runs. "
+    "Remembers what it reported in the store's reported-steps.json.",
 )
 @click.option(
     "--state",
@@ -100,13 +101,13 @@ def history_command(
             raise EnvironmentFailure(
                 f"{state_file}: cannot record the reported steps: {error.strerror or error}"
             ) from None
-        slower = [f for f in new if f.slower]
+        failing = [f for f in new if f.fails]
         click.echo(
-            f"perfbot history: {len(new)} new step(s), {len(slower)} of them slower"
+            f"perfbot history: {len(new)} new step(s), {len(failing)} of them a recent slowdown of the subject's own"
             if new
             else "perfbot history: no new step"
         )
-        if slower:
+        if failing:
             sys.exit(EXIT_REGRESSION)
     if html_dir is None and not check:
         _print_steps(steps.find_all(read))
@@ -122,7 +123,7 @@ def _print_steps(found: list) -> None:
     for column in ("GPU", "benchmark", "watched", "change", "from run", "commits"):
         table.add_column(column)
     for f in found:
-        commits = f"{f.before.commit[:12]}..{f.after.commit[:12]}" if f.before.commit and f.after.commit else ""
+        commits = f"{f.good.commit[:12]}..{f.bad.commit[:12]}" if f.good.commit and f.bad.commit else ""
         watched = f"{f.series.bench.kernel}/{f.series.reference}" if f.series.reference else "median"
         table.add_row(
             escape(f.series.gpu),
