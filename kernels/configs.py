@@ -386,6 +386,40 @@ def decode_by_waves(block_m: int, N: int, num_sms: int) -> dict:
     return dict(min(fitting, key=score))
 
 
+# Prefill of a few hundred rows: 64-row tiles where the rows and waves they fill outweigh what a
+# 64-row tile loses to a 128-row one (about 5% on shapes both fill; experiments/2026-11-30-h200-
+# unseen-shapes/run5, where it won on seven of eight such shapes by 1.6-14%).
+PREFILL_64_ROWS = {
+    "BLOCK_M": 64,
+    "BLOCK_N": 128,
+    "BLOCK_K": 64,
+    "GROUP_M": 8,
+    "num_warps": 4,
+    "num_stages": 5,
+    "warp_specialize": False,
+    "epilogue_subtile": False,
+    "one_dot": True,
+    "flatten": True,
+}
+SMALLER_TILE_COST = 1.06
+
+
+def filled(M: int, N: int, block_m: int, block_n: int, num_sms: int) -> float:
+    """The share of a persistent launch's work that is real: rows past M in the last row block,
+    and SMs idle in the last wave of tiles, are the rest."""
+    row_blocks = -(-M // block_m)
+    tiles = row_blocks * -(-N // block_n)
+    waves = -(-tiles // num_sms)
+    return M / (row_blocks * block_m) * tiles / (waves * num_sms)
+
+
+def prefill_by_waves(M: int, N: int, num_sms: int) -> dict | None:
+    """64-row tiles when they fill the GPU enough better than 128-row ones; else None."""
+    if filled(M, N, 64, 128, num_sms) > SMALLER_TILE_COST * filled(M, N, 128, 128, num_sms):
+        return dict(PREFILL_64_ROWS)
+    return None
+
+
 def candidates(path: str, shape_class: str) -> list[dict]:
     """Configs worth trying for 16-bit inputs, those that fit in shared memory."""
     return [c for c in _CANDIDATES[(path, shape_class)] if _fits(c)]

@@ -301,6 +301,11 @@ def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) 
             **configs.decode_by_waves(plan["BLOCK_M"], N, num_sms),
             "source": "by waves",
         }
+    elif chosen == "tma" and shape_class == "large" and config["source"] != "fixed":
+        # A few hundred rows: 64-row tiles where they fill the rows and waves enough better.
+        rows = configs.prefill_by_waves(M, N, num_sms)
+        if rows is not None:
+            plan = {**plan, **_OPTION_DEFAULTS, **rows, "source": "by waves"}
     return plan
 
 

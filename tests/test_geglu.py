@@ -106,6 +106,16 @@ def test_decode_is_chosen_by_the_waves_of_resident_programs():
             assert smem * config["programs_per_sm"] <= configs.SM_SMEM_BYTES
 
 
+def test_prefill_takes_64_row_tiles_only_where_they_fill_the_gpu_better():
+    from kernels import configs
+
+    # M = 278 pads to 384 rows in 128-row blocks, 320 in 64-row ones; M = 107 fills 64 of 132 SMs.
+    assert configs.prefill_by_waves(278, 13824, 132)["BLOCK_M"] == 64
+    assert configs.prefill_by_waves(107, 8192, 132)["BLOCK_M"] == 64
+    for M, N in ((8192, 5120), (512, 16384), (198, 14336), (4096, 4096)):  # the suites' shapes and a tie
+        assert configs.prefill_by_waves(M, N, 132) is None
+
+
 def test_the_generated_suite_is_what_the_seeded_generator_draws():
     import yaml
 

@@ -1,7 +1,8 @@
 """The distribution of each ratio over the generated suite, from the full runs (full/*.json), and
 each shape's misses against the issue's targets. From the repository root:
 
-    PYTHONPATH=. python experiments/2026-11-30-h200-unseen-shapes/summarize.py > experiments/2026-11-30-h200-unseen-shapes/summary.txt
+    PYTHONPATH=. python experiments/2026-11-30-h200-unseen-shapes/summarize.py \
+        > experiments/2026-11-30-h200-unseen-shapes/summary.txt
 """
 
 from __future__ import annotations
