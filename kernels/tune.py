@@ -1,9 +1,10 @@
 """Tune the fused GeGLU kernel's launch configs on the GPU at hand and write tuned_configs.yaml.
 
 For each path (tma, pointer) and shape class (decode, small, large) it takes every 16-bit case
-of the a100, models and decode suites in that class, checks each candidate config against a
-float64 reference, times all candidates and cuBLAS's gemm interleaved (perfbot's timing engine:
-CUDA-graph replays, L2 flushed), and keeps the candidate with the lowest geometric-mean time.
+of the a100, models, decode and generated suites in that class (`--suites` for others), checks
+each candidate config against a float64 reference, times all candidates and cuBLAS's gemm
+interleaved (perfbot's timing engine: CUDA-graph replays, L2 flushed), and keeps the candidate
+with the lowest geometric-mean time.
 
     python -m kernels.tune --out kernels/tuned_configs.yaml [--samples 10] [--where flatten=True]
 
@@ -37,10 +38,13 @@ ROOT = Path(__file__).resolve().parents[1]
 BOUNDS = {"bfloat16": 3e-3, "float16": 5e-4}
 
 
-def cases_by_class(num_sms: int) -> dict[str, list]:
+TUNED_ON = ("a100", "models", "decode", "generated")
+
+
+def cases_by_class(num_sms: int, suite_names: tuple[str, ...] = TUNED_ON) -> dict[str, list]:
     suites = load_suites(ROOT / "kernels" / "suites.yaml", subject)
     seen, by_class = set(), {c: [] for c in configs.SHAPE_CLASSES}
-    for name in ("a100", "models", "decode"):
+    for name in suite_names:
         for case in suites[name].cases:
             key = (case.M, case.K, case.N, case.dtype)
             if case.dtype in BOUNDS and key not in seen:
@@ -119,6 +123,9 @@ def main() -> None:
     parser.add_argument("--paths", default="tma,pointer", help="comma-separated paths to tune")
     parser.add_argument("--classes", default=",".join(configs.SHAPE_CLASSES), help="comma-separated shape classes")
     parser.add_argument("--where", default="", help="only candidates with these values, e.g. flatten=True,one_dot=True")
+    parser.add_argument(
+        "--suites", default=",".join(TUNED_ON), help="comma-separated suites whose 16-bit cases to tune on"
+    )
     args = parser.parse_args()
     where = dict(item.split("=", 1) for item in args.where.split(",") if item)
     props = torch.cuda.get_device_properties(0)
@@ -130,7 +137,7 @@ def main() -> None:
     )
     classes = args.classes.split(",")
     for path in args.paths.split(","):
-        for cls, cases in cases_by_class(props.multi_processor_count).items():
+        for cls, cases in cases_by_class(props.multi_processor_count, tuple(args.suites.split(","))).items():
             if cases and cls in classes:
                 best, geomean, log = tune(path, cls, cases, args.samples, where)
                 print("\n".join(log), flush=True)

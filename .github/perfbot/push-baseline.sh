@@ -34,7 +34,7 @@ for attempt in 1 2 3 4 5; do
   check=0
   rm -rf "$work/site"
   "$perfbot" history --store "$work/repo/store" --check --html "$work/site" \
-    ${PERFBOT_HISTORY_GIT:+--git "$PERFBOT_HISTORY_GIT"} >"$work/steps.txt" || check=$?
+    ${PERFBOT_HISTORY_GIT:+--git "$PERFBOT_HISTORY_GIT"} >"$work/steps.txt" 2>&1 || check=$?
   cat "$work/steps.txt"
   git -C "$work/repo" add -- store ':(exclude)store/.lock'
   git -C "$work/repo" -c user.name=perfbot -c user.email=perfbot@users.noreply.github.com \
