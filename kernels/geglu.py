@@ -246,15 +246,32 @@ def _check_inputs(x: torch.Tensor, weight: torch.Tensor, approximate: str) -> No
 
 
 def _tma_capable(x2d: torch.Tensor, weight: torch.Tensor, N: int) -> bool:
-    """TMA needs 16-bit inputs here (fp32 takes full-precision FMA dots either way), contiguous
-    rows whose strides are multiples of 16 bytes, and 16-byte-aligned bases for both halves."""
+    """TMA needs 16-bit inputs here (fp32 takes full-precision FMA dots either way), rows of
+    contiguous elements whose strides are multiples of 16 bytes (a row may be padded: a view of a
+    wider buffer), and 16-byte-aligned bases for both halves and for out."""
     if x2d.dtype not in (torch.float16, torch.bfloat16):
         return False
-    if not (x2d.is_contiguous() and weight.is_contiguous()):
-        return False
-    K = x2d.shape[1]
     size = x2d.element_size()
-    return (K * size) % 16 == 0 and (N * size) % 16 == 0 and x2d.data_ptr() % 16 == 0 and weight.data_ptr() % 16 == 0
+    rows_ok = all(t.stride(1) == 1 and (t.stride(0) * size) % 16 == 0 for t in (x2d, weight))
+    return rows_ok and (N * size) % 16 == 0 and x2d.data_ptr() % 16 == 0 and weight.data_ptr() % 16 == 0
+
+
+# From this many rows x's reads weigh enough in the launch for aligned rows to pay for the copy
+# (measured gains at 5722 to 14735 rows; with fewer rows the weight's reads dominate).
+ALIGN_ROWS_FROM = 1024
+
+
+def _aligned_rows(x2d: torch.Tensor) -> torch.Tensor:
+    """x with rows 32-byte aligned: a copy into a buffer whose rows are a multiple of 16 elements
+    long, seen at its true width. TMA reads rows that are only 16-byte aligned slowly: on the H200
+    a prefill shape with K = 8168 ran 1.25x cuBLAS's time, 1.08x with x's rows padded, 1.00x
+    with weight's too (experiments/2026-11-30-h200-unseen-shapes/probe_alignment.txt). The copy of
+    x reads and writes 2 M K bytes, a few percent of such a launch at most (estimated, not yet
+    measured with the copy included); a copy of weight per call would cost more than it saves."""
+    M, K = x2d.shape
+    buffer = torch.empty(M, -(-K // 16) * 16, dtype=x2d.dtype, device=x2d.device)
+    buffer[:, :K].copy_(x2d)
+    return buffer[:, :K]
 
 
 def _device_info(device: torch.device) -> tuple[str, int, bool]:
@@ -369,6 +386,8 @@ def geglu(
     x2d = x.reshape(M, K)
     out2d = out.view(M, N)
     plan = launch_plan(x2d, weight, path)
+    if plan["path"] == "tma" and (x2d.stride(0) * x2d.element_size()) % 32 and M >= ALIGN_ROWS_FROM:
+        x2d = _aligned_rows(x2d)
     tanh = approximate == "tanh"
     if config is not None:
         plan = _with_config(plan, config, M, "given")
@@ -422,12 +441,13 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
     N = out2d.shape[1]
     options = {**_OPTION_DEFAULTS, **plan}  # a tuned config may leave options out: they are off
     bm, bn, bk = options["BLOCK_M"], options["BLOCK_N"], options["BLOCK_K"]
-    x_desc = TensorDescriptor(x2d, [M, K], [K, 1], [bm, bk])
+    x_desc = TensorDescriptor(x2d, [M, K], [x2d.stride(0), 1], [bm, bk])
+    row = weight.stride(0)  # K, or more where the caller padded the rows
     if options["one_dot"]:
-        w1_desc = w2_desc = TensorDescriptor(weight, [2, N, K], [N * K, K, 1], [2, bn, bk])
+        w1_desc = w2_desc = TensorDescriptor(weight, [2, N, K], [N * row, row, 1], [2, bn, bk])
     else:
-        w1_desc = TensorDescriptor(weight[:N], [N, K], [K, 1], [bn, bk])
-        w2_desc = TensorDescriptor(weight[N:], [N, K], [K, 1], [bn, bk])
+        w1_desc = TensorDescriptor(weight[:N], [N, K], [row, 1], [bn, bk])
+        w2_desc = TensorDescriptor(weight[N:], [N, K], [row, 1], [bn, bk])
     subtile = options["epilogue_subtile"]
     out_desc = TensorDescriptor(out2d, [M, N], [N, 1], [bm, bn // 2 if subtile else bn])
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)

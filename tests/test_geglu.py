@@ -88,6 +88,29 @@ def test_tma_path_in_interpreter(batch, K, N, config, approximate):
     _check(batch, K, N, torch.float16, 5e-4, approximate, path="tma", config=config)
 
 
+@needs_interpreter
+def test_rows_padded_or_copied_to_32_byte_alignment_give_the_same_result(monkeypatch):
+    from kernels import geglu as geglu_module
+
+    # K = 40: rows of 80 bytes, 16-byte but not 32-byte aligned. Many rows copy x into aligned
+    # rows; a weight stored in a wider buffer (rows of 48) is read through its stride.
+    copies = []
+    real = geglu_module._aligned_rows
+    monkeypatch.setattr(geglu_module, "_aligned_rows", lambda x2d: copies.append(x2d.shape) or real(x2d))
+    monkeypatch.setattr(geglu_module, "ALIGN_ROWS_FROM", 100)  # the interpreter's shapes are small
+    x, weight = make_inputs((130,), 40, 24, torch.float16)
+    wide = torch.zeros(48, 48, dtype=torch.float16)
+    wide[:, :40] = weight
+    padded_weight = wide[:, :40]
+    assert padded_weight.stride(0) == 48
+    for w in (weight, padded_weight):
+        out = geglu(x, w, path="tma", config={"BLOCK_M": 64, "BLOCK_N": 16, "BLOCK_K": 16, "one_dot": True})
+        assert relative_error(out, reference(x, weight, "none")) <= 5e-4
+    assert copies == [(130, 40), (130, 40)]
+    geglu(x[:99], weight, path="tma")  # fewer rows: the weight's reads dominate, x is not copied
+    assert len(copies) == 2
+
+
 def test_decode_is_chosen_by_the_waves_of_resident_programs():
     from kernels import configs
 
