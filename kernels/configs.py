@@ -402,6 +402,7 @@ PREFILL_64_ROWS = {
     "flatten": True,
 }
 SMALLER_TILE_COST = 1.06
+PREFILL_64_MAX_ROWS = 1024
 
 
 def filled(M: int, N: int, block_m: int, block_n: int, num_sms: int) -> float:
@@ -414,7 +415,10 @@ def filled(M: int, N: int, block_m: int, block_n: int, num_sms: int) -> float:
 
 
 def prefill_by_waves(M: int, N: int, num_sms: int) -> dict | None:
-    """64-row tiles when they fill the GPU enough better than 128-row ones; else None."""
+    """64-row tiles when they fill the GPU enough better than 128-row ones; else None. Only up to
+    PREFILL_64_MAX_ROWS: the range where they were measured to win."""
+    if M > PREFILL_64_MAX_ROWS:
+        return None
     if filled(M, N, 64, 128, num_sms) > SMALLER_TILE_COST * filled(M, N, 128, 128, num_sms):
         return dict(PREFILL_64_ROWS)
     return None

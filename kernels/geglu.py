@@ -252,7 +252,9 @@ def _tma_capable(x2d: torch.Tensor, weight: torch.Tensor, N: int) -> bool:
     if x2d.dtype not in (torch.float16, torch.bfloat16):
         return False
     size = x2d.element_size()
-    rows_ok = all(t.stride(1) == 1 and (t.stride(0) * size) % 16 == 0 for t in (x2d, weight))
+    K = x2d.shape[1]
+    # Rows that do not overlap (a broadcast row has stride 0), padded or not.
+    rows_ok = all(t.stride(1) == 1 and t.stride(0) >= K and (t.stride(0) * size) % 16 == 0 for t in (x2d, weight))
     return rows_ok and (N * size) % 16 == 0 and x2d.data_ptr() % 16 == 0 and weight.data_ptr() % 16 == 0
 
 
@@ -318,12 +320,19 @@ def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) 
             **configs.decode_by_waves(plan["BLOCK_M"], N, num_sms),
             "source": "by waves",
         }
-    elif chosen == "tma" and shape_class == "large" and config["source"] != "fixed":
+    elif chosen == "tma" and shape_class == "large" and config["source"] != "fixed" and _aligned(x2d, weight):
         # A few hundred rows: 64-row tiles where they fill the rows and waves enough better.
         rows = configs.prefill_by_waves(M, N, num_sms)
         if rows is not None:
             plan = {**plan, **_OPTION_DEFAULTS, **rows, "source": "by waves"}
+    if chosen == "tma" and M >= ALIGN_ROWS_FROM and not _aligned(x2d):
+        plan["align_x"] = True  # geglu copies x into 32-byte-aligned rows first (_aligned_rows)
     return plan
+
+
+def _aligned(*tensors: torch.Tensor) -> bool:
+    """Rows that start 32-byte aligned, which TMA reads at full speed."""
+    return all((t.stride(0) * t.element_size()) % 32 == 0 and t.data_ptr() % 32 == 0 for t in tensors)
 
 
 # The launch options a config may leave out, off by default.
@@ -386,18 +395,22 @@ def geglu(
     x2d = x.reshape(M, K)
     out2d = out.view(M, N)
     plan = launch_plan(x2d, weight, path)
-    if plan["path"] == "tma" and (x2d.stride(0) * x2d.element_size()) % 32 and M >= ALIGN_ROWS_FROM:
+    if plan.get("align_x"):
         x2d = _aligned_rows(x2d)
+    # TMA stores need a 16-byte-aligned base: an out that has none is written through a fresh one.
+    target = torch.empty_like(out2d) if plan["path"] == "tma" and out2d.data_ptr() % 16 else out2d
     tanh = approximate == "tanh"
     if config is not None:
         plan = _with_config(plan, config, M, "given")
     elif plan["source"] == "untuned" and x.device.type == "cuda":
         key = (plan["gpu"], plan["path"], plan["shape_class"], x.dtype)
         best = configs.autotune(
-            key, lambda c: _launch(x2d, weight, out2d, _with_config(plan, c, M, "autotuning"), tanh)
+            key, lambda c: _launch(x2d, weight, target, _with_config(plan, c, M, "autotuning"), tanh)
         )
         plan = _with_config(plan, best, M, "autotuned")
-    _launch(x2d, weight, out2d, plan, tanh)
+    _launch(x2d, weight, target, plan, tanh)
+    if target is not out2d:
+        out2d.copy_(target)
     return out
 
 

@@ -28,7 +28,7 @@ import yaml
 from kernels import configs
 from kernels import geglu as geglu_module
 from kernels.geglu import geglu
-from kernels.subject import subject
+from kernels.subject import geglu_float64, subject
 from perfbot import correctness, measure
 from perfbot.subject import load_suites
 
@@ -77,12 +77,12 @@ def tune(path: str, cls: str, cases: list, samples: int, where: dict[str, str]) 
         dtype = getattr(torch, case.dtype)
         x = torch.randn(case.M, case.K, device="cuda").to(dtype)
         weight = (torch.randn(2 * case.N, case.K, device="cuda") / case.K**0.5).to(dtype)
-        expected = correctness.reference(x, weight, "geglu", "none")
+        expected = geglu_float64(x, weight)
         captured = {"gemm": measure.capture(lambda x=x, weight=weight: x @ weight.T, 2)}
         for i, config in enumerate(candidates):
             call = lambda x=x, weight=weight, config=config: geglu(x, weight, path=path, config=config)  # noqa: E731
             try:
-                error = correctness.check(call(), expected, case.dtype).relative_error
+                error = correctness.check(call(), expected, BOUNDS[case.dtype]).relative_error
             except Exception as failure:  # noqa: BLE001 -- does not compile or launch here: not a choice
                 log.append(f"  {case.name}: candidate {i} failed: {type(failure).__name__}: {str(failure)[:200]}")
                 times[i].append(math.inf)
@@ -138,6 +138,11 @@ def main() -> None:
     classes = args.classes.split(",")
     for path in args.paths.split(","):
         for cls, cases in cases_by_class(props.multi_processor_count, tuple(args.suites.split(","))).items():
+            if path == "tma" and cls in configs.ALL_ROWS_CLASSES:
+                # Chosen per shape (configs.decode_by_waves); the entry kept in the file only
+                # decides which path these classes prefer.
+                print(f"tma/{cls}: chosen per shape by waves, not tuned", flush=True)
+                continue
             if cases and cls in classes:
                 best, geomean, log = tune(path, cls, cases, args.samples, where)
                 print("\n".join(log), flush=True)

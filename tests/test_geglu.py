@@ -104,11 +104,62 @@ def test_rows_padded_or_copied_to_32_byte_alignment_give_the_same_result(monkeyp
     padded_weight = wide[:, :40]
     assert padded_weight.stride(0) == 48
     for w in (weight, padded_weight):
-        out = geglu(x, w, path="tma", config={"BLOCK_M": 64, "BLOCK_N": 16, "BLOCK_K": 16, "one_dot": True})
-        assert relative_error(out, reference(x, weight, "none")) <= 5e-4
-    assert copies == [(130, 40), (130, 40)]
+        for one_dot in (True, False):
+            config = {"BLOCK_M": 64, "BLOCK_N": 16, "BLOCK_K": 16, "one_dot": one_dot}
+            out = geglu(x, w, path="tma", config=config)
+            assert relative_error(out, reference(x, weight, "none")) <= 5e-4
+    assert copies == [(130, 40)] * 4
     geglu(x[:99], weight, path="tma")  # fewer rows: the weight's reads dominate, x is not copied
-    assert len(copies) == 2
+    assert len(copies) == 4
+
+
+@pytest.fixture
+def h200(monkeypatch):
+    """geglu sees an H200 (132 SMs, TMA) while the kernels still run in the interpreter."""
+    from kernels import geglu as geglu_module
+
+    monkeypatch.setattr(geglu_module, "_device_info", lambda device: ("NVIDIA H200", 132, True))
+
+
+def _plan(M, K, N, **options):
+    x = torch.empty(M, K, dtype=torch.bfloat16, device="meta")
+    return launch_plan(x, torch.empty(2 * N, K, dtype=torch.bfloat16, device="meta"), **options)
+
+
+@needs_interpreter
+def test_the_h200_plans_decode_and_prefill_by_waves(h200):
+    decode = _plan(8, 4096, 11008)
+    assert (decode["source"], decode["BLOCK_M"], decode["BLOCK_N"], decode["programs_per_sm"]) == (
+        "by waves",
+        16,
+        32,
+        3,
+    )
+    assert _plan(278, 5120, 13824)["BLOCK_M"] == 64  # 384 padded rows in 128-row tiles, 320 in 64
+    assert _plan(278, 5112, 13824)["BLOCK_M"] == 128  # rows not 32-byte aligned: 64-row tiles lost there
+    assert _plan(2000, 5120, 13824)["BLOCK_M"] == 128  # past the rows where 64-row tiles were measured
+    assert _plan(4096, 8168, 4096).get("align_x") and not _plan(4096, 8192, 4096).get("align_x")
+    assert not _plan(64, 8168, 4096).get("align_x")  # few rows: the weight's reads dominate
+
+
+@needs_interpreter
+@pytest.mark.parametrize("batch,K,N", [((5,), 64, 40), ((33,), 72, 200)])
+def test_a_by_waves_plan_runs_right(h200, batch, K, N):
+    x, weight = make_inputs(batch, K, N, torch.float16)
+    assert launch_plan(x, weight)["source"] == "by waves"
+    assert relative_error(geglu(x, weight), reference(x, weight, "none")) <= 5e-4
+
+
+@needs_interpreter
+def test_broadcast_rows_and_an_unaligned_out_are_handled(h200):
+    x, weight = make_inputs((1,), 64, 24, torch.float16)
+    broadcast = x.expand(8, 64)  # rows of stride 0 overlap: not for TMA
+    assert launch_plan(broadcast, weight)["path"] == "pointer"
+    assert relative_error(geglu(broadcast, weight), reference(broadcast, weight, "none")) <= 5e-4
+    shifted = torch.empty(8 * 24 + 1, dtype=torch.float16)[1:].view(8, 24)  # base 2 bytes past alignment
+    x8, _ = make_inputs((8,), 64, 24, torch.float16)
+    geglu(x8, weight, out=shifted, path="tma")
+    assert relative_error(shifted, reference(x8, weight, "none")) <= 5e-4
 
 
 def test_decode_is_chosen_by_the_waves_of_resident_programs():
