@@ -10,6 +10,7 @@ A benchmark without a reference is watched by its median.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Sequence
@@ -89,8 +90,15 @@ class Series:
             return [(p.run, p.ratio) for p in self.points if p.ratio is not None]
         return [(p.run, p.median_ms) for p in self.points]
 
+    @property
+    def watched_label(self) -> str:
+        """What the check watches, for people: "mykernel/bound", or "median"."""
+        return f"{self.bench.kernel}/{self.reference}" if self.reference is not None else "median"
+
+    @functools.cached_property
     def steps(self) -> list[tuple[changepoints.Step, int, int]]:
-        """Each step with the run before it and the run that starts it."""
+        """Each step with the run before it and the run that starts it (found once: the site and
+        the check both ask)."""
         watched = self.watched
         return [
             (step, watched[step.at - 1][0], watched[step.at][0])

@@ -104,7 +104,7 @@ def find_all(history: History) -> list[Found]:
     for series in history.series:
         runs = history.runs[series.gpu]
         watched = [run for run, _ in series.watched]
-        for step, before, after in series.steps():
+        for step, before, after in series.steps:
             good = watched[max(0, step.at - RANGE_BEFORE)]
             bad = watched[min(len(watched) - 1, step.at + RANGE_AFTER)]
             recent = after > len(runs) - 1 - RECENT_RUNS
@@ -129,7 +129,7 @@ def new_steps(history: History, state: State) -> list[Found]:
 def describe(found: Found) -> list[str]:
     """What a reader needs: the benchmark, the step, where it lies, how to find its commit."""
     series, step = found.series, found.step
-    watched = f"{series.bench.kernel}/{series.reference}" if series.reference else "median"
+    watched = series.watched_label
     lines = [
         f"{series.gpu} · {series.label}: {watched} {step.change_percent:+.2f}% "
         f"({step.before:.4g} → {step.after:.4g}) from run {found.after.index + 1} "

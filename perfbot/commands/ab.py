@@ -12,7 +12,17 @@ import click
 from .. import results as results_file
 from ..errors import EXIT_REGRESSION, BadInput
 from ..thresholds import load_policy
-from .context import chosen, emit, load_kernels, measure_options, progress, project_config, project_option, run_settings
+from .context import (
+    chosen,
+    emit,
+    load_kernels,
+    measure_options,
+    progress,
+    project_config,
+    project_option,
+    run_settings,
+    thresholds_option,
+)
 
 _OUTPUTS = ("base.json", "head.json", "comparison.json", "comment.md")
 
@@ -29,13 +39,7 @@ _OUTPUTS = ("base.json", "head.json", "comparison.json", "comment.md")
     help="Where base.json, head.json, comparison.json and comment.md go.",
 )
 @click.option("--overwrite", is_flag=True, help="Replace those files if they exist.")
-@click.option(
-    "--thresholds",
-    "thresholds_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Regression policy. Default: thresholds.yaml at the project root.",
-)
+@thresholds_option
 @click.option(
     "--trend-store",
     type=click.Path(file_okay=False, path_type=Path),

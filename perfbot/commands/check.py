@@ -14,6 +14,7 @@ from .context import (
     choice_options,
     chosen,
     console,
+    kernels_option,
     load_kernels,
     progress,
     project_config,
@@ -31,12 +32,7 @@ from .context import (
     help="Where to run. Default: the GPU if there is one, else the CPU, with Triton kernels in Triton's "
     "interpreter (slow: keep small cases for it, a suite named quick).",
 )
-@click.option(
-    "--kernels",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Package to check instead of the project's ([tool.perfbot] kernels).",
-)
+@kernels_option
 @project_option
 def check_command(
     suite_names: tuple[str, ...],

@@ -15,7 +15,7 @@ from ..errors import EXIT_REGRESSION, BadInput
 from ..export import to_pytest_benchmark
 from ..files import write_atomic
 from ..thresholds import load_policy
-from .context import emit, project_config, project_option
+from .context import emit, project_config, project_option, thresholds_option
 
 
 def _store_dir(store: Path | None, project: Path | None) -> Path:
@@ -38,13 +38,7 @@ _store_option = click.option(
     default=None,
     help="Compare CURRENT with the newest stored run of its GPU in this store, instead of a BASELINE file.",
 )
-@click.option(
-    "--thresholds",
-    "thresholds_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Regression policy. Default: thresholds.yaml at the project root.",
-)
+@thresholds_option
 @click.option(
     "--markdown",
     "markdown_path",

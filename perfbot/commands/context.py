@@ -30,6 +30,19 @@ project_option = click.option(
     help="perfbot checkout whose pyproject.toml, kernels/ and suites to use. "
     "Default: the nearest above the current directory.",
 )
+thresholds_option = click.option(
+    "--thresholds",
+    "thresholds_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Regression policy. Default: thresholds.yaml at the project root.",
+)
+kernels_option = click.option(
+    "--kernels",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Package to use instead of the project's ([tool.perfbot] kernels).",
+)
 
 
 _CHOICE_OPTIONS = (

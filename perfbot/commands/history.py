@@ -124,7 +124,7 @@ def _print_steps(found: list) -> None:
         table.add_column(column)
     for f in found:
         commits = f"{f.good.commit[:12]}..{f.bad.commit[:12]}" if f.good.commit and f.bad.commit else ""
-        watched = f"{f.series.bench.kernel}/{f.series.reference}" if f.series.reference else "median"
+        watched = f.series.watched_label
         table.add_row(
             escape(f.series.gpu),
             escape(f.series.label),

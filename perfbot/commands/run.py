@@ -15,6 +15,7 @@ from ..report import case_markdown, failures_table, run_markdown, run_table
 from .context import (
     chosen,
     console,
+    kernels_option,
     load_kernels,
     measure_options,
     own_implementation,
@@ -34,12 +35,7 @@ from .context import (
     help="Write the results file (JSON, every sample) here.",
 )
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists; without it an existing file is kept.")
-@click.option(
-    "--kernels",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="kernels/ package to measure instead of the project's.",
-)
+@kernels_option
 @project_option
 def run_command(
     suite_names: tuple[str, ...],
@@ -202,12 +198,7 @@ def suites_command(project: Path | None) -> None:
     help="A variant parameter's value (repeat for several parameters). Default: the defaults.",
 )
 @click.option("--samples", type=click.IntRange(min=10), default=20, show_default=True, help="Samples to print.")
-@click.option(
-    "--kernels",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="kernels/ package to measure instead of the project's.",
-)
+@kernels_option
 @project_option
 def sample_command(
     suite_name: str | None,

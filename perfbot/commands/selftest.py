@@ -10,7 +10,15 @@ import click
 from ..errors import WrongResult
 from ..files import write_atomic
 from ..thresholds import load_policy
-from .context import console, load_kernels, own_implementation, progress, project_config, project_option
+from .context import (
+    console,
+    load_kernels,
+    own_implementation,
+    progress,
+    project_config,
+    project_option,
+    thresholds_option,
+)
 
 
 @click.command("selftest")
@@ -36,13 +44,7 @@ from .context import console, load_kernels, own_implementation, progress, projec
 @click.option(
     "--levels", default="0.5,1,2,5", show_default=True, help="Injected slowdowns in percent, comma-separated."
 )
-@click.option(
-    "--thresholds",
-    "thresholds_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Regression policy. Default: thresholds.yaml at the project root.",
-)
+@thresholds_option
 @click.option(
     "--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the table as JSON here."
 )
