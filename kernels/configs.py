@@ -37,8 +37,9 @@ def shape_class(M: int, K: int, N: int, num_sms: int) -> str:
     """gemv: at most 4 rows (generating tokens one at a time). decode: at most 64 rows. Both are
     bound by reading weight once. small: short tiles (K <= SHORT_K) and fewer 128x128 output
     tiles than two waves of the GPU, where two smaller programs per SM hide each other's
-    epilogue. large: the rest. With a longer K the 128x128 tile won on every unseen shape of 65
-    to 650 rows, by 4-40% (experiments/2026-11-30-h200-unseen-shapes/run1)."""
+    epilogue. large: the rest. With a longer K the 128x128 tile beat the small config by 30-42%
+    on three of four unseen shapes of 65 to 650 rows and lost by 2% on the fourth, M = 107
+    (experiments/2026-11-30-h200-unseen-shapes/run1), which now takes 64-row tiles instead."""
     if M <= 4:
         return "gemv"
     if M <= 64:

@@ -111,7 +111,8 @@ def test_the_charts_render_the_step_is_marked_where_it_is_and_a_point_leads_to_i
 
     browser.get(f"{serve}/site/index.html")
     rows = browser.find_elements(By.CSS_SELECTOR, "table tr")
-    assert len(rows) == 1 + 6  # a header and fused, gemm and eager on two cases
+    assert len(rows) == 1 + 1 + 6  # a header, the suite's heading, and fused, gemm and eager on two cases
+    assert [th.text for th in browser.find_elements(By.CSS_SELECTOR, "th.suite")] == ["suite pr"]
     for spark in browser.find_elements(By.CSS_SELECTOR, "polyline.spark"):
         assert _rect(browser, spark)["w"] > 100  # drawn across its box
     _screenshot(browser, tmp_path, "history-index.png")
