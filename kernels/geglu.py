@@ -145,83 +145,16 @@ def _geglu_pointer_kernel(
 
 
 @triton.jit
-def _tile_products(
-    x_desc,
-    w1_desc,
-    w2_desc,
-    offs_m,
-    offs_n,
-    k_lo,
-    k_hi,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    ONE_DOT: tl.constexpr,
-):
-    """z1 and z2 of one output tile over the K steps [k_lo, k_hi), in fp32."""
-    z1 = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    z2 = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    if ONE_DOT:
-        # weight seen as [2, N, K]: one load brings the matching rows of both halves, and
-        # one BLOCK_M x 2*BLOCK_N product computes [z1 | z2] for the tile.
-        z = tl.zeros((BLOCK_M, 2 * BLOCK_N), dtype=tl.float32)
-        for ki in range(k_lo, k_hi):
-            offs_k = ki * BLOCK_K
-            x = x_desc.load([offs_m, offs_k])
-            w = tl.reshape(w1_desc.load([0, offs_n, offs_k]), (2 * BLOCK_N, BLOCK_K))
-            z = tl.dot(x, w.T, z)
-        z1, z2 = tl.split(tl.permute(tl.reshape(z, (BLOCK_M, 2, BLOCK_N)), (0, 2, 1)))
-    else:
-        for ki in range(k_lo, k_hi):
-            offs_k = ki * BLOCK_K
-            x = x_desc.load([offs_m, offs_k])
-            z1 = tl.dot(x, w1_desc.load([offs_n, offs_k]).T, z1)
-            z2 = tl.dot(x, w2_desc.load([offs_n, offs_k]).T, z2)
-    return z1, z2
-
-
-@triton.jit
-def _store_tile(
-    out_desc,
-    offs_m,
-    offs_n,
-    z1,
-    z2,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    APPROXIMATE_TANH: tl.constexpr,
-    EPILOGUE_SUBTILE: tl.constexpr,
-):
-    out = (z1 * _gelu(z2, APPROXIMATE_TANH)).to(out_desc.dtype)
-    if EPILOGUE_SUBTILE:
-        # Two half-width stores: half the shared memory for the epilogue, left for stages.
-        left, right = tl.split(tl.permute(tl.reshape(out, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
-        out_desc.store([offs_m, offs_n], left)
-        out_desc.store([offs_m, offs_n + BLOCK_N // 2], right)
-    else:
-        out_desc.store([offs_m, offs_n], out)
-
-
-@triton.jit
 def _geglu_tma_kernel(
     # Tensor descriptors: x [M, K], the halves of weight [N, K] each, out [M, N]
     x_desc,
     w1_desc,
     w2_desc,
     out_desc,
-    # Stream-K's partial tiles (fp32, two per program) and flags (int32, one per program, zero
-    # between launches: whoever consumes a flag resets it)
-    partials_ptr,
-    flags_ptr,
     # Matrix dimensions
     M,
     N,
     K,
-    # Tiles taken whole, one program each; the rest, the last SK_TILES, are shared by K steps,
-    # SK_STEPS per program
-    DP_TILES,
-    SK_TILES,
-    SK_STEPS,
     # Meta-parameters
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -233,7 +166,6 @@ def _geglu_tma_kernel(
     EPILOGUE_SUBTILE: tl.constexpr,
     ONE_DOT: tl.constexpr,
     FLATTEN: tl.constexpr,
-    STREAM_K: tl.constexpr,
 ):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -246,72 +178,42 @@ def _geglu_tma_kernel(
     # coordinates come from a second counter one tile behind, recomputed after the K loop, so
     # that the epilogue does not depend on the values the next tile's prologue overwrites.
     tile_id_c = tl.program_id(0) - NUM_PROGRAMS
-    for tile_id in tl.range(tl.program_id(0), DP_TILES, NUM_PROGRAMS, flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
+    for tile_id in tl.range(
+        tl.program_id(0), num_pid_m * num_pid_n, NUM_PROGRAMS, flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE
+    ):
         pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
-        z1, z2 = _tile_products(
-            x_desc, w1_desc, w2_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, 0, k_tiles, BLOCK_M, BLOCK_N, BLOCK_K, ONE_DOT
-        )
+        offs_m = pid_m * BLOCK_M
+        offs_n = pid_n * BLOCK_N
+        z1 = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        z2 = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        if ONE_DOT:
+            # weight seen as [2, N, K]: one load brings the matching rows of both halves, and
+            # one BLOCK_M x 2*BLOCK_N product computes [z1 | z2] for the tile.
+            z = tl.zeros((BLOCK_M, 2 * BLOCK_N), dtype=tl.float32)
+            for ki in range(k_tiles):
+                offs_k = ki * BLOCK_K
+                x = x_desc.load([offs_m, offs_k])
+                w = tl.reshape(w1_desc.load([0, offs_n, offs_k]), (2 * BLOCK_N, BLOCK_K))
+                z = tl.dot(x, w.T, z)
+            z1, z2 = tl.split(tl.permute(tl.reshape(z, (BLOCK_M, 2, BLOCK_N)), (0, 2, 1)))
+        else:
+            for ki in range(k_tiles):
+                offs_k = ki * BLOCK_K
+                x = x_desc.load([offs_m, offs_k])
+                z1 = tl.dot(x, w1_desc.load([offs_n, offs_k]).T, z1)
+                z2 = tl.dot(x, w2_desc.load([offs_n, offs_k]).T, z2)
         tile_id_c += NUM_PROGRAMS
         pid_m, pid_n = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
-        _store_tile(
-            out_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, z1, z2, BLOCK_M, BLOCK_N, APPROXIMATE_TANH, EPILOGUE_SUBTILE
-        )
-    if STREAM_K:
-        # The last wave, which would leave SMs idle, is shared out by K steps instead: program v
-        # takes the steps [v * SK_STEPS, (v + 1) * SK_STEPS) of the tail tiles laid end to end. A
-        # tile's steps may span several programs; the one holding its first step (the finisher)
-        # adds the others' partial sums and stores the tile. Every other contributor starts its
-        # range inside the tile, so each program leaves at most one partial, in its own slot.
-        # v counts programs backwards so that the finisher waits only for programs of lower id:
-        # those the GPU schedules first (and the interpreter runs first).
-        v = NUM_PROGRAMS - 1 - tl.program_id(0)
-        start = v * SK_STEPS
-        end = tl.minimum(start + SK_STEPS, SK_TILES * k_tiles)
-        first = start // k_tiles
-        segments = tl.where(end > start, tl.cdiv(end, k_tiles) - first, 0)
-        block = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-        for segment in range(segments):
-            sk_tile = first + segment
-            k_lo = tl.maximum(start - sk_tile * k_tiles, 0)
-            k_hi = tl.minimum(end - sk_tile * k_tiles, k_tiles)
-            pid_m, pid_n = _tile_coords(DP_TILES + sk_tile, num_pid_m, num_pid_n, GROUP_M)
-            z1, z2 = _tile_products(
-                x_desc,
-                w1_desc,
-                w2_desc,
-                pid_m * BLOCK_M,
-                pid_n * BLOCK_N,
-                k_lo,
-                k_hi,
-                BLOCK_M,
-                BLOCK_N,
-                BLOCK_K,
-                ONE_DOT,
-            )
-            if k_lo != 0:
-                slot = partials_ptr + v * (2 * BLOCK_M * BLOCK_N) + block
-                tl.store(slot, z1)
-                tl.store(slot + BLOCK_M * BLOCK_N, z2)
-                tl.atomic_xchg(flags_ptr + v, 1, sem="release")
-            else:
-                last = ((sk_tile + 1) * k_tiles - 1) // SK_STEPS
-                for u in range(v + 1, last + 1):
-                    while tl.atomic_cas(flags_ptr + u, 1, 0, sem="acquire") != 1:
-                        pass
-                    slot = partials_ptr + u * (2 * BLOCK_M * BLOCK_N) + block
-                    z1 += tl.load(slot, cache_modifier=".cg")
-                    z2 += tl.load(slot + BLOCK_M * BLOCK_N, cache_modifier=".cg")
-                _store_tile(
-                    out_desc,
-                    pid_m * BLOCK_M,
-                    pid_n * BLOCK_N,
-                    z1,
-                    z2,
-                    BLOCK_M,
-                    BLOCK_N,
-                    APPROXIMATE_TANH,
-                    EPILOGUE_SUBTILE,
-                )
+        offs_m = pid_m * BLOCK_M
+        offs_n = pid_n * BLOCK_N
+        out = (z1 * _gelu(z2, APPROXIMATE_TANH)).to(out_desc.dtype)
+        if EPILOGUE_SUBTILE:
+            # Two half-width stores: half the shared memory for the epilogue, left for stages.
+            left, right = tl.split(tl.permute(tl.reshape(out, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+            out_desc.store([offs_m, offs_n], left)
+            out_desc.store([offs_m, offs_n + BLOCK_N // 2], right)
+        else:
+            out_desc.store([offs_m, offs_n], out)
 
 
 def _interpreting() -> bool:
@@ -442,7 +344,6 @@ _OPTION_DEFAULTS = {
     "programs_per_sm": 1,
     "maxnreg": None,
     "num_ctas": 1,
-    "stream_k_waves": 0,
 }
 
 
@@ -566,17 +467,7 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
     # Two programs per SM (configs small enough in registers and shared memory): while one runs
     # its epilogue, the other's matmul keeps the tensor cores busy. A program on a cluster of
     # num_ctas CTAs takes that many SMs.
-    slots = options["programs_per_sm"] * options["num_sms"] // options["num_ctas"]
-    programs, dp_tiles, sk_tiles, sk_steps = min(slots, tiles), tiles, 0, 0
-    partials = flags = out2d  # not read unless stream-K shares out the last waves
-    if options["stream_k_waves"] and tiles % slots:
-        # The last stream_k_waves waves (the last one partial) are shared out by K steps over
-        # every slot; all programs must be resident at once, as they are with one per slot.
-        programs = slots
-        sk_tiles = min(tiles, tiles % slots + (options["stream_k_waves"] - 1) * slots)
-        dp_tiles = tiles - sk_tiles
-        sk_steps = triton.cdiv(sk_tiles * triton.cdiv(K, bk), programs)
-        partials, flags = _stream_k_buffers(out2d.device, programs, bm, bn)
+    programs = min(options["programs_per_sm"] * options["num_sms"] // options["num_ctas"], tiles)
     limits = {"maxnreg": options["maxnreg"]} if options["maxnreg"] else {}
     if options["num_ctas"] != 1:
         limits["num_ctas"] = options["num_ctas"]
@@ -585,14 +476,9 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
         w1_desc,
         w2_desc,
         out_desc,
-        partials,
-        flags,
         M,
         N,
         K,
-        dp_tiles,
-        sk_tiles,
-        sk_steps,
         BLOCK_M=bm,
         BLOCK_N=bn,
         BLOCK_K=bk,
@@ -603,24 +489,7 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
         EPILOGUE_SUBTILE=subtile,
         ONE_DOT=options["one_dot"],
         FLATTEN=options["flatten"],
-        STREAM_K=sk_tiles > 0,
         num_warps=options["num_warps"],
         num_stages=options["num_stages"],
         **limits,
     )
-
-
-# Per device, stream and launch shape: flags are left zero by every launch, so they are zeroed
-# once, not per call (a memset per call would cost a few percent of a short prefill launch).
-_stream_k_cache: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
-
-
-def _stream_k_buffers(device: torch.device, programs: int, block_m: int, block_n: int):
-    """Stream-K's partial tiles (two fp32 tiles per program) and its flags (one per program).
-    Kept per stream: launches on one stream run in order, so they never share them at once."""
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    key = (device, stream, programs, block_m, block_n)
-    if key not in _stream_k_cache:
-        partials = torch.empty(programs * 2 * block_m * block_n, dtype=torch.float32, device=device)
-        _stream_k_cache[key] = (partials, torch.zeros(programs, dtype=torch.int32, device=device))
-    return _stream_k_cache[key]
