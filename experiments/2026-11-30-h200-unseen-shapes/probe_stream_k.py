@@ -1,5 +1,5 @@
 """Stream-K for the last wave, a probe: on every prefill shape of the generated suite and some of
-the suites' (decode was probed first: stream-K was 4-13% slower on each of the six tried, where
+the suites' (decode was probed first: stream-K was 4-13% slower on each of the five tried, where
 one wave or less of tiles leaves nothing to balance), the committed launch plan against the same plan with its last wave (or its last
 two) shared out by K steps (`stream_k_waves` 1 and 2), and on prefill of up to 1024 rows the other
 row height with stream-K; on K not a multiple of 16, the plan without its copy of x into aligned
