@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,34 @@ def paired_ratio(
     )
     interval = result.confidence_interval
     return RatioEstimate(float(statistic(base, cur)), float(interval.low), float(interval.high), confidence)
+
+
+def always_valid_paired_ratio(
+    baseline: Sequence[float], current: Sequence[float], confidence: float = 0.99, prior: float = 2.0
+) -> RatioEstimate:
+    """For interleaved samples to which rounds keep being added: the median of the per-round
+    ratios current_i / baseline_i with a confidence sequence, an interval that holds at every
+    number of rounds at once, so it may be looked at after each round and sampling stopped as soon
+    as it decides, without raising the false-alarm rate (a fixed-sample interval looked at again
+    and again does raise it).
+
+    A sign test made time-uniform: for a candidate median m, the count k of rounds whose ratio
+    lies above m is Binomial(n, 1/2) when m is the median, and the Beta(prior, prior) mixture of
+    likelihood ratios B(k + prior, n - k + prior) / B(prior, prior) * 2^n is a nonnegative
+    martingale; by Ville's inequality it ever reaches 1 / (1 - confidence) with at most that
+    probability. The interval holds every m not rejected so, between two order statistics of the
+    ratios. Distribution-free (only continuity and independent rounds are assumed)."""
+    ratios = np.sort(np.asarray(current, dtype=float) / np.asarray(baseline, dtype=float))
+    n = len(ratios)
+    if n == 0:
+        raise ValueError("no rounds")
+    above = np.arange(n + 1)
+    log_mixture = special.betaln(above + prior, n - above + prior) - special.betaln(prior, prior) + n * np.log(2)
+    kept = above[log_mixture < -np.log1p(-confidence)]
+    # m with k ratios above it lies between the (n - k)th and (n - k + 1)th smallest ratio.
+    low = ratios[n - kept.max() - 1] if kept.max() < n else 0.0
+    high = ratios[n - kept.min()] if kept.min() > 0 else float("inf")
+    return RatioEstimate(float(np.median(ratios)), float(low), float(high), confidence)
 
 
 def _batch(samples: int) -> int:
