@@ -347,10 +347,18 @@ _OPTION_DEFAULTS = {
 }
 
 
+# What a launch config may hold: tile and pipeline sizes, and the options above.
+_CONFIG_KEYS = frozenset({"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", *_OPTION_DEFAULTS})
+
+
 def _with_config(plan: dict, config: dict, M: int, source: str) -> dict:
     """The plan with `config` over its launch config. An option the config leaves out is off,
     never the tuned config's value: a tuned `programs_per_sm` or `maxnreg` must not leak into a
-    candidate that says nothing of them."""
+    candidate that says nothing of them. An option the kernel does not know is refused, not
+    ignored (a probe written for a removed option would otherwise time the plain kernel)."""
+    unknown = sorted(set(config) - _CONFIG_KEYS)
+    if unknown:
+        raise ValueError(f"geglu: unknown launch option(s) {unknown}; a config may hold {sorted(_CONFIG_KEYS)}")
     return _fit_rows({**plan, **_OPTION_DEFAULTS, **config, "source": source}, M)
 
 

@@ -136,14 +136,16 @@ def main() -> None:
         f"by python -m kernels.tune --samples {args.samples}" + (f" --where {args.where}" if where else "")
     )
     classes = args.classes.split(",")
+    cases_of_class = cases_by_class(props.multi_processor_count, tuple(args.suites.split(",")))
     for path in args.paths.split(","):
-        for cls, cases in cases_by_class(props.multi_processor_count, tuple(args.suites.split(","))).items():
+        for cls, cases in cases_of_class.items():
+            if not cases or cls not in classes:
+                continue
             if path == "tma" and cls in configs.ALL_ROWS_CLASSES:
                 # Chosen per shape (configs.decode_by_waves); the entry kept in the file only
                 # decides which path these classes prefer.
                 print(f"tma/{cls}: chosen per shape by waves, not tuned", flush=True)
-                continue
-            if cases and cls in classes:
+            else:
                 best, geomean, log = tune(path, cls, cases, args.samples, where)
                 print("\n".join(log), flush=True)
                 entry.setdefault(path, {})[cls] = dict(

@@ -404,6 +404,13 @@ def test_options_a_given_config_leaves_out_are_off(monkeypatch):
     assert launched[-1]["programs_per_sm"] == 2 and launched[-1]["source"] == "tuned"
 
 
+@needs_interpreter
+def test_an_unknown_launch_option_is_refused():
+    x, weight = make_inputs((9,), 40, 24, torch.float16)
+    with pytest.raises(ValueError, match=r"unknown launch option.*stream_k_waves"):
+        geglu(x, weight, path="tma", config={"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16, "stream_k_waves": 1})
+
+
 def test_shape_classes_and_a_class_borrowing_its_neighbours_tuned_config(tmp_path, monkeypatch):
     from kernels import configs
 
