@@ -9,6 +9,8 @@ comment, a forged marker, a live @mention or a broken table into what it writes.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import jinja2
@@ -280,6 +282,112 @@ def fit_comment(body: str, limit: int = GITHUB_COMMENT_LIMIT) -> str:
     kept = kept[: kept.rfind("\n") + 1] if "\n" in kept else kept
     unclosed = max(kept.count("<details>") - kept.count("</details>"), 0)
     return kept + closing * unclosed + note
+
+
+# A runner label naming a GPU kind, as the workflows check it (.github/perfbot/gpu-labels.sh): it
+# names a runner, an artifact and a folder, so it is kept to what is safe in all three.
+GPU_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_HEADLINE_PREFIX = "**perfbot:** "
+
+
+@dataclass(frozen=True)
+class GpuReport:
+    """One GPU kind's part of a PR comment: the runner label its job ran on, and its comparison,
+    or why there is none (`problem`). The label comes from whoever chose the runner (the
+    workflow), never from the comparison file, so no report can claim another GPU's section."""
+
+    label: str
+    summary: Summary | None
+    problem: str = ""
+
+    def __post_init__(self) -> None:
+        if not GPU_LABEL.fullmatch(self.label):
+            raise BadInput(
+                f"GPU label {self.label!r}: a runner label is 1 to 64 letters, digits, '.', '_' or '-', "
+                "starting with a letter or digit"
+            )
+        if (self.summary is None) != bool(self.problem):
+            raise ValueError("a GpuReport has a summary, or a problem saying why it has none")
+
+    @property
+    def gpu_name(self) -> str | None:
+        """The GPU the comparison file says it measured (its current side)."""
+        if self.summary is None:
+            return None
+        name = self.summary.environments.get("current", {}).get("gpu_name")
+        return None if name is None else str(name)
+
+
+def gpu_headline(reports: Sequence[GpuReport]) -> str:
+    """One line over every GPU kind, failing ones first: "❌ fails on a100; passes on h200"."""
+    groups = (
+        ("fails", [r.label for r in reports if r.summary is not None and r.summary.fails]),
+        ("not measured", [r.label for r in reports if r.summary is None]),
+        ("passes", [r.label for r in reports if r.summary is not None and not r.summary.fails]),
+    )
+    icon = "❌" if groups[0][1] else "⚠️" if groups[1][1] else "✅"
+    return f"{icon} " + "; ".join(f"{what} on {', '.join(labels)}" for what, labels in groups if labels)
+
+
+def gpu_comment_markdown(reports: Sequence[GpuReport], limit: int = GITHUB_COMMENT_LIMIT) -> str:
+    """The PR comment of a check on several GPU kinds: one headline over all of them, then a
+    section per GPU (its runner label and GPU name, then its comparison as `comment_markdown`
+    renders it, or why it could not measure), and one marker. Over `limit` characters, the
+    sections share the room: each gets what it needs or an equal share of what the shorter ones
+    left, and a section over its share is shortened as `comment_markdown` shortens a comment."""
+    if not reports:
+        raise BadInput("no GPU to report on: give at least one section")
+    labels = [r.label for r in reports]
+    if len(set(labels)) != len(labels):
+        raise BadInput(f"each GPU label may have one section; got {', '.join(labels)}")
+    template = _TEMPLATES.get_template("gpus.md.j2")
+
+    def render(bodies: dict[int, str]) -> str:
+        sections = [
+            {"label": r.label, "gpu": r.gpu_name, "problem": r.problem, "body": Markdown(bodies.get(i, ""))}
+            for i, r in enumerate(reports)
+        ]
+        return template.render(headline=gpu_headline(reports), sections=sections)
+
+    measured = [(i, r.summary) for i, r in enumerate(reports) if r.summary is not None]
+    full = [_gpu_section(summary, limit) for _, summary in measured]
+    shares = _shares(max(limit - len(render({})), 0), [len(text) for text in full])
+    bodies = {
+        i: text if len(text) <= share else _gpu_section(summary, share)
+        for (i, summary), text, share in zip(measured, full, shares, strict=True)
+    }
+    return fit_comment(render(bodies), limit)
+
+
+def _gpu_section(summary: Summary, limit: int) -> str:
+    """One comparison as `comment_markdown` renders it within `limit`, without its marker, its
+    verdict line as the section's first line."""
+    text = comment_markdown(summary, limit)
+    # A section cut short was cut to its share of the comment, not to GitHub's whole limit.
+    text = text.replace(f"over GitHub's limit of {limit:,} for a comment", f"over its share ({limit:,}) of the comment")
+    lines = text.rstrip("\n").split("\n")
+    if lines[-1].strip() == MARKER:
+        lines.pop()
+    lines[0] = lines[0].removeprefix(_HEADLINE_PREFIX)
+    return "\n".join(lines).rstrip("\n")
+
+
+def _shares(room: int, wants: Sequence[int]) -> list[int]:
+    """`room` characters split among sections that want `wants`: max-min fair, so a section
+    gets what it wants or an equal share of what the shorter ones left, whichever is less."""
+    shares = [0] * len(wants)
+    pending = sorted(range(len(wants)), key=lambda i: wants[i])
+    left = room
+    while pending:
+        fair = left // len(pending)
+        if wants[pending[0]] > fair:
+            for i in pending:
+                shares[i] = fair
+            break
+        first = pending.pop(0)
+        shares[first] = wants[first]
+        left -= wants[first]
+    return shares
 
 
 def compare_table(summary: Summary) -> Table:

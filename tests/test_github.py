@@ -253,3 +253,101 @@ def test_cli_exit_codes(fake, env, monkeypatch, tmp_path: Path):
     monkeypatch.delenv("GITHUB_TOKEN")
     result = runner.invoke(perfbot, [*base, "--body-file", str(env)])
     assert result.exit_code == 3 and "GITHUB_TOKEN is not set" in result.output
+
+
+# Several GPU kinds: one comment, a section per runner label.
+def _comparison_file(path: Path, slowdown: float, gpu: str) -> Path:
+    from perfbot import comparison
+    from perfbot.compare import compare
+    from perfbot.thresholds import load_policy
+    from tests.conftest import ROOT
+    from tests.helpers import make_results
+
+    environment = {"gpu_name": gpu}
+    base = make_results(seed=1, environment=environment)
+    head = make_results({("fused", "gemma-2b"): slowdown}, seed=2, environment=environment)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        comparison.to_text(comparison.summarize(compare(base, head, load_policy(ROOT / "thresholds.yaml"))))
+    )
+    return path
+
+
+def _sections(*sections: str, status: str = "failure"):
+    args = ["comment", "--repo", REPO, "--pr", "7", "--sha", SHA, "--status", status]
+    for section in sections:
+        args += ["--section", section]
+    return CliRunner().invoke(perfbot, args)
+
+
+def test_cli_one_comment_with_a_section_per_gpu_edited_in_place(fake, env, tmp_path: Path):
+    a100 = _comparison_file(tmp_path / "a100" / "comparison.json", 1.10, "NVIDIA A100-SXM4-80GB")
+    h200 = _comparison_file(tmp_path / "h200" / "comparison.json", 1.0, "NVIDIA H200")
+    first = _sections(f"a100={a100}", f"h200={h200}")
+    second = _sections(f"a100={a100}", f"h200={h200}")
+    assert first.exit_code == 0 and second.exit_code == 0, first.output + second.output
+    assert "created" in first.output and "updated" in second.output
+    (comment,) = fake.comments[(REPO, 7)]
+    body = comment["body"]
+    assert body.startswith("**perfbot:** ❌ fails on a100; passes on h200\n")
+    assert body.count(MARKER) == 1 and body.rstrip("\n").endswith(f"<sub>Measured commit: {SHA}</sub>\n{MARKER}")
+    a100_at = body.index("\n### a100 · NVIDIA A100-SXM4-80GB\n")
+    h200_at = body.index("\n### h200 · NVIDIA H200\n")
+    assert a100_at < h200_at
+    assert body[a100_at:h200_at].count("❌ 1 significant slowdown(s) beyond the threshold") == 1
+    assert "✅ no significant slowdown" in body[h200_at:] and "**perfbot:**" not in body[a100_at:]
+    status = fake.statuses[(REPO, SHA)][-1]
+    assert (status["state"], status["description"]) == ("failure", "❌ fails on a100; passes on h200")
+
+
+def test_cli_a_gpu_without_a_readable_report_gets_a_could_not_measure_section(fake, env, tmp_path: Path):
+    a100 = _comparison_file(tmp_path / "a100" / "comparison.json", 1.0, "NVIDIA A100-SXM4-80GB")
+    elsewhere = _comparison_file(tmp_path / "elsewhere" / "comparison.json", 1.0, "NVIDIA H200")
+    (tmp_path / "h200").mkdir()
+    (tmp_path / "h200" / "comparison.json").symlink_to(elsewhere)  # a symlink is never followed
+    (tmp_path / "l40s").mkdir()
+    (tmp_path / "l40s" / "comparison.json").write_text('{"format": 3, "interleaved": "<b>@mallory</b>"}')
+    result = _sections(
+        f"a100={a100}",
+        f"h200={tmp_path / 'h200' / 'comparison.json'}",
+        f"l40s={tmp_path / 'l40s' / 'comparison.json'}",
+        f"rtx_4090={tmp_path / 'missing' / 'comparison.json'}",
+        status="error",
+    )
+    assert result.exit_code == 0, result.output
+    body = fake.comments[(REPO, 7)][0]["body"]
+    assert body.startswith("**perfbot:** ⚠️ not measured on h200, l40s, rtx\\_4090; passes on a100\n")
+    assert "\n### h200\n\n⚠️ Could not measure: no comparison file" in body and "NVIDIA H200" not in body
+    assert "\n### rtx\\_4090\n\n⚠️ Could not measure: no comparison file" in body
+    assert "\n### l40s\n\n⚠️ Could not measure: its comparison file could not be read" in body
+    assert "<b>" not in body and "@mallory" not in body and body.count(MARKER) == 1
+    assert fake.statuses[(REPO, SHA)][-1]["description"] == (
+        "⚠️ not measured on h200, l40s, rtx_4090; passes on a100"  # plain text, not markdown
+    )
+
+
+@pytest.mark.parametrize(
+    ("sections", "message"),
+    [
+        (["../a100=x.json"], "is not a runner label"),
+        (["a100 h200=x.json"], "is not a runner label"),
+        (["-a100=x.json"], "is not a runner label"),
+        (["=x.json"], "is not a runner label"),
+        (["a100"], "must be LABEL=FILE"),
+        (["a100="], "must be LABEL=FILE"),
+        (["a100=x.json", "a100=y.json"], "'a100' is given twice"),
+    ],
+)
+def test_cli_section_labels_are_checked(fake, env, sections, message):
+    result = _sections(*sections)
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert fake.comments == {} and fake.statuses == {}
+
+
+def test_cli_sections_exclude_the_other_report_options(fake, env, tmp_path: Path):
+    a100 = _comparison_file(tmp_path / "comparison.json", 1.0, "NVIDIA A100-SXM4-80GB")
+    result = CliRunner().invoke(
+        perfbot, ["comment", "--repo", REPO, "--pr", "7", "--comparison", str(a100), "--section", f"a100={a100}"]
+    )
+    assert result.exit_code == 2 and "one of them" in result.output
+    assert fake.comments == {}

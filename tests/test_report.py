@@ -1,15 +1,28 @@
 """What people read, compared exactly with checked-in golden files
 (regenerate with PERFBOT_UPDATE_GOLDEN=1 after a deliberate change, and review the diff)."""
 
+import functools
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from perfbot.compare import compare
 from perfbot.comparison import summarize
-from perfbot.report import MARKER, comment_markdown, compare_table, markdown_escape
+from perfbot.errors import BadInput
+from perfbot.report import (
+    GITHUB_COMMENT_LIMIT,
+    MARKER,
+    GpuReport,
+    _shares,
+    comment_markdown,
+    compare_table,
+    gpu_comment_markdown,
+    markdown_escape,
+)
 from perfbot.thresholds import load_policy
 from tests.conftest import ROOT
 from tests.helpers import make_results
@@ -75,22 +88,27 @@ def test_names_from_files_cannot_break_the_table_or_forge_the_marker():
     assert markdown_escape("a|b<c>") == "a\\|b&lt;c&gt;"
 
 
+def _many(r, f):
+    return replace(
+        r,
+        settings=replace(r.settings, under_test=[f"fused-{i}" for i in range(250)]),
+        benchmarks=[
+            replace(b, kernel=f"{b.kernel}-{i}", samples_ms=[s * f(i) for s in b.samples_ms])
+            for i in range(250)
+            for b in r.benchmarks
+        ],
+    )
+
+
+@functools.cache
+def _huge():
+    """2,250 benchmarks, half of them 20% slower (computed once: a few tens of seconds)."""
+    slower = lambda i: 1.2 if i % 2 else 1.0  # noqa: E731
+    return summarize(compare(_many(make_results(seed=1), lambda i: 1.0), _many(make_results(seed=2), slower), POLICY))
+
+
 def test_a_huge_report_stays_under_githubs_limit_and_says_so():
-    base = make_results(seed=1)
-
-    def many(r, f):
-        return replace(
-            r,
-            settings=replace(r.settings, under_test=[f"fused-{i}" for i in range(250)]),
-            benchmarks=[
-                replace(b, kernel=f"{b.kernel}-{i}", samples_ms=[s * f(i) for s in b.samples_ms])
-                for i in range(250)
-                for b in r.benchmarks
-            ],
-        )
-
-    report = compare(many(base, lambda i: 1.0), many(make_results(seed=2), lambda i: 1.2 if i % 2 else 1.0), POLICY)
-    text = comment_markdown(summarize(report))
+    text = comment_markdown(_huge())
     assert len(text) <= 65536
     assert "left out to stay under GitHub's comment limit" in text
     assert text.rstrip("\n").endswith(MARKER)
@@ -110,3 +128,80 @@ def test_throttling_and_clock_drift_are_reported():
     text = comment_markdown(summarize(compare(base, head, POLICY)))
     assert "current run: clocks drifted — SM clock 1980 -&gt; 1800 MHz" in text
     assert "3 timing round(s) while NVML reported throttling (sw\\_thermal\\_slowdown)" in text
+
+
+def _gpu_reports():
+    a100 = {"gpu_name": "NVIDIA A100-SXM4-80GB", "gpu_sm_count": 108}
+    return [
+        GpuReport("h200", _report()),
+        GpuReport(
+            "a100",
+            summarize(compare(make_results(seed=3, environment=a100), make_results(seed=4, environment=a100), POLICY)),
+        ),
+        GpuReport("l40s", None, "no comparison file; its job stopped before comparing (see the workflow run)"),
+    ]
+
+
+def test_pr_comment_of_several_gpus_golden():
+    _golden("comment-gpus.md", gpu_comment_markdown(_gpu_reports()))
+
+
+def test_each_gpu_gets_a_section_under_its_label_and_the_comment_one_marker():
+    text = gpu_comment_markdown(_gpu_reports())
+    assert text.startswith("**perfbot:** ❌ fails on h200; not measured on l40s; passes on a100\n")
+    headings = [line for line in text.splitlines() if line.startswith("### ")]
+    assert headings == ["### h200 · NVIDIA H200", "### a100 · NVIDIA A100-SXM4-80GB", "### l40s"]
+    assert text.count(MARKER) == 1 and text.rstrip("\n").endswith(MARKER)
+    assert text.count("**perfbot:**") == 1  # each section's verdict line is its first line, unprefixed
+    # Every section is its comparison as the single-GPU comment shows it, less the headline prefix and marker.
+    single = comment_markdown(_report()).rstrip("\n").removesuffix(MARKER).rstrip("\n")
+    assert single.removeprefix("**perfbot:** ") in text
+
+
+def test_a_label_from_a_file_cannot_forge_a_section():
+    """The GPU name shown beside a label is escaped text from the file; the heading's label is
+    the one given, and a label that is not a runner label is refused."""
+    hostile = make_results(seed=3, environment={"gpu_name": "x\n### h200 · NVIDIA H200\n<!-- perfbot-report -->"})
+    text = gpu_comment_markdown([GpuReport("a100", summarize(compare(hostile, hostile, POLICY)))])
+    assert [line for line in text.splitlines() if line.startswith("### ")] == [
+        "### a100 · x \\#\\#\\# h200 · NVIDIA H200 &lt;\\!-- perfbot-report --&gt;"
+    ]
+    assert text.count(MARKER) == 1
+    for label in ("", "../h200", "h200\n", "-h200", "a" * 65, "a100 h200", "a100/h200"):
+        with pytest.raises(BadInput, match="runner label"):
+            GpuReport(label, None, "x")
+    with pytest.raises(BadInput, match="one section"):
+        gpu_comment_markdown([GpuReport("a100", None, "x"), GpuReport("a100", None, "y")])
+
+
+def test_several_huge_reports_share_githubs_limit():
+    reports = [
+        GpuReport("h200-1", _huge()),
+        GpuReport("h200-2", _report()),  # small: kept whole
+        GpuReport("h200-3", _huge()),
+        GpuReport("l40s", None, "no comparison file"),
+    ]
+    text = gpu_comment_markdown(reports, GITHUB_COMMENT_LIMIT - 400)
+    assert GITHUB_COMMENT_LIMIT - 400 - 2000 < len(text) <= GITHUB_COMMENT_LIMIT - 400  # the room is used
+    assert [line for line in text.splitlines() if line.startswith("### ")] == [
+        "### h200-1 · NVIDIA H200",
+        "### h200-2 · NVIDIA H200",
+        "### h200-3 · NVIDIA H200",
+        "### l40s",
+    ]
+    sections = text.split("\n### ")
+    assert comment_markdown(_report()).removeprefix("**perfbot:** ").split(f"\n{MARKER}")[0] in sections[2]
+    for big in (sections[1], sections[3]):  # each cut to its share, and saying so
+        assert big.split("\n")[2].startswith("❌ 375 significant slowdown(s) beyond the threshold")
+        assert "left out to stay under GitHub's comment limit" in big
+        assert re.search(r"the report was cut here: it has [\d,]+ characters, over its share \([\d,]+\)", big)
+    assert abs(len(sections[1]) - len(sections[3])) < 2000  # an equal share each
+    assert text.count(MARKER) == 1 and text.rstrip("\n").endswith(MARKER)
+
+
+def test_room_is_shared_max_min_fair():
+    assert _shares(100, [10, 80, 80]) == [10, 45, 45]
+    assert _shares(100, [10, 20, 30]) == [10, 20, 30]
+    assert _shares(90, [50, 50, 50]) == [30, 30, 30]
+    assert _shares(0, [5]) == [0]
+    assert _shares(10, []) == []

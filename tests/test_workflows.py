@@ -131,8 +131,8 @@ def test_gpu_check_shape():
     assert set(_triggers(data)) == {"workflow_dispatch"}
     assert check["permissions"] == {"contents": "read", "pull-requests": "read"}
     assert data["concurrency"]["cancel-in-progress"] is True
-    assert "self-hosted" in check["runs-on"] and "vars.PERFBOT_GPU_LABEL || 'a100'" in " ".join(check["runs-on"])
-    assert comment["runs-on"] == "ubuntu-latest" and comment["needs"] == "check"
+    assert "self-hosted" in check["runs-on"] and check["runs-on"][-1] == "${{ matrix.gpu }}"
+    assert comment["runs-on"] == "ubuntu-latest" and comment["needs"] == ["gpus", "check"]
     assert comment["concurrency"]["group"] == "perfbot-comment-${{ inputs.pr }}"
     # The poster is told the PR and the commit by the dispatch, and perfbot checks the PR's head.
     post = comment["steps"][-1]["run"]
@@ -140,6 +140,8 @@ def test_gpu_check_shape():
     assert comment["env"]["HEAD_SHA"] == "${{ inputs.sha }}"
     measure = next(s for s in check["steps"] if s.get("id") == "measure")["run"]
     assert 'perfbot ab "$base" "$HEAD_SHA"' in measure  # the base's checkout judges the head's kernels
+    # Full width: every suite; max-autotune is left to the baseline job.
+    assert "--skip-kernel max-autotune" in measure and "--suite" not in measure
     # The head is verified before any step brings its code: an automatic dispatch must name a
     # head of this repository's own branches.
     names = [s.get("name", "") for s in check["steps"]]
@@ -153,6 +155,240 @@ def test_gpu_check_shape():
         "github.event.pull_request.head.repo.full_name == github.repository"
     )
     assert "gh workflow run gpu-check.yml" in request["jobs"]["request"]["steps"][0]["run"]
+
+
+def _gpus_job(data: dict) -> None:
+    """The list of GPU kinds is read in one place, checked on a GitHub-hosted runner."""
+    gpus = data["jobs"]["gpus"]
+    assert gpus["runs-on"] == "ubuntu-latest" and gpus["permissions"] == {"contents": "read"}
+    step = gpus["steps"][-1]
+    assert step["run"] == ".github/perfbot/gpu-labels.sh"
+    assert step["env"] == {"PERFBOT_GPU_LABELS": "${{ vars.PERFBOT_GPU_LABELS }}"}
+    assert gpus["outputs"]["labels"] == "${{ steps.labels.outputs.labels }}"
+
+
+def _matrix_job(job: dict) -> None:
+    """One job per GPU kind, each on a runner of its label, none cancelled when another fails."""
+    assert job["needs"] == "gpus"
+    assert job["strategy"] == {"fail-fast": False, "matrix": {"gpu": "${{ fromJSON(needs.gpus.outputs.labels) }}"}}
+    assert job["runs-on"] == ["self-hosted", "linux", "gpu", "${{ matrix.gpu }}"]
+    assert "outputs" not in job  # a matrix job's outputs are one leg's: nothing is read from them
+
+
+def test_gpu_check_runs_once_per_gpu_kind_and_posts_one_comment():
+    data = _load(ROOT / ".github" / "workflows" / "gpu-check.yml")
+    _gpus_job(data)
+    check, comment = data["jobs"]["check"], data["jobs"]["comment"]
+    _matrix_job(check)
+    upload = next(s for s in check["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["with"]["name"] == "perfbot-report-${{ matrix.gpu }}" and upload["if"] == "always()"
+    # The comment job trusts only the jobs' result and the checked list of labels, never a file's
+    # word for which GPU it is or whether it passed.
+    assert comment["env"]["CHECK_RESULT"] == "${{ needs.check.result }}"
+    assert comment["env"]["GPU_LABELS"] == "${{ needs.gpus.outputs.labels }}"
+    assert "needs.check.outputs" not in (ROOT / ".github" / "workflows" / "gpu-check.yml").read_text()
+    download = next(s for s in comment["steps"] if s.get("uses", "").startswith("actions/download-artifact@"))
+    assert download["with"] == {"pattern": "perfbot-report-*", "path": "${{ runner.temp }}/perfbot/reports"}
+    assert "merge-multiple" not in download["with"]
+    post = comment["steps"][-1]
+    assert post["env"]["REPORTS"] == download["with"]["path"]
+    assert '--section "$label=$REPORTS/perfbot-report-$label/comparison.json"' in post["run"]
+
+
+def test_the_comment_job_downloads_with_a_release_that_keeps_each_artifact_in_its_folder():
+    """download-artifact v4 puts every artifact a pattern matches in a folder named after it; v5
+    and later put a lone match straight into path, where the post step would find no GPU's
+    report. A later release needs the post step changed first."""
+    text = (ROOT / ".github" / "workflows" / "gpu-check.yml").read_text()
+    uses = re.findall(r"uses: actions/download-artifact@[0-9a-f]{40} # (v\S+)", text)
+    assert uses and all(version.startswith("v4.") for version in uses), uses
+
+
+def test_baseline_measures_each_gpu_kind_and_stores_every_run():
+    data = _load(ROOT / ".github" / "workflows" / "baseline.yml")
+    _gpus_job(data)
+    measure, store = data["jobs"]["measure"], data["jobs"]["store"]
+    _matrix_job(measure)
+    upload = next(s for s in measure["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["with"]["name"] == "perfbot-baseline-${{ matrix.gpu }}"
+    assert store["needs"] == "measure" and "needs.measure.result != 'cancelled'" in store["if"]
+    download = next(s for s in store["steps"] if s.get("uses", "").startswith("actions/download-artifact@"))
+    assert download["with"] == {"pattern": "perfbot-baseline-*", "path": "${{ runner.temp }}/perfbot/baselines"}
+
+
+def test_bisect_runs_on_one_gpu_kind():
+    data = _load(ROOT / ".github" / "workflows" / "bisect.yml")
+    job = data["jobs"]["bisect"]
+    assert "strategy" not in job
+    assert job["runs-on"][-1] == "${{ inputs.gpu || fromJSON(vars.PERFBOT_GPU_LABELS || '[\"a100\"]')[0] }}"
+    assert _triggers(data)["workflow_dispatch"]["inputs"]["gpu"]["required"] is False
+
+
+def _gpu_labels(value: str | None, tmp_path: Path) -> tuple[int, str]:
+    output = tmp_path / "output"
+    output.write_text("")
+    env = {"PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(output)}
+    if value is not None:
+        env["PERFBOT_GPU_LABELS"] = value
+    done = subprocess.run(
+        ["bash", str(ROOT / ".github" / "perfbot" / "gpu-labels.sh")], env=env, capture_output=True, text=True
+    )
+    if done.returncode:
+        assert "::error::PERFBOT_GPU_LABELS must be a JSON array" in done.stderr
+        assert value not in done.stderr.replace('e.g. ["a100", "h200"]', "")  # never echoed: no workflow commands
+    return done.returncode, output.read_text()
+
+
+@pytest.mark.parametrize(
+    ("value", "labels"),
+    [
+        (None, ["a100"]),  # unset
+        ("", ["a100"]),
+        ('["a100", "h200"]', ["a100", "h200"]),
+        ('[ "h200.sxm_141-gb" ]', ["h200.sxm_141-gb"]),
+        ('["a100"] ["h200"]', None),  # two values
+        ('"a100"', None),
+        ("[]", None),
+        ('["a100", "a100"]', None),
+        ('["a100", 3]', None),
+        ('["../a100"]', None),
+        ('["a100/h200"]', None),
+        ('["-a100"]', None),
+        ('["a100\\n"]', None),
+        ('["a100 h200"]', None),
+        (f'["{"a" * 65}"]', None),
+        (json.dumps([f"gpu{i}" for i in range(17)]), None),
+        ("a100", None),
+        ('["a100"]\n::warning::injected', None),
+    ],
+)
+def test_the_gpu_labels_are_checked_as_perfbot_checks_them(value, labels, tmp_path: Path):
+    from perfbot.report import GPU_LABEL
+
+    rc, output = _gpu_labels(value, tmp_path)
+    if labels is None:
+        assert rc == 2 and output == ""
+    else:
+        assert rc == 0 and output == f"labels={json.dumps(labels, separators=(',', ':'))}\n"
+    parsed = None
+    try:
+        parsed = json.loads(value or '["a100"]')
+    except ValueError:
+        pass
+    if isinstance(parsed, list) and 1 <= len(parsed) <= 16 and len(set(map(str, parsed))) == len(parsed):
+        # Where only the labels themselves decide, the script and perfbot agree on each.
+        assert (labels is not None) == all(isinstance(x, str) and GPU_LABEL.fullmatch(x) for x in parsed)
+
+
+def _run_step(workflow: str, job: str, name: str) -> str:
+    steps = _load(ROOT / ".github" / "workflows" / workflow)["jobs"][job]["steps"]
+    return next(s["run"] for s in steps if s.get("name") == name)
+
+
+def test_the_comment_step_posts_one_comment_with_a_section_per_gpu(tmp_path: Path):
+    """The post step's own script, run as Actions runs it (bash -e), against the loopback GitHub:
+    the labels come from the checked list, each section from its folder; a GPU with no report, or
+    a symlink for one, could not measure; an artifact of a label not listed is ignored."""
+    from perfbot import comparison
+    from perfbot.compare import compare
+    from perfbot.thresholds import load_policy
+    from tests.fake_github import FakeGitHub
+
+    policy = load_policy(ROOT / "thresholds.yaml")
+    reports = tmp_path / "reports"
+
+    def write(folder: str, slowdown: float, gpu: str) -> Path:
+        env = {"gpu_name": gpu}
+        summary = comparison.summarize(
+            compare(
+                make_results(seed=1, environment=env),
+                make_results({("fused", "gemma-2b"): slowdown}, seed=2, environment=env),
+                policy,
+            )
+        )
+        (reports / folder).mkdir(parents=True)
+        path = reports / folder / "comparison.json"
+        path.write_text(comparison.to_text(summary))
+        return path
+
+    write("perfbot-report-a100", 1.0, "NVIDIA A100-SXM4-80GB")
+    write("perfbot-report-h200", 1.10, "NVIDIA H200")
+    forged = write("perfbot-report-b200", 1.0, "NVIDIA B200")  # not a listed label
+    (reports / "perfbot-report-l40s").mkdir()
+    (reports / "perfbot-report-l40s" / "comparison.json").symlink_to(forged)
+    sha, token = "a" * 40, "ghs_commentTOKEN"
+    with FakeGitHub(token=token) as fake:
+        fake.add_pull("octo/perfbot", 7, sha)
+        done = subprocess.run(
+            ["bash", "-e", "-c", _run_step("gpu-check.yml", "comment", "Post the comment and set the status")],
+            cwd=ROOT,
+            env={
+                "PATH": os.environ["PATH"],
+                "HOME": str(tmp_path),
+                "GITHUB_TOKEN": token,
+                "GITHUB_API_URL": fake.url,
+                "GITHUB_REPOSITORY": "octo/perfbot",
+                "PR_NUMBER": "7",
+                "HEAD_SHA": sha,
+                "CHECK_RESULT": "failure",
+                "GPU_LABELS": '["a100","h200","l40s","mi300"]',
+                "REPORTS": str(reports),
+                "RUN_URL": "https://github.com/octo/perfbot/actions/runs/1",
+            },
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        (posted,) = fake.comments[("octo/perfbot", 7)]
+        status = fake.statuses[("octo/perfbot", sha)][-1]
+    body = posted["body"]
+    assert body.startswith("**perfbot:** ❌ fails on h200; not measured on l40s, mi300; passes on a100\n")
+    assert [line for line in body.splitlines() if line.startswith("### ")] == [
+        "### a100 · NVIDIA A100-SXM4-80GB",
+        "### h200 · NVIDIA H200",
+        "### l40s",
+        "### mi300",
+    ]
+    assert "B200" not in body and body.count("<!-- perfbot-report -->") == 1
+    assert (status["state"], status["target_url"]) == ("failure", "https://github.com/octo/perfbot/actions/runs/1")
+
+
+def test_the_store_step_stores_the_run_of_every_gpu_kind_in_one_push(tmp_path: Path):
+    """The store job's own script: every main.json downloaded (one folder per artifact) goes into
+    the store, each under its GPU, in one commit."""
+    from perfbot import results
+
+    remote = tmp_path / "remote.git"
+    _git("init", "--quiet", "--bare", str(remote))
+    runs = tmp_path / "runs"
+    for label, gpu in (("a100", "NVIDIA A100-SXM4-80GB"), ("h200", "NVIDIA H200")):
+        (runs / f"perfbot-baseline-{label}").mkdir(parents=True)
+        results.save(
+            make_results(seed=1, environment={"gpu_name": gpu}), runs / f"perfbot-baseline-{label}" / "main.json"
+        )
+    env = {
+        "PATH": f"{BIN}:{os.environ['PATH']}",
+        "PERFBOT": str(BIN / "perfbot"),
+        "PERFBOT_BASELINE_REMOTE": str(remote),
+        "GITHUB_SHA": "c0ffee",
+        "HOME": str(tmp_path),
+        "RUNS": str(runs),
+    }
+    script = _run_step("baseline.yml", "store", "Store on perfbot-baselines, check the history, rebuild the site")
+    done = subprocess.run(["bash", "-e", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-baselines").splitlines()
+    assert {f.split("/")[1] for f in files if f.startswith("store/nvidia-")} == {"nvidia-a100-sxm4-80gb", "nvidia-h200"}
+    assert _git("--git-dir", str(remote), "rev-list", "--count", "perfbot-baselines") == "1"
+    empty = subprocess.run(
+        ["bash", "-e", "-c", script],
+        cwd=ROOT,
+        env={**env, "RUNS": str(tmp_path / "none")},
+        capture_output=True,
+        text=True,
+    )
+    assert empty.returncode == 3 and "nothing to store" in empty.stdout
 
 
 def test_caches_are_job_private_and_only_main_saves_the_wheel():

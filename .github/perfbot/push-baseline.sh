@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Store a results file as the newest baseline on the perfbot-baselines branch, check the store's
-# history for a step no earlier check reported, and push, retrying when another run pushed first
-# (each attempt starts again from the branch's tip). Then rebuild the history site and publish it
+# Store results files (one per GPU kind; the store files each under its GPU) as the newest
+# baselines on the perfbot-baselines branch, in one commit, check the store's history for a step
+# no earlier check reported, and push, retrying when another run pushed first (each attempt
+# starts again from the branch's tip). Then rebuild the history site and publish it
 # as the one commit of the branch perfbot-site (force-pushed: the site is rebuilt whole, so it
 # keeps no history of its own; GitHub Pages serves it from there). Exits as the history check did
 # once the push is done: 1 when the newest runs start a slowdown of the subject's own code.
-#   .github/perfbot/push-baseline.sh RESULTS
+#   .github/perfbot/push-baseline.sh RESULTS...
 # PERFBOT_HISTORY_GIT: a full clone of the repository, so the site links runs to their pull requests.
 # The remote is PERFBOT_BASELINE_REMOTE, or this repository on GitHub. With GITHUB_TOKEN set and
 # an http(s) remote, git authenticates with it through a header held in git's environment
 # (GIT_CONFIG_*), scoped to that remote: the token is on no command line (none shows it in the
 # process list), in no URL and in no file.
 set -euo pipefail
-results=$(realpath "${1:?usage: .github/perfbot/push-baseline.sh RESULTS}")
+[ "$#" -gt 0 ] || { echo "usage: .github/perfbot/push-baseline.sh RESULTS..." >&2; exit 2; }
+results=()
+for file in "$@"; do results+=("$(realpath "$file")"); done
 perfbot=${PERFBOT:-.venv/bin/perfbot}
 branch=perfbot-baselines
 remote=${PERFBOT_BASELINE_REMOTE:-${GITHUB_SERVER_URL:-https://github.com}/${GITHUB_REPOSITORY:?}.git}
@@ -30,7 +33,9 @@ for attempt in 1 2 3 4 5; do
     git init --quiet "$work/repo"
     git -C "$work/repo" checkout --quiet --orphan "$branch"
   fi
-  "$perfbot" baseline update "$results" --store "$work/repo/store"
+  for file in "${results[@]}"; do
+    "$perfbot" baseline update "$file" --store "$work/repo/store"
+  done
   check=0
   rm -rf "$work/site"
   "$perfbot" history --store "$work/repo/store" --check --html "$work/site" \
@@ -38,7 +43,7 @@ for attempt in 1 2 3 4 5; do
   cat "$work/steps.txt"
   git -C "$work/repo" add -- store ':(exclude)store/.lock'
   git -C "$work/repo" -c user.name=perfbot -c user.email=perfbot@users.noreply.github.com \
-    commit --quiet -m "baseline: ${GITHUB_SHA:-$(basename "$results")}"
+    commit --quiet -m "baseline: ${GITHUB_SHA:-$(basename "${results[0]}")}"
   if git -C "$work/repo" push --quiet "$remote" "HEAD:refs/heads/$branch"; then
     echo "stored on $branch (attempt $attempt)"
     if [ -n "${GITHUB_STEP_SUMMARY:-}" ] && [ -f "$GITHUB_STEP_SUMMARY" ]; then
@@ -49,7 +54,7 @@ for attempt in 1 2 3 4 5; do
       git -C "$work/site" checkout --quiet --orphan perfbot-site
       git -C "$work/site" add -A
       git -C "$work/site" -c user.name=perfbot -c user.email=perfbot@users.noreply.github.com \
-        commit --quiet -m "history site: ${GITHUB_SHA:-$(basename "$results")}"
+        commit --quiet -m "history site: ${GITHUB_SHA:-$(basename "${results[0]}")}"
       if git -C "$work/site" push --quiet --force "$remote" HEAD:refs/heads/perfbot-site; then
         echo "published the history site on perfbot-site"
       else

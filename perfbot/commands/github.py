@@ -10,7 +10,35 @@ import click
 
 from ..errors import BadInput, PerfbotError
 from ..files import read_text
-from ..report import GITHUB_COMMENT_LIMIT, MARKER, comment_markdown, fit_comment
+from ..report import (
+    GITHUB_COMMENT_LIMIT,
+    GPU_LABEL,
+    MARKER,
+    GpuReport,
+    comment_markdown,
+    fit_comment,
+    gpu_comment_markdown,
+    gpu_headline,
+)
+
+
+def _sections(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[tuple[str, Path], ...]:
+    parsed: dict[str, Path] = {}
+    for value in values:
+        label, sep, path = value.partition("=")
+        if not sep or not path:
+            raise click.BadParameter(f"must be LABEL=FILE, got {value!r}", ctx, param)
+        if not GPU_LABEL.fullmatch(label):
+            raise click.BadParameter(
+                f"{label!r} is not a runner label (1 to 64 letters, digits, '.', '_' or '-', starting with a "
+                "letter or digit)",
+                ctx,
+                param,
+            )
+        if label in parsed:
+            raise click.BadParameter(f"{label!r} is given twice; one section per GPU label", ctx, param)
+        parsed[label] = Path(path)
+    return tuple(parsed.items())
 
 
 @click.command("comment")
@@ -29,6 +57,16 @@ from ..report import GITHUB_COMMENT_LIMIT, MARKER, comment_markdown, fit_comment
     type=click.Path(path_type=Path),
     default=None,
     help="Or: markdown to post as it is (your own text). A body over GitHub's 65,536 characters is cut, with a note.",
+)
+@click.option(
+    "--section",
+    "sections",
+    multiple=True,
+    metavar="LABEL=FILE",
+    callback=_sections,
+    help="Or, repeated, one per GPU kind: the runner label its check ran on and its comparison file. All go into "
+    "the one comment, a section each under the label (never a name read from the file), sharing GitHub's limit. "
+    "A FILE that is missing, a symlink or unreadable gives a section saying that GPU could not measure.",
 )
 @click.option(
     "--sha",
@@ -56,6 +94,7 @@ def comment_command(
     pr: int,
     comparison_path: Path | None,
     body_file: Path | None,
+    sections: tuple[tuple[str, Path], ...],
     sha: str | None,
     state: str | None,
     author: str | None,
@@ -70,16 +109,25 @@ def comment_command(
     Example:
 
         perfbot comment --repo octo/perfbot --pr 7 --comparison comparison.json --sha $SHA --status failure
+
+        perfbot comment --repo octo/perfbot --pr 7 --section a100=a100/comparison.json \\
+            --section h200=h200/comparison.json --sha $SHA --status success
     """
-    if (comparison_path is None) == (body_file is None):
-        raise click.UsageError("give --comparison FILE or --body-file FILE (one of them)")
+    if sum((comparison_path is not None, body_file is not None, bool(sections))) != 1:
+        raise click.UsageError("give --comparison FILE, --body-file FILE or --section LABEL=FILE ... (one of them)")
     if state is not None and sha is None:
         raise click.UsageError("--status needs --sha, the commit to set it on")
     if sha is not None and not re.fullmatch(r"[0-9a-f]{40}", sha):
         raise click.BadParameter(f"must be a full 40-hex-digit commit SHA, got {sha!r}", param_hint="--sha")
     from ..github import GitHub  # github3 is needed here only
 
-    body = _rendered(comparison_path) if comparison_path is not None else _read_body(body_file)  # type: ignore[arg-type]
+    if sections:
+        reports = [_gpu_report(label, path) for label, path in sections]
+        # Room for the commit line and a stale note below GitHub's limit.
+        body, headline = gpu_comment_markdown(reports, GITHUB_COMMENT_LIMIT - 400), gpu_headline(reports)
+    else:
+        body = _rendered(comparison_path) if comparison_path is not None else _read_body(body_file)  # type: ignore[arg-type]
+        headline = _headline(body)
     client = GitHub.from_environment()
     standing = client.check_head(repo, pr, sha) if sha is not None else None
     if sha is not None:
@@ -87,7 +135,7 @@ def comment_command(
     problems: list[PerfbotError] = []
     if state is not None and sha is not None:
         try:
-            client.set_status(repo, sha, state, _headline(body), context, target_url)
+            client.set_status(repo, sha, state, headline, context, target_url)
             click.echo(f"status {state} set on {sha[:12]}")
         except PerfbotError as error:
             problems.append(error)
@@ -171,6 +219,19 @@ def _rendered(path: Path) -> str:
 
     # Room for the commit line and a stale note below GitHub's limit.
     return comment_markdown(comparison.load(path), GITHUB_COMMENT_LIMIT - 400)
+
+
+def _gpu_report(label: str, path: Path) -> GpuReport:
+    """One GPU's section: its comparison file, or why it has none. A symlink is not followed: in
+    the PR check, the file comes from a job that ran the pull request's code."""
+    from .. import comparison
+
+    if path.is_symlink() or not path.exists():
+        return GpuReport(label, None, "no comparison file; its job stopped before comparing (see the workflow run)")
+    try:
+        return GpuReport(label, comparison.load(path))
+    except BadInput as error:
+        return GpuReport(label, None, f"its comparison file could not be read: {str(error).removeprefix(f'{path}: ')}")
 
 
 def _read_body(path: Path) -> str:
