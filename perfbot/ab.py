@@ -26,11 +26,13 @@ from .compare import Report, compare
 from .config import ProjectConfig, load_project_config
 from .errors import BadInput, PerfbotError
 from .results import Results
+from .sequential import PolicyRules, Stopping
 from .subject import Loaded, Suite, load_subject, restrict
 from .thresholds import Policy, changes, load_policy
 
 if TYPE_CHECKING:
     from .runner import RunSettings
+    from .shards import Gpu
 
 Progress = Callable[[int], AbstractContextManager[Callable[[str, int], None]]]
 
@@ -43,6 +45,15 @@ class Tritons:
     envs: dict[str, Path]
     source: str | None = None
     cache: Path | None = None
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Sequential sampling's limits: at most `most` rounds per pair, `seconds` for the run's
+    sampling (the first look comes after RunSettings.samples rounds)."""
+
+    most: int
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -65,11 +76,17 @@ def run(
     progress: Progress,
     on_measured: Callable[[Results, Results], None] = lambda base, head: None,
     trend_store: Path | None = None,
+    sampling: Sampling | None = None,
+    gpus: Sequence[Gpu] = (),
 ) -> Outcome:
     """Measure `base_rev` against `head_rev` (default: this checkout's kernels) and judge.
     `progress(total)` gives a context whose function is told of finished steps; `on_measured`
-    gets both sides' results before they are judged (to keep them whatever happens next)."""
+    gets both sides' results before they are judged (to keep them whatever happens next).
+    With `sampling`, each pair is timed until decided (sequential.py), else `settings.samples`
+    rounds; with several `gpus`, the cases are shared out across them (shards.py)."""
+    from .environment import collect_environment
     from .runner import LocalSides, measure_sides, plan, progress_steps
+    from .shards import Job, measure_sharded
     from .worker import WorkerSides, workers
 
     try:
@@ -88,12 +105,21 @@ def run(
         started = stack.enter_context(workers(specs)) if specs else None
         run_id = uuid.uuid4().hex
         revisions = {"against": trees["base"][1], **({"head": trees["head"][1]} if head_rev else {})}
+        stopping = None
+        if sampling is not None:
+            rules = PolicyRules(policy, str(collect_environment().gpu_name or ""))
+            stopping = Stopping(settings.samples, sampling.most, sampling.seconds, rules)
+        sharded = len(gpus) > 1 and not started  # two Tritons: their workers share one GPU (docs/method.md)
 
         def measure(chosen: Sequence[Suite], tag: str) -> tuple[Results, Results]:
-            sides = WorkerSides(started, settings) if started else LocalSides(subjects, settings)
             extra = {"ab_run": run_id + tag, **revisions, "triton_commits": pins}
-            with progress(progress_steps(plan(running, chosen, settings), settings)) as advance:
-                measured = measure_sides(sides, chosen, settings, advance, extra_settings=extra)
+            with progress(progress_steps(plan(running, chosen, settings), settings, stopping)) as advance:
+                if sharded:
+                    job = Job({side: loaded.path for side, loaded in subjects.items()}, settings, stopping)
+                    measured = measure_sharded(job, chosen, gpus, advance, extra)
+                else:
+                    sides = WorkerSides(started, settings) if started else LocalSides(subjects, settings)
+                    measured = measure_sides(sides, chosen, settings, advance, extra, stopping)
             return measured["base"], measured["head"]
 
         base, head = measure(suites, "")
@@ -168,11 +194,7 @@ def confirm(
     for c in report.comparisons:
         if c.fails:
             again = second.get(c.current.key)
-            detail = (
-                f"{again.change_percent:+.2f}%, q={again.q_value:.2g}"
-                if again and again.q_value is not None
-                else "not measured again"
-            )
+            detail = again.reason if again is not None else "not measured again"
             if again is not None and again.fails:
                 c = dataclasses.replace(c, reason=f"{c.reason}; confirmed by a second interleaved round ({detail})")
             else:

@@ -6,11 +6,14 @@ across all benchmarks compared:
 - two separate runs: the effect is the ratio of medians current / baseline with a bootstrap
   confidence interval; significance is a two-sided Mann-Whitney U test on the raw samples;
 - both sides of one interleaved A/B run: sample i of each side comes from the same round, so the
-  samples are paired. The effect is the median per-round ratio (bootstrap over rounds) and
-  significance a two-sided Wilcoxon signed-rank test of the log ratios: a GPU clock that changes
-  during the run moves both sides together and cancels.
+  samples are paired. The effect is the median per-round ratio with a confidence sequence
+  (stats.always_valid_paired_ratio, at 1 - alpha), an interval valid at every number of rounds
+  at once: the A/B may look after every few rounds and stop a benchmark as soon as it is decided
+  (sequential.py) without raising the false-alarm rate. No adjustment across benchmarks: a
+  failing one must fail again in a second A/B (ab.confirm). A GPU clock that changes during the
+  run moves both sides of a round together and cancels in the ratio.
 
-Verdicts:
+Verdicts of two separate runs:
 
 - regression: significant (q < alpha) and slower by more than warn_percent; it fails the check
   only beyond fail_percent;
@@ -18,6 +21,14 @@ Verdicts:
 - inconclusive: too few samples, or not significant while the interval still reaches past the
   fail threshold; the reason says what would settle it. Never passes or fails silently;
 - unchanged: everything else.
+
+Verdicts of an interleaved A/B, a test with an indifference zone: fail_percent is the smallest
+slowdown the check must catch, warn_percent the largest it must let pass.
+
+- regression, failing: the whole interval lies above 1 + warn_percent (surely slower than that);
+- improvement: the whole interval lies below 1 - warn_percent;
+- unchanged: the whole interval lies below 1 + fail_percent (surely not the slowdown to catch);
+- inconclusive: neither yet; the reason says how far the interval is from a decision.
 """
 
 from __future__ import annotations
@@ -26,6 +37,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from . import stats
 from .errors import BadInput
 from .results import Benchmark, Environment, Failure, Results, same_gpu
@@ -33,6 +46,9 @@ from .schema import shown
 from .thresholds import Policy, Rule
 
 VERDICTS = ("regression", "improvement", "unchanged", "inconclusive")
+# Rounds per block of a sequential A/B: each block is timed on fresh captures, and the verdict
+# counts blocks (the median per-round ratio of each), not rounds, as its independent units.
+BLOCK_ROUNDS = 5
 # Environment fields that can change a kernel's speed; the GPU model must match outright.
 _ENVIRONMENT_FIELDS = ("gpu_sm_count", "driver", "cuda", "torch", "triton", "triton_commit")
 
@@ -79,6 +95,8 @@ class Report:
     trend: str | None = None  # one line on the longer trend (an A/B run against a stored baseline)
     # When the two sides' thresholds.yaml differ: which one judged, and what the other changes.
     policy_change: tuple[str, ...] = ()
+    skipped_kernels: tuple[str, ...] = ()  # implementations the current run left out on purpose
+    gpus: tuple[str, ...] = ()  # the GPUs the current run was sharded across
 
     @property
     def fails(self) -> bool:
@@ -93,12 +111,14 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
     interleaved = _interleaved(baseline, current)
     by_key = {b.key: b for b in baseline.benchmarks}
     pairs = [(by_key[c.key], c) for c in current.benchmarks if c.key in by_key]
-    rules = [policy.rule_for(c.kernel, c.suite, c.dtype, gpu, c.shape, interleaved) for _, c in pairs]
+    rules = [policy.rule_for(c.kernel, c.suite, c.dtype, gpu, c.shape, interleaved, b.median_ms) for b, c in pairs]
 
+    paired = [interleaved and len(base.samples_ms) == len(cur.samples_ms) for base, cur in pairs]
     tested = {}
     for index, ((base, cur), rule) in enumerate(zip(pairs, rules, strict=False)):
-        if min(len(base.samples_ms), len(cur.samples_ms)) >= rule.min_samples:
-            tested[index] = _test(base.samples_ms, cur.samples_ms, interleaved)
+        enough = min(len(base.samples_ms), len(cur.samples_ms)) >= rule.min_samples
+        if enough and not paired[index]:
+            tested[index] = _test(base.samples_ms, cur.samples_ms)
     q_values = dict(zip(tested, stats.benjamini_hochberg([p for _, p in tested.values()]), strict=False))
 
     comparisons = []
@@ -110,8 +130,11 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
             "config_change": _config_change(base, cur),
             "fastest_baseline": current.fastest_baseline(cur),
         }
-        if index not in tested:
-            n = min(len(base.samples_ms), len(cur.samples_ms))
+        n = min(len(base.samples_ms), len(cur.samples_ms))
+        if paired[index] and n >= rule.min_samples:
+            block = BLOCK_ROUNDS if current.settings.stopping else 1
+            decided = Comparison(**common, **judge_paired(base.samples_ms, cur.samples_ms, rule, block))
+        elif index not in tested:
             comparisons.append(
                 Comparison(
                     **common,
@@ -122,8 +145,9 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
                 )
             )
             continue
-        estimate, p = tested[index]
-        decided = _decide(common, estimate, p, q_values[index], rule)
+        else:
+            estimate, p = tested[index]
+            decided = _decide(common, estimate, p, q_values[index], rule)
         if decided.fails and not _judged(current, cur):
             decided = dataclasses.replace(
                 decided,
@@ -146,13 +170,54 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
         current_environment=current.environment,
         interleaved=interleaved,
         policy_source=policy.source,
+        skipped_kernels=tuple(current.settings.skipped_kernels),
+        gpus=tuple(current.settings.gpus),
     )
 
 
-def _test(baseline: list[float], current: list[float], interleaved: bool) -> tuple[stats.RatioEstimate, float]:
-    if interleaved and len(baseline) == len(current):
-        return stats.paired_ratio(baseline, current), stats.wilcoxon_p(baseline, current)
+def _test(baseline: list[float], current: list[float]) -> tuple[stats.RatioEstimate, float]:
     return stats.ratio_of_medians(baseline, current), stats.mann_whitney_p(baseline, current)
+
+
+def judge_paired(baseline: list[float], current: list[float], rule: Rule, block: int = 1) -> dict[str, Any]:
+    """The verdict on the paired samples of one interleaved A/B benchmark, on its confidence
+    sequence; the same at every look, so the A/B can stop sampling it as soon as it is decided
+    (sequential.py). With `block` > 1 the units are blocks of that many rounds, each the median
+    of its per-round ratios (a sequential A/B re-captures every block, and a capture's own bias
+    is shared by its block's rounds); rounds past the last whole block wait for the next look.
+    Returns Comparison's verdict, fails, reason and estimate."""
+    ratios = np.asarray(current, dtype=float) / np.asarray(baseline, dtype=float)
+    n = len(ratios) // block * block
+    units = np.median(ratios[:n].reshape(-1, block), axis=1) if n else ratios
+    estimate = stats.always_valid_paired_ratio([1.0] * len(units), units.tolist(), confidence=1 - rule.alpha)
+    slower, low, high = (100 * (value - 1) for value in (estimate.ratio, estimate.low, estimate.high))
+    counted = f"{n} rounds in {n // block} blocks" if block > 1 else f"{len(ratios)} rounds"
+    interval = f"{estimate.confidence:.0%} interval [{estimate.low:.4f}, {estimate.high:.4f}] after {counted}"
+    if low > rule.warn_percent:
+        verdict, fails = "regression", True
+        reason = f"{slower:+.2f}%, surely slower than +{rule.warn_percent:g}% ({interval})"
+    elif high < -rule.warn_percent:
+        verdict, fails = "improvement", False
+        reason = f"{slower:+.2f}%, surely faster than -{rule.warn_percent:g}% ({interval})"
+    elif high < rule.fail_percent:
+        verdict, fails = "unchanged", False
+        reason = f"{slower:+.2f}%, surely under the +{rule.fail_percent:g}% slowdown to catch ({interval})"
+    else:
+        verdict, fails = "inconclusive", False
+        reason = f"{slower:+.2f}%, undecided: the {interval} {_short_of(estimate, max(n, len(ratios)), rule)}"
+    return {"verdict": verdict, "fails": fails, "reason": reason, "estimate": estimate}
+
+
+def _short_of(estimate: stats.RatioEstimate, n: int, rule: Rule) -> str:
+    """Why an interleaved benchmark is undecided: how wide its interval is against the gap between
+    the two thresholds it must clear, and about how many rounds would narrow it enough (the width
+    shrinks about as one over the square root of the rounds)."""
+    width = 100 * (estimate.high - estimate.low)
+    gap = rule.fail_percent - rule.warn_percent
+    reaches = f"reaches both +{rule.warn_percent:g}% and +{rule.fail_percent:g}%"
+    if width <= gap or estimate.high == float("inf") or estimate.low <= 0:
+        return f"{reaches}; more rounds would decide it"
+    return f"{reaches}: {width:.2f}% wide against a {gap:g}% gap, about {n * (width / gap) ** 2:,.0f} rounds to decide"
 
 
 def _judged(current: Results, bench: Benchmark) -> bool:

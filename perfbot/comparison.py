@@ -16,11 +16,13 @@ Format versions:
        on the case, by name) and "vs_fastest_baseline" (its time over the row's), and "gbps" beside
        "tflops". Format 2 is
        not read: the file lives within one workflow run, written and read by one perfbot.
+       Later, within format 3: each Row's "samples" (rounds or samples per side it was judged on).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -76,6 +78,7 @@ class Row:
     gbps: Finite | None = None  # shown where there are no flops (a memory-bound subject)
     fastest_baseline: Name | None = None  # the fastest baseline on the case (rows of the subject's own)
     vs_fastest_baseline: Finite | None = None  # its time over this benchmark's: above 1, this one is faster
+    samples: int | None = None  # rounds (paired) or samples per side it was judged on: the fewer of the two
 
 
 @with_config(_STRICT)
@@ -186,7 +189,8 @@ def _row(c: Comparison) -> Row:
         fails=c.fails,
         reason=c.reason,
         fail_percent=c.rule.fail_percent,
-        ci=(c.estimate.low, c.estimate.high) if c.estimate else None,
+        # A confidence sequence is unbounded until enough blocks are in (JSON holds no infinity).
+        ci=(c.estimate.low, c.estimate.high) if c.estimate and math.isfinite(c.estimate.high) else None,
         p_value=c.p_value,
         q_value=c.q_value,
         config_change=c.config_change,
@@ -194,6 +198,7 @@ def _row(c: Comparison) -> Row:
         gbps=c.current.gbps if c.current.bytes else None,
         fastest_baseline=c.fastest_baseline[0] if c.fastest_baseline else None,
         vs_fastest_baseline=c.fastest_baseline[1] if c.fastest_baseline else None,
+        samples=min(len(c.current.samples_ms), len(c.baseline.samples_ms)),
     )
 
 
@@ -209,6 +214,13 @@ def _notes(report: Report) -> list[str]:
             notes.append(f"{name}: {c.reason}")
     for d in report.differences:
         notes.append(f"environment differs: {d.field} {d.baseline} → {d.current}")
+    if report.skipped_kernels:
+        notes.append(
+            f"not measured here: {', '.join(report.skipped_kernels)} (too slow to set up for every pull request); "
+            "the baseline job on main measures it"
+        )
+    if report.gpus:
+        notes.append(f"cases shared out across GPUs {'; '.join(report.gpus)}; both sides of a row on one GPU")
     sides: tuple[tuple[str, EnvironmentRecord], ...] = (
         ("baseline", report.baseline_environment),
         ("current", report.current_environment),

@@ -4,6 +4,8 @@ decides nothing (decisions live in compare)."""
 
 from __future__ import annotations
 
+import random
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -39,6 +41,15 @@ class Monitor(Protocol):
     def read(self) -> Round: ...
 
 
+# A re-captured benchmark's buffers start up to this far into its graph's memory (256-byte steps).
+MAX_OFFSET_BYTES = 2 * 1024 * 1024
+
+
+def random_offset(rng: random.Random) -> int:
+    """Where a re-capture puts its buffers (`capture`'s offset_bytes)."""
+    return rng.randrange(MAX_OFFSET_BYTES // 256) * 256
+
+
 @dataclass(frozen=True)
 class Captured:
     """An implementation captured as a CUDA graph; `output` is the tensor each replay writes."""
@@ -47,9 +58,13 @@ class Captured:
     output: torch.Tensor
 
 
-def capture(fn: Callable[[], torch.Tensor], warmup_calls: int) -> Captured:
+def capture(fn: Callable[[], torch.Tensor], warmup_calls: int, offset_bytes: int = 0) -> Captured:
     """Run `fn` a few times outside the graph (compilation, autotuning, lazy init), then capture
-    one call. Capture on a side stream, as torch.cuda.graphs requires."""
+    one call. Capture on a side stream, as torch.cuda.graphs requires. `offset_bytes` are
+    allocated in the graph's memory first, so that what `fn` allocates (its output, its
+    intermediates) lands that much further on: where a buffer lies can move a memory-bound
+    kernel's time by a percent, and a sequential A/B re-captures at random offsets so that no
+    one placement decides (runner.LocalSides.recapture)."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -59,7 +74,9 @@ def capture(fn: Callable[[], torch.Tensor], warmup_calls: int) -> Captured:
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
+        spacer = torch.empty(offset_bytes, dtype=torch.uint8, device="cuda") if offset_bytes else None
         output = fn()
+    del spacer
     return Captured(graph, output)
 
 
@@ -80,12 +97,14 @@ def time_rounds(
     samples: int,
     on_round: Callable[[], None] | None = None,
     monitor: Monitor | None = None,
+    start: int = 0,
 ) -> Timings:
     """The interleaving loop, the only one: `samples` rounds, each timing every key once in the
-    order `round_order` gives, the GPU's state read after every round. Milliseconds per key."""
+    order `round_order` gives, the GPU's state read after every round. Milliseconds per key.
+    `start` numbers the first round (a sequential A/B calls this again for more rounds)."""
     timings: dict[str, list[float]] = {key: [] for key in keys}
     rounds: list[Round] = []
-    for round_index in range(samples):
+    for round_index in range(start, start + samples):
         order = round_order(keys, round_index)
         timer.begin_round(order)
         pending = [(key, timer.sample(key)) for key in order]
@@ -111,13 +130,22 @@ class GraphTimer:
     """
 
     def __init__(self, captured: Mapping[str, Captured]):
-        self.captured = captured
+        self.captured = captured  # may change between rounds (a sequential A/B re-captures)
         self.flush = L2Flush()
-        for item in captured.values():  # the first replay uploads the graph; keep it out
-            item.graph.replay()
+        self.uploaded: weakref.WeakSet[Captured] = weakref.WeakSet()
+        self._upload(list(captured))
         torch.cuda.synchronize()
 
+    def _upload(self, keys: Sequence[str]) -> None:
+        """The first replay of a graph uploads it: keep that out of the timed samples."""
+        for key in keys:
+            item = self.captured[key]
+            if item not in self.uploaded:
+                item.graph.replay()
+                self.uploaded.add(item)
+
     def begin_round(self, order: Sequence[str]) -> None:
+        self._upload(order)
         torch.cuda._sleep(HOLD_CYCLES_PER_SAMPLE * len(order))
         self.flush()  # lead-in, untimed
         self.captured[order[-1]].graph.replay()

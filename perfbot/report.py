@@ -223,6 +223,7 @@ def _comment_cells(row: Any) -> list[Any]:
         verdict,
         _throughput(row.tflops, row.gbps),
         _faster_cell(row.fastest_baseline, row.vs_fastest_baseline),
+        _number(row.samples, "d"),
     ]
 
 
@@ -251,7 +252,8 @@ def comment_markdown(summary: Summary, limit: int = GITHUB_COMMENT_LIMIT) -> str
             differing=differing,
             environments={side: summary.environments.get(side, {}) for side in ("baseline", "current")},
             method=Markdown(
-                "Paired by round: two-sided Wilcoxon signed-rank of the per-round ratios"
+                "Paired by round: the median per-round ratio with a confidence sequence, each row timed "
+                "until it was decided"
                 if summary.interleaved
                 else "Two-sided Mann-Whitney U on every sample"
             ),

@@ -133,6 +133,12 @@ class Settings:
     against: Text | None = None  # the base's commit
     head: Text | None = None  # the head's commit, when it is not the checkout's own
     triton_commits: Annotated[dict[Name, Text | None], Field(max_length=4)] = field(default_factory=dict)
+    # How an A/B decided how many rounds to take (sequential.py); None: `samples` rounds each.
+    stopping: Text | None = None
+    # The GPUs the run was sharded across, "INDEX: MODEL"; each benchmark names its own.
+    gpus: Annotated[list[Text], Field(max_length=64)] = field(default_factory=list)
+    # Implementations left out of this run on purpose (e.g. max-autotune, for the baseline job).
+    skipped_kernels: Annotated[list[Name], Field(max_length=64)] = field(default_factory=list)
 
 
 @with_config(_RECORD)
@@ -154,6 +160,7 @@ class Benchmark:
     throttled_samples: Annotated[list[Annotated[int, Field(ge=0, lt=MAX_SAMPLES)]], Field(max_length=MAX_SAMPLES)] = (
         field(default_factory=list)
     )
+    gpu: Text | None = None  # "INDEX: MODEL" of the GPU that measured it, in a run sharded across GPUs
 
     @property
     def key(self) -> tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, int], ...], str]:

@@ -6,7 +6,9 @@ import dataclasses
 import datetime
 import functools
 import itertools
+import random
 import subprocess
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,11 +16,12 @@ from typing import Any, Protocol
 
 import torch
 
-from . import correctness, git, measure
+from . import correctness, git, measure, sequential
 from .environment import GpuMonitor, collect_environment, stability
 from .errors import BadInput, EnvironmentFailure
 from .results import Benchmark, Environment, Failure, GpuStates, Results, Settings, variant_name
 from .schema import clean
+from .sequential import Stopping
 from .subject import Case, Loaded, Subject, Suite
 
 MIN_SAMPLES = 10
@@ -35,6 +38,7 @@ class RunSettings:
     # The values to measure per variant parameter; a parameter left out takes its default only.
     variants: tuple[tuple[str, tuple[str, ...]], ...] = ()
     kernels: tuple[str, ...] = ()  # implementations; empty: each suite's own list
+    skipped: tuple[str, ...] = ()  # implementations left out on purpose
 
     def __post_init__(self) -> None:
         if self.samples < MIN_SAMPLES:
@@ -97,14 +101,18 @@ def plan(
     case)."""
     lenient = side == "base" if lenient is None else lenient
     subject = loaded.subject
-    unknown = [k for k in settings.kernels if k not in subject.implementations]
+    unknown = [k for k in (*settings.kernels, *settings.skipped) if k not in subject.implementations]
     if unknown and not lenient:
         raise BadInput(f"unknown implementation {unknown[0]!r}; known: {sorted(subject.implementations)}")
     asked = dict(settings.variants)
     defaults = tuple(subject.defaults().items())
     groups = []
     for suite in suites:
-        names = [k for k in suite.implementations if not settings.kernels or k in settings.kernels]
+        names = [
+            k
+            for k in suite.implementations
+            if (not settings.kernels or k in settings.kernels) and k not in settings.skipped
+        ]
         for case in suite.cases:
             group = []
             for name in names:
@@ -131,9 +139,10 @@ def require_gpu() -> None:
         raise EnvironmentFailure("no CUDA GPU is visible (torch.cuda.is_available() is False); perfbot run needs one")
 
 
-def progress_steps(groups: list[list[Planned]], settings: RunSettings) -> int:
-    """Steps `run` reports: one check and `samples` timing rounds per case."""
-    return len(groups) * (1 + settings.samples)
+def progress_steps(groups: list[list[Planned]], settings: RunSettings, stopping: Stopping | None = None) -> int:
+    """Steps `run` reports: per case, one check and then `samples` timing rounds, or with
+    sequential sampling (whose rounds are not known ahead) one step for all of them."""
+    return len(groups) * (1 + (1 if stopping is not None else settings.samples))
 
 
 def run(
@@ -167,6 +176,71 @@ class Sides(Protocol):
 
     def described(self) -> dict[str, dict[str, Any]]: ...
 
+    def recapture(self, keys: list[str]) -> None: ...
+
+
+@dataclass
+class Measured:
+    """What measuring some cases gave, every side together: records tagged with their side,
+    and the GPU's state after every round."""
+
+    benchmarks: list[tuple[str, Benchmark]] = field(default_factory=list)
+    failures: list[tuple[str, Failure]] = field(default_factory=list)
+    rounds: list[measure.Round] = field(default_factory=list)
+    sampling_seconds: float = 0.0  # the time spent timing rounds (a sequential A/B's budget)
+
+    def add(self, other: Measured) -> None:
+        self.benchmarks += other.benchmarks
+        self.failures += other.failures
+        self.rounds += other.rounds
+        self.sampling_seconds += other.sampling_seconds
+
+
+def measure_case(
+    sides: Sides,
+    case: Suite,
+    settings: RunSettings,
+    monitor: measure.Monitor,
+    on_progress: Callable[[str, int], None],
+    stopping: Stopping | None = None,
+    share: float = 0.0,
+) -> Measured:
+    """One case (a suite cut down to it) on every side: check and capture, time interleaved,
+    check again. With `stopping`, an A/B pair is timed until it is decided (sequential.py) or
+    the case has sampled for `share` seconds; else `settings.samples` rounds."""
+    (only,) = case.cases
+    label = f"{only.suite}/{only.name}"
+    keys, failed = sides.prepare(case)
+    on_progress(label, 1)
+    measured = Measured(failures=failed)
+    started = time.monotonic()
+    deadline = started + share
+    if not keys:
+        on_progress(label, 1 if stopping is not None else settings.samples)
+        return measured
+    pairs = sequential.pairs_of(keys) if stopping is not None else {}
+    if pairs and stopping is not None:
+        timings = sequential.time_until_decided(
+            only, sides.timer(), keys, pairs, stopping, deadline, monitor=monitor, recapture=sides.recapture
+        )
+        on_progress(label, 1)
+    else:
+        per_round = None if stopping is not None else functools.partial(on_progress, label, 1)
+        timings = measure.time_rounds(sides.timer(), keys, settings.samples, monitor=monitor, on_round=per_round)
+        if stopping is not None:
+            on_progress(label, 1)
+    throttled = [index for index, r in enumerate(timings.rounds) if r.throttle_reasons]
+    measured.sampling_seconds = time.monotonic() - started
+    timed, wrong = sides.finish(timings.samples, throttled)
+    measured.benchmarks, measured.rounds = timed, timings.rounds
+    measured.failures += wrong
+    return measured
+
+
+def single_cases(suites: Sequence[Suite]) -> list[Suite]:
+    """Each case of the suites as a suite of its own, in order: the unit a run measures."""
+    return [dataclasses.replace(suite, cases=(case,)) for suite in suites for case in suite.cases]
+
 
 def measure_sides(
     sides: Sides,
@@ -174,54 +248,69 @@ def measure_sides(
     settings: RunSettings,
     on_progress: Callable[[str, int], None] = lambda label, steps: None,
     extra_settings: dict[str, Any] | None = None,
+    stopping: Stopping | None = None,
 ) -> dict[str, Results]:
     """Measure the suites on every side, case by case; one Results per side. With two sides this
-    is an A/B run: each case's benchmarks of both sides alternate sample by sample on one GPU."""
+    is an A/B run: each case's benchmarks of both sides alternate sample by sample on one GPU,
+    for `settings.samples` rounds or, with `stopping`, until each pair is decided."""
     before = collect_environment().gpu_state
-    benchmarks: dict[str, list[Benchmark]] = {side: [] for side in sides.names}
-    failures: dict[str, list[Failure]] = {side: [] for side in sides.names}
-    rounds: list[measure.Round] = []
+    cases = single_cases(suites)
+    budget = sequential.Budget(stopping.seconds, len(cases)) if stopping is not None else None
+    measured = Measured()
     with GpuMonitor() as monitor:
-        for suite in suites:
-            for case in suite.cases:
-                label = f"{case.suite}/{case.name}"
-                keys, failed = sides.prepare(dataclasses.replace(suite, cases=(case,)))
-                on_progress(label, 1)
-                timed: list[tuple[str, Benchmark]] = []
-                if keys:
-                    timings = measure.time_rounds(
-                        sides.timer(),
-                        keys,
-                        settings.samples,
-                        monitor=monitor,
-                        on_round=functools.partial(on_progress, label, 1),
-                    )
-                    rounds += timings.rounds
-                    throttled = [index for index, r in enumerate(timings.rounds) if r.throttle_reasons]
-                    timed, wrong = sides.finish(timings.samples, throttled)
-                    failed += wrong
-                else:
-                    on_progress(label, settings.samples)
-                for side, bench in timed:
-                    benchmarks[side].append(bench)
-                for side, failure in failed:
-                    failures[side].append(failure)
-    environments, described = sides.environments(), sides.described()
-    at_end = collect_environment().gpu_state.after
+        for case in cases:
+            share = budget.next_share() if budget is not None else 0.0
+            one = measure_case(sides, case, settings, monitor, on_progress, stopping, share)
+            if budget is not None:
+                budget.spend(one.sampling_seconds)
+            measured.add(one)
+    extra = {**(extra_settings or {}), **({"stopping": stopping_text(stopping)} if stopping else {})}
+    return results_by_side(
+        sides.names,
+        sides.environments(),
+        sides.described(),
+        GpuStates(before.after, collect_environment().gpu_state.after),
+        measured,
+        suites,
+        settings,
+        extra,
+        sides.timing,
+    )
+
+
+def stopping_text(stopping: Stopping) -> str:
+    """How an A/B decided its rounds, as results record it."""
+    return (
+        f"sequential: each pair timed until decided, first look after {stopping.first} rounds, then every "
+        f"{sequential.LOOK_EVERY}, at most {stopping.most} rounds, {stopping.seconds:g} s for the run's sampling"
+    )
+
+
+def results_by_side(
+    names: Sequence[str],
+    environments: dict[str, Environment],
+    described: dict[str, dict[str, Any]],
+    states: GpuStates,
+    measured: Measured,
+    suites: Sequence[Suite],
+    settings: RunSettings,
+    extra_settings: dict[str, Any],
+    timing: str,
+) -> dict[str, Results]:
     return {
         side: side_results(
             environments[side],
-            GpuStates(before.after, at_end),
-            rounds,
+            states,
+            measured.rounds,
             suites,
             settings,
             side,
-            benchmarks[side],
-            failures[side],
-            {**described[side], **(extra_settings or {})},
-            sides.timing,
+            [bench for owner, bench in measured.benchmarks if owner == side],
+            [failure for owner, failure in measured.failures if owner == side],
+            {**described[side], **extra_settings},
+            timing,
         )
-        for side in sides.names
+        for side in names
     }
 
 
@@ -248,6 +337,7 @@ def side_results(
             seed=settings.seed,
             timing=timing,
             side=side or None,
+            skipped_kernels=list(settings.skipped),
             **extra_settings,
         ),
         benchmarks=benchmarks,
@@ -268,6 +358,7 @@ class LocalSides:
         self.generator: torch.Generator | None = None  # made at the first case, once the GPU is known
         self.ready: list[_Ready] = []
         self.captured: dict[str, measure.Captured] = {}
+        self.placement = random.Random(settings.seed)  # recapture's offsets, the same for a seed
 
     def prepare(self, case: Suite) -> tuple[list[str], list[tuple[str, Failure]]]:
         group = [
@@ -287,6 +378,13 @@ class LocalSides:
 
     def timer(self) -> measure.Timer:
         return measure.GraphTimer(self.captured)
+
+    def recapture(self, keys: list[str]) -> None:
+        """Capture these benchmarks again, each at a random offset in its graph's memory (a
+        sequential A/B's next block: measure.capture says why); the timer sees the new graphs."""
+        ready = {r.planned.key: r for r in self.ready}
+        for key in keys:
+            self.captured[key] = measure.capture(ready[key].call, 1, measure.random_offset(self.placement))
 
     def finish(
         self, samples: dict[str, list[float]], throttled: list[int]
@@ -435,7 +533,8 @@ def finish_group(
                     relative_error=r.check.relative_error,
                     error_bound=r.check.bound,
                     config=r.config,
-                    throttled_samples=throttled,
+                    # A pair decided early stopped before the case's last rounds.
+                    throttled_samples=[i for i in throttled if i < len(samples[r.planned.key])],
                 ),
             )
         )

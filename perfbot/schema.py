@@ -29,7 +29,7 @@ T = TypeVar("T")
 # Limits (documented in docs/files.md). They bound what a malformed or hostile file can cost.
 MAX_JSON_BYTES = 64 * 1024 * 1024  # a results file of 10,000 benchmarks of 100 samples is ~20 MB
 MAX_YAML_BYTES = 1024 * 1024  # thresholds and suites are hand-written, a few KB
-MAX_SAMPLES = 10_000  # per benchmark (a run takes 30; a bisect's rounds or a long selftest a few hundred)
+MAX_SAMPLES = 10_000  # per benchmark (a run takes 30; a sequential A/B at most its --max-samples, 4000)
 MAX_ITEMS = 10_000  # benchmarks, failures, comparisons, probes, overrides, cases per file
 MAX_NAME = 200  # characters of a name (kernel, suite, case, dtype, a key)
 MAX_TEXT = 2_000  # characters of a free text (a reason, an environment value)

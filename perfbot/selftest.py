@@ -1,17 +1,19 @@
 """`perfbot selftest`: how well the bot sees on the runner at hand, with the rule in force.
 
-- False alarms: A/A, one kernel against a second capture of itself, interleaved, many rounds.
+- False alarms: A/A, one kernel against a second capture of itself, interleaved.
 - Sensitivity: A/B, the kernel against itself followed by a calibrated `torch.cuda._sleep`,
   at several nominal slowdowns. The slowdown actually injected is reported as measured (median
   ratio of the two sides over all rounds), not as asked for.
 
-Each round is judged exactly as an interleaved `perfbot compare` judges one benchmark. The
-pull-request check fails only when a second interleaved round confirms the first, so rounds are
-also judged in consecutive pairs: a pair flags when both of its rounds do.
+Each check is one sequential A/B as `perfbot ab` takes it (sequential.py): interleaved rounds of
+all of them until every comparison is decided by the interleaved rule, or the check's rounds run
+out. The pull-request check fails only when a second A/B confirms the first, so checks are also
+judged in consecutive pairs: a pair flags when both of its checks do.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import median
@@ -19,7 +21,9 @@ from typing import Any
 
 from .compare import compare
 from .results import Benchmark, Environment, Results, Settings
-from .thresholds import Policy
+from .sequential import Stopping, time_until_decided
+from .subject import Case
+from .thresholds import Policy, Rule
 
 BASE, TWIN = "A", "A2"  # the kernel, and a second capture of it
 
@@ -30,35 +34,43 @@ def slowed(level: float) -> str:
 
 @dataclass(frozen=True)
 class Flagged:
-    """How often one comparison flagged: single rounds, and consecutive pairs of rounds where
-    the second confirms the first (what fails a pull-request check)."""
+    """How often one comparison flagged over the checks: single checks, and consecutive pairs of
+    checks where the second confirms the first (what fails a pull-request check); how many
+    checks ended undecided, and how many rounds the checks took (median and most)."""
 
-    rounds: int
+    checks: int
     flagged: int
     pairs: int
     confirmed: int
+    undecided: int = 0
+    median_rounds: float = 0.0
+    most_rounds: int = 0
 
     @classmethod
-    def of(cls, flags: list[bool]) -> Flagged:
-        pairs = len(flags) // 2
-        confirmed = sum(flags[2 * i] and flags[2 * i + 1] for i in range(pairs))
-        return cls(len(flags), sum(flags), pairs, confirmed)
+    def of(cls, verdicts: list[str], fails: list[bool], rounds: list[int]) -> Flagged:
+        pairs = len(fails) // 2
+        confirmed = sum(fails[2 * i] and fails[2 * i + 1] for i in range(pairs))
+        undecided = sum(verdict == "inconclusive" for verdict in verdicts)
+        return cls(len(fails), sum(fails), pairs, confirmed, undecided, median(rounds), max(rounds))
 
     def to_json(self) -> dict:
         return {
-            "rounds": self.rounds,
+            "checks": self.checks,
             "flagged": self.flagged,
-            "rate": self.flagged / self.rounds,
+            "rate": self.flagged / self.checks,
             "pairs": self.pairs,
             "confirmed": self.confirmed,
             "confirmed_rate": self.confirmed / self.pairs if self.pairs else None,
+            "undecided": self.undecided,
+            "median_rounds": self.median_rounds,
+            "most_rounds": self.most_rounds,
         }
 
 
 @dataclass(frozen=True)
 class LevelResult:
     nominal_percent: float
-    measured_percent: float  # median over rounds of median(B)/median(A) - 1
+    measured_percent: float  # median over checks of median(B)/median(A) - 1
     detections: Flagged
 
     @property
@@ -92,46 +104,60 @@ class SelftestResult:
         }
 
 
-def _fails(baseline: list[float], current: list[float], policy: Policy) -> bool:
-    """One benchmark judged as `perfbot compare` judges an interleaved A/B pair."""
+def _judged(baseline: list[float], current: list[float], policy: Policy) -> tuple[str, bool]:
+    """One benchmark judged as `perfbot compare` judges an interleaved A/B pair: its verdict and
+    whether it fails. The baseline's samples are cut to the rounds both took."""
 
     def side(samples: list[float]) -> Results:
         bench = Benchmark(kernel="selftest", shape={"n": 1}, dtype="-", samples_ms=samples)
         return Results(
-            environment=Environment(gpu_name="selftest"), settings=Settings(ab_run="selftest"), benchmarks=[bench]
+            environment=Environment(gpu_name="selftest"),
+            settings=Settings(ab_run="selftest", stopping="sequential, as `perfbot ab`"),
+            benchmarks=[bench],
         )
 
-    return compare(side(baseline), side(current), policy).fails
+    (judged,) = compare(side(baseline[: len(current)]), side(current), policy).comparisons  # in blocks
+    return judged.verdict, judged.fails
 
 
-def tally(rounds: list[dict[str, list[float]]], levels: tuple[float, ...], policy: Policy) -> SelftestResult:
-    """Judge every round: A/A for false alarms, A against each slowed copy for detections."""
-    false_alarms = Flagged.of([_fails(r[BASE], r[TWIN], policy) for r in rounds])
+def _flagged(checks: list[dict[str, list[float]]], name: str, policy: Policy) -> Flagged:
+    judged = [_judged(check[BASE], check[name], policy) for check in checks]
+    return Flagged.of([v for v, _ in judged], [f for _, f in judged], [len(check[name]) for check in checks])
+
+
+def tally(checks: list[dict[str, list[float]]], levels: tuple[float, ...], policy: Policy) -> SelftestResult:
+    """Judge every check: A/A for false alarms, A against each slowed copy for detections."""
     results = []
     for level in levels:
         name = slowed(level)
-        detections = Flagged.of([_fails(r[BASE], r[name], policy) for r in rounds])
-        ratios = [median(r[name]) / median(r[BASE]) for r in rounds]
-        results.append(LevelResult(level, 100 * (median(ratios) - 1), detections))
-    rule = policy.rule_for("selftest", "", "-", "selftest", {"n": 1}, interleaved=True)
+        ratios = [median(check[name]) / median(check[BASE][: len(check[name])]) for check in checks]
+        results.append(LevelResult(level, 100 * (median(ratios) - 1), _flagged(checks, name, policy)))
+    kernel_ms = median(median(check[BASE]) for check in checks)
+    rule = selftest_rule(policy, kernel_ms)
     text = (
-        "paired per-round ratios, two-sided Wilcoxon signed-rank, "
-        f"q < {rule.alpha:g}, slowdown > {rule.fail_percent:g}% "
-        f"(interleaved policy of {policy.source})"
+        f"sequential A/B, median per-round ratio with a {1 - rule.alpha:.0%} confidence sequence: fails above "
+        f"+{rule.warn_percent:g}%, passes below +{rule.fail_percent:g}% (interleaved policy of {policy.source})"
     )
-    kernel_ms = median(median(r[BASE]) for r in rounds)
-    return SelftestResult(false_alarms, tuple(results), text, kernel_ms)
+    return SelftestResult(_flagged(checks, TWIN, policy), tuple(results), text, kernel_ms)
 
 
-def measure_rounds(
+def selftest_rule(policy: Policy, kernel_ms: float | None) -> Rule:
+    """The interleaved rule a benchmark that takes `kernel_ms` gets (overrides by time apply)."""
+    return policy.rule_for("selftest", "", "-", "selftest", {"n": 1}, True, kernel_ms)
+
+
+def measure_checks(
     fn: Callable[[], Any],
     levels: tuple[float, ...],
-    rounds: int,
-    samples: int,
-    on_round: Callable[[], None] = lambda: None,
+    checks: int,
+    first: int,
+    most: int,
+    policy: Policy,
+    on_check: Callable[[], None] = lambda: None,
 ) -> list[dict[str, list[float]]]:
     """On the GPU: capture the kernel twice and once per level followed by a calibrated sleep;
-    every round times all of them interleaved (perfbot's engine)."""
+    each check times them interleaved (perfbot's engine) until every comparison with the kernel
+    is decided (sequential.py), at least `first` and at most `most` rounds."""
     import torch
 
     from . import measure
@@ -170,11 +196,20 @@ def measure_rounds(
         for level in levels:
             added = median(b - a for a, b in zip(timed[BASE], timed[slowed(level)], strict=False))
             cycles[level] = max(1, int(cycles[level] + (targets[level] - added) / ms_per_cycle))
-    captured = {BASE: base, TWIN: measure.capture(fn, 1)}
-    for level in levels:
-        captured[slowed(level)] = measure.capture(with_sleep(cycles[level]), 1)
+    calls = {BASE: fn, TWIN: fn, **{slowed(level): with_sleep(cycles[level]) for level in levels}}
+    captured = {BASE: base, **{key: measure.capture(call, 1) for key, call in calls.items() if key != BASE}}
+    placement = random.Random(0)
+
+    def recapture(keys: list[str]) -> None:  # as runner.LocalSides.recapture, before each block
+        for key in keys:
+            captured[key] = measure.capture(calls[key], 1, measure.random_offset(placement))
+
+    stopping = Stopping(first, most, float("inf"), lambda case, name, ms: selftest_rule(policy, ms))
+    case = Case("selftest", "selftest", {"n": 1}, "-")
+    timer, pairs = measure.GraphTimer(captured), {key: (BASE, key) for key in calls if key != BASE}
     collected = []
-    for _ in range(rounds):
-        collected.append(measure.time_interleaved(captured, samples).samples)
-        on_round()
+    for _ in range(checks):
+        check = time_until_decided(case, timer, list(captured), pairs, stopping, float("inf"), recapture=recapture)
+        collected.append(check.samples)
+        on_check()
     return collected

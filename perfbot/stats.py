@@ -45,34 +45,6 @@ def ratio_of_medians(
     return RatioEstimate(float(statistic(base, cur)), float(interval.low), float(interval.high), confidence)
 
 
-def paired_ratio(
-    baseline: Sequence[float], current: Sequence[float], confidence: float = 0.95, resamples: int = 2000, seed: int = 0
-) -> RatioEstimate:
-    """For interleaved samples, where sample i of both sides was taken in the same round: the
-    median of the per-round ratios current_i / baseline_i, with a percentile bootstrap over rounds
-    (scipy.stats.bootstrap, paired=True). A clock change during the run moves both sides of a
-    round together and cancels in the ratio."""
-    base = np.asarray(baseline, dtype=float)
-    cur = np.asarray(current, dtype=float)
-
-    def statistic(b: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
-        return np.median(c / b, axis=axis)
-
-    result = stats.bootstrap(
-        (base, cur),
-        statistic,
-        paired=True,
-        n_resamples=resamples,
-        confidence_level=confidence,
-        method="percentile",
-        vectorized=True,
-        rng=np.random.default_rng(seed),
-        batch=_batch(len(base)),
-    )
-    interval = result.confidence_interval
-    return RatioEstimate(float(statistic(base, cur)), float(interval.low), float(interval.high), confidence)
-
-
 def always_valid_paired_ratio(
     baseline: Sequence[float], current: Sequence[float], confidence: float = 0.99, prior: float = 2.0
 ) -> RatioEstimate:
@@ -104,15 +76,6 @@ def always_valid_paired_ratio(
 def _batch(samples: int) -> int:
     """Resamples per bootstrap batch: at most about four million values in memory at once."""
     return max(1, 4_000_000 // max(samples, 1))
-
-
-def wilcoxon_p(baseline: Sequence[float], current: Sequence[float]) -> float:
-    """Two-sided Wilcoxon signed-rank test (scipy.stats.wilcoxon) of the per-round log ratios
-    log(current_i / baseline_i) against zero."""
-    logs = np.log(np.asarray(current, dtype=float) / np.asarray(baseline, dtype=float))
-    if not np.any(logs):
-        return 1.0  # identical sides: nothing to rank
-    return float(stats.wilcoxon(logs, alternative="two-sided").pvalue)
 
 
 def mann_whitney_p(baseline: Sequence[float], current: Sequence[float], alternative: str = "two-sided") -> float:

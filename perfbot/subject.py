@@ -213,6 +213,23 @@ def restrict(suites: Sequence[Suite], cases: set[tuple[str, str]]) -> list[Suite
     return kept
 
 
+def without_repeats(suites: Sequence[Suite]) -> list[Suite]:
+    """The suites with each case that several of them hold (the same parameters and dtype) kept
+    in one only: the one that times the most implementations (the first of those). A run of
+    several suites then times no benchmark twice; a results file holds each benchmark once."""
+    holders: dict[tuple[Any, ...], list[int]] = {}
+    for index, suite in enumerate(suites):
+        for case in suite.cases:
+            holders.setdefault((tuple(case.params.items()), case.dtype), []).append(index)
+    keeper = {key: min(held, key=lambda i: -len(set(suites[i].implementations))) for key, held in holders.items()}
+    kept = []
+    for index, suite in enumerate(suites):
+        cases = tuple(c for c in suite.cases if keeper[(tuple(c.params.items()), c.dtype)] == index)
+        if cases:
+            kept.append(dataclasses.replace(suite, cases=cases))
+    return kept
+
+
 def load_subject(package: Path) -> Loaded:
     """Import the package at `package` by path and take its `subject`. Under a name unique to its
     path, so that two checkouts (an A/B run, a bisect) can be loaded side by side in one process.

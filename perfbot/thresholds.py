@@ -43,6 +43,8 @@ class _Match(TypedDict, total=False):
     dtype: Name
     gpu: Name
     shape: Annotated[dict[Name, Dim], Field(min_length=1, max_length=16)]
+    under_ms: Annotated[float, Field(gt=0)]  # the baseline's median time is under this
+    interleaved: bool  # only for (or only not for) the two sides of one interleaved A/B run
 
 
 class _Override(_RuleFields):
@@ -76,10 +78,25 @@ class Override:
     match: dict[str, Any]
     changes: dict[str, Any]
 
-    def applies(self, kernel: str, suite: str, dtype: str, gpu: str, shape: dict[str, int]) -> bool:
+    def applies(
+        self,
+        kernel: str,
+        suite: str,
+        dtype: str,
+        gpu: str,
+        shape: dict[str, int],
+        interleaved: bool = False,
+        median_ms: float | None = None,
+    ) -> bool:
         for key, pattern in self.match.items():
             if key == "shape":
                 if any(shape.get(dim) != value for dim, value in pattern.items()):
+                    return False
+            elif key == "interleaved":
+                if pattern != interleaved:
+                    return False
+            elif key == "under_ms":
+                if median_ms is None or not median_ms < pattern:
                     return False
             elif not fnmatch.fnmatchcase({"kernel": kernel, "suite": suite, "dtype": dtype, "gpu": gpu}[key], pattern):
                 return False
@@ -94,11 +111,19 @@ class Policy:
     source: str
 
     def rule_for(
-        self, kernel: str, suite: str, dtype: str, gpu: str, shape: dict[str, int], interleaved: bool = False
+        self,
+        kernel: str,
+        suite: str,
+        dtype: str,
+        gpu: str,
+        shape: dict[str, int],
+        interleaved: bool = False,
+        median_ms: float | None = None,
     ) -> Rule:
+        """The rule of one benchmark; `median_ms`, the baseline's median time, for `under_ms`."""
         rule = replace(self.defaults, **self.interleaved) if interleaved else self.defaults
         for override in self.overrides:
-            if override.applies(kernel, suite, dtype, gpu, shape):
+            if override.applies(kernel, suite, dtype, gpu, shape, interleaved, median_ms):
                 rule = replace(rule, **override.changes)
         return rule
 

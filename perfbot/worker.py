@@ -14,6 +14,7 @@ prints cannot corrupt the stream).
     {"op": "prepare", "suite": {...}, "settings": {...}}
                                                      -> {"ready": [key, ...], "failures": [...]}
     {"op": "sample", "key": key}                     -> {"ms": 0.123}
+    {"op": "recapture", "keys": [key, ...]}          -> {}  (fresh captures for the next block)
     {"op": "finish", "samples": {key: [ms, ...]}, "throttled": [round, ...]}
                                                      -> {"benchmarks": [...], "failures": [...]}
     {"op": "quit"}                                   (no answer; the worker exits)
@@ -175,6 +176,12 @@ class WorkerSides:
     def timer(self) -> Any:
         return _WorkerTimer(self.owner)
 
+    def recapture(self, keys: list[str]) -> None:
+        for worker in self.workers.values():
+            mine = [key for key in keys if self.owner.get(key) is worker]
+            if mine:
+                worker.ask("recapture", keys=mine)
+
     def finish(
         self, samples: dict[str, list[float]], throttled: list[int]
     ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
@@ -302,6 +309,16 @@ class _Side:
             raise BadInput(f"no captured benchmark {key!r}")
         return {"ms": measure.time_once(self.local.captured[key], self.flush)}
 
+    def recapture(self, keys: list[str]) -> dict[str, Any]:
+        from . import measure
+
+        if self.local is None or any(key not in self.local.captured for key in keys):
+            raise BadInput(f"no captured benchmark among {keys!r}")
+        self.local.recapture(keys)
+        for key in keys:  # the first replay uploads the graph; keep it out
+            measure.time_once(self.local.captured[key], self.flush)
+        return {}
+
     def finish(self, samples: dict[str, list[float]], throttled: list[int]) -> dict[str, Any]:
         timed, wrong = self.local.finish(samples, throttled)
         return {
@@ -321,7 +338,8 @@ def serve(kernels: Path, side: str, requests: IO[str] = sys.stdin) -> None:
         if op == "quit":
             break
         try:
-            answer = getattr(handler, op)(**request) if op in ("hello", "prepare", "sample", "finish") else None
+            known = ("hello", "prepare", "sample", "recapture", "finish")
+            answer = getattr(handler, op)(**request) if op in known else None
             if answer is None:
                 raise BadInput(f"unknown request {op!r}")
         except PerfbotError as error:

@@ -21,7 +21,7 @@ jitter = random.Random(os.getpid())
 taken = 0
 
 
-def capture(fn, warmup_calls):
+def capture(fn, warmup_calls, offset_bytes=0):
     for _ in range(warmup_calls):
         fn()
     return measure.Captured(graph=None, output=fn())

@@ -15,7 +15,7 @@ class FakeGpu:
         self.calls: dict[str, int] = {}
         self.rng = random.Random(0)
 
-    def capture(self, fn, warmup_calls):
+    def capture(self, fn, warmup_calls, offset_bytes=0):
         for _ in range(warmup_calls):
             fn()
         return measure.Captured(graph=None, output=fn())
@@ -46,3 +46,19 @@ def fake_gpu(monkeypatch) -> FakeGpu:
     monkeypatch.setattr(measure, "capture", fake.capture)
     monkeypatch.setattr(measure, "GraphTimer", fake.timer)
     return fake
+
+
+def install_in_worker():
+    """shards.measure_sharded's `setup` for the CPU tests, run first in each spawned worker
+    process: the GPU's primitives replaced as above. Every sample takes 1 ms plus 0.1 ms per
+    index of the GPU the worker was pinned to (CUDA_VISIBLE_DEVICES), with the head side 2%
+    slower on GPU 1 only: a timing shows where it was taken."""
+    import os
+
+    index = int(os.environ["CUDA_VISIBLE_DEVICES"])
+    fake = FakeGpu()
+    fake.ms = lambda name, call: (1 + index / 10) * (1.02 if index == 1 and name.startswith("head:") else 1.0)
+    runner.DEVICE = "cpu"
+    runner.require_gpu = lambda: None
+    measure.capture = fake.capture
+    measure.GraphTimer = fake.timer

@@ -83,7 +83,7 @@ def test_names_from_files_cannot_break_the_table_or_forge_the_marker():
     text = comment_markdown(summarize(compare(rename(base), rename(head), POLICY)))
     assert text.count(MARKER) == 1
     table_rows = [line for line in text.splitlines() if line.startswith("| evil")]
-    assert table_rows and all(line.count(" | ") == 7 for line in table_rows)  # 8 cells, no extra column
+    assert table_rows and all(line.count(" | ") == 8 for line in table_rows)  # 9 cells, no extra column
     assert "](http" not in text.replace("\\]", "")
     assert markdown_escape("a|b<c>") == "a\\|b&lt;c&gt;"
 

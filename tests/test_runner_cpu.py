@@ -127,9 +127,19 @@ def test_ab_regression_must_hold_in_a_second_round(gpu, repo: Path, tmp_path: Pa
     assert "confirmed by a second interleaved round" in (tmp_path / "ab" / "comment.md").read_text()
 
 
-def test_ab_slowdown_that_vanishes_in_the_second_round_does_not_fail(gpu, repo: Path, tmp_path: Path):
-    # Slow only in the first 24 samples of head:fused (two cases of 12): a passing hiccup.
-    gpu.ms = lambda name, call: 1.02 if name == "head:fused" and call <= 24 else 1.0
+def test_ab_slowdown_that_vanishes_in_the_second_round_does_not_fail(gpu, repo: Path, tmp_path: Path, monkeypatch):
+    # Slow only until the check measures again: a passing hiccup.
+    from perfbot import ab
+
+    again = {"now": False}
+    first_judgement = ab.confirm
+
+    def confirm(report, policy, remeasure):
+        again["now"] = True
+        return first_judgement(report, policy, remeasure)
+
+    monkeypatch.setattr(ab, "confirm", confirm)
+    gpu.ms = lambda name, call: 1.02 if name == "head:fused" and not again["now"] else 1.0
     result = _ab(repo, tmp_path / "ab")
     assert result.exit_code == 0, result.output
     assert "NOT confirmed by a second interleaved round" in (tmp_path / "ab" / "comment.md").read_text()
@@ -214,3 +224,19 @@ def test_the_base_judges_a_head_that_loosens_its_own_thresholds(gpu, project: Pa
 def test_run_measures_one_checkout_and_ab_two(gpu, repo: Path, tmp_path: Path):
     result = CliRunner().invoke(perfbot, ["run", "--project", str(repo), "--suite", "tiny", "--against", "HEAD"])
     assert result.exit_code == 2 and "No such option '--against'" in result.output
+
+
+def test_suite_all_is_every_suite_and_a_case_two_suites_share_is_measured_once(gpu, project: Path, tmp_path: Path):
+    (project / "kernels" / "suites.yaml").write_text(
+        TINY + "again:\n  about: a repeat\n  dtype: float16\n  kernels: [eager, fused]\n  cases:\n"
+        "    - {name: odd-again, M: 33, K: 40, N: 24}\n    - {name: other, M: 8, K: 16, N: 8}\n"
+    )
+    out = tmp_path / "all.json"
+    args = ["run", "--project", str(project), "--suite", "all", "--kernel", "eager", "--samples", "10"]
+    result = CliRunner().invoke(perfbot, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    from perfbot import results
+
+    measured = sorted((b.suite, b.case) for b in results.load(out).benchmarks)
+    # tiny times more implementations, so the shared shape stays there; `again` keeps its own case
+    assert measured == [("again", "other"), ("tiny", "odd"), ("tiny", "square")]

@@ -14,8 +14,10 @@ from ..errors import EXIT_REGRESSION, BadInput
 from ..thresholds import load_policy
 from .context import (
     chosen,
+    chosen_gpus,
     emit,
     load_kernels,
+    max_samples_option,
     measure_options,
     progress,
     project_config,
@@ -67,6 +69,15 @@ _OUTPUTS = ("base.json", "head.json", "comparison.json", "comment.md")
     default=None,
     help="Wheel and environment cache for --triton-source. Default: ~/.cache/perfbot/triton-wheels.",
 )
+@max_samples_option
+@click.option(
+    "--time-budget",
+    type=click.FloatRange(min=1),
+    default=180.0,
+    show_default=True,
+    help="Seconds of sampling for the whole run (checking, compiling and capturing not counted), shared out "
+    "case by case; with several GPUs, per GPU.",
+)
 @project_option
 def ab_command(
     base_rev: str,
@@ -74,10 +85,13 @@ def ab_command(
     suite_names: tuple[str, ...],
     case_names: tuple[str, ...],
     kernel_names: tuple[str, ...],
+    skipped_kernels: tuple[str, ...],
     variants: tuple[str, ...],
     samples: int,
     warmup: int,
     seed: int,
+    gpu_count: int | None,
+    mixed_gpus: bool,
     out_dir: Path,
     overwrite: bool,
     thresholds_path: Path | None,
@@ -85,20 +99,25 @@ def ab_command(
     triton_envs: tuple[str, ...],
     triton_source: str | None,
     triton_cache: Path | None,
+    max_samples: int,
+    time_budget: float,
     project: Path | None,
 ) -> None:
     """Measure the kernels of git revision BASE against HEAD's (default: this checkout's),
-    interleaved sample by sample on one GPU, and judge the pairs.
+    interleaved sample by sample on one GPU, and judge the pairs. By default every case of every
+    suite, each pair timed until it is decided (at least --samples rounds, at most --max-samples,
+    within --time-budget), the cases shared out across the host's GPUs.
 
     The suites and thresholds.yaml of this checkout decide, whichever revisions are measured
     (the PR check runs in the base's checkout). Both sides are judged paired by round with the
-    interleaved thresholds; a failing slowdown is measured again in a second interleaved round
-    and fails (exit 1) only if it holds. If BASE and HEAD pin different Triton commits, each
-    side runs in a worker process with its own Triton (--triton-source or --triton-env).
+    interleaved thresholds; a failing slowdown is measured again in a second A/B and fails
+    (exit 1) only if it holds. If BASE and HEAD pin different Triton commits, each side runs in
+    a worker process with its own Triton (--triton-source or --triton-env), on one GPU.
 
     Example:
 
     \b
+        perfbot ab origin/main --skip-kernel max-autotune --out-dir ab
         perfbot ab origin/main --suite pr --out-dir ab
         perfbot ab "$BASE_SHA" "$HEAD_SHA" --triton-source https://github.com/triton-lang/triton.git
     """
@@ -106,8 +125,11 @@ def ab_command(
 
     config = project_config(project)
     running = load_kernels(config, None)
-    suites = chosen(running, suite_names, case_names)
-    settings = run_settings(running, samples, warmup, seed, variants, kernel_names)
+    suites = chosen(running, suite_names, case_names, every_suite=True)
+    settings = run_settings(running, samples, warmup, seed, variants, kernel_names, skipped_kernels)
+    if max_samples < samples:
+        raise click.BadParameter(f"must be at least --samples ({samples})", param_hint="--max-samples")
+    gpus = chosen_gpus(gpu_count, mixed_gpus)
     if out_dir.exists() and not out_dir.is_dir():
         raise BadInput(f"--out-dir {out_dir}: is a file")
     existing = [name for name in _OUTPUTS if (out_dir / name).exists()]
@@ -133,6 +155,8 @@ def ab_command(
         _bar,
         on_measured=keep,
         trend_store=trend_store,
+        sampling=ab.Sampling(max_samples, time_budget),
+        gpus=gpus,
     )
     emit(outcome.report, out_dir / "comment.md", out_dir / "comparison.json")
     if outcome.report.fails:

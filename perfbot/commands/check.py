@@ -38,6 +38,7 @@ def check_command(
     suite_names: tuple[str, ...],
     case_names: tuple[str, ...],
     kernel_names: tuple[str, ...],
+    skipped_kernels: tuple[str, ...],
     variants: tuple[str, ...],
     seed: int,
     device: str | None,
@@ -66,7 +67,7 @@ def check_command(
     # Every value of every variant parameter unless told otherwise: checking is cheap, and a
     # variant's code path is as likely to be wrong as the default's.
     variants = variants or tuple(f"{name}=all" for name in subject.subject.variants)
-    settings = run_settings(subject, 30, 1, seed, variants, kernel_names)
+    settings = run_settings(subject, 30, 1, seed, variants, kernel_names, skipped_kernels)
     total = sum(len(suite.cases) for suite in suites)
     with progress() as bar:
         task = bar.add_task("checking", total=total)

@@ -18,6 +18,7 @@ from ..config import ProjectConfig, find_project_root, load_project_config
 from ..errors import EnvironmentFailure
 from ..files import write_all
 from ..report import comment_markdown, compare_table
+from ..schema import MAX_SAMPLES
 
 if TYPE_CHECKING:
     from ..runner import RunSettings
@@ -50,8 +51,8 @@ _CHOICE_OPTIONS = (
         "--suite",
         "suite_names",
         multiple=True,
-        help="Suite to run (repeat for several). `perfbot suites` lists them. Default: pr if the subject has it, "
-        "else every suite.",
+        help="Suite to run (repeat for several; `all` for every suite). `perfbot suites` lists them. Default: for "
+        "`run`, pr if the subject has it, else every suite; for `ab` (the pull-request check), every suite.",
     ),
     click.option(
         "--case",
@@ -64,6 +65,14 @@ _CHOICE_OPTIONS = (
         "kernel_names",
         multiple=True,
         help="Only these implementations (repeat for several). Default: each suite's list.",
+    ),
+    click.option(
+        "--skip-kernel",
+        "skipped_kernels",
+        multiple=True,
+        metavar="NAME",
+        help="Leave out this implementation (repeat for several), e.g. max-autotune, which sets up too slowly "
+        "for every pull request; the report says it was left out.",
     ),
     click.option(
         "--variant",
@@ -91,6 +100,29 @@ _TIMING_OPTIONS = (
     ),
 )
 _SEED_OPTION = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+max_samples_option = click.option(
+    "--max-samples",
+    type=click.IntRange(min=10, max=MAX_SAMPLES),
+    default=4000,
+    show_default=True,
+    help="Rounds per pair at most (sequential sampling): a pair still undecided then is reported inconclusive, "
+    "with why.",
+)
+_GPU_OPTIONS = (
+    click.option(
+        "--gpus",
+        "gpu_count",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Shard the cases across the first N visible GPUs, one worker process each (both sides of an A/B "
+        "pair stay on one GPU). Default: every visible GPU (CUDA_VISIBLE_DEVICES narrows them).",
+    ),
+    click.option(
+        "--mixed-gpus",
+        is_flag=True,
+        help="Shard across GPUs of different models too (refused by default: their timings do not compare).",
+    ),
+)
 
 
 def _apply(command: Callable[..., Any], options: Sequence[Callable[[Any], Any]]) -> Callable[..., Any]:
@@ -105,22 +137,37 @@ def choice_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def measure_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The options that choose what `run` and `ab` measure, and how many samples."""
-    return _apply(command, (*_CHOICE_OPTIONS, *_TIMING_OPTIONS, _SEED_OPTION))
+    """The options that choose what `run` and `ab` measure, how many samples, and on which GPUs."""
+    return _apply(command, (*_CHOICE_OPTIONS, *_TIMING_OPTIONS, _SEED_OPTION, *_GPU_OPTIONS))
 
 
-def chosen(subject: Loaded, suite_names: tuple[str, ...], case_names: tuple[str, ...]) -> list[Suite]:
-    """The suites named, cut down to the cases named."""
-    from ..subject import restrict
+def chosen_gpus(count: int | None, mixed: bool) -> list[Any]:
+    """The GPUs to shard across (shards.Gpu); one or none: measure in this process."""
+    from ..shards import choose, visible_gpus
 
-    if not suite_names:  # the pull-request suite, where there is one; else every suite
-        suite_names = ("pr",) if "pr" in subject.suites else tuple(subject.suites)
+    visible = visible_gpus()
+    if not visible and count in (None, 1):
+        return []  # no NVML to list them: the one CUDA sees, in this process
+    return choose(visible, count, mixed)
+
+
+def chosen(
+    subject: Loaded, suite_names: tuple[str, ...], case_names: tuple[str, ...], every_suite: bool = False
+) -> list[Suite]:
+    """The suites named, cut down to the cases named. None named: the pull-request suite where
+    there is one (a quick run by hand), else, or with `every_suite` (the A/B), every suite."""
+    from ..subject import restrict, without_repeats
+
+    if suite_names == ("all",) and "all" not in subject.suites:
+        suite_names = tuple(subject.suites)
+    if not suite_names:
+        suite_names = ("pr",) if "pr" in subject.suites and not every_suite else tuple(subject.suites)
     unknown = [name for name in suite_names if name not in subject.suites]
     if unknown:
         raise click.BadParameter(
             f"unknown suite {unknown[0]!r}; known: {', '.join(subject.suites)}", param_hint="--suite"
         )
-    suites = [subject.suites[name] for name in dict.fromkeys(suite_names)]
+    suites = without_repeats([subject.suites[name] for name in dict.fromkeys(suite_names)])
     if not case_names:
         return suites
     known = {case.name for suite in suites for case in suite.cases}
@@ -145,7 +192,13 @@ def own_implementation(subject: Loaded) -> str:
 
 
 def run_settings(
-    subject: Loaded, samples: int, warmup: int, seed: int, variants: tuple[str, ...], kernel_names: tuple[str, ...]
+    subject: Loaded,
+    samples: int,
+    warmup: int,
+    seed: int,
+    variants: tuple[str, ...],
+    kernel_names: tuple[str, ...],
+    skipped_kernels: tuple[str, ...] = (),
 ) -> RunSettings:
     from ..runner import RunSettings, chosen_variants
 
@@ -155,6 +208,7 @@ def run_settings(
         seed=seed,
         variants=chosen_variants(subject.subject, variants),
         kernels=kernel_names,
+        skipped=skipped_kernels,
     )
 
 

@@ -14,6 +14,7 @@ from ..errors import EXIT_REGRESSION, WrongResult
 from ..report import case_markdown, failures_table, run_markdown, run_table
 from .context import (
     chosen,
+    chosen_gpus,
     console,
     kernels_option,
     load_kernels,
@@ -41,10 +42,13 @@ def run_command(
     suite_names: tuple[str, ...],
     case_names: tuple[str, ...],
     kernel_names: tuple[str, ...],
+    skipped_kernels: tuple[str, ...],
     variants: tuple[str, ...],
     samples: int,
     warmup: int,
     seed: int,
+    gpu_count: int | None,
+    mixed_gpus: bool,
     out: Path | None,
     overwrite: bool,
     kernels: Path | None,
@@ -53,31 +57,38 @@ def run_command(
     """Check and time the kernels on a shape suite, and print a table.
 
     Every implementation is first checked against a float64 reference; a wrong one is reported
-    as a failure and never timed. Exits 1 if any implementation failed. To measure two
-    revisions against each other, interleaved, use `perfbot ab`.
+    as a failure and never timed. Exits 1 if any implementation failed. On a host with several
+    GPUs of one model the cases are shared out across them (--gpus), and the results file says
+    which GPU measured each benchmark. To measure two revisions against each other,
+    interleaved, use `perfbot ab`.
 
     Example:
 
     \b
         perfbot run --out results.json               # the pr suite
         perfbot run --suite NAME --case CASE --kernel NAME --variant NAME=all --samples 100
+        perfbot run --suite a100 --suite models --gpus 2 --out all.json
     """
     from ..runner import plan, progress_steps, run
+    from ..shards import Job, measure_sharded
 
     subject = load_kernels(project_config(project), kernels)
     suites = chosen(subject, suite_names, case_names)
     if out is not None and out.exists() and not overwrite:  # checked again by save(); fail before measuring
         raise click.BadParameter(f"{out} already exists; choose another name or pass --overwrite", param_hint="--out")
-    settings = run_settings(subject, samples, warmup, seed, variants, kernel_names)
+    settings = run_settings(subject, samples, warmup, seed, variants, kernel_names, skipped_kernels)
+    gpus = chosen_gpus(gpu_count, mixed_gpus)
     total = progress_steps(plan(subject, suites, settings), settings)
     with progress() as bar:
         task = bar.add_task("starting", total=total)
-        result = run(
-            subject,
-            suites,
-            settings,
-            on_progress=lambda label, steps: bar.update(task, advance=steps, description=label),
-        )
+
+        def advance(label: str, steps: int) -> None:
+            bar.update(task, advance=steps, description=label)
+
+        if len(gpus) > 1:
+            result = measure_sharded(Job({"": subject.path}, settings), suites, gpus, advance)[""]
+        else:
+            result = run(subject, suites, settings, on_progress=advance)
     if out is not None:
         results_file.save(result, out, overwrite=overwrite)
     terminal = console()

@@ -13,6 +13,7 @@ from ..thresholds import load_policy
 from .context import (
     console,
     load_kernels,
+    max_samples_option,
     own_implementation,
     progress,
     project_config,
@@ -28,19 +29,20 @@ from .context import (
 @click.option("--case", "case_name", default=None, help="Case of the benchmark. Default: the subject's default case.")
 @click.option("--kernel", default=None, help="Implementation to time. Default: the subject's (first) own.")
 @click.option(
-    "--rounds",
-    type=click.IntRange(min=5),
+    "--checks",
+    type=click.IntRange(min=4),
     default=100,
     show_default=True,
-    help="Comparisons per row (A/A, and A/B at each level).",
+    help="Sequential A/B checks per row (A/A, and A/B at each level), each one as `perfbot ab` takes it.",
 )
 @click.option(
     "--samples",
     type=click.IntRange(min=10),
     default=30,
     show_default=True,
-    help="Samples per side and round; 30 is what `perfbot run` (and so the pull-request check) takes.",
+    help="Rounds of a check before its first look, as `perfbot ab --samples`.",
 )
+@max_samples_option
 @click.option(
     "--levels", default="0.5,1,2,5", show_default=True, help="Injected slowdowns in percent, comma-separated."
 )
@@ -56,8 +58,9 @@ def selftest_command(
     suite_name: str | None,
     case_name: str | None,
     kernel: str | None,
-    rounds: int,
+    checks: int,
     samples: int,
+    max_samples: int,
     levels: str,
     thresholds_path: Path | None,
     out: Path | None,
@@ -65,11 +68,13 @@ def selftest_command(
     project: Path | None,
 ) -> None:
     """Measure this runner's false-alarm rate (A/A) and the smallest slowdown it detects (A/B
-    with a calibrated sleep injected after the kernel), under the rule in force.
+    with a calibrated sleep injected after the kernel), under the rule in force: each check is a
+    sequential A/B as the pull-request check takes it, and pairs of checks show what confirmation
+    (a second A/B of a failing case) leaves.
 
     Example:
 
-        perfbot selftest --rounds 100 --out selftest.json
+        perfbot selftest --checks 100 --out selftest.json
     """
     from rich.table import Table
 
@@ -89,6 +94,8 @@ def selftest_command(
     policy = load_policy(thresholds_path or config.root / "thresholds.yaml")
     subject = load_kernels(config, None)
     case = subject.case(suite_name, case_name)
+    if max_samples < samples:
+        raise click.BadParameter(f"must be at least --samples ({samples})", param_hint="--max-samples")
     if keep_samples and out is None:
         raise click.UsageError("--keep-samples writes into --out; pass --out FILE too")
     kernel = kernel or own_implementation(subject)
@@ -105,20 +112,24 @@ def selftest_command(
         raise WrongResult(f"{kernel} on {case.suite}/{case.name}: {failed[0][1].reason}; nothing was timed")
     call = ready[0].call
     with progress() as bar:
-        task = bar.add_task("selftest rounds", total=rounds)
-        collected = selftest.measure_rounds(call, parsed, rounds, samples, on_round=lambda: bar.update(task, advance=1))
+        task = bar.add_task("selftest checks", total=checks)
+        collected = selftest.measure_checks(
+            call, parsed, checks, samples, max_samples, policy, on_check=lambda: bar.update(task, advance=1)
+        )
     result = selftest.tally(collected, parsed, policy)
     table = Table(
         title=f"perfbot selftest: {kernel} on {case.suite}/{case.name} ({result.kernel_ms:.4f} ms), "
-        f"{samples}+{samples} samples, {rounds} rounds; {result.rule}",
+        f"{checks} checks of {samples} to {max_samples} rounds; {result.rule}",
         title_justify="left",
     )
     for column in (
         "comparison",
         "injected (nominal)",
         "injected (measured)",
-        "flagged, one round",
-        "flagged and confirmed (pairs)",
+        "failed, one check",
+        "failed and confirmed (pairs)",
+        "undecided",
+        "rounds (median, most)",
     ):
         table.add_column(column, justify="left" if column == "comparison" else "right")
     rows = [("A/A (false alarms)", "0%", "", result.false_alarms)]
@@ -134,7 +145,13 @@ def selftest_command(
     for name, nominal, measured, flags in rows:
         confirmed = f"{flags.confirmed}/{flags.pairs} ({flags.confirmed / flags.pairs:.1%})" if flags.pairs else "-"
         table.add_row(
-            name, nominal, measured, f"{flags.flagged}/{flags.rounds} ({flags.flagged / flags.rounds:.1%})", confirmed
+            name,
+            nominal,
+            measured,
+            f"{flags.flagged}/{flags.checks} ({flags.flagged / flags.checks:.1%})",
+            confirmed,
+            str(flags.undecided),
+            f"{flags.median_rounds:g}, {flags.most_rounds}",
         )
     console().print(table)
     strayed = [level for level in result.levels if not level.as_asked]
@@ -145,5 +162,5 @@ def selftest_command(
             f"(on a short kernel the sleep kernel's own cost sets a floor)"
         )
     if out is not None:
-        record = {**result.to_json(), **({"rounds_ms": collected} if keep_samples else {})}
+        record = {**result.to_json(), **({"checks_ms": collected} if keep_samples else {})}
         write_atomic(out, json.dumps(record, indent=1) + "\n")

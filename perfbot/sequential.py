@@ -1,0 +1,142 @@
+"""Sequential sampling for the interleaved A/B: instead of a fixed number of rounds, keep timing
+the pairs whose verdict is still open, in blocks of compare.BLOCK_ROUNDS rounds, look after every
+block, and drop each pair as soon as it is decided, until its rounds or the time budget run out.
+
+Looking again and again is safe because the verdict rests on a confidence sequence
+(compare.judge_paired), valid at every number of blocks at once; a fixed-sample test looked at
+this often would raise false alarms. Before every block but the first, the open benchmarks are
+captured again at a random offset in memory: two captures of the same code can differ by a
+percent on a short or memory-bound kernel (where its buffers lie), and one capture per side would
+turn that into a difference the test sees ever more surely. The block is the unit the verdict
+counts. A benchmark without a partner on the other side (an implementation one side lacks) has
+nothing to decide: it is timed for the first look only.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from . import measure
+from .compare import BLOCK_ROUNDS, judge_paired
+from .errors import BadInput
+from .subject import Case
+from .thresholds import Policy, Rule
+
+# Rounds between two looks: one block, on its own captures.
+LOOK_EVERY = BLOCK_ROUNDS
+
+
+@dataclass(frozen=True)
+class PolicyRules:
+    """The interleaved rule of each benchmark of a case, from the policy (picklable, for the
+    processes of a run sharded across GPUs)."""
+
+    policy: Policy
+    gpu: str
+
+    def __call__(self, case: Case, name: str, median_ms: float | None = None) -> Rule:
+        kernel = name.partition("[")[0]  # results.variant_name: "kernel[param=value,...]"
+        return self.policy.rule_for(kernel, case.suite, case.dtype, self.gpu, case.shape, True, median_ms)
+
+
+@dataclass(frozen=True)
+class Stopping:
+    """When sampling stops: every pair has `first` rounds, at most `most`; the whole run's
+    sampling gets `seconds`, shared out case by case (a case that decides early leaves its time
+    to the later ones); a pair is decided when compare.judge_paired, under `rules(case, name)`,
+    says more than "inconclusive"."""
+
+    first: int
+    most: int
+    seconds: float
+    rules: Callable[[Case, str, float | None], Rule]  # case, benchmark name, the baseline's median ms
+
+    def __post_init__(self) -> None:
+        if self.most < self.first:
+            raise BadInput(f"at most {self.most} rounds is fewer than the {self.first} of the first look")
+        if self.seconds <= 0:
+            raise BadInput(f"the time budget must be positive, got {self.seconds:g} s")
+
+    def decided(self, case: Case, name: str, baseline: Sequence[float], current: Sequence[float]) -> bool:
+        rule = self.rules(case, name, statistics.median(baseline) if baseline else None)
+        if len(current) < max(rule.min_samples, self.first):
+            return False
+        return judge_paired(list(baseline), list(current), rule, BLOCK_ROUNDS)["verdict"] != "inconclusive"
+
+
+class Budget:
+    """The sampling time left, shared out case by case: each case may sample for an equal share
+    of what is left, and what it did not use goes to the cases after it. Setup (checking,
+    compiling, capturing) is not counted. With `parallel` GPUs measuring cases at once, the
+    budget is that many GPU-seconds per second."""
+
+    def __init__(self, seconds: float, cases: int, parallel: int = 1):
+        self.left = seconds * parallel
+        self.cases_left = cases
+
+    def next_share(self) -> float:
+        """Seconds of sampling for the next case."""
+        share = max(self.left, 0.0) / max(self.cases_left, 1)
+        self.cases_left -= 1
+        return share
+
+    def spend(self, seconds: float) -> None:
+        self.left -= seconds
+
+
+def pairs_of(keys: Sequence[str], baseline: str = "base", current: str = "head") -> dict[str, tuple[str, str]]:
+    """The benchmarks of an A/B case that both sides have: name -> (baseline key, current key),
+    from keys "SIDE:NAME" (runner.Planned.key)."""
+    present = set(keys)
+    pairs = {}
+    for key in keys:
+        side, _, name = key.partition(":")
+        other = f"{current}:{name}"
+        if side == baseline and other in present:
+            pairs[name] = (key, other)
+    return pairs
+
+
+def time_until_decided(
+    case: Case,
+    timer: measure.Timer,
+    keys: Sequence[str],
+    pairs: Mapping[str, tuple[str, str]],
+    stopping: Stopping,
+    deadline: float,
+    on_round: Callable[[], None] | None = None,
+    monitor: measure.Monitor | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    recapture: Callable[[list[str]], None] | None = None,
+) -> measure.Timings:
+    """Interleaved rounds (measure.time_rounds), block by block, over the keys of the pairs still
+    open; `recapture(keys)` gives those keys fresh captures before each block but the first.
+    Keys only ever leave, so sample i of every key comes from round i, and both keys of a pair
+    always have the same number of samples."""
+    samples: dict[str, list[float]] = {key: [] for key in keys}
+    rounds: list[measure.Round] = []
+    open_pairs = dict(pairs)
+    active = list(keys)
+    while active:
+        if rounds and recapture is not None:
+            recapture(active)
+        batch = min(LOOK_EVERY, stopping.most - len(rounds))
+        timed = measure.time_rounds(timer, active, batch, on_round, monitor, start=len(rounds))
+        for key, values in timed.samples.items():
+            samples[key] += values
+        rounds += timed.rounds
+        if len(rounds) < stopping.first:
+            continue
+        open_pairs = {
+            name: (base, cur)
+            for name, (base, cur) in open_pairs.items()
+            if not stopping.decided(case, name, samples[base], samples[cur])
+        }
+        if len(rounds) >= stopping.most or clock() >= deadline:
+            break
+        still = {key for pair in open_pairs.values() for key in pair}
+        active = [key for key in active if key in still]
+    return measure.Timings(samples, rounds)

@@ -1,0 +1,192 @@
+"""A run spread across the GPUs of one host: one worker process per GPU, pinned to it with
+CUDA_VISIBLE_DEVICES, each loading the subjects itself. Cases are handed out one at a time from
+one queue, so a GPU that finishes early takes the next; a case is the unit, so both sides of an
+A/B pair are always timed on the same GPU, interleaved as on one. The records merge into one
+Results per side, in the suites' order, each benchmark naming the GPU that measured it.
+
+GPUs of different models time the same code differently, so a run refuses to mix them unless
+asked. The time budget of sequential sampling counts GPU-seconds: with two GPUs, the run's
+sampling may take twice the budget's seconds of GPU time, shared out case by case.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from .environment import GpuMonitor, collect_environment
+from .errors import BadInput, EnvironmentFailure
+from .results import GpuStates, Results
+from .runner import LocalSides, Measured, RunSettings, measure_case, results_by_side, single_cases, stopping_text
+from .sequential import Budget, Stopping
+from .subject import Suite, load_subject
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int  # NVML's number, what CUDA_VISIBLE_DEVICES takes
+    name: str
+    uuid: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.index}: {self.name}"
+
+
+def visible_gpus() -> list[Gpu]:
+    """The host's GPUs as NVML lists them (no CUDA context is made), cut down to
+    CUDA_VISIBLE_DEVICES when it is set (numbers or GPU-UUIDs). Empty without NVML."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 -- no NVML (or no driver): no GPU to shard across
+        return []
+    try:
+        gpus = []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            gpus.append(Gpu(index, str(pynvml.nvmlDeviceGetName(handle)), str(pynvml.nvmlDeviceGetUUID(handle))))
+    finally:
+        pynvml.nvmlShutdown()
+    return restrict_to_visible(gpus, os.environ.get("CUDA_VISIBLE_DEVICES"))
+
+
+def restrict_to_visible(gpus: list[Gpu], visible: str | None) -> list[Gpu]:
+    """The GPUs CUDA_VISIBLE_DEVICES lets CUDA see, in its order."""
+    if visible is None:
+        return gpus
+    chosen = []
+    for entry in filter(None, (part.strip() for part in visible.split(","))):
+        match = [g for g in gpus if str(g.index) == entry or (g.uuid and g.uuid.startswith(entry))]
+        if not match:
+            break  # CUDA stops at the first entry it cannot find
+        chosen.append(match[0])
+    return chosen
+
+
+def choose(gpus: Sequence[Gpu], count: int | None, mixed: bool = False) -> list[Gpu]:
+    """The GPUs a run uses: the first `count` visible (all of them by default), all of one model
+    unless `mixed`."""
+    if count is not None and count < 1:
+        raise BadInput(f"--gpus must be at least 1, got {count}")
+    if count is not None and count > len(gpus):
+        raise BadInput(f"--gpus {count}: only {len(gpus)} GPU(s) visible")
+    chosen = list(gpus[:count] if count is not None else gpus)
+    models = sorted({gpu.name for gpu in chosen})
+    if len(models) > 1 and not mixed:
+        raise BadInput(
+            f"the GPUs are of different models ({', '.join(models)}): their timings do not compare. "
+            "Pick one model with --gpus or CUDA_VISIBLE_DEVICES, or pass --mixed-gpus to shard across them anyway"
+        )
+    return chosen
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every worker process measures: each side's kernels package, and how."""
+
+    kernels: dict[str, Path]
+    settings: RunSettings
+    stopping: Stopping | None = None
+
+
+# A worker process's own state: the GPU it is pinned to, and its sides once loaded.
+_worker: dict[str, Any] = {}
+
+
+def _pin(gpu: Gpu, setup: Callable[[], None] | None) -> None:
+    """Runs first in each worker process, before anything touches CUDA."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu.index)
+    _worker["gpu"] = gpu
+    if setup is not None:
+        setup()  # the CPU tests put their stand-in for the GPU here
+
+
+def _sides(job: Job) -> LocalSides:
+    if _worker.get("job") != job:
+        _worker["sides"] = LocalSides({side: load_subject(path) for side, path in job.kernels.items()}, job.settings)
+        _worker["job"] = job
+    sides: LocalSides = _worker["sides"]
+    return sides
+
+
+def _measure(job: Job, case: Suite, share: float) -> Measured:
+    with GpuMonitor() as monitor:
+        sides, settings = _sides(job), job.settings
+        measured = measure_case(sides, case, settings, monitor, lambda label, steps: None, job.stopping, share)
+    label = _worker["gpu"].label
+    measured.benchmarks = [(side, dataclasses.replace(b, gpu=label)) for side, b in measured.benchmarks]
+    return measured
+
+
+def _describe(job: Job) -> tuple[dict[str, Any], dict[str, dict[str, Any]], str]:
+    sides = _sides(job)
+    return sides.environments(), sides.described(), sides.timing
+
+
+def measure_sharded(
+    job: Job,
+    suites: Sequence[Suite],
+    gpus: Sequence[Gpu],
+    on_progress: Callable[[str, int], None] = lambda label, steps: None,
+    extra_settings: dict[str, Any] | None = None,
+    setup: Callable[[], None] | None = None,
+) -> dict[str, Results]:
+    """runner.measure_sides across `gpus`, one worker process each; `setup` runs first in every
+    worker (a module-level function: the processes are spawned)."""
+    if not gpus:
+        raise EnvironmentFailure("no GPU to measure on")
+    before = collect_environment().gpu_state
+    cases = single_cases(suites)
+    budget = Budget(job.stopping.seconds, len(cases), parallel=len(gpus)) if job.stopping is not None else None
+    steps = 1 + (1 if job.stopping is not None else job.settings.samples)
+    done: list[Measured | None] = [None] * len(cases)
+    queue = list(reversed(range(len(cases))))
+    lock = threading.Lock()
+    with ExitStack() as stack:
+        pools = {
+            gpu: stack.enter_context(
+                ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=_pin, initargs=(gpu, setup))
+            )
+            for gpu in gpus
+        }
+
+        def drive(gpu: Gpu) -> None:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    index = queue.pop()
+                    share = budget.next_share() if budget is not None else 0.0
+                measured = pools[gpu].submit(_measure, job, cases[index], share).result()
+                done[index] = measured
+                (case,) = cases[index].cases
+                with lock:
+                    if budget is not None:
+                        budget.spend(measured.sampling_seconds)
+                    on_progress(f"{case.suite}/{case.name} on GPU {gpu.index}", steps)
+
+        with ThreadPoolExecutor(len(gpus)) as threads:
+            for future in [threads.submit(drive, gpu) for gpu in gpus]:
+                future.result()  # a worker's error, raised here
+        environments, described, timing = pools[gpus[0]].submit(_describe, job).result()
+    measured = Measured()
+    for part in done:
+        if part is not None:
+            measured.add(part)
+    extra = {**(extra_settings or {}), "gpus": [gpu.label for gpu in gpus]}
+    if job.stopping is not None:
+        extra["stopping"] = stopping_text(job.stopping)
+    states = GpuStates(before.after, collect_environment().gpu_state.after)
+    return results_by_side(
+        tuple(job.kernels), environments, described, states, measured, suites, job.settings, extra, timing
+    )

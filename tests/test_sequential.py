@@ -1,0 +1,155 @@
+"""Sequential sampling (perfbot/sequential.py) with the interleaved rule of thresholds.yaml: the
+real loop over interleaved rounds, timed by a stand-in for the GPU that draws each sample from a
+known distribution. Pairs stop as soon as they are decided, the limits hold, and under a look
+every block of five rounds an A/A fails at most 1% of the time while a 0.5% slowdown fails in at
+least 95%.
+`pytest -s` prints the rates measured."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from perfbot import sequential
+from perfbot.compare import BLOCK_ROUNDS, judge_paired
+from perfbot.sequential import Budget, PolicyRules, Stopping, pairs_of, time_until_decided
+from perfbot.subject import Case
+from perfbot.thresholds import load_policy
+from tests.conftest import ROOT
+
+POLICY = load_policy(ROOT / "thresholds.yaml")
+CASE = Case("pr", "square", {"M": 64, "N": 64, "K": 64}, "float16")
+RULES = PolicyRules(POLICY, "NVIDIA H200")
+
+
+class DrawnTimer:
+    """Times key k with a per-round factor shared by the round (a clock that moves both sides)
+    times its own noise: t(4) at `noise` (or `noise_of[k]`), scaled by `slower[k]`."""
+
+    def __init__(self, slower: dict[str, float], noise: float, rng: np.random.Generator, noise_of=None):
+        self.slower, self.noise, self.rng, self.noise_of = slower, noise, rng, noise_of or {}
+        self.timed: list[list[str]] = []
+
+    def begin_round(self, order):
+        self.shared = 1 + 0.01 * self.rng.standard_normal()
+        self.timed.append(list(order))
+
+    def sample(self, key):
+        noise = self.noise_of.get(key, self.noise)
+        ms = self.shared * self.slower.get(key, 1.0) * np.exp(noise * self.rng.standard_t(4))
+        return lambda: float(ms)
+
+    def end_round(self, order):
+        pass
+
+
+def _ab(slower: dict[str, float], noise: float, seed: int, most: int = 300, keys=None, deadline=float("inf")):
+    keys = keys or ["base:fused", "head:fused"]
+    timer = DrawnTimer(slower, noise, np.random.default_rng(seed))
+    stopping = Stopping(first=30, most=most, seconds=60, rules=RULES)
+    timings = time_until_decided(CASE, timer, keys, pairs_of(keys), stopping, deadline)
+    return timer, timings
+
+
+def _fails(timings) -> bool:
+    rule = RULES(CASE, "fused")
+    return judge_paired(timings.samples["base:fused"], timings.samples["head:fused"], rule, BLOCK_ROUNDS)["fails"]
+
+
+def test_pairs_of_an_ab_case():
+    keys = ["base:fused", "head:fused", "base:gemm[x=1]", "head:gemm[x=1]", "head:new"]
+    assert pairs_of(keys) == {"fused": ("base:fused", "head:fused"), "gemm[x=1]": ("base:gemm[x=1]", "head:gemm[x=1]")}
+
+
+def test_a_clear_slowdown_stops_as_soon_as_the_blocks_can_decide_and_a_lone_benchmark_after_the_first_look():
+    keys = ["base:fused", "head:fused", "head:new"]
+    _, timings = _ab({"head:fused": 1.05}, 0.002, seed=1, keys=keys)
+    # Twelve blocks all above 1 are the fewest a 99% sign-test sequence can exclude 1 with.
+    assert len(timings.samples["head:fused"]) == 12 * BLOCK_ROUNDS == len(timings.rounds)
+    assert len(timings.samples["head:new"]) == 30  # nothing to decide: the first look only
+    assert _fails(timings)
+
+
+def test_every_block_but_the_first_is_timed_on_fresh_captures_of_the_open_benchmarks():
+    keys = ["base:fused", "head:fused", "base:gemm", "head:gemm"]
+    timer = DrawnTimer({"head:fused": 1.05}, 0.002, np.random.default_rng(4), noise_of={"head:gemm": 0.05})
+    recaptured = []
+    stopping = Stopping(first=30, most=300, seconds=60, rules=RULES)
+    timings = time_until_decided(
+        CASE, timer, keys, pairs_of(keys), stopping, float("inf"), recapture=lambda k: recaptured.append(list(k))
+    )
+    blocks = len(timings.rounds) // BLOCK_ROUNDS
+    assert len(recaptured) == blocks - 1
+    assert recaptured[0] == keys and set(recaptured[-1]) == {"base:gemm", "head:gemm"}  # fused decided first
+
+
+def test_an_undecided_pair_keeps_going_alone_until_its_rounds_run_out():
+    keys = ["base:fused", "head:fused", "base:gemm", "head:gemm"]
+    # fused: 0.4% slower under 3% noise (between the thresholds, undecidable in 300 rounds);
+    # gemm: identical and quiet, decided early.
+    noisy = {"base:fused": 0.03, "head:fused": 0.03}
+    timer = DrawnTimer({"head:fused": 1.004}, 0.001, np.random.default_rng(2), noise_of=noisy)
+    stopping = Stopping(first=30, most=300, seconds=60, rules=RULES)
+    timings = time_until_decided(CASE, timer, keys, pairs_of(keys), stopping, float("inf"))
+    assert len(timings.samples["head:fused"]) == 300 == len(timings.samples["base:fused"])
+    assert len(timings.samples["head:gemm"]) < 300
+    assert len(timings.samples["head:gemm"]) % sequential.LOOK_EVERY == 0
+    assert all(set(order) == {"base:fused", "head:fused"} for order in timer.timed[len(timings.samples["head:gemm"]) :])
+    verdict = judge_paired(timings.samples["base:fused"], timings.samples["head:fused"], RULES(CASE, "fused"))
+    assert verdict["verdict"] == "inconclusive"
+    assert "undecided" in verdict["reason"] and "rounds to decide" in verdict["reason"]
+
+
+def test_the_deadline_stops_sampling_after_the_first_look():
+    ticks = itertools.count()
+    timer = DrawnTimer({}, 0.03, np.random.default_rng(3))
+    stopping = Stopping(first=30, most=300, seconds=60, rules=RULES)
+    keys = ["base:fused", "head:fused"]
+    timings = time_until_decided(CASE, timer, keys, pairs_of(keys), stopping, 2, clock=lambda: next(ticks))
+    assert len(timings.rounds) == 30 + 2 * BLOCK_ROUNDS  # the clock reads 0, 1, 2 at the first three looks
+
+
+def test_the_budget_shares_what_is_left_and_counts_gpu_seconds():
+    budget = Budget(100, cases=4)
+    assert budget.next_share() == 25
+    budget.spend(10)  # the first case decided early: its time goes to the others
+    assert budget.next_share() == pytest.approx(90 / 3)
+    assert Budget(100, cases=4, parallel=2).next_share() == 50
+
+
+def test_stopping_refuses_impossible_limits():
+    from perfbot.errors import BadInput
+
+    with pytest.raises(BadInput, match="fewer than"):
+        Stopping(first=30, most=20, seconds=1, rules=RULES)
+    with pytest.raises(BadInput, match="positive"):
+        Stopping(first=30, most=40, seconds=0, rules=RULES)
+
+
+def test_rules_come_from_the_policy_per_implementation():
+    assert RULES(CASE, "fused").fail_percent == 0.5 and RULES(CASE, "fused").warn_percent == 0.25
+    assert RULES(CASE, "compiled[mode=x]").fail_percent == 10.0  # the override for compiled*
+
+
+SIMULATIONS = 300
+
+
+@pytest.mark.parametrize("noise", [0.003, 0.01])
+def test_false_alarms_at_most_one_percent_and_half_percent_caught_in_95_under_repeated_looks(noise):
+    """The whole rule as the A/B applies it: blocks of five rounds, looks after 30 rounds and after
+    every block, up to 4000 rounds (`perfbot ab`'s default). An A/A fails in at most 1% of checks; a
+    0.5% slowdown in at least 95% (`undecided` counts checks that ran out of rounds: they do not
+    fail). At 1% noise 2000 rounds were not enough: 85% caught, 15% undecided."""
+    alarms = caught = undecided = 0
+    for seed in range(SIMULATIONS):
+        _, same = _ab({}, noise, seed=10_000 + seed, most=4000)
+        alarms += _fails(same)
+        _, slow = _ab({"head:fused": 1.005}, noise, seed=20_000 + seed, most=4000)
+        caught += _fails(slow)
+        undecided += len(slow.rounds) == 4000
+    print(
+        f"\nnoise {noise:.1%}: A/A failed {alarms / SIMULATIONS:.1%}, 0.5% caught {caught / SIMULATIONS:.1%}, "
+        f"undecided at 4000 rounds {undecided / SIMULATIONS:.1%}"
+    )
+    assert alarms / SIMULATIONS <= 0.01
+    assert caught / SIMULATIONS >= 0.95

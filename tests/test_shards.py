@@ -1,0 +1,94 @@
+"""A run shared out across the GPUs of one host (perfbot/shards.py), on the CPU: real spawned
+worker processes, one per (stand-in) GPU, each pinned with CUDA_VISIBLE_DEVICES and loading the
+real kernels (the fused one in Triton's interpreter); only the GPU's primitives are replaced
+(tests/fake_gpu.install_in_worker), with timings that show which GPU took them."""
+
+import pytest
+from click.testing import CliRunner
+
+from perfbot import shards
+from perfbot.cli import perfbot
+from perfbot.errors import BadInput
+from perfbot.runner import RunSettings
+from perfbot.subject import load_subject
+from tests.fake_gpu import install_in_worker
+
+H200 = "NVIDIA H200"
+TWO = [shards.Gpu(0, H200, "GPU-aaa"), shards.Gpu(1, H200, "GPU-bbb")]
+SUITES = """
+tiny:
+  about: small enough for the interpreter
+  dtype: float16
+  kernels: [fused, eager, gemm]
+  cases:
+    - {name: a, M: 16, K: 32, N: 16}
+    - {name: b, M: 33, K: 40, N: 24}
+    - {name: c, M: 8, K: 16, N: 32}
+    - {name: d, M: 64, K: 64, N: 64}
+"""
+
+
+def test_cuda_visible_devices_narrows_and_orders_the_gpus():
+    gpus = [*TWO, shards.Gpu(2, "NVIDIA A100", "GPU-ccc")]
+    assert shards.restrict_to_visible(gpus, None) == gpus
+    assert shards.restrict_to_visible(gpus, "2,0") == [gpus[2], gpus[0]]
+    assert shards.restrict_to_visible(gpus, "GPU-bbb") == [gpus[1]]
+    assert shards.restrict_to_visible(gpus, "1,7,0") == [gpus[1]]  # CUDA stops at an unknown entry
+
+
+def test_gpus_of_different_models_are_refused_unless_asked():
+    mixed = [*TWO, shards.Gpu(2, "NVIDIA A100", "GPU-ccc")]
+    with pytest.raises(BadInput, match="different models"):
+        shards.choose(mixed, None)
+    assert shards.choose(mixed, None, mixed=True) == mixed
+    assert shards.choose(mixed, 2) == TWO  # the first two are of one model
+    with pytest.raises(BadInput, match="only 3 GPU"):
+        shards.choose(mixed, 4)
+
+
+def test_a_plain_run_sharded_across_two_gpus_merges_in_order_and_names_each_gpu(project):
+    (project / "kernels" / "suites.yaml").write_text(SUITES)
+    subject = load_subject(project / "kernels")
+    job = shards.Job({"": project / "kernels"}, RunSettings(samples=10))
+    seen = []
+    results = shards.measure_sharded(
+        job, [subject.suites["tiny"]], TWO, lambda label, steps: seen.append((label, steps)), setup=install_in_worker
+    )[""]
+    assert [b.case for b in results.benchmarks] == [c for c in "abcd" for _ in range(3)]  # the suite's order
+    assert results.settings.gpus == ["0: NVIDIA H200", "1: NVIDIA H200"]
+    for bench in results.benchmarks:  # the label is the GPU the worker was pinned to
+        index = int(bench.gpu.split(":")[0])
+        assert bench.samples_ms[0] == pytest.approx(1 + index / 10, rel=0.02)
+    assert len(seen) == 4 and all(steps == 1 + 10 for _, steps in seen)
+    assert results.failures == [] and all(b.relative_error <= b.error_bound for b in results.benchmarks)
+
+
+def test_an_ab_sharded_keeps_both_sides_of_a_pair_on_one_gpu_and_stops_each_pair_when_decided(project, tmp_path):
+    from perfbot.sequential import PolicyRules, Stopping
+    from perfbot.thresholds import load_policy
+
+    (project / "kernels" / "suites.yaml").write_text(SUITES)
+    subject = load_subject(project / "kernels")
+    rules = PolicyRules(load_policy(project / "thresholds.yaml"), H200)
+    stopping = Stopping(first=20, most=400, seconds=120, rules=rules)
+    kernels = {"base": project / "kernels", "head": project / "kernels"}
+    job = shards.Job(kernels, RunSettings(samples=20), stopping)
+    measured = shards.measure_sharded(job, [subject.suites["tiny"]], TWO, setup=install_in_worker)
+    base = {(b.case, b.kernel): b for b in measured["base"].benchmarks}
+    head = {(b.case, b.kernel): b for b in measured["head"].benchmarks}
+    assert base.keys() == head.keys() and len(base) == 12
+    for key, bench in head.items():
+        assert bench.gpu == base[key].gpu  # a pair is timed on one GPU
+        assert len(bench.samples_ms) == len(base[key].samples_ms) >= 20
+    assert "sequential" in measured["head"].settings.stopping
+
+
+def test_cli_refuses_more_gpus_than_visible_and_an_unknown_skipped_kernel(project, monkeypatch):
+    monkeypatch.setattr(shards, "visible_gpus", lambda: TWO)
+    result = CliRunner().invoke(perfbot, ["run", "--project", str(project), "--gpus", "3"])
+    assert result.exit_code == 2 and "only 2 GPU(s) visible" in result.output
+    monkeypatch.setattr(shards, "visible_gpus", lambda: [TWO[0], shards.Gpu(1, "NVIDIA A100")])
+    result = CliRunner().invoke(perfbot, ["run", "--project", str(project)])
+    assert result.exit_code == 2 and "--mixed-gpus" in result.output
+    result = CliRunner().invoke(perfbot, ["run", "--project", str(project), "--gpus", "1", "--skip-kernel", "nope"])
+    assert result.exit_code == 2 and "nope" in result.output
