@@ -26,7 +26,7 @@ from .compare import Report, compare
 from .config import ProjectConfig, load_project_config
 from .errors import BadInput, PerfbotError
 from .results import Results
-from .sequential import PolicyRules, Stopping
+from .sequential import PolicyRules, Stopping, first_look
 from .subject import Loaded, Suite, load_subject, restrict
 from .thresholds import Policy, changes, load_policy
 
@@ -107,8 +107,10 @@ def run(
         revisions = {"against": trees["base"][1], **({"head": trees["head"][1]} if head_rev else {})}
         stopping = None
         if sampling is not None:
-            rules = PolicyRules(policy, str(collect_environment().gpu_name or ""))
-            stopping = Stopping(settings.samples, sampling.most, sampling.seconds, rules)
+            gpu = str(collect_environment().gpu_name or "")
+            alpha = policy.rule_for("", "", "", gpu, {}, interleaved=True).alpha
+            first = first_look(settings.samples, alpha)
+            stopping = Stopping(first, sampling.most, sampling.seconds, PolicyRules(policy, gpu))
         sharded = len(gpus) > 1 and not started  # two Tritons: their workers share one GPU (docs/method.md)
 
         def measure(chosen: Sequence[Suite], tag: str) -> tuple[Results, Results]:

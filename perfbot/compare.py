@@ -215,6 +215,8 @@ def _short_of(estimate: stats.RatioEstimate, n: int, rule: Rule) -> str:
     width = 100 * (estimate.high - estimate.low)
     gap = rule.fail_percent - rule.warn_percent
     reaches = f"reaches both +{rule.warn_percent:g}% and +{rule.fail_percent:g}%"
+    if gap <= 0:  # overrides that leave no room between the two thresholds
+        return f"{reaches}, and no interval can lie between them (warn_percent >= fail_percent)"
     if width <= gap or estimate.high == float("inf") or estimate.low <= 0:
         return f"{reaches}; more rounds would decide it"
     return f"{reaches}: {width:.2f}% wide against a {gap:g}% gap, about {n * (width / gap) ** 2:,.0f} rounds to decide"

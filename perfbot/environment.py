@@ -177,3 +177,19 @@ def stability(rounds: list[Any]) -> dict[str, Any]:
         if abs(change) > DRIFT_PERCENT:
             record["clock_drift"] = f"SM clock {clocks[0]} -> {clocks[-1]} MHz ({change:+.1f}%) during the run"
     return record
+
+
+def stability_across(groups: list[list[Any]]) -> dict[str, Any]:
+    """`stability` of several GPUs' rounds as one record: throttled rounds added up, reasons
+    joined, and the clock of the GPU whose clock moved most (each GPU's first and last rounds
+    compared with each other, never across GPUs)."""
+    records = [stability(group) for group in groups if group] or [stability([])]
+    merged: dict[str, Any] = {"throttled_rounds": sum(r["throttled_rounds"] for r in records)}
+    reasons = sorted({reason for r in records for reason in r.get("throttle_reasons", [])})
+    if reasons:
+        merged["throttle_reasons"] = reasons
+    moved = [r for r in records if "sm_clock_first_last_mhz" in r]
+    if moved:
+        worst = max(moved, key=lambda r: abs(r["sm_clock_first_last_mhz"][1] / r["sm_clock_first_last_mhz"][0] - 1))
+        merged.update({k: worst[k] for k in ("sm_clock_first_last_mhz", "clock_drift") if k in worst})
+    return merged

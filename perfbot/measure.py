@@ -61,10 +61,11 @@ class Captured:
 def capture(fn: Callable[[], torch.Tensor], warmup_calls: int, offset_bytes: int = 0) -> Captured:
     """Run `fn` a few times outside the graph (compilation, autotuning, lazy init), then capture
     one call. Capture on a side stream, as torch.cuda.graphs requires. `offset_bytes` are
-    allocated in the graph's memory first, so that what `fn` allocates (its output, its
-    intermediates) lands that much further on: where a buffer lies can move a memory-bound
-    kernel's time by a percent, and a sequential A/B re-captures at random offsets so that no
-    one placement decides (runner.LocalSides.recapture)."""
+    allocated in the graph's memory first, so that what `fn` allocates in the same size class of
+    the caching allocator (up to 1 MiB, or above) lands further on: where a buffer lies can move
+    a short kernel's time by a percent, and a sequential A/B captures again before every block,
+    into new graph memory and at a random offset, so that no one placement decides
+    (runner.LocalSides.recapture)."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):

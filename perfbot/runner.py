@@ -262,7 +262,7 @@ def measure_sides(
             share = budget.next_share() if budget is not None else 0.0
             one = measure_case(sides, case, settings, monitor, on_progress, stopping, share)
             if budget is not None:
-                budget.spend(one.sampling_seconds)
+                budget.spend(one.sampling_seconds, share)
             measured.add(one)
     extra = {**(extra_settings or {}), **({"stopping": stopping_text(stopping)} if stopping else {})}
     return results_by_side(
@@ -296,12 +296,16 @@ def results_by_side(
     settings: RunSettings,
     extra_settings: dict[str, Any],
     timing: str,
+    stable: dict[str, Any] | None = None,
 ) -> dict[str, Results]:
+    """One Results per side from what was measured; `stable`, the GPU's stability (from the
+    rounds measured, by default)."""
+    stable = stable if stable is not None else stability(measured.rounds)
     return {
         side: side_results(
             environments[side],
             states,
-            measured.rounds,
+            stable,
             suites,
             settings,
             side,
@@ -317,7 +321,7 @@ def results_by_side(
 def side_results(
     environment: Environment,
     states: GpuStates,
-    rounds: list[measure.Round],
+    stable: dict[str, Any],
     suites: Sequence[Suite],
     settings: RunSettings,
     side: str,
@@ -329,9 +333,9 @@ def side_results(
     """One side's results: the environment with the GPU's states before and after and the run's
     stability, the settings, and what was measured."""
     return Results(
-        environment=dataclasses.replace(environment, gpu_state=states, **stability(rounds)),
+        environment=dataclasses.replace(environment, gpu_state=states, **stable),
         settings=Settings(
-            suites=[s.name for s in suites],
+            suites=list(dict.fromkeys(s.name for s in suites)),
             samples=settings.samples,
             warmup_calls=settings.warmup_calls,
             seed=settings.seed,

@@ -21,7 +21,7 @@ from typing import Any
 
 from .compare import compare
 from .results import Benchmark, Environment, Results, Settings
-from .sequential import Stopping, time_until_decided
+from .sequential import Stopping, first_look, time_until_decided
 from .subject import Case
 from .thresholds import Policy, Rule
 
@@ -204,7 +204,8 @@ def measure_checks(
         for key in keys:
             captured[key] = measure.capture(calls[key], 1, measure.random_offset(placement))
 
-    stopping = Stopping(first, most, float("inf"), lambda case, name, ms: selftest_rule(policy, ms))
+    rules = lambda case, name, ms: selftest_rule(policy, ms)  # noqa: E731
+    stopping = Stopping(first_look(first, selftest_rule(policy, None).alpha), most, float("inf"), rules)
     case = Case("selftest", "selftest", {"n": 1}, "-")
     timer, pairs = measure.GraphTimer(captured), {key: (BASE, key) for key in calls if key != BASE}
     collected = []

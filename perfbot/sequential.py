@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from . import measure
 from .compare import BLOCK_ROUNDS, judge_paired
 from .errors import BadInput
+from .stats import fewest_units
 from .subject import Case
 from .thresholds import Policy, Rule
 
@@ -57,8 +58,8 @@ class Stopping:
     def __post_init__(self) -> None:
         if self.most < self.first:
             raise BadInput(f"at most {self.most} rounds is fewer than the {self.first} of the first look")
-        if self.seconds <= 0:
-            raise BadInput(f"the time budget must be positive, got {self.seconds:g} s")
+        if not self.seconds > 0:  # NaN too
+            raise BadInput(f"the time budget must be a positive number of seconds, got {self.seconds:g}")
 
     def decided(self, case: Case, name: str, baseline: Sequence[float], current: Sequence[float]) -> bool:
         rule = self.rules(case, name, statistics.median(baseline) if baseline else None)
@@ -69,22 +70,32 @@ class Stopping:
 
 class Budget:
     """The sampling time left, shared out case by case: each case may sample for an equal share
-    of what is left, and what it did not use goes to the cases after it. Setup (checking,
-    compiling, capturing) is not counted. With `parallel` GPUs measuring cases at once, the
-    budget is that many GPU-seconds per second."""
+    of what is left, and what it did not use goes back to the cases after it. A share is set
+    aside when it is handed out, so that cases sampling at once on several GPUs cannot spend the
+    same seconds twice. Setup (checking, compiling, capturing) is not counted. With `parallel`
+    GPUs, the budget is that many GPU-seconds per second."""
 
     def __init__(self, seconds: float, cases: int, parallel: int = 1):
         self.left = seconds * parallel
         self.cases_left = cases
 
     def next_share(self) -> float:
-        """Seconds of sampling for the next case."""
+        """Seconds of sampling for the next case, set aside until `spend` says what it used."""
         share = max(self.left, 0.0) / max(self.cases_left, 1)
         self.cases_left -= 1
+        self.left -= share
         return share
 
-    def spend(self, seconds: float) -> None:
-        self.left -= seconds
+    def spend(self, used: float, share: float) -> None:
+        """A case sampled for `used` seconds of its `share`: the rest goes back."""
+        self.left += share - used
+
+
+def first_look(samples: int, alpha: float) -> int:
+    """Rounds before the first look: `samples`, but at least the whole blocks a confidence
+    sequence at 1 - alpha needs before it can decide anything (12 blocks at alpha 0.01)."""
+    blocks = fewest_units(1 - alpha)
+    return max(samples, blocks * BLOCK_ROUNDS)
 
 
 def pairs_of(keys: Sequence[str], baseline: str = "base", current: str = "head") -> dict[str, tuple[str, str]]:

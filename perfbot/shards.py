@@ -16,13 +16,14 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from .environment import GpuMonitor, collect_environment
+from .environment import GpuMonitor, collect_environment, stability_across
 from .errors import BadInput, EnvironmentFailure
 from .results import GpuStates, Results
 from .runner import LocalSides, Measured, RunSettings, measure_case, results_by_side, single_cases, stopping_text
@@ -74,13 +75,15 @@ def restrict_to_visible(gpus: list[Gpu], visible: str | None) -> list[Gpu]:
 
 
 def choose(gpus: Sequence[Gpu], count: int | None, mixed: bool = False) -> list[Gpu]:
-    """The GPUs a run uses: the first `count` visible (all of them by default), all of one model
-    unless `mixed`."""
+    """The GPUs a run uses: the first `count` visible, all of one model unless `mixed`; by default
+    every visible GPU of the first one's model (every visible GPU with `mixed`)."""
     if count is not None and count < 1:
         raise BadInput(f"--gpus must be at least 1, got {count}")
     if count is not None and count > len(gpus):
         raise BadInput(f"--gpus {count}: only {len(gpus)} GPU(s) visible")
     chosen = list(gpus[:count] if count is not None else gpus)
+    if count is None and not mixed:  # by default, those of the first GPU's model
+        chosen = [gpu for gpu in chosen if gpu.name == chosen[0].name] if chosen else []
     models = sorted({gpu.name for gpu in chosen})
     if len(models) > 1 and not mixed:
         raise BadInput(
@@ -105,7 +108,8 @@ _worker: dict[str, Any] = {}
 
 def _pin(gpu: Gpu, setup: Callable[[], None] | None) -> None:
     """Runs first in each worker process, before anything touches CUDA."""
-    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu.index)
+    # By UUID: a number would be CUDA's (fastest first), which need not be NVML's.
+    os.environ["CUDA_VISIBLE_DEVICES"] = gpu.uuid or str(gpu.index)
     _worker["gpu"] = gpu
     if setup is not None:
         setup()  # the CPU tests put their stand-in for the GPU here
@@ -150,6 +154,7 @@ def measure_sharded(
     budget = Budget(job.stopping.seconds, len(cases), parallel=len(gpus)) if job.stopping is not None else None
     steps = 1 + (1 if job.stopping is not None else job.settings.samples)
     done: list[Measured | None] = [None] * len(cases)
+    measured_on: dict[int, Gpu] = {}
     queue = list(reversed(range(len(cases))))
     lock = threading.Lock()
     with ExitStack() as stack:
@@ -167,26 +172,44 @@ def measure_sharded(
                         return
                     index = queue.pop()
                     share = budget.next_share() if budget is not None else 0.0
-                measured = pools[gpu].submit(_measure, job, cases[index], share).result()
-                done[index] = measured
+                try:
+                    measured = _ask(gpu, pools[gpu], _measure, job, cases[index], share)
+                except BaseException:
+                    with lock:
+                        queue.clear()  # the run is over: the other GPUs take no more cases
+                    raise
+                done[index], measured_on[index] = measured, gpu
                 (case,) = cases[index].cases
                 with lock:
                     if budget is not None:
-                        budget.spend(measured.sampling_seconds)
+                        budget.spend(measured.sampling_seconds, share)
                     on_progress(f"{case.suite}/{case.name} on GPU {gpu.index}", steps)
 
         with ThreadPoolExecutor(len(gpus)) as threads:
             for future in [threads.submit(drive, gpu) for gpu in gpus]:
                 future.result()  # a worker's error, raised here
-        environments, described, timing = pools[gpus[0]].submit(_describe, job).result()
+        environments, described, timing = _ask(gpus[0], pools[gpus[0]], _describe, job)
     measured = Measured()
     for part in done:
         if part is not None:
             measured.add(part)
+    rounds_of = {
+        gpu: [r for i, part in enumerate(done) if part and measured_on[i] == gpu for r in part.rounds] for gpu in gpus
+    }
     extra = {**(extra_settings or {}), "gpus": [gpu.label for gpu in gpus]}
     if job.stopping is not None:
         extra["stopping"] = stopping_text(job.stopping)
     states = GpuStates(before.after, collect_environment().gpu_state.after)
+    stable = stability_across(list(rounds_of.values()))
     return results_by_side(
-        tuple(job.kernels), environments, described, states, measured, suites, job.settings, extra, timing
+        tuple(job.kernels), environments, described, states, measured, suites, job.settings, extra, timing, stable
     )
+
+
+def _ask(gpu: Gpu, pool: ProcessPoolExecutor, fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)` in the GPU's worker process. Its perfbot errors come back as they are; a
+    worker that died (a crashed kernel, a setup that failed) is the environment's failure."""
+    try:
+        return pool.submit(fn, *args).result()
+    except BrokenProcessPool:
+        raise EnvironmentFailure(f"GPU {gpu.label}: its worker process died (see its output above)") from None

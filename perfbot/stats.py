@@ -73,6 +73,16 @@ def always_valid_paired_ratio(
     return RatioEstimate(float(np.median(ratios)), float(low), float(high), confidence)
 
 
+@functools.cache
+def fewest_units(confidence: float = 0.99, prior: float = 2.0) -> int:
+    """The fewest units (rounds, blocks) with which always_valid_paired_ratio's interval can
+    exclude anything at all: all of them on one side of it."""
+    n = 1
+    while special.betaln(n + prior, prior) - special.betaln(prior, prior) + n * np.log(2) < -np.log1p(-confidence):
+        n += 1
+    return n
+
+
 def _batch(samples: int) -> int:
     """Resamples per bootstrap batch: at most about four million values in memory at once."""
     return max(1, 4_000_000 // max(samples, 1))

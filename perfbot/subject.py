@@ -214,19 +214,31 @@ def restrict(suites: Sequence[Suite], cases: set[tuple[str, str]]) -> list[Suite
 
 
 def without_repeats(suites: Sequence[Suite]) -> list[Suite]:
-    """The suites with each case that several of them hold (the same parameters and dtype) kept
-    in one only: the one that times the most implementations (the first of those). A run of
-    several suites then times no benchmark twice; a results file holds each benchmark once."""
+    """The suites with each case that several of them hold (the same parameters and dtype) timed
+    once per implementation: whole in the suite that times the most implementations (the first
+    of those), and in each other suite only for the implementations that one lacks, as a suite of
+    that one case. A run of several suites then times no benchmark twice (a results file holds
+    each benchmark once) and leaves none out."""
+
+    def key(case: Case) -> tuple[Any, ...]:
+        return tuple(case.params.items()), case.dtype
+
     holders: dict[tuple[Any, ...], list[int]] = {}
     for index, suite in enumerate(suites):
         for case in suite.cases:
-            holders.setdefault((tuple(case.params.items()), case.dtype), []).append(index)
-    keeper = {key: min(held, key=lambda i: -len(set(suites[i].implementations))) for key, held in holders.items()}
+            holders.setdefault(key(case), []).append(index)
+    keeper = {k: min(held, key=lambda i: -len(set(suites[i].implementations))) for k, held in holders.items()}
+    timed = {k: set(suites[index].implementations) for k, index in keeper.items()}
     kept = []
     for index, suite in enumerate(suites):
-        cases = tuple(c for c in suite.cases if keeper[(tuple(c.params.items()), c.dtype)] == index)
-        if cases:
-            kept.append(dataclasses.replace(suite, cases=cases))
+        own = tuple(c for c in suite.cases if keeper[key(c)] == index)
+        if own:
+            kept.append(dataclasses.replace(suite, cases=own))
+        for case in suite.cases:
+            lacking = [name for name in suite.implementations if name not in timed[key(case)]]
+            if keeper[key(case)] != index and lacking:
+                timed[key(case)].update(lacking)
+                kept.append(dataclasses.replace(suite, implementations=tuple(lacking), cases=(case,)))
     return kept
 
 

@@ -52,12 +52,24 @@ def install_in_worker():
     """shards.measure_sharded's `setup` for the CPU tests, run first in each spawned worker
     process: the GPU's primitives replaced as above. Every sample takes 1 ms plus 0.1 ms per
     index of the GPU the worker was pinned to (CUDA_VISIBLE_DEVICES), with the head side 2%
-    slower on GPU 1 only: a timing shows where it was taken."""
+    slower on GPU 1 only: a timing shows where it was taken. Setting DIE_IN_WORKER kills the
+    worker on GPU 1 at its first sample, as a crashing kernel would."""
     import os
 
-    index = int(os.environ["CUDA_VISIBLE_DEVICES"])
+    from perfbot import shards
+
+    pinned = os.environ["CUDA_VISIBLE_DEVICES"]
+    assert pinned == shards._worker["gpu"].uuid  # the worker is pinned by UUID
+    index = shards._worker["gpu"].index
     fake = FakeGpu()
-    fake.ms = lambda name, call: (1 + index / 10) * (1.02 if index == 1 and name.startswith("head:") else 1.0)
+    die = os.environ.get("DIE_IN_WORKER") and index == 1
+
+    def ms(name, call):
+        if die:
+            os._exit(9)
+        return (1 + index / 10) * (1.02 if index == 1 and name.startswith("head:") else 1.0)
+
+    fake.ms = ms
     runner.DEVICE = "cpu"
     runner.require_gpu = lambda: None
     measure.capture = fake.capture

@@ -111,10 +111,23 @@ def test_the_deadline_stops_sampling_after_the_first_look():
 
 def test_the_budget_shares_what_is_left_and_counts_gpu_seconds():
     budget = Budget(100, cases=4)
-    assert budget.next_share() == 25
-    budget.spend(10)  # the first case decided early: its time goes to the others
+    share = budget.next_share()
+    assert share == 25
+    budget.spend(10, share)  # the first case decided early: its time goes to the others
     assert budget.next_share() == pytest.approx(90 / 3)
     assert Budget(100, cases=4, parallel=2).next_share() == 50
+
+
+def test_cases_sampling_at_once_cannot_spend_the_same_seconds_twice():
+    budget = Budget(100, cases=8, parallel=8)  # eight GPUs, each starting a case at once
+    shares = [budget.next_share() for _ in range(8)]
+    assert sum(shares) == pytest.approx(800)
+
+
+def test_the_first_look_waits_for_the_blocks_a_decision_needs():
+    assert sequential.first_look(30, 0.01) == 12 * BLOCK_ROUNDS
+    assert sequential.first_look(200, 0.01) == 200
+    assert sequential.first_look(30, 0.05) == max(30, 9 * BLOCK_ROUNDS)
 
 
 def test_stopping_refuses_impossible_limits():
@@ -124,6 +137,8 @@ def test_stopping_refuses_impossible_limits():
         Stopping(first=30, most=20, seconds=1, rules=RULES)
     with pytest.raises(BadInput, match="positive"):
         Stopping(first=30, most=40, seconds=0, rules=RULES)
+    with pytest.raises(BadInput, match="positive"):
+        Stopping(first=30, most=40, seconds=float("nan"), rules=RULES)
 
 
 def test_rules_come_from_the_policy_per_implementation():

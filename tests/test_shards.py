@@ -38,8 +38,9 @@ def test_cuda_visible_devices_narrows_and_orders_the_gpus():
 
 def test_gpus_of_different_models_are_refused_unless_asked():
     mixed = [*TWO, shards.Gpu(2, "NVIDIA A100", "GPU-ccc")]
+    assert shards.choose(mixed, None) == TWO  # by default, those of the first GPU's model
     with pytest.raises(BadInput, match="different models"):
-        shards.choose(mixed, None)
+        shards.choose(mixed[::-1], 2)
     assert shards.choose(mixed, None, mixed=True) == mixed
     assert shards.choose(mixed, 2) == TWO  # the first two are of one model
     with pytest.raises(BadInput, match="only 3 GPU"):
@@ -83,12 +84,34 @@ def test_an_ab_sharded_keeps_both_sides_of_a_pair_on_one_gpu_and_stops_each_pair
     assert "sequential" in measured["head"].settings.stopping
 
 
+def test_a_worker_that_dies_is_the_environments_failure_naming_its_gpu(project, monkeypatch):
+    from perfbot.errors import EnvironmentFailure
+
+    (project / "kernels" / "suites.yaml").write_text(SUITES)
+    subject = load_subject(project / "kernels")
+    monkeypatch.setenv("DIE_IN_WORKER", "1")  # the worker on GPU 1 exits at its first sample
+    job = shards.Job({"": project / "kernels"}, RunSettings(samples=10))
+    with pytest.raises(EnvironmentFailure, match="GPU 1: NVIDIA H200: its worker process died"):
+        shards.measure_sharded(job, [subject.suites["tiny"]], TWO, setup=install_in_worker)
+
+
+def test_stability_is_judged_per_gpu_never_across_two():
+    from perfbot.environment import stability_across
+    from perfbot.measure import Round
+
+    steady_fast = [Round((), 1980)] * 3
+    steady_slow = [Round(("sw_power_cap",), 1600)] * 2
+    merged = stability_across([steady_fast, steady_slow])
+    assert merged["throttled_rounds"] == 2 and merged["throttle_reasons"] == ["sw_power_cap"]
+    assert "clock_drift" not in merged  # 1980 then 1600 MHz, but on two GPUs
+
+
 def test_cli_refuses_more_gpus_than_visible_and_an_unknown_skipped_kernel(project, monkeypatch):
     monkeypatch.setattr(shards, "visible_gpus", lambda: TWO)
     result = CliRunner().invoke(perfbot, ["run", "--project", str(project), "--gpus", "3"])
     assert result.exit_code == 2 and "only 2 GPU(s) visible" in result.output
     monkeypatch.setattr(shards, "visible_gpus", lambda: [TWO[0], shards.Gpu(1, "NVIDIA A100")])
-    result = CliRunner().invoke(perfbot, ["run", "--project", str(project)])
+    result = CliRunner().invoke(perfbot, ["run", "--project", str(project), "--gpus", "2"])
     assert result.exit_code == 2 and "--mixed-gpus" in result.output
     result = CliRunner().invoke(perfbot, ["run", "--project", str(project), "--gpus", "1", "--skip-kernel", "nope"])
     assert result.exit_code == 2 and "nope" in result.output

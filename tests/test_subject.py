@@ -353,3 +353,19 @@ def test_variant_names_are_unambiguous():
 
     assert variant_name("k", {"a": "1", "b": "0"}) != variant_name("k", {"a": "0", "b": "1"})
     assert variant_name("k", {"offset": "1"}) == "k[offset=1]" and variant_name("k", {}) == "k"
+
+
+def test_a_case_several_suites_hold_is_timed_once_per_implementation():
+    from perfbot.subject import Case, Suite, without_repeats
+
+    shared = Case("x", "shared", {"M": 1}, "float16")
+    small = Suite("small", "", ("fused", "eager"), (shared, Case("small", "own", {"M": 2}, "float16")))
+    big = Suite("big", "", ("fused", "eager", "gemm"), (shared,))
+    other = Suite("other", "", ("fused", "copy", "gemm"), (shared,))
+    kept = without_repeats([small, big, other])
+    timed = [(s.name, c.params["M"], s.implementations) for s in kept for c in s.cases]
+    assert timed == [
+        ("small", 2, ("fused", "eager")),  # its own case stays whole
+        ("big", 1, ("fused", "eager", "gemm")),  # the shared case, where the most are timed
+        ("other", 1, ("copy",)),  # only what none before timed on it
+    ]
