@@ -16,13 +16,15 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from statistics import median
 from typing import Any
 
 from .compare import compare
+from .errors import WrongResult
 from .results import Benchmark, Environment, Results, Settings
 from .sequential import Stopping, first_look, time_until_decided
-from .subject import Case
+from .subject import Case, Loaded, Suite, load_subject
 from .thresholds import Policy, Rule
 
 BASE, TWIN = "A", "A2"  # the kernel, and a second capture of it
@@ -144,6 +146,49 @@ def tally(checks: list[dict[str, list[float]]], levels: tuple[float, ...], polic
 def selftest_rule(policy: Policy, kernel_ms: float | None) -> Rule:
     """The interleaved rule a benchmark that takes `kernel_ms` gets (overrides by time apply)."""
     return policy.rule_for("selftest", "", "-", "selftest", {"n": 1}, True, kernel_ms)
+
+
+def checked_call(loaded: Loaded, case: Case, kernel: str) -> Callable[[], Any]:
+    """The benchmark's call on the GPU, checked first like every benchmark: a selftest of a wrong
+    kernel would calibrate nothing (WrongResult, exit 1)."""
+    import torch
+
+    from .runner import DEVICE, RunSettings, check_group, plan, require_gpu
+
+    require_gpu()
+    only = Suite(case.suite, "", (kernel,), (case,))
+    group = plan(loaded, [only], RunSettings(kernels=(kernel,)))[0]  # each variant parameter at its default
+    ready, failed = check_group(group, torch.Generator(device=DEVICE).manual_seed(0), loaded.subject)
+    if failed:
+        raise WrongResult(f"{kernel} on {case.suite}/{case.name}: {failed[0][1].reason}; nothing was timed")
+    return ready[0].call
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a selftest measures, for each GPU's worker when it is shared out across GPUs."""
+
+    kernels: Path
+    suite: str
+    case: str
+    kernel: str
+    levels: tuple[float, ...]
+    first: int
+    most: int
+    policy: Policy
+
+
+def checks_in_worker(plan: Plan, checks: int) -> list[dict[str, list[float]]]:
+    """`checks` checks on this worker's GPU (shards.on_each_gpu): the subject loaded, the
+    benchmark checked, calibrated and measured here."""
+    loaded = load_subject(plan.kernels)
+    call = checked_call(loaded, loaded.case(plan.suite, plan.case), plan.kernel)
+    return measure_checks(call, plan.levels, checks, plan.first, plan.most, plan.policy)
+
+
+def shares(checks: int, gpus: int) -> list[int]:
+    """`checks` shared out as evenly as they go across `gpus`."""
+    return [checks // gpus + (index < checks % gpus) for index in range(gpus)]
 
 
 def measure_checks(

@@ -213,3 +213,29 @@ def _ask(gpu: Gpu, pool: ProcessPoolExecutor, fn: Callable[..., Any], *args: Any
         return pool.submit(fn, *args).result()
     except BrokenProcessPool:
         raise EnvironmentFailure(f"GPU {gpu.label}: its worker process died (see its output above)") from None
+
+
+def on_each_gpu(
+    gpus: Sequence[Gpu],
+    fn: Callable[..., Any],
+    arguments: Sequence[tuple[Any, ...]],
+    on_done: Callable[[Gpu], None] = lambda gpu: None,
+    setup: Callable[[], None] | None = None,
+) -> list[Any]:
+    """`fn(*arguments[i])` in the worker process of `gpus[i]`, all at once; the results in the
+    GPUs' order (a selftest's checks shared out). A failure on one GPU ends them all."""
+    with ExitStack() as stack:
+        pools = [
+            stack.enter_context(
+                ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=_pin, initargs=(gpu, setup))
+            )
+            for gpu in gpus
+        ]
+
+        def one(index: int) -> Any:
+            result = _ask(gpus[index], pools[index], fn, *arguments[index])
+            on_done(gpus[index])
+            return result
+
+        with ThreadPoolExecutor(len(gpus)) as threads:
+            return list(threads.map(one, range(len(gpus))))

@@ -74,3 +74,43 @@ def install_in_worker():
     runner.require_gpu = lambda: None
     measure.capture = fake.capture
     measure.GraphTimer = fake.timer
+
+
+def install_selftest_in_worker():
+    """The same for a selftest's worker: a 0.55 ms kernel whose rounds share a jitter, and a
+    sleep kernel that costs 1 us plus 0.5 ns a cycle, so that calibrated injections land where
+    asked (as tests/test_selftest.py measures them in one process)."""
+    import torch
+
+    install_in_worker()
+    rng = random.Random(0)
+    slept = []
+    torch.cuda._sleep = lambda cycles: slept.append(cycles)
+
+    def capture(fn, warmup_calls, offset_bytes=0):
+        slept.clear()
+        fn()
+        return measure.Captured(graph=slept[-1] if slept else None, output=None)
+
+    def ms(graph, shared):
+        return 0.55 * shared + (0.001 + 0.5e-6 * graph if graph is not None else 0.0)
+
+    def time_interleaved(captured, samples, on_round=None, monitor=None):
+        rounds = [1 + 0.0005 * rng.gauss(0, 1) for _ in range(samples)]
+        return measure.Timings({k: [ms(c.graph, r) for r in rounds] for k, c in captured.items()}, [])
+
+    class Timer:
+        def __init__(self, captured):
+            self.captured = captured
+
+        def begin_round(self, order):
+            self.shared = 1 + 0.0005 * rng.gauss(0, 1)
+
+        def sample(self, key):
+            value = ms(self.captured[key].graph, self.shared)
+            return lambda: value
+
+        def end_round(self, order):
+            pass
+
+    measure.capture, measure.time_interleaved, measure.GraphTimer = capture, time_interleaved, Timer

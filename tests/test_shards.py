@@ -11,7 +11,7 @@ from perfbot.cli import perfbot
 from perfbot.errors import BadInput
 from perfbot.runner import RunSettings
 from perfbot.subject import load_subject
-from tests.fake_gpu import install_in_worker
+from tests.fake_gpu import install_in_worker, install_selftest_in_worker
 
 H200 = "NVIDIA H200"
 TWO = [shards.Gpu(0, H200, "GPU-aaa"), shards.Gpu(1, H200, "GPU-bbb")]
@@ -115,3 +115,21 @@ def test_cli_refuses_more_gpus_than_visible_and_an_unknown_skipped_kernel(projec
     assert result.exit_code == 2 and "--mixed-gpus" in result.output
     result = CliRunner().invoke(perfbot, ["run", "--project", str(project), "--gpus", "1", "--skip-kernel", "nope"])
     assert result.exit_code == 2 and "nope" in result.output
+
+
+def test_a_selftest_shares_its_checks_out_across_gpus(project):
+    from perfbot import selftest
+    from perfbot.thresholds import load_policy
+
+    (project / "kernels" / "suites.yaml").write_text(SUITES)
+    policy = load_policy(project / "thresholds.yaml")
+    plan = selftest.Plan(project / "kernels", "tiny", "a", "fused", (0.5, 2.0), 30, 400, policy)
+    assert selftest.shares(5, 2) == [3, 2] and selftest.shares(1, 2) == [1, 0]
+    done = []
+    parts = shards.on_each_gpu(
+        TWO, selftest.checks_in_worker, [(plan, 3), (plan, 2)], done.append, setup=install_selftest_in_worker
+    )
+    assert [len(part) for part in parts] == [3, 2] and sorted(gpu.index for gpu in done) == [0, 1]
+    result = selftest.tally([check for part in parts for check in part], (0.5, 2.0), policy)
+    assert result.false_alarms.flagged == 0
+    assert [level.detections.flagged for level in result.levels] == [5, 5]  # each worker calibrated its own

@@ -141,6 +141,11 @@ def measure_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return _apply(command, (*_CHOICE_OPTIONS, *_TIMING_OPTIONS, _SEED_OPTION, *_GPU_OPTIONS))
 
 
+def gpu_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--gpus and --mixed-gpus, for a command that can share its work out across GPUs."""
+    return _apply(command, _GPU_OPTIONS)
+
+
 def chosen_gpus(count: int | None, mixed: bool) -> list[Any]:
     """The GPUs to shard across (shards.Gpu); one or none: measure in this process."""
     from ..shards import choose, visible_gpus

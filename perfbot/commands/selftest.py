@@ -7,11 +7,12 @@ from pathlib import Path
 
 import click
 
-from ..errors import WrongResult
 from ..files import write_atomic
 from ..thresholds import load_policy
 from .context import (
+    chosen_gpus,
     console,
+    gpu_options,
     load_kernels,
     max_samples_option,
     own_implementation,
@@ -53,6 +54,7 @@ from .context import (
 @click.option(
     "--keep-samples", is_flag=True, help="With --out: also write every sample of every round (ms), for a closer look."
 )
+@gpu_options
 @project_option
 def selftest_command(
     suite_name: str | None,
@@ -65,6 +67,8 @@ def selftest_command(
     thresholds_path: Path | None,
     out: Path | None,
     keep_samples: bool,
+    gpu_count: int | None,
+    mixed_gpus: bool,
     project: Path | None,
 ) -> None:
     """Measure this runner's false-alarm rate (A/A) and the smallest slowdown it detects (A/B
@@ -79,8 +83,7 @@ def selftest_command(
     from rich.table import Table
 
     from .. import selftest
-    from ..runner import DEVICE, RunSettings, check_group, plan, require_gpu
-    from ..subject import Suite
+    from ..shards import on_each_gpu
 
     try:
         parsed = tuple(float(v) for v in levels.split(","))
@@ -101,25 +104,25 @@ def selftest_command(
     kernel = kernel or own_implementation(subject)
     if kernel not in subject.implementations:
         raise click.BadParameter(f"unknown implementation {kernel!r}", param_hint="--kernel")
-    require_gpu()
-    import torch
-
-    # Checked first, like every benchmark: a selftest of a wrong kernel would calibrate nothing.
-    only = Suite(case.suite, "", (kernel,), (case,))
-    group = plan(subject, [only], RunSettings(kernels=(kernel,)))[0]  # each variant parameter at its default
-    ready, failed = check_group(group, torch.Generator(device=DEVICE).manual_seed(0), subject.subject)
-    if failed:
-        raise WrongResult(f"{kernel} on {case.suite}/{case.name}: {failed[0][1].reason}; nothing was timed")
-    call = ready[0].call
+    gpus = chosen_gpus(gpu_count, mixed_gpus)
     with progress() as bar:
-        task = bar.add_task("selftest checks", total=checks)
-        collected = selftest.measure_checks(
-            call, parsed, checks, samples, max_samples, policy, on_check=lambda: bar.update(task, advance=1)
-        )
+        if len(gpus) > 1:  # the checks shared out, each GPU's worker checking the kernel itself
+            plan = selftest.Plan(subject.path, case.suite, case.name, kernel, parsed, samples, max_samples, policy)
+            task = bar.add_task(f"selftest on {len(gpus)} GPUs", total=len(gpus))
+            arguments = [(plan, n) for n in selftest.shares(checks, len(gpus))]
+            parts = on_each_gpu(gpus, selftest.checks_in_worker, arguments, lambda gpu: bar.update(task, advance=1))
+            collected = [check for part in parts for check in part]
+        else:
+            call = selftest.checked_call(subject, case, kernel)
+            task = bar.add_task("selftest checks", total=checks)
+            collected = selftest.measure_checks(
+                call, parsed, checks, samples, max_samples, policy, on_check=lambda: bar.update(task, advance=1)
+            )
     result = selftest.tally(collected, parsed, policy)
     table = Table(
         title=f"perfbot selftest: {kernel} on {case.suite}/{case.name} ({result.kernel_ms:.4f} ms), "
-        f"{checks} checks of {samples} to {max_samples} rounds; {result.rule}",
+        f"{checks} checks of {samples} to {max_samples} rounds{f' on {len(gpus)} GPUs' if len(gpus) > 1 else ''}; "
+        f"{result.rule}",
         title_justify="left",
     )
     for column in (
