@@ -50,7 +50,8 @@ class Tritons:
 @dataclass(frozen=True)
 class Sampling:
     """Sequential sampling's limits: at most `most` rounds per pair, `seconds` for the run's
-    sampling (the first look comes after RunSettings.samples rounds)."""
+    sampling (the first look comes after RunSettings.samples rounds, or sequential.first_look's
+    fewest if more)."""
 
     most: int
     seconds: float

@@ -219,16 +219,15 @@ def measure_case(
         on_progress(label, 1 if stopping is not None else settings.samples)
         return measured
     pairs = sequential.pairs_of(keys) if stopping is not None else {}
-    if pairs and stopping is not None:
+    if stopping is not None and pairs:
         timings = sequential.time_until_decided(
             only, sides.timer(), keys, pairs, stopping, deadline, monitor=monitor, recapture=sides.recapture
         )
-        on_progress(label, 1)
-    else:
+    else:  # a plain run, or an A/B case with nothing on both sides: fixed rounds
         per_round = None if stopping is not None else functools.partial(on_progress, label, 1)
         timings = measure.time_rounds(sides.timer(), keys, settings.samples, monitor=monitor, on_round=per_round)
-        if stopping is not None:
-            on_progress(label, 1)
+    if stopping is not None:
+        on_progress(label, 1)
     throttled = [index for index, r in enumerate(timings.rounds) if r.throttle_reasons]
     measured.sampling_seconds = time.monotonic() - started
     timed, wrong = sides.finish(timings.samples, throttled)
@@ -264,7 +263,6 @@ def measure_sides(
             if budget is not None:
                 budget.spend(one.sampling_seconds, share)
             measured.add(one)
-    extra = {**(extra_settings or {}), **({"stopping": stopping_text(stopping)} if stopping else {})}
     return results_by_side(
         sides.names,
         sides.environments(),
@@ -273,8 +271,9 @@ def measure_sides(
         measured,
         suites,
         settings,
-        extra,
+        extra_settings or {},
         sides.timing,
+        stopping=stopping,
     )
 
 
@@ -282,7 +281,7 @@ def stopping_text(stopping: Stopping) -> str:
     """How an A/B decided its rounds, as results record it."""
     return (
         f"sequential: each pair timed until decided, first look after {stopping.first} rounds, then every "
-        f"{sequential.LOOK_EVERY}, at most {stopping.most} rounds, {stopping.seconds:g} s for the run's sampling"
+        f"{sequential.BLOCK_ROUNDS}, at most {stopping.most} rounds, {stopping.seconds:g} s for the run's sampling"
     )
 
 
@@ -297,10 +296,13 @@ def results_by_side(
     extra_settings: dict[str, Any],
     timing: str,
     stable: dict[str, Any] | None = None,
+    stopping: Stopping | None = None,
 ) -> dict[str, Results]:
     """One Results per side from what was measured; `stable`, the GPU's stability (from the
-    rounds measured, by default)."""
+    rounds measured, by default); `stopping`, how a sequential A/B chose its rounds."""
     stable = stable if stable is not None else stability(measured.rounds)
+    if stopping is not None:
+        extra_settings = {**extra_settings, "stopping": stopping_text(stopping)}
     return {
         side: side_results(
             environments[side],

@@ -26,9 +26,6 @@ from .stats import fewest_units
 from .subject import Case
 from .thresholds import Policy, Rule
 
-# Rounds between two looks: one block, on its own captures.
-LOOK_EVERY = BLOCK_ROUNDS
-
 
 @dataclass(frozen=True)
 class PolicyRules:
@@ -134,7 +131,7 @@ def time_until_decided(
     while active:
         if rounds and recapture is not None:
             recapture(active)
-        batch = min(LOOK_EVERY, stopping.most - len(rounds))
+        batch = min(BLOCK_ROUNDS, stopping.most - len(rounds))  # one block, on its own captures
         timed = measure.time_rounds(timer, active, batch, on_round, monitor, start=len(rounds))
         for key, values in timed.samples.items():
             samples[key] += values

@@ -26,7 +26,7 @@ from typing import Any
 from .environment import GpuMonitor, collect_environment, stability_across
 from .errors import BadInput, EnvironmentFailure
 from .results import GpuStates, Results
-from .runner import LocalSides, Measured, RunSettings, measure_case, results_by_side, single_cases, stopping_text
+from .runner import LocalSides, Measured, RunSettings, measure_case, results_by_side, single_cases
 from .sequential import Budget, Stopping
 from .subject import Suite, load_subject
 
@@ -153,17 +153,11 @@ def measure_sharded(
     cases = single_cases(suites)
     budget = Budget(job.stopping.seconds, len(cases), parallel=len(gpus)) if job.stopping is not None else None
     steps = 1 + (1 if job.stopping is not None else job.settings.samples)
-    done: list[Measured | None] = [None] * len(cases)
-    measured_on: dict[int, Gpu] = {}
+    done: list[tuple[Gpu, Measured] | None] = [None] * len(cases)
     queue = list(reversed(range(len(cases))))
     lock = threading.Lock()
     with ExitStack() as stack:
-        pools = {
-            gpu: stack.enter_context(
-                ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=_pin, initargs=(gpu, setup))
-            )
-            for gpu in gpus
-        }
+        pools = dict(zip(gpus, _workers(stack, gpus, setup), strict=True))
 
         def drive(gpu: Gpu) -> None:
             while True:
@@ -178,7 +172,7 @@ def measure_sharded(
                     with lock:
                         queue.clear()  # the run is over: the other GPUs take no more cases
                     raise
-                done[index], measured_on[index] = measured, gpu
+                done[index] = gpu, measured
                 (case,) = cases[index].cases
                 with lock:
                     if budget is not None:
@@ -190,20 +184,35 @@ def measure_sharded(
                 future.result()  # a worker's error, raised here
         environments, described, timing = _ask(gpus[0], pools[gpus[0]], _describe, job)
     measured = Measured()
-    for part in done:
-        if part is not None:
-            measured.add(part)
-    rounds_of = {
-        gpu: [r for i, part in enumerate(done) if part and measured_on[i] == gpu for r in part.rounds] for gpu in gpus
-    }
+    rounds_of: dict[Gpu, list[Any]] = {gpu: [] for gpu in gpus}
+    for gpu, part in filter(None, done):
+        measured.add(part)
+        rounds_of[gpu] += part.rounds
     extra = {**(extra_settings or {}), "gpus": [gpu.label for gpu in gpus]}
-    if job.stopping is not None:
-        extra["stopping"] = stopping_text(job.stopping)
     states = GpuStates(before.after, collect_environment().gpu_state.after)
     stable = stability_across(list(rounds_of.values()))
     return results_by_side(
-        tuple(job.kernels), environments, described, states, measured, suites, job.settings, extra, timing, stable
+        tuple(job.kernels),
+        environments,
+        described,
+        states,
+        measured,
+        suites,
+        job.settings,
+        extra,
+        timing,
+        stable,
+        job.stopping,
     )
+
+
+def _workers(stack: ExitStack, gpus: Sequence[Gpu], setup: Callable[[], None] | None) -> list[ProcessPoolExecutor]:
+    """One spawned worker process per GPU, pinned to it (`_pin`), stopped when `stack` closes."""
+    context = get_context("spawn")
+    return [
+        stack.enter_context(ProcessPoolExecutor(1, mp_context=context, initializer=_pin, initargs=(gpu, setup)))
+        for gpu in gpus
+    ]
 
 
 def _ask(gpu: Gpu, pool: ProcessPoolExecutor, fn: Callable[..., Any], *args: Any) -> Any:
@@ -225,12 +234,7 @@ def on_each_gpu(
     """`fn(*arguments[i])` in the worker process of `gpus[i]`, all at once; the results in the
     GPUs' order (a selftest's checks shared out). A failure on one GPU ends them all."""
     with ExitStack() as stack:
-        pools = [
-            stack.enter_context(
-                ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=_pin, initargs=(gpu, setup))
-            )
-            for gpu in gpus
-        ]
+        pools = _workers(stack, gpus, setup)
 
         def one(index: int) -> Any:
             result = _ask(gpus[index], pools[index], fn, *arguments[index])

@@ -78,27 +78,20 @@ class Override:
     match: dict[str, Any]
     changes: dict[str, Any]
 
-    def applies(
-        self,
-        kernel: str,
-        suite: str,
-        dtype: str,
-        gpu: str,
-        shape: dict[str, int],
-        interleaved: bool = False,
-        median_ms: float | None = None,
-    ) -> bool:
+    def applies(self, facts: dict[str, Any]) -> bool:
+        """Whether every key of the match holds for a benchmark's `facts` (Policy.rule_for)."""
         for key, pattern in self.match.items():
+            value = facts[key]
             if key == "shape":
-                if any(shape.get(dim) != value for dim, value in pattern.items()):
+                if any(value.get(dim) != wanted for dim, wanted in pattern.items()):
                     return False
             elif key == "interleaved":
-                if pattern != interleaved:
+                if pattern != value:
                     return False
             elif key == "under_ms":
-                if median_ms is None or not median_ms < pattern:
+                if value is None or not value < pattern:
                     return False
-            elif not fnmatch.fnmatchcase({"kernel": kernel, "suite": suite, "dtype": dtype, "gpu": gpu}[key], pattern):
+            elif not fnmatch.fnmatchcase(value, pattern):
                 return False
         return True
 
@@ -122,8 +115,10 @@ class Policy:
     ) -> Rule:
         """The rule of one benchmark; `median_ms`, the baseline's median time, for `under_ms`."""
         rule = replace(self.defaults, **self.interleaved) if interleaved else self.defaults
+        facts: dict[str, Any] = {"kernel": kernel, "suite": suite, "dtype": dtype, "gpu": gpu, "shape": shape}
+        facts.update(interleaved=interleaved, under_ms=median_ms)
         for override in self.overrides:
-            if override.applies(kernel, suite, dtype, gpu, shape, interleaved, median_ms):
+            if override.applies(facts):
                 rule = replace(rule, **override.changes)
         return rule
 

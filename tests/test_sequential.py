@@ -93,7 +93,7 @@ def test_an_undecided_pair_keeps_going_alone_until_its_rounds_run_out():
     timings = time_until_decided(CASE, timer, keys, pairs_of(keys), stopping, float("inf"))
     assert len(timings.samples["head:fused"]) == 300 == len(timings.samples["base:fused"])
     assert len(timings.samples["head:gemm"]) < 300
-    assert len(timings.samples["head:gemm"]) % sequential.LOOK_EVERY == 0
+    assert len(timings.samples["head:gemm"]) % BLOCK_ROUNDS == 0
     assert all(set(order) == {"base:fused", "head:fused"} for order in timer.timed[len(timings.samples["head:gemm"]) :])
     verdict = judge_paired(timings.samples["base:fused"], timings.samples["head:fused"], RULES(CASE, "fused"))
     assert verdict["verdict"] == "inconclusive"
