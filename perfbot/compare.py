@@ -47,8 +47,11 @@ from .thresholds import Policy, Rule
 
 VERDICTS = ("regression", "improvement", "unchanged", "inconclusive")
 # Rounds per block of a sequential A/B: each block is timed on fresh captures, and the verdict
-# counts blocks (the median per-round ratio of each), not rounds, as its independent units.
-BLOCK_ROUNDS = 5
+# counts blocks (the median per-round ratio of each), not rounds, as its independent units. Even,
+# so that a block has each pair's base first in half its rounds (measure.round_order).
+BLOCK_ROUNDS = 4
+# Results of a sequential A/B that do not record their blocks (perfbot before 2026-12-01) took five rounds.
+UNRECORDED_BLOCK_ROUNDS = 5
 # Environment fields that can change a kernel's speed; the GPU model must match outright.
 _ENVIRONMENT_FIELDS = ("gpu_sm_count", "driver", "cuda", "torch", "triton", "triton_commit")
 
@@ -132,7 +135,7 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
         }
         n = min(len(base.samples_ms), len(cur.samples_ms))
         if paired[index] and n >= rule.min_samples:
-            block = BLOCK_ROUNDS if current.settings.stopping else 1
+            block = (current.settings.block_rounds or UNRECORDED_BLOCK_ROUNDS) if current.settings.stopping else 1
             decided = Comparison(**common, **judge_paired(base.samples_ms, cur.samples_ms, rule, block))
         elif index not in tested:
             comparisons.append(

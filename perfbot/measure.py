@@ -99,14 +99,16 @@ def time_rounds(
     on_round: Callable[[], None] | None = None,
     monitor: Monitor | None = None,
     start: int = 0,
+    pairs: Sequence[tuple[str, str]] = (),
 ) -> Timings:
     """The interleaving loop, the only one: `samples` rounds, each timing every key once in the
-    order `round_order` gives, the GPU's state read after every round. Milliseconds per key.
-    `start` numbers the first round (a sequential A/B calls this again for more rounds)."""
+    order `round_order` gives (the two keys of each of `pairs` side by side), the GPU's state read
+    after every round. Milliseconds per key. `start` numbers the first round (a sequential A/B
+    calls this again for more rounds)."""
     timings: dict[str, list[float]] = {key: [] for key in keys}
     rounds: list[Round] = []
     for round_index in range(start, start + samples):
-        order = round_order(keys, round_index)
+        order = round_order(keys, round_index, pairs)
         timer.begin_round(order)
         pending = [(key, timer.sample(key)) for key in order]
         timer.end_round(order)
@@ -171,13 +173,29 @@ def time_interleaved(
     return time_rounds(GraphTimer(captured), list(captured), samples, on_round, monitor)
 
 
-def round_order(names: Sequence[str], round_index: int) -> list[str]:
+def round_order(names: Sequence[str], round_index: int, pairs: Sequence[tuple[str, str]] = ()) -> list[str]:
     """The order of one round: rotated, and reversed in every odd round, so that every pair of
     names runs in both orders equally often. A rotation alone puts the second name right after
     the first in all rounds but one, and anything one sample leaves behind for the next (the
-    clock, the power state) then biases that pair."""
-    shift = (round_index // 2) % len(names)
-    order = [*names[shift:], *names[:shift]]
+    clock, the power state) then biases that pair.
+
+    The two names of each of `pairs` (an A/B's base and head of one benchmark) move as one, side
+    by side, so that their samples are taken a few milliseconds apart rather than half a round:
+    on a power-capped GPU the clock wanders within a round of large kernels, and the ratio of two
+    samples 40 ms apart spread by 2-3% (docs/method.md). Which of the two goes first flips every
+    round, with the reversal."""
+    partner = dict(pairs) | {b: a for a, b in pairs}
+    units: list[tuple[str, ...]] = []
+    placed: set[str] = set()
+    for name in names:
+        if name in placed:
+            continue
+        other = partner.get(name, "")
+        unit = (name, other) if other in names and other not in placed else (name,)
+        units.append(unit)
+        placed.update(unit)
+    shift = (round_index // 2) % len(units)
+    order = [name for unit in (*units[shift:], *units[:shift]) for name in unit]
     return order[::-1] if round_index % 2 else order
 
 

@@ -188,6 +188,9 @@ class Measured:
     failures: list[tuple[str, Failure]] = field(default_factory=list)
     rounds: list[measure.Round] = field(default_factory=list)
     sampling_seconds: float = 0.0  # the time spent timing rounds (a sequential A/B's budget)
+    # A case whose time ran out with pairs undecided, to be measured again (sequential.Turns):
+    # its timings so far, and nothing else (its second turn checks and records it).
+    unfinished: measure.Timings | None = None
 
     def add(self, other: Measured) -> None:
         self.benchmarks += other.benchmarks
@@ -204,14 +207,18 @@ def measure_case(
     on_progress: Callable[[str, int], None],
     stopping: Stopping | None = None,
     share: float = 0.0,
+    earlier: measure.Timings | None = None,
+    may_defer: bool = False,
 ) -> Measured:
     """One case (a suite cut down to it) on every side: check and capture, time interleaved,
     check again. With `stopping`, an A/B pair is timed until it is decided (sequential.py) or
-    the case has sampled for `share` seconds; else `settings.samples` rounds."""
+    the case has sampled for `share` seconds; else `settings.samples` rounds. `may_defer`: a case
+    whose time ran out with pairs undecided comes back `unfinished`, to be measured again later
+    with its timings as `earlier`."""
     (only,) = case.cases
     label = f"{only.suite}/{only.name}"
     keys, failed = sides.prepare(case)
-    on_progress(label, 1)
+    on_progress(label if earlier is None else f"{label}, again", 1 if earlier is None else 0)
     measured = Measured(failures=failed)
     started = time.monotonic()
     deadline = started + share
@@ -221,8 +228,18 @@ def measure_case(
     pairs = sequential.pairs_of(keys) if stopping is not None else {}
     if stopping is not None and pairs:
         timings = sequential.time_until_decided(
-            only, sides.timer(), keys, pairs, stopping, deadline, monitor=monitor, recapture=sides.recapture
+            only,
+            sides.timer(),
+            keys,
+            pairs,
+            stopping,
+            deadline,
+            monitor=monitor,
+            recapture=sides.recapture,
+            earlier=earlier,
         )
+        if may_defer and sequential.still_open(only, pairs, timings, stopping):
+            return Measured(sampling_seconds=time.monotonic() - started, unfinished=timings)
     else:  # a plain run, or an A/B case with nothing on both sides: fixed rounds
         per_round = None if stopping is not None else functools.partial(on_progress, label, 1)
         timings = measure.time_rounds(sides.timer(), keys, settings.samples, monitor=monitor, on_round=per_round)
@@ -254,15 +271,26 @@ def measure_sides(
     for `settings.samples` rounds or, with `stopping`, until each pair is decided."""
     before = collect_environment().gpu_state
     cases = single_cases(suites)
-    budget = sequential.Budget(stopping.seconds, len(cases)) if stopping is not None else None
-    measured = Measured()
+    turns = sequential.Turns(len(cases), sequential.Budget(stopping.seconds, len(cases)) if stopping else None)
+    done: list[Measured] = [Measured() for _ in cases]
     with GpuMonitor() as monitor:
-        for case in cases:
-            share = budget.next_share() if budget is not None else 0.0
-            one = measure_case(sides, case, settings, monitor, on_progress, stopping, share)
-            if budget is not None:
-                budget.spend(one.sampling_seconds, share)
-            measured.add(one)
+        while (turn := turns.take()) is not None:
+            one = measure_case(
+                sides,
+                cases[turn.index],
+                settings,
+                monitor,
+                on_progress,
+                stopping,
+                turn.share,
+                turn.earlier,
+                turns.may_defer(turn),
+            )
+            turns.done(turn, one.sampling_seconds, one.unfinished)
+            done[turn.index] = one
+    measured = Measured()
+    for one in done:
+        measured.add(one)
     return results_by_side(
         sides.names,
         sides.environments(),
@@ -302,7 +330,8 @@ def results_by_side(
     rounds measured, by default); `stopping`, how a sequential A/B chose its rounds."""
     stable = stable if stable is not None else stability(measured.rounds)
     if stopping is not None:
-        extra_settings = {**extra_settings, "stopping": stopping_text(stopping)}
+        sequential_settings = {"stopping": stopping_text(stopping), "block_rounds": sequential.BLOCK_ROUNDS}
+        extra_settings = {**extra_settings, **sequential_settings}
     return {
         side: side_results(
             environments[side],

@@ -2,8 +2,10 @@
 
 - False alarms: A/A, one kernel against a second capture of itself, interleaved.
 - Sensitivity: A/B, the kernel against itself followed by a calibrated `torch.cuda._sleep`,
-  at several nominal slowdowns. The slowdown actually injected is reported as measured (median
-  ratio of the two sides over all rounds), not as asked for.
+  at several nominal slowdowns, each slowed copy against a capture of the kernel of its own (as
+  each benchmark of an A/B has its own base, timed side by side with it). The slowdown actually
+  injected is reported as measured (median ratio of the two sides over all rounds), not as
+  asked for.
 
 Each check is one sequential A/B as `perfbot ab` takes it (sequential.py): interleaved rounds of
 all of them until every comparison is decided by the interleaved rule, or the check's rounds run
@@ -20,7 +22,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from .compare import compare
+from .compare import BLOCK_ROUNDS, compare
 from .errors import WrongResult
 from .results import Benchmark, Environment, Results, Settings
 from .sequential import Stopping, first_look, time_until_decided
@@ -32,6 +34,11 @@ BASE, TWIN = "A", "A2"  # the kernel, and a second capture of it
 
 def slowed(level: float) -> str:
     return f"B{level:g}"
+
+
+def unslowed(level: float) -> str:
+    """The capture of the kernel that the level's slowed copy is timed against."""
+    return f"A{level:g}"
 
 
 @dataclass(frozen=True)
@@ -114,7 +121,7 @@ def _judged(baseline: list[float], current: list[float], policy: Policy) -> tupl
         bench = Benchmark(kernel="selftest", shape={"n": 1}, dtype="-", samples_ms=samples)
         return Results(
             environment=Environment(gpu_name="selftest"),
-            settings=Settings(ab_run="selftest", stopping="sequential, as `perfbot ab`"),
+            settings=Settings(ab_run="selftest", stopping="sequential, as `perfbot ab`", block_rounds=BLOCK_ROUNDS),
             benchmarks=[bench],
         )
 
@@ -122,8 +129,8 @@ def _judged(baseline: list[float], current: list[float], policy: Policy) -> tupl
     return judged.verdict, judged.fails
 
 
-def _flagged(checks: list[dict[str, list[float]]], name: str, policy: Policy) -> Flagged:
-    judged = [_judged(check[BASE], check[name], policy) for check in checks]
+def _flagged(checks: list[dict[str, list[float]]], base: str, name: str, policy: Policy) -> Flagged:
+    judged = [_judged(check[base], check[name], policy) for check in checks]
     return Flagged.of([v for v, _ in judged], [f for _, f in judged], [len(check[name]) for check in checks])
 
 
@@ -132,15 +139,16 @@ def tally(checks: list[dict[str, list[float]]], levels: tuple[float, ...], polic
     results = []
     for level in levels:
         name = slowed(level)
-        ratios = [median(check[name]) / median(check[BASE][: len(check[name])]) for check in checks]
-        results.append(LevelResult(level, 100 * (median(ratios) - 1), _flagged(checks, name, policy)))
+        base = unslowed(level)
+        ratios = [median(check[name]) / median(check[base][: len(check[name])]) for check in checks]
+        results.append(LevelResult(level, 100 * (median(ratios) - 1), _flagged(checks, base, name, policy)))
     kernel_ms = median(median(check[BASE]) for check in checks)
     rule = selftest_rule(policy, kernel_ms)
     text = (
         f"sequential A/B, median per-round ratio with a {1 - rule.alpha:.0%} confidence sequence: fails above "
         f"+{rule.warn_percent:g}%, passes below +{rule.fail_percent:g}% (interleaved policy of {policy.source})"
     )
-    return SelftestResult(_flagged(checks, TWIN, policy), tuple(results), text, kernel_ms)
+    return SelftestResult(_flagged(checks, BASE, TWIN, policy), tuple(results), text, kernel_ms)
 
 
 def selftest_rule(policy: Policy, kernel_ms: float | None) -> Rule:
@@ -200,8 +208,8 @@ def measure_checks(
     policy: Policy,
     on_check: Callable[[], None] = lambda: None,
 ) -> list[dict[str, list[float]]]:
-    """On the GPU: capture the kernel twice and once per level followed by a calibrated sleep;
-    each check times them interleaved (perfbot's engine) until every comparison with the kernel
+    """On the GPU: capture the kernel twice, and per level once more and once followed by a
+    calibrated sleep; each check times them interleaved (perfbot's engine) until every comparison with the kernel
     is decided (sequential.py), at least `first` and at most `most` rounds."""
     import torch
 
@@ -241,7 +249,11 @@ def measure_checks(
         for level in levels:
             added = median(b - a for a, b in zip(timed[BASE], timed[slowed(level)], strict=False))
             cycles[level] = max(1, int(cycles[level] + (targets[level] - added) / ms_per_cycle))
-    calls = {BASE: fn, TWIN: fn, **{slowed(level): with_sleep(cycles[level]) for level in levels}}
+    calls = {BASE: fn, TWIN: fn}
+    pairs = {TWIN: (BASE, TWIN)}
+    for level in levels:
+        calls |= {unslowed(level): fn, slowed(level): with_sleep(cycles[level])}
+        pairs[slowed(level)] = (unslowed(level), slowed(level))
     captured = {BASE: base, **{key: measure.capture(call, 1) for key, call in calls.items() if key != BASE}}
     placement = random.Random(0)
 
@@ -252,7 +264,7 @@ def measure_checks(
     rules = lambda case, name, ms: selftest_rule(policy, ms)  # noqa: E731
     stopping = Stopping(first_look(first, selftest_rule(policy, None).alpha), most, float("inf"), rules)
     case = Case("selftest", "selftest", {"n": 1}, "-")
-    timer, pairs = measure.GraphTimer(captured), {key: (BASE, key) for key in calls if key != BASE}
+    timer = measure.GraphTimer(captured)
     collected = []
     for _ in range(checks):
         check = time_until_decided(case, timer, list(captured), pairs, stopping, float("inf"), recapture=recapture)

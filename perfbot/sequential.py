@@ -15,6 +15,7 @@ nothing to decide: it is timed for the first look only.
 from __future__ import annotations
 
 import statistics
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -87,6 +88,66 @@ class Budget:
         """A case sampled for `used` seconds of its `share`: the rest goes back."""
         self.left += share - used
 
+    def again(self) -> None:
+        """A case will come back for another share."""
+        self.cases_left += 1
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One case's turn to be measured: its index in the run, its seconds of sampling, and, on
+    its second turn, what its first measured."""
+
+    index: int
+    share: float
+    earlier: measure.Timings | None = None
+
+
+class Turns:
+    """Hands out a run's cases one at a time to the GPUs that measure them, each with its share
+    of the sampling budget. A case whose share ran out before its pairs were decided (the
+    largest kernels: a round of 3-9 ms benchmarks takes 50-80 ms) comes back for a second turn
+    once every case has had its first, with the time the quicker cases left, on the GPU that
+    measured it (its samples pair up only with that GPU's). Thread-safe: one thread drives each
+    GPU."""
+
+    def __init__(self, cases: int, budget: Budget | None):
+        self.budget = budget
+        self.first = list(reversed(range(cases)))
+        self.second: dict[object, list[tuple[int, measure.Timings]]] = {}
+        self.lock = threading.Lock()
+
+    def take(self, gpu: object = None) -> Turn | None:
+        """The next turn for `gpu`, or None when it has nothing left to measure."""
+        with self.lock:
+            if self.first:
+                index, earlier = self.first.pop(), None
+            elif self.second.get(gpu):
+                index, earlier = self.second[gpu].pop(0)
+            else:
+                return None
+            return Turn(index, self.budget.next_share() if self.budget is not None else 0.0, earlier)
+
+    def done(self, turn: Turn, used: float, unfinished: measure.Timings | None = None, gpu: object = None) -> None:
+        """The turn sampled for `used` seconds; `unfinished`, its timings if it needs a second turn."""
+        with self.lock:
+            if self.budget is not None:
+                self.budget.spend(used, turn.share)
+            if unfinished is not None:
+                if self.budget is not None:
+                    self.budget.again()
+                self.second.setdefault(gpu, []).append((turn.index, unfinished))
+
+    def may_defer(self, turn: Turn) -> bool:
+        """Whether the turn's case may leave pairs open for a second turn: on its first, with a budget."""
+        return self.budget is not None and turn.earlier is None
+
+    def stop(self) -> None:
+        """Hand out nothing more (the run failed)."""
+        with self.lock:
+            self.first.clear()
+            self.second.clear()
+
 
 def first_look(samples: int, alpha: float) -> int:
     """Rounds before the first look: `samples`, but at least the whole blocks a confidence
@@ -119,20 +180,38 @@ def time_until_decided(
     monitor: measure.Monitor | None = None,
     clock: Callable[[], float] = time.monotonic,
     recapture: Callable[[list[str]], None] | None = None,
+    earlier: measure.Timings | None = None,
 ) -> measure.Timings:
     """Interleaved rounds (measure.time_rounds), block by block, over the keys of the pairs still
-    open; `recapture(keys)` gives those keys fresh captures before each block but the first.
-    Keys only ever leave, so sample i of every key comes from round i, and both keys of a pair
-    always have the same number of samples."""
+    open, each pair's two keys side by side; `recapture(keys)` gives those keys fresh captures
+    before each block but the first. Keys only ever leave, so sample i of every key comes from
+    round i, and both keys of a pair always have the same number of samples.
+
+    `earlier`, the timings of a case sampled before (`runner.measure_sides` comes back to a case
+    whose time ran out): its samples come first, and only the pairs it left open, timed to its
+    last round, go on."""
     samples: dict[str, list[float]] = {key: [] for key in keys}
     rounds: list[measure.Round] = []
     open_pairs = dict(pairs)
-    active = list(keys)
+    if earlier is not None:
+        rounds = list(earlier.rounds)
+        for key in keys:
+            samples[key] = list(earlier.samples.get(key, []))
+        open_pairs = {
+            name: (base, cur)
+            for name, (base, cur) in pairs.items()
+            if len(samples[base]) == len(samples[cur]) == len(rounds) > 0
+            and not stopping.decided(case, name, samples[base], samples[cur])
+        }
+    active = [key for key in keys if earlier is None or any(key in pair for pair in open_pairs.values())]
     while active:
         if rounds and recapture is not None:
             recapture(active)
         batch = min(BLOCK_ROUNDS, stopping.most - len(rounds))  # one block, on its own captures
-        timed = measure.time_rounds(timer, active, batch, on_round, monitor, start=len(rounds))
+        if batch <= 0:
+            break
+        side_by_side = [pair for pair in open_pairs.values() if pair[0] in active and pair[1] in active]
+        timed = measure.time_rounds(timer, active, batch, on_round, monitor, len(rounds), side_by_side)
         for key, values in timed.samples.items():
             samples[key] += values
         rounds += timed.rounds
@@ -148,3 +227,14 @@ def time_until_decided(
         still = {key for pair in open_pairs.values() for key in pair}
         active = [key for key in active if key in still]
     return measure.Timings(samples, rounds)
+
+
+def still_open(case: Case, pairs: Mapping[str, tuple[str, str]], timings: measure.Timings, stopping: Stopping) -> bool:
+    """Whether sampling left a pair of the case undecided with rounds to spare (its time ran out)."""
+    if len(timings.rounds) >= stopping.most:
+        return False
+    return any(
+        len(timings.samples[base]) == len(timings.rounds)
+        and not stopping.decided(case, name, timings.samples[base], timings.samples[cur])
+        for name, (base, cur) in pairs.items()
+    )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -27,7 +26,7 @@ from .environment import GpuMonitor, collect_environment, stability_across
 from .errors import BadInput, EnvironmentFailure
 from .results import GpuStates, Results
 from .runner import LocalSides, Measured, RunSettings, measure_case, results_by_side, single_cases
-from .sequential import Budget, Stopping
+from .sequential import Budget, Stopping, Turn, Turns
 from .subject import Suite, load_subject
 
 
@@ -123,10 +122,12 @@ def _sides(job: Job) -> LocalSides:
     return sides
 
 
-def _measure(job: Job, case: Suite, share: float) -> Measured:
+def _measure(job: Job, case: Suite, turn: Turn, may_defer: bool) -> Measured:
     with GpuMonitor() as monitor:
-        sides, settings = _sides(job), job.settings
-        measured = measure_case(sides, case, settings, monitor, lambda label, steps: None, job.stopping, share)
+        quiet = lambda label, steps: None  # noqa: E731 -- the driving process reports progress
+        measured = measure_case(
+            _sides(job), case, job.settings, monitor, quiet, job.stopping, turn.share, turn.earlier, may_defer
+        )
     label = _worker["gpu"].label
     measured.benchmarks = [(side, dataclasses.replace(b, gpu=label)) for side, b in measured.benchmarks]
     return measured
@@ -152,31 +153,23 @@ def measure_sharded(
     before = collect_environment().gpu_state
     cases = single_cases(suites)
     budget = Budget(job.stopping.seconds, len(cases), parallel=len(gpus)) if job.stopping is not None else None
+    turns = Turns(len(cases), budget)
     steps = 1 + (1 if job.stopping is not None else job.settings.samples)
     done: list[tuple[Gpu, Measured] | None] = [None] * len(cases)
-    queue = list(reversed(range(len(cases))))
-    lock = threading.Lock()
     with ExitStack() as stack:
         pools = dict(zip(gpus, _workers(stack, gpus, setup), strict=True))
 
         def drive(gpu: Gpu) -> None:
-            while True:
-                with lock:
-                    if not queue:
-                        return
-                    index = queue.pop()
-                    share = budget.next_share() if budget is not None else 0.0
+            while (turn := turns.take(gpu)) is not None:
                 try:
-                    measured = _ask(gpu, pools[gpu], _measure, job, cases[index], share)
+                    measured = _ask(gpu, pools[gpu], _measure, job, cases[turn.index], turn, turns.may_defer(turn))
                 except BaseException:
-                    with lock:
-                        queue.clear()  # the run is over: the other GPUs take no more cases
+                    turns.stop()  # the run is over: the other GPUs take no more cases
                     raise
-                done[index] = gpu, measured
-                (case,) = cases[index].cases
-                with lock:
-                    if budget is not None:
-                        budget.spend(measured.sampling_seconds, share)
+                turns.done(turn, measured.sampling_seconds, measured.unfinished, gpu)
+                if measured.unfinished is None:
+                    done[turn.index] = gpu, measured
+                    (case,) = cases[turn.index].cases
                     on_progress(f"{case.suite}/{case.name} on GPU {gpu.index}", steps)
 
         with ThreadPoolExecutor(len(gpus)) as threads:

@@ -73,6 +73,24 @@ def test_round_order_runs_every_pair_both_ways_equally_often(count):
     assert {order[0] for order in orders} == set(names)
 
 
+def test_round_order_keeps_the_two_sides_of_each_ab_pair_side_by_side():
+    names = ["base:a", "base:b", "base:c", "head:a", "head:b", "head:c", "head:new"]
+    pairs = [("base:a", "head:a"), ("base:b", "head:b"), ("base:c", "head:c")]
+    rounds = 2 * 4  # a full cycle: four units, each first in a round both ways
+    orders = [round_order(names, r, pairs) for r in range(rounds)]
+    assert all(sorted(order) == sorted(names) for order in orders)
+    for base, head in pairs:
+        assert all(abs(order.index(base) - order.index(head)) == 1 for order in orders)
+        # which side goes first flips every round, so any block of an even number of rounds
+        # has each side first in half of them
+        firsts = [order.index(base) < order.index(head) for order in orders]
+        assert firsts == [r % 2 == 0 for r in range(rounds)]
+    leading = {tuple(sorted(order[:2])) for order in orders if order[0] != "head:new"}
+    assert leading == {tuple(sorted(pair)) for pair in pairs}  # every pair leads a round
+    assert any(order[0] == "head:new" for order in orders)
+    assert round_order(names, 3, ()) == round_order(names, 3)  # no pairs: the plain rotation
+
+
 def test_each_round_is_queued_behind_a_hold_between_untimed_replays(monkeypatch):
     # The GPU cannot run here: record the order in which operations reach its queue instead.
     queue = []

@@ -240,3 +240,62 @@ def test_suite_all_is_every_suite_and_a_case_two_suites_share_is_measured_once(g
     measured = sorted((b.suite, b.case) for b in results.load(out).benchmarks)
     # tiny times more implementations, so the shared shape stays there; `again` keeps its own case
     assert measured == [("again", "other"), ("tiny", "odd"), ("tiny", "square")]
+
+
+def test_a_case_whose_time_ran_out_gets_a_second_turn_after_the_others(gpu, project: Path, monkeypatch):
+    import random
+
+    from perfbot import sequential
+    from perfbot.sequential import PolicyRules, Stopping
+    from perfbot.thresholds import load_policy
+
+    subject = _subject(project)
+    noise = random.Random(1)
+    # gemm's two sides spread by 3%: undecided within the few rounds its share allows
+    gpu.ms = lambda name, call: 1.0 + (0.03 * noise.gauss(0, 1) if name.endswith(":gemm") else 0.0)
+    turns = []
+    time_until_decided = sequential.time_until_decided
+
+    def watched(case, *args, **kwargs):
+        timings = time_until_decided(case, *args, **kwargs)
+        turns.append((case.name, kwargs.get("earlier") is not None, len(timings.rounds)))
+        return timings
+
+    monkeypatch.setattr(sequential, "time_until_decided", watched)
+    settings = runner.RunSettings(samples=12)
+    stopping = Stopping(
+        sequential.first_look(12, 0.01), 4000, 0.1, PolicyRules(load_policy(project / "thresholds.yaml"), "H200")
+    )
+    progress = []
+    sides = runner.LocalSides({"base": subject, "head": subject}, settings)
+    measured = runner.measure_sides(
+        sides,
+        [subject.suites["tiny"]],
+        settings,
+        lambda label, steps: progress.append((label, steps)),
+        stopping=stopping,
+    )
+    assert [(name, again) for name, again, _ in turns] == [
+        ("odd", False),
+        ("square", False),
+        ("odd", True),
+        ("square", True),
+    ]
+    assert turns[2][2] > turns[0][2] and turns[3][2] > turns[1][2]  # the second turns went on sampling
+    assert [label for label, _ in progress] == [
+        "tiny/odd",
+        "tiny/square",
+        "tiny/odd, again",
+        "tiny/odd",
+        "tiny/square, again",
+        "tiny/square",
+    ]
+    assert sum(steps for _, steps in progress) == runner.progress_steps([[1], [1]], settings, stopping)
+    for side in ("base", "head"):  # recorded in the suite's order, once each, every sample kept
+        benches = measured[side].benchmarks
+        assert [(b.case, b.kernel) for b in benches] == [
+            (c, k) for c in ("odd", "square") for k in ("fused", "eager", "gemm", "copy")
+        ]
+        rounds = {"odd": turns[2][2], "square": turns[3][2]}
+        assert all(len(b.samples_ms) == rounds[b.case] for b in benches if b.kernel == "gemm")
+    assert measured["head"].settings.block_rounds == sequential.BLOCK_ROUNDS

@@ -22,6 +22,7 @@ def _rounds(
         {
             selftest.BASE: draw(1.0),
             selftest.TWIN: draw(1.0),
+            **{selftest.unslowed(level): draw(1.0) for level in levels},
             **{selftest.slowed(level): draw(1 + level / 100) for level in levels},
         }
         for _ in range(n)
@@ -43,9 +44,9 @@ def test_quiet_runner_no_false_alarms_and_clear_detections():
 
 
 def test_a_level_the_injection_missed_is_marked():
-    rounds = _rounds(10, 0.001, (1.0,))
+    rounds = _rounds(10, 0.001, (0.5, 1.0))
     for r in rounds:  # asked for 0.5%, injected 1.5%, as a sleep on a short kernel does
-        r[selftest.slowed(0.5)] = [t * 1.015 for t in r[selftest.BASE]]
+        r[selftest.slowed(0.5)] = [t * 1.015 for t in r[selftest.unslowed(0.5)]]
     result = selftest.tally(rounds, (0.5, 1.0), POLICY)
     assert [level.as_asked for level in result.levels] == [False, True]
     assert [level["as_asked"] for level in result.to_json()["levels"]] == [False, True]
@@ -66,7 +67,7 @@ def test_cli_prints_the_table_writes_json_and_notes_a_missed_level(project, tmp_
     def measure_checks(fn, levels, checks, first, most, policy, on_check):
         measured = _rounds(checks, 0.001, levels, rounds=first)
         for r in measured:
-            r[selftest.slowed(0.5)] = [t * 1.015 for t in r[selftest.BASE]]
+            r[selftest.slowed(0.5)] = [t * 1.015 for t in r[selftest.unslowed(0.5)]]
         return measured
 
     monkeypatch.setattr(selftest, "measure_checks", measure_checks)

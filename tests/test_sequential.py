@@ -1,7 +1,7 @@
 """Sequential sampling (perfbot/sequential.py) with the interleaved rule of thresholds.yaml: the
 real loop over interleaved rounds, timed by a stand-in for the GPU that draws each sample from a
 known distribution. Pairs stop as soon as they are decided, the limits hold, and under a look
-every block of five rounds an A/A fails at most 1% of the time while a 0.5% slowdown fails in at
+every block of rounds an A/A fails at most 1% of the time while a 0.5% slowdown fails in at
 least 95%.
 `pytest -s` prints the rates measured."""
 
@@ -51,6 +51,11 @@ def _ab(slower: dict[str, float], noise: float, seed: int, most: int = 300, keys
     return timer, timings
 
 
+def _whole_blocks(rounds: int) -> int:
+    """The rounds the blocks up to `rounds` hold: a look comes only after a whole block."""
+    return -(-rounds // BLOCK_ROUNDS) * BLOCK_ROUNDS
+
+
 def _fails(timings) -> bool:
     rule = RULES(CASE, "fused")
     return judge_paired(timings.samples["base:fused"], timings.samples["head:fused"], rule, BLOCK_ROUNDS)["fails"]
@@ -66,7 +71,7 @@ def test_a_clear_slowdown_stops_as_soon_as_the_blocks_can_decide_and_a_lone_benc
     _, timings = _ab({"head:fused": 1.05}, 0.002, seed=1, keys=keys)
     # Twelve blocks all above 1 are the fewest a 99% sign-test sequence can exclude 1 with.
     assert len(timings.samples["head:fused"]) == 12 * BLOCK_ROUNDS == len(timings.rounds)
-    assert len(timings.samples["head:new"]) == 30  # nothing to decide: the first look only
+    assert len(timings.samples["head:new"]) == _whole_blocks(30)  # nothing to decide: the first look only
     assert _fails(timings)
 
 
@@ -100,13 +105,65 @@ def test_an_undecided_pair_keeps_going_alone_until_its_rounds_run_out():
     assert "undecided" in verdict["reason"] and "rounds to decide" in verdict["reason"]
 
 
+def test_the_two_sides_of_every_open_pair_are_timed_side_by_side():
+    keys = ["base:fused", "base:gemm", "head:fused", "head:gemm", "head:new"]
+    timer = DrawnTimer({"head:fused": 1.05}, 0.002, np.random.default_rng(5), noise_of={"head:gemm": 0.05})
+    time_until_decided(CASE, timer, keys, pairs_of(keys), Stopping(30, 200, 60, RULES), float("inf"))
+    for order in timer.timed:
+        for name in ("fused", "gemm"):
+            if f"base:{name}" in order:
+                assert abs(order.index(f"base:{name}") - order.index(f"head:{name}")) == 1, order
+
+
+def test_a_second_turn_goes_on_from_the_first_with_the_pairs_it_left_open():
+    keys = ["base:fused", "head:fused", "base:gemm", "head:gemm"]
+    noisy = {"base:fused": 0.03, "head:fused": 0.03}  # undecidable in a few hundred rounds
+    timer = DrawnTimer({}, 0.001, np.random.default_rng(6), noise_of=noisy)
+    stopping = Stopping(first=sequential.first_look(30, 0.01), most=4000, seconds=60, rules=RULES)
+    ticks = itertools.count()
+    first = time_until_decided(CASE, timer, keys, pairs_of(keys), stopping, 3, clock=lambda: next(ticks))
+    assert sequential.still_open(CASE, pairs_of(keys), first, stopping)
+    gemm = len(first.samples["head:gemm"])
+    assert gemm < len(first.rounds)  # gemm was decided in the first turn
+    timer.timed.clear()
+    second = time_until_decided(
+        CASE, timer, keys, pairs_of(keys), stopping, float("inf"), earlier=first, clock=lambda: 0
+    )
+    assert second.samples["head:gemm"] == first.samples["head:gemm"]  # decided: not timed again
+    assert all(set(order) == {"base:fused", "head:fused"} for order in timer.timed)
+    n = len(first.rounds)
+    assert second.samples["head:fused"][:n] == first.samples["head:fused"]  # the first turn's samples come first
+    assert len(second.samples["head:fused"]) == len(second.samples["base:fused"]) == len(second.rounds) > n
+    assert not sequential.still_open(CASE, pairs_of(keys), second, stopping)  # decided in the end
+
+
+def test_a_case_whose_time_ran_out_comes_back_after_every_first_turn_on_its_own_gpu():
+    turns = sequential.Turns(3, Budget(30, cases=3, parallel=2))
+    on_0, on_1 = turns.take("gpu0"), turns.take("gpu1")
+    assert (on_0.index, on_1.index) == (0, 1) and on_0.earlier is None and turns.may_defer(on_0)
+    unfinished = sequential.measure.Timings({"base:x": [1.0]}, [])
+    turns.done(on_0, 15, unfinished, "gpu0")  # its share ran out, pairs open
+    last = turns.take("gpu0")
+    assert last.index == 2  # first turns come first...
+    turns.done(on_1, 1, None, "gpu1")
+    turns.done(last, 1, None, "gpu0")
+    assert turns.take("gpu1") is None  # ...and a second turn stays on the GPU that measured it
+    again = turns.take("gpu0")
+    assert again.index == 0 and again.earlier is unfinished and not turns.may_defer(again)
+    # 60 GPU-seconds: shares of 20, 20, then 12.5 of the 25 left once the deferred case gave back
+    # 5; the others gave back 19 and 11.5; all 43 left go to the one case still to come
+    assert (on_0.share, on_1.share, last.share, again.share) == pytest.approx((20, 20, 12.5, 43))
+    assert turns.take("gpu0") is None
+
+
 def test_the_deadline_stops_sampling_after_the_first_look():
     ticks = itertools.count()
     timer = DrawnTimer({}, 0.03, np.random.default_rng(3))
     stopping = Stopping(first=30, most=300, seconds=60, rules=RULES)
     keys = ["base:fused", "head:fused"]
     timings = time_until_decided(CASE, timer, keys, pairs_of(keys), stopping, 2, clock=lambda: next(ticks))
-    assert len(timings.rounds) == 30 + 2 * BLOCK_ROUNDS  # the clock reads 0, 1, 2 at the first three looks
+    # the clock reads 0, 1, 2 at the first three looks
+    assert len(timings.rounds) == _whole_blocks(30) + 2 * BLOCK_ROUNDS
 
 
 def test_the_budget_shares_what_is_left_and_counts_gpu_seconds():
@@ -151,10 +208,11 @@ SIMULATIONS = 300
 
 @pytest.mark.parametrize("noise", [0.003, 0.01])
 def test_false_alarms_at_most_one_percent_and_half_percent_caught_in_95_under_repeated_looks(noise):
-    """The whole rule as the A/B applies it: blocks of five rounds, looks after 30 rounds and after
-    every block, up to 4000 rounds (`perfbot ab`'s default). An A/A fails in at most 1% of checks; a
-    0.5% slowdown in at least 95% (`undecided` counts checks that ran out of rounds: they do not
-    fail). At 1% noise 2000 rounds were not enough: 85% caught, 15% undecided."""
+    """The whole rule as the A/B applies it: blocks of compare.BLOCK_ROUNDS rounds, a look after
+    every block from the 30th round on, up to 4000 rounds (`perfbot ab`'s default). An A/A fails
+    in at most 1% of checks; a 0.5% slowdown in at least 95% (`undecided` counts checks that ran
+    out of rounds: they do not fail). At 1% noise 2000 rounds were not enough: 85% caught, 15%
+    undecided."""
     alarms = caught = undecided = 0
     for seed in range(SIMULATIONS):
         _, same = _ab({}, noise, seed=10_000 + seed, most=4000)
