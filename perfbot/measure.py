@@ -179,21 +179,17 @@ def round_order(names: Sequence[str], round_index: int, pairs: Sequence[tuple[st
     the first in all rounds but one, and anything one sample leaves behind for the next (the
     clock, the power state) then biases that pair.
 
-    The two names of each of `pairs` (an A/B's base and head of one benchmark) move as one, side
-    by side, so that their samples are taken a few milliseconds apart rather than half a round:
-    on a power-capped GPU the clock wanders within a round of large kernels, and the ratio of two
-    samples 40 ms apart spread by 2-3% (docs/method.md). Which of the two goes first flips every
-    round, with the reversal."""
-    partner = dict(pairs) | {b: a for a, b in pairs}
-    units: list[tuple[str, ...]] = []
-    placed: set[str] = set()
-    for name in names:
-        if name in placed:
-            continue
-        other = partner.get(name, "")
-        unit = (name, other) if other in names and other not in placed else (name,)
-        units.append(unit)
-        placed.update(unit)
+    The two names of each of `pairs` (an A/B's base and head of one long benchmark) move as one,
+    side by side, so that their samples are taken milliseconds apart rather than half a round:
+    on a power-capped GPU the clock wanders within a round of large kernels (sequential.py says
+    what it gained). Which of the two goes first flips every round, with the reversal. The other
+    names keep their order (an A/B lists every base before every head), half of them on each side
+    of the paired ones, so that two sides of a short benchmark stay apart as before."""
+    paired = {name for pair in pairs for name in pair if pair[0] in names and pair[1] in names}
+    together = [tuple(pair) for pair in pairs if pair[0] in paired]
+    alone = [(name,) for name in names if name not in paired]
+    half, middle = len(alone) // 2, len(together) // 2
+    units = [*alone[:half], *together[:middle], *alone[half:], *together[middle:]]
     shift = (round_index // 2) % len(units)
     order = [name for unit in (*units[shift:], *units[:shift]) for name in unit]
     return order[::-1] if round_index % 2 else order

@@ -10,6 +10,14 @@ percent on a short or memory-bound kernel (where its buffers lie), and one captu
 turn that into a difference the test sees ever more surely. The block is the unit the verdict
 counts. A benchmark without a partner on the other side (an implementation one side lacks) has
 nothing to decide: it is timed for the first look only.
+
+From the second block on, the two sides of a pair of kernels of SIDE_BY_SIDE_MS or more are timed
+one right after the other (measure.round_order), which goes first flipping every round; shorter
+ones stay spread over the round. In a full-width A/A on the H200 (2026-12-01,
+experiments/2026-12-01-h200-side-by-side), side by side narrowed the blocks' spread of 3-9 ms
+kernels from 1.5% to 0.4% (their samples had been 40 ms apart, on a clock that wanders under a
+power cap) and of 0.1-3 ms kernels by a quarter; but under 10 µs the first of two kernels timed
+back to back ran 0.3-2% slower than the second, unevenly between the sides.
 """
 
 from __future__ import annotations
@@ -26,6 +34,9 @@ from .errors import BadInput
 from .stats import fewest_units
 from .subject import Case
 from .thresholds import Policy, Rule
+
+# Pairs whose baseline takes at least this long (median so far) are timed side by side.
+SIDE_BY_SIDE_MS = 0.08
 
 
 @dataclass(frozen=True)
@@ -183,7 +194,7 @@ def time_until_decided(
     earlier: measure.Timings | None = None,
 ) -> measure.Timings:
     """Interleaved rounds (measure.time_rounds), block by block, over the keys of the pairs still
-    open, each pair's two keys side by side; `recapture(keys)` gives those keys fresh captures
+    open, the two keys of each long one side by side; `recapture(keys)` gives those keys fresh captures
     before each block but the first. Keys only ever leave, so sample i of every key comes from
     round i, and both keys of a pair always have the same number of samples.
 
@@ -210,7 +221,14 @@ def time_until_decided(
         batch = min(BLOCK_ROUNDS, stopping.most - len(rounds))  # one block, on its own captures
         if batch <= 0:
             break
-        side_by_side = [pair for pair in open_pairs.values() if pair[0] in active and pair[1] in active]
+        side_by_side = [
+            (base, cur)
+            for base, cur in open_pairs.values()
+            if base in active
+            and cur in active
+            and samples[base]
+            and statistics.median(samples[base]) >= SIDE_BY_SIDE_MS
+        ]
         timed = measure.time_rounds(timer, active, batch, on_round, monitor, len(rounds), side_by_side)
         for key, values in timed.samples.items():
             samples[key] += values

@@ -105,14 +105,23 @@ def test_an_undecided_pair_keeps_going_alone_until_its_rounds_run_out():
     assert "undecided" in verdict["reason"] and "rounds to decide" in verdict["reason"]
 
 
-def test_the_two_sides_of_every_open_pair_are_timed_side_by_side():
-    keys = ["base:fused", "base:gemm", "head:fused", "head:gemm", "head:new"]
-    timer = DrawnTimer({"head:fused": 1.05}, 0.002, np.random.default_rng(5), noise_of={"head:gemm": 0.05})
+def test_the_two_sides_of_a_long_open_pair_are_timed_side_by_side_from_the_second_block():
+    keys = ["base:fused", "base:gemm", "base:copy", "head:fused", "head:gemm", "head:copy", "head:new"]
+    # fused and gemm take about 1 ms, copy 0.01 ms: too short to be timed side by side
+    slower = {"head:fused": 1.05, "base:copy": 0.01, "head:copy": 0.01}
+    timer = DrawnTimer(slower, 0.002, np.random.default_rng(5), noise_of={"head:gemm": 0.05, "head:copy": 0.05})
     time_until_decided(CASE, timer, keys, pairs_of(keys), Stopping(30, 200, 60, RULES), float("inf"))
-    for order in timer.timed:
+    apart = lambda order, name: abs(order.index(f"base:{name}") - order.index(f"head:{name}"))  # noqa: E731
+    first_block, later = timer.timed[:BLOCK_ROUNDS], timer.timed[BLOCK_ROUNDS:]
+    assert all(apart(order, "fused") > 1 and apart(order, "gemm") > 1 for order in first_block)  # nothing timed yet
+    assert any("base:fused" in order for order in later) and any("base:copy" in order for order in later)
+    for order in later:
         for name in ("fused", "gemm"):
             if f"base:{name}" in order:
-                assert abs(order.index(f"base:{name}") - order.index(f"head:{name}")) == 1, order
+                assert apart(order, name) == 1, order
+    # the short pair stays apart, with a long pair on either side of it while both are open
+    whole = [order for order in later if len(order) == 6]
+    assert whole and all(apart(order, "copy") == 3 for order in whole)
 
 
 def test_a_second_turn_goes_on_from_the_first_with_the_pairs_it_left_open():
