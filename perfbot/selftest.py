@@ -38,7 +38,7 @@ def slowed(level: float) -> str:
 
 def unslowed(level: float) -> str:
     """The capture of the kernel that the level's slowed copy is timed against."""
-    return f"A{level:g}"
+    return f"A@{level:g}"
 
 
 @dataclass(frozen=True)
