@@ -309,7 +309,8 @@ def stopping_text(stopping: Stopping) -> str:
     """How an A/B decided its rounds, as results record it."""
     return (
         f"sequential: each pair timed until decided, first look after {stopping.first} rounds, then every "
-        f"{sequential.BLOCK_ROUNDS}, at most {stopping.most} rounds, {stopping.seconds:g} s for the run's sampling"
+        f"{sequential.BLOCK_ROUNDS}, at most {stopping.most} rounds, {stopping.seconds:g} s for the run's sampling "
+        "(a second turn for a case whose share ran out)"
     )
 
 

@@ -56,8 +56,8 @@ class PolicyRules:
 class Stopping:
     """When sampling stops: every pair has `first` rounds, at most `most`; the whole run's
     sampling gets `seconds`, shared out case by case (a case that decides early leaves its time
-    to the later ones); a pair is decided when compare.judge_paired, under `rules(case, name)`,
-    says more than "inconclusive"."""
+    to the later ones, and one whose share ran out comes back for a second: `Turns`); a pair is
+    decided when compare.judge_paired, under `rules(case, name)`, says more than "inconclusive"."""
 
     first: int
     most: int

@@ -76,7 +76,8 @@ _OUTPUTS = ("base.json", "head.json", "comparison.json", "comment.md")
     default=180.0,
     show_default=True,
     help="Seconds of sampling for the whole run (checking, compiling and capturing not counted), shared out "
-    "case by case; with several GPUs, per GPU.",
+    "case by case; with several GPUs, per GPU. A case still undecided when its share runs out gets a second "
+    "turn, with what the others left, after every case had its first.",
 )
 @project_option
 def ab_command(
