@@ -81,6 +81,20 @@ def capture(fn: Callable[[], torch.Tensor], warmup_calls: int, offset_bytes: int
     return Captured(graph, output)
 
 
+def capture_again(
+    captured: dict[str, Captured],
+    calls: Mapping[str, Callable[[], torch.Tensor]],
+    keys: Sequence[str],
+    rng: random.Random,
+) -> None:
+    """Capture these benchmarks again, each at a random offset in its graph's memory (a
+    sequential A/B's next block: `capture` says why), in a random order: the benchmark captured
+    later gets the memory the earlier ones' old graphs just gave back, and in a fixed order that
+    would always be the same side of a pair."""
+    for key in rng.sample(list(keys), len(keys)):
+        captured[key] = capture(calls[key], 1, random_offset(rng))
+
+
 class Timer(Protocol):
     """Times one sample of a benchmark, by key, inside a round. `sample` may only queue the work:
     its result is read after `end_round`."""

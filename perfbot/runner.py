@@ -416,11 +416,9 @@ class LocalSides:
         return measure.GraphTimer(self.captured)
 
     def recapture(self, keys: list[str]) -> None:
-        """Capture these benchmarks again, each at a random offset in its graph's memory (a
-        sequential A/B's next block: measure.capture says why); the timer sees the new graphs."""
-        ready = {r.planned.key: r for r in self.ready}
-        for key in keys:
-            self.captured[key] = measure.capture(ready[key].call, 1, measure.random_offset(self.placement))
+        """Capture these benchmarks again (a sequential A/B's next block: measure.capture_again);
+        the timer sees the new graphs."""
+        measure.capture_again(self.captured, {r.planned.key: r.call for r in self.ready}, keys, self.placement)
 
     def finish(
         self, samples: dict[str, list[float]], throttled: list[int]

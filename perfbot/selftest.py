@@ -258,8 +258,7 @@ def measure_checks(
     placement = random.Random(0)
 
     def recapture(keys: list[str]) -> None:  # as runner.LocalSides.recapture, before each block
-        for key in keys:
-            captured[key] = measure.capture(calls[key], 1, measure.random_offset(placement))
+        measure.capture_again(captured, calls, keys, placement)
 
     rules = lambda case, name, ms: selftest_rule(policy, ms)  # noqa: E731
     stopping = Stopping(first_look(first, selftest_rule(policy, None).alpha), most, float("inf"), rules)

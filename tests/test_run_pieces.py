@@ -318,3 +318,22 @@ def test_results_say_whether_the_kernels_differ_from_their_commit(tmp_path):
     assert kernels_revision(kernels) == {"kernels_commit": head, "kernels_dirty": False}
     (kernels / "geglu.py").write_text("A = 2\n")
     assert kernels_revision(kernels) == {"kernels_commit": head, "kernels_dirty": True}
+
+
+def test_capturing_again_takes_every_key_once_in_an_order_no_side_always_leads(monkeypatch):
+    import random
+
+    order = []
+    monkeypatch.setattr(measure, "capture", lambda fn, warmup, offset: order.append((fn(), offset)) or fn())
+    keys = ["base:fused", "base:gemm", "head:fused", "head:gemm"]
+    calls = {key: (lambda key=key: key) for key in keys}
+    captured, rng = {}, random.Random(0)
+    firsts = set()
+    for _ in range(20):
+        order.clear()
+        measure.capture_again(captured, calls, keys, rng)
+        assert sorted(key for key, _ in order) == keys and captured == {key: key for key in keys}
+        assert all(offset % 256 == 0 and 0 <= offset < measure.MAX_OFFSET_BYTES for _, offset in order)
+        first_of_fused = next(key for key, _ in order if key.endswith(":fused"))
+        firsts.add(first_of_fused)
+    assert firsts == {"base:fused", "head:fused"}  # either side of a pair may be captured first
