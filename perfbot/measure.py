@@ -196,11 +196,15 @@ def round_order(names: Sequence[str], round_index: int, pairs: Sequence[tuple[st
     The two names of each of `pairs` (an A/B's base and head of one long benchmark) move as one,
     side by side, so that their samples are taken milliseconds apart rather than half a round:
     on a power-capped GPU the clock wanders within a round of large kernels (sequential.py says
-    what it gained). Which of the two goes first flips every round, with the reversal. The other
-    names keep their order (an A/B lists every base before every head), half of them on each side
-    of the paired ones, so that two sides of a short benchmark stay apart as before."""
+    what it gained). Which of the two goes first flips every round, and every other pair of
+    rounds once more, so that in every four rounds each side goes first twice, once after the
+    unit before the pair and once after the one behind it (the reversal swaps those two): flipped
+    with the reversal alone, one side would always follow one neighbour. The other names keep
+    their order (an A/B lists every base before every head), half of them on each side of the
+    paired ones, so that two sides of a short benchmark stay apart as before."""
     paired = {name for pair in pairs for name in pair if pair[0] in names and pair[1] in names}
-    together = [tuple(pair) for pair in pairs if pair[0] in paired]
+    flip = (round_index // 2) % 2
+    together = [(pair[flip], pair[1 - flip]) for pair in pairs if pair[0] in paired]
     alone = [(name,) for name in names if name not in paired]
     half, middle = len(alone) // 2, len(together) // 2
     units = [*alone[:half], *together[:middle], *alone[half:], *together[middle:]]
