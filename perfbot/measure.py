@@ -199,16 +199,18 @@ def round_order(names: Sequence[str], round_index: int, pairs: Sequence[tuple[st
     what it gained). Which of the two goes first flips every round, and every other pair of
     rounds once more, so that in every four rounds each side goes first twice, once after the
     unit before the pair and once after the one behind it (the reversal swaps those two): flipped
-    with the reversal alone, one side would always follow one neighbour. The other names keep
-    their order (an A/B lists every base before every head), half of them on each side of the
-    paired ones, so that two sides of a short benchmark stay apart as before."""
+    with the reversal alone, one side would always follow one neighbour. With pairs the rotation
+    moves on every four rounds, not two, so that within those four each name takes four places
+    (moving with the flip, it put one side of a two-pair round always at an end of the round).
+    The other names keep their order (an A/B lists every base before every head), half of them
+    on each side of the paired ones, so that two sides of a short benchmark stay apart as before."""
     paired = {name for pair in pairs for name in pair if pair[0] in names and pair[1] in names}
     flip = (round_index // 2) % 2
     together = [(pair[flip], pair[1 - flip]) for pair in pairs if pair[0] in paired]
     alone = [(name,) for name in names if name not in paired]
     half, middle = len(alone) // 2, len(together) // 2
     units = [*alone[:half], *together[:middle], *alone[half:], *together[middle:]]
-    shift = (round_index // 2) % len(units)
+    shift = (round_index // (4 if together else 2)) % len(units)
     order = [name for unit in (*units[shift:], *units[:shift]) for name in unit]
     return order[::-1] if round_index % 2 else order
 

@@ -76,7 +76,7 @@ def test_round_order_runs_every_pair_both_ways_equally_often(count):
 def test_round_order_keeps_the_two_sides_of_each_ab_pair_side_by_side():
     names = ["base:a", "base:b", "base:c", "head:a", "head:b", "head:c", "head:new"]
     pairs = [("base:a", "head:a"), ("base:b", "head:b"), ("base:c", "head:c")]
-    rounds = 2 * 4  # a full cycle: four units, each first in a round both ways
+    rounds = 4 * 4  # a full cycle: four units, the rotation moving on every four rounds
     orders = [round_order(names, r, pairs) for r in range(rounds)]
     assert all(sorted(order) == sorted(names) for order in orders)
     for base, head in pairs:
@@ -93,6 +93,15 @@ def test_round_order_keeps_the_two_sides_of_each_ab_pair_side_by_side():
     assert leading == {tuple(sorted(pair)) for pair in pairs}  # every pair leads a round
     assert any(order[0] == "head:new" for order in orders)
     assert round_order(names, 3, ()) == round_order(names, 3)  # no pairs: the plain rotation
+
+
+def test_with_two_pairs_every_name_takes_four_places_in_every_block_of_four_rounds():
+    # the selftest's round: the kernel against its twin, and a copy against the slowed one
+    names, pairs = ["A", "A2", "A@0.5", "B0.5"], [("A", "A2"), ("A@0.5", "B0.5")]
+    for block in range(0, 16, 4):
+        orders = [round_order(names, r, pairs) for r in range(block, block + 4)]
+        for name in names:
+            assert sorted(order.index(name) for order in orders) == [0, 1, 2, 3], (name, orders)
 
 
 def test_each_round_is_queued_behind_a_hold_between_untimed_replays(monkeypatch):
