@@ -25,11 +25,13 @@ from typing import Any
 from .compare import BLOCK_ROUNDS, compare
 from .errors import WrongResult
 from .results import Benchmark, Environment, Results, Settings
-from .sequential import Stopping, first_look, time_until_decided
+from .sequential import SIDE_BY_SIDE_MS, Stopping, first_look, time_until_decided
 from .subject import Case, Loaded, Suite, load_subject
 from .thresholds import Policy, Rule
 
 BASE, TWIN = "A", "A2"  # the kernel, and a second capture of it
+# Rounds of each calibration trial: whole rotations of round_order for up to four levels.
+CALIBRATION_ROUNDS = 32
 
 
 def slowed(level: float) -> str:
@@ -243,11 +245,20 @@ def measure_checks(
     cycles = {level: max(1, int((targets[level] - overhead_ms) / ms_per_cycle)) for level in levels}
     # Short sleeps stray from that line (H200: +0.15% at every level of a 0.55 ms kernel), so
     # measure each level against the kernel, paired by round, and correct its length; twice.
+    # Timed as the checks time them (side by side or spread): the order moves what a sleep adds
+    # (H200, sbs5: calibrated spread, 0.5% came out 0.42% side by side).
+    side_by_side = kernel_ms >= SIDE_BY_SIDE_MS
     for _ in range(2):
-        trial = {BASE: base, **{slowed(level): measure.capture(with_sleep(cycles[level]), 1) for level in levels}}
-        timed = measure.time_interleaved(trial, 21).samples
+        trial: dict[str, measure.Captured] = {}
         for level in levels:
-            added = median(b - a for a, b in zip(timed[BASE], timed[slowed(level)], strict=False))
+            trial |= {
+                unslowed(level): measure.capture(fn, 1),
+                slowed(level): measure.capture(with_sleep(cycles[level]), 1),
+            }
+        together = [(unslowed(level), slowed(level)) for level in levels] if side_by_side else []
+        timed = measure.time_rounds(measure.GraphTimer(trial), list(trial), CALIBRATION_ROUNDS, pairs=together).samples
+        for level in levels:
+            added = median(b - a for a, b in zip(timed[unslowed(level)], timed[slowed(level)], strict=True))
             cycles[level] = max(1, int(cycles[level] + (targets[level] - added) / ms_per_cycle))
     calls = {BASE: fn, TWIN: fn}
     pairs = {TWIN: (BASE, TWIN)}
