@@ -257,9 +257,10 @@ def measure_checks(
             }
         together = [(unslowed(level), slowed(level)) for level in levels] if side_by_side else []
         timed = measure.time_rounds(measure.GraphTimer(trial), list(trial), CALIBRATION_ROUNDS, pairs=together).samples
-        for level in levels:
-            added = median(b - a for a, b in zip(timed[unslowed(level)], timed[slowed(level)], strict=True))
-            cycles[level] = max(1, int(cycles[level] + (targets[level] - added) / ms_per_cycle))
+        for level in levels:  # by the ratio of medians, as `tally` measures what was injected
+            kernel, with_it = median(timed[unslowed(level)]), median(timed[slowed(level)])
+            missing_ms = (level / 100 - (with_it / kernel - 1)) * kernel
+            cycles[level] = max(1, int(cycles[level] + missing_ms / ms_per_cycle))
     calls = {BASE: fn, TWIN: fn}
     pairs = {TWIN: (BASE, TWIN)}
     for level in levels:
