@@ -191,7 +191,8 @@ def judge_paired(baseline: list[float], current: list[float], rule: Rule, block:
     Returns Comparison's verdict, fails, reason and estimate."""
     ratios = np.asarray(current, dtype=float) / np.asarray(baseline, dtype=float)
     n = len(ratios) // block * block
-    units = np.median(ratios[:n].reshape(-1, block), axis=1) if n else ratios
+    # Fewer rounds than one block: one unit, which decides nothing (never single rounds as units).
+    units = np.median(ratios[:n].reshape(-1, block), axis=1) if n else np.array([np.median(ratios)])
     estimate = stats.always_valid_paired_ratio([1.0] * len(units), units.tolist(), confidence=1 - rule.alpha)
     slower, low, high = (100 * (value - 1) for value in (estimate.ratio, estimate.low, estimate.high))
     counted = f"{n} rounds in {n // block} blocks" if block > 1 else f"{len(ratios)} rounds"

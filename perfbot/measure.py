@@ -41,6 +41,9 @@ class Monitor(Protocol):
     def read(self) -> Round: ...
 
 
+# Rounds in which round_order balances the pairs it times side by side (each side first twice,
+# after each neighbour once, each name in four places): a sequential A/B's block is a multiple.
+BALANCED_ROUNDS = 4
 # A re-captured benchmark's buffers start up to this far into its graph's memory (256-byte steps).
 MAX_OFFSET_BYTES = 2 * 1024 * 1024
 
@@ -203,14 +206,21 @@ def round_order(names: Sequence[str], round_index: int, pairs: Sequence[tuple[st
     moves on every four rounds, not two, so that within those four each name takes four places
     (moving with the flip, it put one side of a two-pair round always at an end of the round).
     The other names keep their order (an A/B lists every base before every head), half of them
-    on each side of the paired ones, so that two sides of a short benchmark stay apart as before."""
-    paired = {name for pair in pairs for name in pair if pair[0] in names and pair[1] in names}
+    on each side of the paired ones, so that two sides of a short benchmark stay apart as before;
+    for that there must be two paired units to put between the halves (one in the middle, one at
+    the wrap), and with fewer, every name is spread."""
+    present = [pair for pair in pairs if pair[0] in names and pair[1] in names]
+    paired = [name for pair in present for name in pair]
+    if len(set(paired)) != len(paired) or any(a == b for a, b in present):
+        raise ValueError(f"a name in two pairs, or paired with itself: {present}")
+    if len(present) < 2 and len(paired) < len(names):
+        present, paired = [], []
     flip = (round_index // 2) % 2
-    together = [(pair[flip], pair[1 - flip]) for pair in pairs if pair[0] in paired]
+    together = [(pair[flip], pair[1 - flip]) for pair in present]
     alone = [(name,) for name in names if name not in paired]
     half, middle = len(alone) // 2, len(together) // 2
     units = [*alone[:half], *together[:middle], *alone[half:], *together[middle:]]
-    shift = (round_index // (4 if together else 2)) % len(units)
+    shift = (round_index // (BALANCED_ROUNDS if together else 2)) % len(units)
     order = [name for unit in (*units[shift:], *units[:shift]) for name in unit]
     return order[::-1] if round_index % 2 else order
 

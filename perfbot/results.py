@@ -135,7 +135,8 @@ class Settings:
     triton_commits: Annotated[dict[Name, Text | None], Field(max_length=4)] = field(default_factory=dict)
     # How an A/B decided how many rounds to take (sequential.py); None: `samples` rounds each.
     stopping: Text | None = None
-    block_rounds: Count | None = None  # rounds per block of a sequential A/B, the unit its verdict counts
+    # Rounds per block of a sequential A/B, the unit its verdict counts.
+    block_rounds: Annotated[int, Field(ge=1, le=MAX_SAMPLES)] | None = None
     # The GPUs the run was sharded across, "INDEX: MODEL"; each benchmark names its own.
     gpus: Annotated[list[Text], Field(max_length=64)] = field(default_factory=list)
     # Implementations left out of this run on purpose (e.g. max-autotune, for the baseline job).

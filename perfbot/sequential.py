@@ -126,15 +126,25 @@ class Turns:
         self.budget = budget
         self.first = list(reversed(range(cases)))
         self.second: dict[object, list[tuple[int, measure.Timings]]] = {}
+        self.uncounted = 0  # second turns the budget does not share out to yet
+        self.stopped = False
         self.lock = threading.Lock()
 
     def take(self, gpu: object = None) -> Turn | None:
         """The next turn for `gpu`, or None when it has nothing left to measure."""
         with self.lock:
+            if self.stopped:
+                return None
             if self.first:
                 index, earlier = self.first.pop(), None
             elif self.second.get(gpu):
                 index, earlier = self.second[gpu].pop(0)
+                # Second turns share only what every first turn left, so that a case sent back
+                # never shrinks the share of one still waiting for its first.
+                for _ in range(self.uncounted):
+                    if self.budget is not None:
+                        self.budget.again()
+                self.uncounted = 0
             else:
                 return None
             return Turn(index, self.budget.next_share() if self.budget is not None else 0.0, earlier)
@@ -144,9 +154,8 @@ class Turns:
         with self.lock:
             if self.budget is not None:
                 self.budget.spend(used, turn.share)
-            if unfinished is not None:
-                if self.budget is not None:
-                    self.budget.again()
+            if unfinished is not None and not self.stopped:
+                self.uncounted += 1
                 self.second.setdefault(gpu, []).append((turn.index, unfinished))
 
     def may_defer(self, turn: Turn) -> bool:
@@ -156,6 +165,7 @@ class Turns:
     def stop(self) -> None:
         """Hand out nothing more (the run failed)."""
         with self.lock:
+            self.stopped = True
             self.first.clear()
             self.second.clear()
 

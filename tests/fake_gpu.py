@@ -53,7 +53,8 @@ def install_in_worker():
     process: the GPU's primitives replaced as above. Every sample takes 1 ms plus 0.1 ms per
     index of the GPU the worker was pinned to (CUDA_VISIBLE_DEVICES), with the head side 2%
     slower on GPU 1 only: a timing shows where it was taken. Setting DIE_IN_WORKER kills the
-    worker on GPU 1 at its first sample, as a crashing kernel would."""
+    worker on GPU 1 at its first sample, as a crashing kernel would; NOISY_GEMM_IN_WORKER spreads
+    gemm's samples by 5%."""
     import os
 
     from perfbot import shards
@@ -63,11 +64,13 @@ def install_in_worker():
     index = shards._worker["gpu"].index
     fake = FakeGpu()
     die = os.environ.get("DIE_IN_WORKER") and index == 1
+    noisy = os.environ.get("NOISY_GEMM_IN_WORKER")  # gemm's samples spread by 5%: slow to decide
 
     def ms(name, call):
         if die:
             os._exit(9)
-        return (1 + index / 10) * (1.02 if index == 1 and name.startswith("head:") else 1.0)
+        spread = 1 + 0.05 * fake.rng.gauss(0, 1) if noisy and name.endswith(":gemm") else 1.0
+        return (1 + index / 10) * (1.02 if index == 1 and name.startswith("head:") else 1.0) * spread
 
     fake.ms = ms
     runner.DEVICE = "cpu"

@@ -67,6 +67,7 @@ KINDS = {
     "name with a newline": lambda d: _first(d).update(kernel="fused\n# heading"),
     "throttled index past the samples": lambda d: _first(d).update(throttled_samples=[999]),
     "created not a date": lambda d: d.update(created="tomorrow"),
+    "blocks of no rounds": lambda d: d["settings"].update(stopping="sequential", block_rounds=0),
 }
 RAW = {
     "nested 200,000 deep": '{"format": 1, "environment": ' + "[" * 200_000 + "]" * 200_000 + "}",

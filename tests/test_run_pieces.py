@@ -92,7 +92,20 @@ def test_round_order_keeps_the_two_sides_of_each_ab_pair_side_by_side():
     leading = {tuple(sorted(order[:2])) for order in orders if order[0] != "head:new"}
     assert leading == {tuple(sorted(pair)) for pair in pairs}  # every pair leads a round
     assert any(order[0] == "head:new" for order in orders)
-    assert round_order(names, 3, ()) == round_order(names, 3)  # no pairs: the plain rotation
+    for r in range(14):  # no pairs: the plain rotation, moving every two rounds, odd rounds reversed
+        shift = (r // 2) % len(names)
+        plain = [*names[shift:], *names[:shift]]
+        assert round_order(names, r) == (plain[::-1] if r % 2 else plain)
+    with pytest.raises(ValueError, match="two pairs"):
+        round_order(names, 0, [("base:a", "head:a"), ("base:a", "head:b")])
+    # one long pair among short ones: every name spread, as if none were paired
+    assert round_order(names, 5, [("base:a", "head:a")]) == round_order(names, 5)
+
+
+def test_block_of_a_sequential_ab_is_a_whole_number_of_balanced_rounds():
+    from perfbot.compare import BLOCK_ROUNDS
+
+    assert BLOCK_ROUNDS % measure.BALANCED_ROUNDS == 0
 
 
 def test_with_two_pairs_every_name_takes_four_places_in_every_block_of_four_rounds():

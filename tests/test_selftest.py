@@ -117,6 +117,8 @@ def test_cli_bad_levels_and_no_gpu(project):
     assert result.exit_code == 2 and "--levels" in result.output
     result = CliRunner().invoke(perfbot, ["selftest", "--project", str(project), "--levels", "150"])
     assert result.exit_code == 2
+    result = CliRunner().invoke(perfbot, ["selftest", "--project", str(project), "--levels", "1,0.5,1.0"])
+    assert result.exit_code == 2 and "given twice" in result.output
     if not HAS_GPU:
         result = CliRunner().invoke(perfbot, ["selftest", "--project", str(project), "--checks", "5"])
         assert result.exit_code == 3 and "no CUDA GPU" in result.output

@@ -115,13 +115,14 @@ def test_the_two_sides_of_a_long_open_pair_are_timed_side_by_side_from_the_secon
     first_block, later = timer.timed[:BLOCK_ROUNDS], timer.timed[BLOCK_ROUNDS:]
     assert all(apart(order, "fused") > 1 and apart(order, "gemm") > 1 for order in first_block)  # nothing timed yet
     assert any("base:fused" in order for order in later) and any("base:copy" in order for order in later)
-    for order in later:
-        for name in ("fused", "gemm"):
-            if f"base:{name}" in order:
-                assert apart(order, name) == 1, order
+    both_long = [order for order in later if "base:fused" in order and "base:gemm" in order]
+    assert both_long and all(apart(order, "fused") == 1 == apart(order, "gemm") for order in both_long)
     # the short pair stays apart, with a long pair on either side of it while both are open
     whole = [order for order in later if len(order) == 6]
     assert whole and all(apart(order, "copy") == 3 for order in whole)
+    # one long pair left beside the short one: side by side, the short pair would meet across
+    # the round's wrap, so every name is spread
+    assert all(apart(order, "copy") > 1 for order in later if "base:copy" in order and len(order) > 2)
 
 
 def test_a_second_turn_goes_on_from_the_first_with_the_pairs_it_left_open():
@@ -159,10 +160,19 @@ def test_a_case_whose_time_ran_out_comes_back_after_every_first_turn_on_its_own_
     assert turns.take("gpu1") is None  # ...and a second turn stays on the GPU that measured it
     again = turns.take("gpu0")
     assert again.index == 0 and again.earlier is unfinished and not turns.may_defer(again)
-    # 60 GPU-seconds: shares of 20, 20, then 12.5 of the 25 left once the deferred case gave back
-    # 5; the others gave back 19 and 11.5; all 43 left go to the one case still to come
-    assert (on_0.share, on_1.share, last.share, again.share) == pytest.approx((20, 20, 12.5, 43))
+    # 60 GPU-seconds: shares of 20 and 20; the deferred case gave back 5, and the last first turn
+    # gets all 25 left (a second turn waits for what the first turns leave); they gave back 19
+    # and 24, and the 43 left go to the one case still to come
+    assert (on_0.share, on_1.share, last.share, again.share) == pytest.approx((20, 20, 25, 43))
     assert turns.take("gpu0") is None
+
+
+def test_after_a_failure_no_turn_is_handed_out_nor_sent_back():
+    turns = sequential.Turns(3, Budget(30, cases=3))
+    first = turns.take("gpu0")
+    turns.stop()  # another GPU's worker died
+    turns.done(first, 1, sequential.measure.Timings({"base:x": [1.0]}, []), "gpu0")
+    assert turns.take("gpu0") is None and turns.take("gpu1") is None
 
 
 def test_the_deadline_stops_sampling_after_the_first_look():

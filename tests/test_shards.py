@@ -84,6 +84,29 @@ def test_an_ab_sharded_keeps_both_sides_of_a_pair_on_one_gpu_and_stops_each_pair
     assert "sequential" in measured["head"].settings.stopping
 
 
+def test_a_case_sharded_comes_back_for_its_second_turn_on_the_gpu_that_began_it(project, monkeypatch):
+    from perfbot.sequential import PolicyRules, Stopping, first_look
+    from perfbot.thresholds import load_policy
+
+    (project / "kernels" / "suites.yaml").write_text(SUITES)
+    subject = load_subject(project / "kernels")
+    monkeypatch.setenv("NOISY_GEMM_IN_WORKER", "1")
+    rules = PolicyRules(load_policy(project / "thresholds.yaml"), H200)
+    first = first_look(20, 0.01)
+    # a budget spent by the first looks: gemm's pairs are undecided when each case's share runs out
+    stopping = Stopping(first=first, most=4000, seconds=0.05, rules=rules)
+    kernels = {"base": project / "kernels", "head": project / "kernels"}
+    job = shards.Job(kernels, RunSettings(samples=20), stopping)
+    measured = shards.measure_sharded(job, [subject.suites["tiny"]], TWO, setup=install_in_worker)
+    base = {(b.case, b.kernel): b for b in measured["base"].benchmarks}
+    head = {(b.case, b.kernel): b for b in measured["head"].benchmarks}
+    assert list(base) == [(case, kernel) for case in "abcd" for kernel in ("fused", "eager", "gemm")]
+    for case in "abcd":  # gemm went on past the first look, in a second turn on the same GPU
+        gemm = head[(case, "gemm")]
+        assert len(gemm.samples_ms) == len(base[(case, "gemm")].samples_ms) > first
+        assert gemm.gpu == base[(case, "gemm")].gpu == head[(case, "fused")].gpu
+
+
 def test_a_worker_that_dies_is_the_environments_failure_naming_its_gpu(project, monkeypatch):
     from perfbot.errors import EnvironmentFailure
 

@@ -93,6 +93,8 @@ def selftest_command(
         ) from None
     if not parsed or any(not 0 < v < 100 for v in parsed):
         raise click.BadParameter("every level must be a percentage between 0 and 100", param_hint="--levels")
+    if len({selftest.slowed(v) for v in parsed}) < len(parsed):
+        raise click.BadParameter(f"a level is given twice: {levels}", param_hint="--levels")
     config = project_config(project)
     policy = load_policy(thresholds_path or config.root / "thresholds.yaml")
     subject = load_kernels(config, None)
