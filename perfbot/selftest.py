@@ -211,8 +211,8 @@ def measure_checks(
     on_check: Callable[[], None] = lambda: None,
 ) -> list[dict[str, list[float]]]:
     """On the GPU: capture the kernel twice, and per level once more and once followed by a
-    calibrated sleep; each check times them interleaved (perfbot's engine) until every comparison with the kernel
-    is decided (sequential.py), at least `first` and at most `most` rounds."""
+    calibrated sleep; each check times them interleaved (perfbot's engine) until every
+    comparison is decided (sequential.py), at least `first` and at most `most` rounds."""
     import torch
 
     from . import measure
@@ -244,9 +244,9 @@ def measure_checks(
     targets = {level: level / 100 * kernel_ms for level in levels}
     cycles = {level: max(1, int((targets[level] - overhead_ms) / ms_per_cycle)) for level in levels}
     # Short sleeps stray from that line (H200: +0.15% at every level of a 0.55 ms kernel), so
-    # measure each level against the kernel, paired by round, and correct its length; twice.
-    # Timed as the checks time them (side by side or spread): the order moves what a sleep adds
-    # (H200, sbs5: calibrated spread, 0.5% came out 0.42% side by side).
+    # measure each level against a capture of the kernel and correct its length; twice. Timed
+    # as the checks time them (side by side or spread): the order moves what a sleep adds (H200,
+    # sbs5: calibrated spread, 0.5% came out 0.42% side by side).
     side_by_side = kernel_ms >= SIDE_BY_SIDE_MS
     for _ in range(2):
         # as an A/B lists them: every base, then every head

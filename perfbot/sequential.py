@@ -12,11 +12,11 @@ counts. A benchmark without a partner on the other side (an implementation one s
 nothing to decide: it is timed for the first look only.
 
 From the second block on, the two sides of a pair of kernels of SIDE_BY_SIDE_MS or more are timed
-one right after the other (measure.round_order), which goes first flipping every round; shorter
-ones stay spread over the round. In a full-width A/A on the H200 (2026-12-01,
+one right after the other (measure.round_order says in which order); shorter ones stay spread
+over the round. In a full-width A/A on the H200 (2026-12-01,
 experiments/2026-12-01-h200-side-by-side), side by side narrowed the blocks' spread of 3-9 ms
-kernels from 1.5% to 0.4% (their samples had been 40 ms apart, on a clock that wanders under a
-power cap) and of 0.1-3 ms kernels by a quarter; but under 10 µs the first of two kernels timed
+kernels from 1.5% to 0.3% (their samples had been 40 ms apart, on a clock that wanders under a
+power cap) and of 1-3 ms kernels by almost half; but under 10 µs the first of two kernels timed
 back to back ran 0.3-2% slower than the second, unevenly between the sides.
 """
 
@@ -204,9 +204,9 @@ def time_until_decided(
     earlier: measure.Timings | None = None,
 ) -> measure.Timings:
     """Interleaved rounds (measure.time_rounds), block by block, over the keys of the pairs still
-    open, the two keys of each long one side by side; `recapture(keys)` gives those keys fresh captures
-    before each block but the first. Keys only ever leave, so sample i of every key comes from
-    round i, and both keys of a pair always have the same number of samples.
+    open, the two keys of each long one side by side; `recapture(keys)` gives those keys fresh
+    captures before each block but the first. Keys only ever leave, so sample i of every key
+    comes from round i, and both keys of a pair always have the same number of samples.
 
     `earlier`, the timings of a case sampled before (`runner.measure_sides` comes back to a case
     whose time ran out): its samples come first, and only the pairs it left open, timed to its
