@@ -206,22 +206,20 @@ def measure_case(
     monitor: measure.Monitor,
     on_progress: Callable[[str, int], None],
     stopping: Stopping | None = None,
-    share: float = 0.0,
-    earlier: measure.Timings | None = None,
-    may_defer: bool = False,
+    turn: sequential.Turn = sequential.Turn(0, 0.0),
 ) -> Measured:
     """One case (a suite cut down to it) on every side: check and capture, time interleaved,
     check again. With `stopping`, an A/B pair is timed until it is decided (sequential.py) or
-    the case has sampled for `share` seconds; else `settings.samples` rounds. `may_defer`: a case
-    whose time ran out with pairs undecided comes back `unfinished`, to be measured again later
-    with its timings as `earlier`."""
+    the case has sampled for its turn's share of seconds; else `settings.samples` rounds. On its
+    first turn, a case whose time ran out with pairs undecided comes back `unfinished`, to be
+    measured again in a second turn that goes on from those timings."""
     (only,) = case.cases
     label = f"{only.suite}/{only.name}"
     keys, failed = sides.prepare(case)
-    on_progress(label if earlier is None else f"{label}, again", 1 if earlier is None else 0)
+    on_progress(label if turn.first else f"{label}, again", 1 if turn.first else 0)
     measured = Measured(failures=failed)
     started = time.monotonic()
-    deadline = started + share
+    deadline = started + turn.share
     if not keys:
         on_progress(label, 1 if stopping is not None else settings.samples)
         return measured
@@ -236,9 +234,9 @@ def measure_case(
             deadline,
             monitor=monitor,
             recapture=sides.recapture,
-            earlier=earlier,
+            earlier=turn.earlier,
         )
-        if may_defer and sequential.still_open(only, pairs, timings, stopping):
+        if turn.first and sequential.still_open(only, pairs, timings, stopping):
             return Measured(sampling_seconds=time.monotonic() - started, unfinished=timings)
     else:  # a plain run, or an A/B case with nothing on both sides: fixed rounds
         per_round = None if stopping is not None else functools.partial(on_progress, label, 1)
@@ -275,17 +273,7 @@ def measure_sides(
     done: list[Measured] = [Measured() for _ in cases]
     with GpuMonitor() as monitor:
         while (turn := turns.take()) is not None:
-            one = measure_case(
-                sides,
-                cases[turn.index],
-                settings,
-                monitor,
-                on_progress,
-                stopping,
-                turn.share,
-                turn.earlier,
-                turns.may_defer(turn),
-            )
+            one = measure_case(sides, cases[turn.index], settings, monitor, on_progress, stopping, turn)
             turns.done(turn, one.sampling_seconds, one.unfinished)
             done[turn.index] = one
     measured = Measured()

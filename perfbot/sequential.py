@@ -99,9 +99,9 @@ class Budget:
         """A case sampled for `used` seconds of its `share`: the rest goes back."""
         self.left += share - used
 
-    def again(self) -> None:
-        """A case will come back for another share."""
-        self.cases_left += 1
+    def again(self, cases: int) -> None:
+        """`cases` will come back for another share."""
+        self.cases_left += cases
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,11 @@ class Turn:
     index: int
     share: float
     earlier: measure.Timings | None = None
+
+    @property
+    def first(self) -> bool:
+        """Whether this is the case's first turn: only a first may leave pairs open for a second."""
+        return self.earlier is None
 
 
 class Turns:
@@ -141,9 +146,8 @@ class Turns:
                 index, earlier = self.second[gpu].pop(0)
                 # Second turns share only what every first turn left, so that a case sent back
                 # never shrinks the share of one still waiting for its first.
-                for _ in range(self.uncounted):
-                    if self.budget is not None:
-                        self.budget.again()
+                if self.budget is not None:
+                    self.budget.again(self.uncounted)
                 self.uncounted = 0
             else:
                 return None
@@ -157,10 +161,6 @@ class Turns:
             if unfinished is not None and not self.stopped:
                 self.uncounted += 1
                 self.second.setdefault(gpu, []).append((turn.index, unfinished))
-
-    def may_defer(self, turn: Turn) -> bool:
-        """Whether the turn's case may leave pairs open for a second turn: on its first, with a budget."""
-        return self.budget is not None and turn.earlier is None
 
     def stop(self) -> None:
         """Hand out nothing more (the run failed)."""

@@ -122,12 +122,10 @@ def _sides(job: Job) -> LocalSides:
     return sides
 
 
-def _measure(job: Job, case: Suite, turn: Turn, may_defer: bool) -> Measured:
+def _measure(job: Job, case: Suite, turn: Turn) -> Measured:
     with GpuMonitor() as monitor:
         quiet = lambda label, steps: None  # noqa: E731 -- the driving process reports progress
-        measured = measure_case(
-            _sides(job), case, job.settings, monitor, quiet, job.stopping, turn.share, turn.earlier, may_defer
-        )
+        measured = measure_case(_sides(job), case, job.settings, monitor, quiet, job.stopping, turn)
     label = _worker["gpu"].label
     measured.benchmarks = [(side, dataclasses.replace(b, gpu=label)) for side, b in measured.benchmarks]
     return measured
@@ -162,7 +160,7 @@ def measure_sharded(
         def drive(gpu: Gpu) -> None:
             while (turn := turns.take(gpu)) is not None:
                 try:
-                    measured = _ask(gpu, pools[gpu], _measure, job, cases[turn.index], turn, turns.may_defer(turn))
+                    measured = _ask(gpu, pools[gpu], _measure, job, cases[turn.index], turn)
                 except BaseException:
                     turns.stop()  # the run is over: the other GPUs take no more cases
                     raise

@@ -150,7 +150,7 @@ def test_a_second_turn_goes_on_from_the_first_with_the_pairs_it_left_open():
 def test_a_case_whose_time_ran_out_comes_back_after_every_first_turn_on_its_own_gpu():
     turns = sequential.Turns(3, Budget(30, cases=3, parallel=2))
     on_0, on_1 = turns.take("gpu0"), turns.take("gpu1")
-    assert (on_0.index, on_1.index) == (0, 1) and on_0.earlier is None and turns.may_defer(on_0)
+    assert (on_0.index, on_1.index) == (0, 1) and on_0.earlier is None and on_0.first
     unfinished = sequential.measure.Timings({"base:x": [1.0]}, [])
     turns.done(on_0, 15, unfinished, "gpu0")  # its share ran out, pairs open
     last = turns.take("gpu0")
@@ -159,7 +159,7 @@ def test_a_case_whose_time_ran_out_comes_back_after_every_first_turn_on_its_own_
     turns.done(last, 1, None, "gpu0")
     assert turns.take("gpu1") is None  # ...and a second turn stays on the GPU that measured it
     again = turns.take("gpu0")
-    assert again.index == 0 and again.earlier is unfinished and not turns.may_defer(again)
+    assert again.index == 0 and again.earlier is unfinished and not again.first
     # 60 GPU-seconds: shares of 20 and 20; the deferred case gave back 5, and the last first turn
     # gets all 25 left (a second turn waits for what the first turns leave); they gave back 19
     # and 24, and the 43 left go to the one case still to come
