@@ -164,7 +164,7 @@ def selftest_command(
         listed = ", ".join(f"{level.nominal_percent:g}% (measured {level.measured_percent:.2f}%)" for level in strayed)
         console().print(
             f"note: the injection missed {listed}: read those rows by their measured column "
-            f"(on a short kernel the sleep kernel's own cost sets a floor)"
+            f"(the calibration could not place the sleep on this runner)"
         )
     if out is not None:
         record = {**result.to_json(), **({"checks_ms": collected} if keep_samples else {})}
