@@ -17,11 +17,12 @@ judged in consecutive pairs: a pair flags when both of its checks do.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import median
+from statistics import median, stdev
 from typing import Any
 
 from .compare import BLOCK_ROUNDS, compare
@@ -32,8 +33,13 @@ from .subject import Case, Loaded, Suite, load_subject
 from .thresholds import Policy, Rule
 
 BASE, TWIN = "A", "A2"  # the kernel, and a second capture of it
-# Rounds of each calibration trial: whole rotations of round_order for up to four levels.
+# Rounds of the first calibration trial: whole rotations of round_order for up to four levels.
 CALIBRATION_ROUNDS = 32
+# The later trials take enough rounds that the injection lands within a tenth of the smallest
+# level (one standard error of the median ratio), up to CALIBRATION_MOST_ROUNDS: a 75 us decode
+# kernel's per-round ratio spreads by about 2%, so 32 rounds would place it only within 0.5%.
+CALIBRATION_PRECISION = 0.1
+CALIBRATION_MOST_ROUNDS = 4096
 # The sleep both sides of a level carry: the shortest, about the launch of the sleep kernel.
 BASE_SLEEP_CYCLES = 1
 
@@ -205,6 +211,18 @@ def shares(checks: int, gpus: int) -> list[int]:
     return [checks // gpus + (index < checks % gpus) for index in range(gpus)]
 
 
+def calibration_rounds(timed: dict[str, list[float]], levels: tuple[float, ...]) -> int:
+    """Rounds for the next calibration trial, from this one's spread of per-round log ratios:
+    the median's standard error (1.25 sd / sqrt(n)) at CALIBRATION_PRECISION of the smallest level."""
+    spread = max(
+        stdev(math.log(head / base) for base, head in zip(timed[unslowed(level)], timed[slowed(level)], strict=True))
+        for level in levels
+    )
+    needed = (1.25 * spread / (CALIBRATION_PRECISION * min(levels) / 100)) ** 2
+    whole = CALIBRATION_ROUNDS * math.ceil(needed / CALIBRATION_ROUNDS)  # whole rotations, as above
+    return min(CALIBRATION_MOST_ROUNDS, max(CALIBRATION_ROUNDS, whole))
+
+
 def measure_checks(
     fn: Callable[[], Any],
     levels: tuple[float, ...],
@@ -244,19 +262,22 @@ def measure_checks(
     ms_per_cycle = max(long_ms - short_ms, 1e-6) / (long_cycles - short_cycles)
     cycles = {level: BASE_SLEEP_CYCLES + max(1, int(level / 100 * kernel_ms / ms_per_cycle)) for level in levels}
     # Short sleeps stray from that line, so measure each level against its base and correct its
-    # length; twice. Timed as the checks time them (side by side or spread): the order moves what
-    # a sleep adds (H200, sbs5: calibrated spread, 0.5% came out 0.42% side by side).
+    # length; three times, the later trials long enough to place it (calibration_rounds). Timed
+    # as the checks time them (side by side or spread): the order moves what a sleep adds (H200,
+    # sbs5: calibrated spread, 0.5% came out 0.42% side by side).
     side_by_side = kernel_ms >= SIDE_BY_SIDE_MS
-    for _ in range(2):
+    rounds = CALIBRATION_ROUNDS
+    for _ in range(3):
         # as an A/B lists them: every base, then every head
         trial = {unslowed(level): measure.capture(with_sleep(BASE_SLEEP_CYCLES), 1) for level in levels}
         trial |= {slowed(level): measure.capture(with_sleep(cycles[level]), 1) for level in levels}
         together = [(unslowed(level), slowed(level)) for level in levels] if side_by_side else []
-        timed = measure.time_rounds(measure.GraphTimer(trial), list(trial), CALIBRATION_ROUNDS, pairs=together).samples
+        timed = measure.time_rounds(measure.GraphTimer(trial), list(trial), rounds, pairs=together).samples
         for level in levels:  # by the ratio of medians, as `tally` measures what was injected
             without, with_it = median(timed[unslowed(level)]), median(timed[slowed(level)])
             missing_ms = (level / 100 - (with_it / without - 1)) * without
             cycles[level] = max(BASE_SLEEP_CYCLES + 1, int(cycles[level] + missing_ms / ms_per_cycle))
+        rounds = calibration_rounds(timed, levels)
     # As an A/B lists its benchmarks, every base before every head: spread over a round (kernels
     # under SIDE_BY_SIDE_MS), the two of a comparison are then never back to back but at the wrap.
     calls = {BASE: fn, **{unslowed(level): with_sleep(BASE_SLEEP_CYCLES) for level in levels}}

@@ -11,7 +11,7 @@ decode() {  # NAME THRESHOLDS LEVELS CHECKS TIMEOUT
       --thresholds "$2" --out "$out/$1.json" ; } 2>&1 | tables > "$out/$1.txt"
   cat "$out/$1.txt"
 }
-decode decode-gate-0.03 "$here/thresholds-0.03.yaml" 0.5,1 100 240
+decode decode-gate-0.03 "$here/thresholds-0.03.yaml" 0.5 100 240
 decode decode-repo /tmp/aa/thresholds.yaml 0.5,1,2 60 90
 { time timeout 120 perfbot selftest --checks 100 --levels 0.5 --gpus 1 --out "$out/selftest-default.json" ; } 2>&1 \
   | tables > "$out/selftest-default.txt"
