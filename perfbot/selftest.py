@@ -33,11 +33,14 @@ from .subject import Case, Loaded, Suite, load_subject
 from .thresholds import Policy, Rule
 
 BASE, TWIN = "A", "A2"  # the kernel, and a second capture of it
-# Rounds of the first calibration trial: whole rotations of round_order for up to four levels.
-CALIBRATION_ROUNDS = 32
-# The later trials take enough rounds that the injection lands within a tenth of the smallest
+# Rounds between fresh captures in a calibration trial (a check's blocks are shorter, but a few
+# hundred placements average as well), and blocks of the first trial.
+CALIBRATION_BLOCK = 8
+CALIBRATION_ROUNDS = 8 * CALIBRATION_BLOCK
+# The later trials take enough blocks that the injection lands within a tenth of the smallest
 # level (one standard error of the median ratio), up to CALIBRATION_MOST_ROUNDS: a 75 us decode
-# kernel's per-round ratio spreads by about 2%, so 32 rounds would place it only within 0.5%.
+# kernel's per-round ratio spreads by about 2%, and where a capture lands moves it by up to a
+# percent, so 32 rounds on one capture placed 0.5% at 0.10% (H200, 2026-12-01).
 CALIBRATION_PRECISION = 0.1
 CALIBRATION_MOST_ROUNDS = 4096
 # The sleep both sides of a level carry: the shortest, about the launch of the sleep kernel.
@@ -211,16 +214,18 @@ def shares(checks: int, gpus: int) -> list[int]:
     return [checks // gpus + (index < checks % gpus) for index in range(gpus)]
 
 
-def calibration_rounds(timed: dict[str, list[float]], levels: tuple[float, ...]) -> int:
-    """Rounds for the next calibration trial, from this one's spread of per-round log ratios:
-    the median's standard error (1.25 sd / sqrt(n)) at CALIBRATION_PRECISION of the smallest level."""
-    spread = max(
-        stdev(math.log(head / base) for base, head in zip(timed[unslowed(level)], timed[slowed(level)], strict=True))
-        for level in levels
-    )
-    needed = (1.25 * spread / (CALIBRATION_PRECISION * min(levels) / 100)) ** 2
-    whole = CALIBRATION_ROUNDS * math.ceil(needed / CALIBRATION_ROUNDS)  # whole rotations, as above
-    return min(CALIBRATION_MOST_ROUNDS, max(CALIBRATION_ROUNDS, whole))
+def calibration_rounds(trial: dict[str, list[float]], levels: tuple[float, ...]) -> int:
+    """Rounds for the next calibration trial, from this one's spread of blocks (each on captures
+    of its own): the median's standard error, taken as 1.25 sd / sqrt(blocks) of the blocks'
+    median log ratios, at CALIBRATION_PRECISION of the smallest level."""
+
+    def blocks_spread(level: float) -> float:
+        logs = [math.log(head / base) for base, head in zip(trial[unslowed(level)], trial[slowed(level)], strict=True)]
+        return stdev(median(logs[at : at + CALIBRATION_BLOCK]) for at in range(0, len(logs), CALIBRATION_BLOCK))
+
+    spread = max(blocks_spread(level) for level in levels)
+    blocks = math.ceil((1.25 * spread / (CALIBRATION_PRECISION * min(levels) / 100)) ** 2)
+    return min(CALIBRATION_MOST_ROUNDS, max(CALIBRATION_ROUNDS, blocks * CALIBRATION_BLOCK))
 
 
 def measure_checks(
@@ -261,30 +266,38 @@ def measure_checks(
     kernel_ms, short_ms, long_ms = (median(timed[name]) for name in (BASE, "short", "long"))
     ms_per_cycle = max(long_ms - short_ms, 1e-6) / (long_cycles - short_cycles)
     cycles = {level: BASE_SLEEP_CYCLES + max(1, int(level / 100 * kernel_ms / ms_per_cycle)) for level in levels}
-    # Short sleeps stray from that line, so measure each level against its base and correct its
-    # length; three times, the later trials long enough to place it (calibration_rounds). Timed
-    # as the checks time them (side by side or spread): the order moves what a sleep adds (H200,
-    # sbs5: calibrated spread, 0.5% came out 0.42% side by side).
-    side_by_side = kernel_ms >= SIDE_BY_SIDE_MS
-    rounds = CALIBRATION_ROUNDS
-    for _ in range(3):
-        # as an A/B lists them: every base, then every head
-        trial = {unslowed(level): measure.capture(with_sleep(BASE_SLEEP_CYCLES), 1) for level in levels}
-        trial |= {slowed(level): measure.capture(with_sleep(cycles[level]), 1) for level in levels}
-        together = [(unslowed(level), slowed(level)) for level in levels] if side_by_side else []
-        timed = measure.time_rounds(measure.GraphTimer(trial), list(trial), rounds, pairs=together).samples
-        for level in levels:  # by the ratio of medians, as `tally` measures what was injected
-            without, with_it = median(timed[unslowed(level)]), median(timed[slowed(level)])
-            missing_ms = (level / 100 - (with_it / without - 1)) * without
-            cycles[level] = max(BASE_SLEEP_CYCLES + 1, int(cycles[level] + missing_ms / ms_per_cycle))
-        rounds = calibration_rounds(timed, levels)
+
     # As an A/B lists its benchmarks, every base before every head: spread over a round (kernels
     # under SIDE_BY_SIDE_MS), the two of a comparison are then never back to back but at the wrap.
-    calls = {BASE: fn, **{unslowed(level): with_sleep(BASE_SLEEP_CYCLES) for level in levels}}
-    calls |= {TWIN: fn, **{slowed(level): with_sleep(cycles[level]) for level in levels}}
+    def checked(cycles: dict[float, int]) -> dict[str, Callable[[], Any]]:
+        calls = {BASE: fn, **{unslowed(level): with_sleep(BASE_SLEEP_CYCLES) for level in levels}}
+        return calls | {TWIN: fn, **{slowed(level): with_sleep(cycles[level]) for level in levels}}
+
     pairs = {TWIN: (BASE, TWIN), **{slowed(level): (unslowed(level), slowed(level)) for level in levels}}
-    captured = {BASE: base, **{key: measure.capture(call, 1) for key, call in calls.items() if key != BASE}}
+    together = list(pairs.values()) if kernel_ms >= SIDE_BY_SIDE_MS else []
     placement = random.Random(0)
+    # Short sleeps stray from that line, and where a capture lands moves a short kernel by up to a
+    # percent: measure each level against its base as the checks time them (every key, side by
+    # side or spread, captured again at a random offset every CALIBRATION_BLOCK rounds), correct
+    # its length, and again twice over enough blocks to place it (calibration_rounds).
+    rounds = CALIBRATION_ROUNDS
+    for _ in range(3):
+        calls = checked(cycles)
+        captured: dict[str, measure.Captured] = {}
+        trial: dict[str, list[float]] = {key: [] for key in calls}
+        for start in range(0, rounds, CALIBRATION_BLOCK):
+            measure.capture_again(captured, calls, list(calls), placement)
+            timer = measure.GraphTimer(captured)
+            block = measure.time_rounds(timer, list(calls), CALIBRATION_BLOCK, start=start, pairs=together)
+            for key, samples in block.samples.items():
+                trial[key] += samples
+        for level in levels:  # by the ratio of medians, as `tally` measures what was injected
+            without, with_it = median(trial[unslowed(level)]), median(trial[slowed(level)])
+            missing_ms = (level / 100 - (with_it / without - 1)) * without
+            cycles[level] = max(BASE_SLEEP_CYCLES + 1, int(cycles[level] + missing_ms / ms_per_cycle))
+        rounds = calibration_rounds(trial, levels)
+    calls = checked(cycles)
+    captured = {BASE: base, **{key: measure.capture(call, 1) for key, call in calls.items() if key != BASE}}
 
     def recapture(keys: list[str]) -> None:  # as runner.LocalSides.recapture, before each block
         measure.capture_again(captured, calls, keys, placement)
