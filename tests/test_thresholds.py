@@ -180,12 +180,14 @@ def test_cli_bad_thresholds_exit_2(tmp_path: Path):
 def test_an_override_by_time_applies_to_interleaved_short_kernels_only():
     policy = load_policy(ROOT / "thresholds.yaml")
     shape = {"M": 1, "K": 3072, "N": 24576}
-    short_ab = policy.rule_for("fused", "decode", "bfloat16", "NVIDIA H200", shape, True, 0.04)
+    short_ab = policy.rule_for("fused", "decode", "bfloat16", "NVIDIA H200", shape, True, 0.02)
+    decode_ab = policy.rule_for("fused", "decode", "bfloat16", "NVIDIA H200", shape, True, 0.075)
     long_ab = policy.rule_for("fused", "decode", "bfloat16", "NVIDIA H200", shape, True, 0.5)
-    short_across_runs = policy.rule_for("fused", "decode", "bfloat16", "NVIDIA H200", shape, False, 0.04)
+    short_across_runs = policy.rule_for("fused", "decode", "bfloat16", "NVIDIA H200", shape, False, 0.02)
     unknown_time = policy.rule_for("fused", "decode", "bfloat16", "NVIDIA H200", shape, True)
     assert (short_ab.fail_percent, short_ab.warn_percent) == (2.0, 1.0)
+    assert (decode_ab.fail_percent, decode_ab.warn_percent) == (0.5, 0.25)  # a 75 us decode kernel
     assert (long_ab.fail_percent, long_ab.warn_percent) == (0.5, 0.25) == (unknown_time.fail_percent, 0.25)
     assert short_across_runs.fail_percent == 6.0
-    compiled = policy.rule_for("compiled", "decode", "bfloat16", "NVIDIA H200", shape, True, 0.04)
+    compiled = policy.rule_for("compiled", "decode", "bfloat16", "NVIDIA H200", shape, True, 0.02)
     assert compiled.fail_percent == 10.0  # a later override still wins
