@@ -71,8 +71,9 @@ def selftest_command(
     mixed_gpus: bool,
     project: Path | None,
 ) -> None:
-    """Measure this runner's false-alarm rate (A/A) and the smallest slowdown it detects (A/B
-    with a calibrated sleep injected after the kernel), under the rule in force: each check is a
+    """Measure this runner's false-alarm rate (A/A) and the smallest slowdown it detects (A/B:
+    the kernel followed by a calibrated sleep against the kernel followed by the shortest one),
+    under the rule in force: each check is a
     sequential A/B as the pull-request check takes it, and pairs of checks show what confirmation
     (a second A/B of a failing case) leaves.
 
