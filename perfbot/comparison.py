@@ -137,8 +137,8 @@ class Summary:
             lead = (
                 f"❌ {len(failing)} significant slowdown(s) beyond the threshold (worst {worst.change_percent:+.1f}%)"
             )
-        elif self.count("regression"):
-            lead = f"⚠️ {self.count('regression')} significant slowdown(s) under the fail threshold"
+        elif self.count("regression"):  # under the fail threshold, or not confirmed by a second A/B
+            lead = f"⚠️ {self.count('regression')} significant slowdown(s) that do not fail the check"
         elif self.count("inconclusive"):
             lead = f"❔ no significant slowdown; {self.count('inconclusive')} inconclusive"
         else:
