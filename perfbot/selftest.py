@@ -22,12 +22,11 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import median, stdev
+from statistics import mean, median, stdev
 from typing import Any
 
-from .compare import BLOCK_ROUNDS, compare
+from .compare import BLOCK_ROUNDS, judge_paired
 from .errors import WrongResult
-from .results import Benchmark, Environment, Results, Settings
 from .sequential import SIDE_BY_SIDE_MS, Stopping, first_look, time_until_decided
 from .subject import Case, Loaded, Suite, load_subject
 from .thresholds import Policy, Rule
@@ -38,9 +37,9 @@ BASE, TWIN = "A", "A2"  # the kernel, and a second capture of it
 CALIBRATION_BLOCK = 8
 CALIBRATION_ROUNDS = 8 * CALIBRATION_BLOCK
 # The later trials take enough blocks that the injection lands within a tenth of the smallest
-# level (one standard error of the median ratio), up to CALIBRATION_MOST_ROUNDS: a 75 us decode
-# kernel's per-round ratio spreads by about 2%, and where a capture lands moves it by up to a
-# percent, so 32 rounds on one capture placed 0.5% at 0.10% (H200, 2026-12-01).
+# level (one standard error), up to CALIBRATION_MOST_ROUNDS: a short kernel's per-round ratio
+# spreads by percents, and where a capture lands moves it too
+# (experiments/2026-12-01-h200-short-kernel-gate).
 CALIBRATION_PRECISION = 0.1
 CALIBRATION_MOST_ROUNDS = 4096
 # The sleep both sides of a level carry: the shortest, about the launch of the sleep kernel.
@@ -128,42 +127,35 @@ class SelftestResult:
         }
 
 
-def _judged(baseline: list[float], current: list[float], policy: Policy) -> tuple[str, bool]:
-    """One benchmark judged as `perfbot compare` judges an interleaved A/B pair: its verdict and
-    whether it fails. The baseline's samples are cut to the rounds both took."""
-
-    def side(samples: list[float]) -> Results:
-        bench = Benchmark(kernel="selftest", shape={"n": 1}, dtype="-", samples_ms=samples)
-        return Results(
-            environment=Environment(gpu_name="selftest"),
-            settings=Settings(ab_run="selftest", stopping="sequential, as `perfbot ab`", block_rounds=BLOCK_ROUNDS),
-            benchmarks=[bench],
-        )
-
-    (judged,) = compare(side(baseline[: len(current)]), side(current), policy).comparisons  # in blocks
-    return judged.verdict, judged.fails
+def _judged(baseline: list[float], current: list[float], rule: Rule) -> tuple[str, bool]:
+    """One benchmark judged as `perfbot compare` judges an interleaved A/B pair, in blocks: its
+    verdict and whether it fails. The baseline's samples are cut to the rounds both took."""
+    judged = judge_paired(baseline[: len(current)], current, rule, BLOCK_ROUNDS)
+    return judged["verdict"], judged["fails"]
 
 
-def _flagged(checks: list[dict[str, list[float]]], base: str, name: str, policy: Policy) -> Flagged:
-    judged = [_judged(check[base], check[name], policy) for check in checks]
+def _flagged(checks: list[dict[str, list[float]]], base: str, name: str, rule: Rule) -> Flagged:
+    judged = [_judged(check[base], check[name], rule) for check in checks]
     return Flagged.of([v for v, _ in judged], [f for _, f in judged], [len(check[name]) for check in checks])
 
 
 def tally(checks: list[dict[str, list[float]]], levels: tuple[float, ...], policy: Policy) -> SelftestResult:
-    """Judge every check: A/A for false alarms, A against each slowed copy for detections."""
+    """Judge every check: A/A for false alarms, A against each slowed copy for detections, all by
+    the rule for the bare kernel's time (a level's two sides also carry the sleep kernel, and the
+    rule must not change with that)."""
+    kernel_ms = median(median(check[BASE]) for check in checks)
+    rule = selftest_rule(policy, kernel_ms)
     results = []
     for level in levels:
         name = slowed(level)
         base = unslowed(level)
         ratios = [median(check[name]) / median(check[base][: len(check[name])]) for check in checks]
-        results.append(LevelResult(level, 100 * (median(ratios) - 1), _flagged(checks, base, name, policy)))
-    kernel_ms = median(median(check[BASE]) for check in checks)
-    rule = selftest_rule(policy, kernel_ms)
+        results.append(LevelResult(level, 100 * (median(ratios) - 1), _flagged(checks, base, name, rule)))
     text = (
         f"sequential A/B, median per-round ratio with a {1 - rule.alpha:.0%} confidence sequence: fails above "
         f"+{rule.warn_percent:g}%, passes below +{rule.fail_percent:g}% (interleaved policy of {policy.source})"
     )
-    return SelftestResult(_flagged(checks, BASE, TWIN, policy), tuple(results), text, kernel_ms)
+    return SelftestResult(_flagged(checks, BASE, TWIN, rule), tuple(results), text, kernel_ms)
 
 
 def selftest_rule(policy: Policy, kernel_ms: float | None) -> Rule:
@@ -215,13 +207,17 @@ def shares(checks: int, gpus: int) -> list[int]:
 
 
 def calibration_rounds(trial: dict[str, list[float]], levels: tuple[float, ...]) -> int:
-    """Rounds for the next calibration trial, from this one's spread of blocks (each on captures
-    of its own): the median's standard error, taken as 1.25 sd / sqrt(blocks) of the blocks'
-    median log ratios, at CALIBRATION_PRECISION of the smallest level."""
+    """Rounds for the next calibration trial, from this one's blocks (each on captures of its
+    own): the standard error of the level's ratio of medians, taken as 1.25 sd / sqrt(blocks) of
+    the blocks' own log ratios of medians, at CALIBRATION_PRECISION of the smallest level."""
 
     def blocks_spread(level: float) -> float:
-        logs = [math.log(head / base) for base, head in zip(trial[unslowed(level)], trial[slowed(level)], strict=True)]
-        return stdev(median(logs[at : at + CALIBRATION_BLOCK]) for at in range(0, len(logs), CALIBRATION_BLOCK))
+        bases, heads = trial[unslowed(level)], trial[slowed(level)]
+        blocks = range(0, len(bases), CALIBRATION_BLOCK)
+        return stdev(
+            math.log(median(heads[at : at + CALIBRATION_BLOCK]) / median(bases[at : at + CALIBRATION_BLOCK]))
+            for at in blocks
+        )
 
     spread = max(blocks_spread(level) for level in levels)
     blocks = math.ceil((1.25 * spread / (CALIBRATION_PRECISION * min(levels) / 100)) ** 2)
@@ -236,6 +232,7 @@ def measure_checks(
     most: int,
     policy: Policy,
     on_check: Callable[[], None] = lambda: None,
+    on_calibrated: Callable[[], None] = lambda: None,
 ) -> list[dict[str, list[float]]]:
     """On the GPU: capture the kernel twice, and per level the kernel followed by the shortest
     sleep and by a calibrated longer one; each check times them interleaved (perfbot's engine)
@@ -252,7 +249,7 @@ def measure_checks(
 
         return call
 
-    # Cycles per millisecond from two sleeps long enough to be on the sleep's line.
+    # Milliseconds per cycle from two sleeps long enough to be on the sleep's line.
     short_cycles, long_cycles = 100_000, 1_000_000
     base = measure.capture(fn, 3)
     timed = measure.time_interleaved(
@@ -274,35 +271,51 @@ def measure_checks(
         return calls | {TWIN: fn, **{slowed(level): with_sleep(cycles[level]) for level in levels}}
 
     pairs = {TWIN: (BASE, TWIN), **{slowed(level): (unslowed(level), slowed(level)) for level in levels}}
-    together = list(pairs.values()) if kernel_ms >= SIDE_BY_SIDE_MS else []
     placement = random.Random(0)
-    # Short sleeps stray from that line, and where a capture lands moves a short kernel by up to a
-    # percent: measure each level against its base as the checks time them (every key, side by
-    # side or spread, captured again at a random offset every CALIBRATION_BLOCK rounds), correct
-    # its length, and again twice over enough blocks to place it (calibration_rounds).
-    rounds = CALIBRATION_ROUNDS
-    for _ in range(3):
+
+    def trial(cycles: dict[float, int], rounds: int, together: list[tuple[str, str]]) -> dict[str, list[float]]:
+        """Every key of the checks timed as they time them, captured again every CALIBRATION_BLOCK rounds."""
         calls = checked(cycles)
         captured: dict[str, measure.Captured] = {}
-        trial: dict[str, list[float]] = {key: [] for key in calls}
+        measure.capture_again(captured, calls, list(calls), placement)
+        timer = measure.GraphTimer(captured)
+        timed: dict[str, list[float]] = {key: [] for key in calls}
         for start in range(0, rounds, CALIBRATION_BLOCK):
-            measure.capture_again(captured, calls, list(calls), placement)
-            timer = measure.GraphTimer(captured)
+            if start:
+                measure.capture_again(captured, calls, list(calls), placement)
             block = measure.time_rounds(timer, list(calls), CALIBRATION_BLOCK, start=start, pairs=together)
             for key, samples in block.samples.items():
-                trial[key] += samples
+                timed[key] += samples
+        return timed
+
+    # Short sleeps stray from that line, and where a capture lands moves a short kernel by up to a
+    # percent: measure each level against its base as the checks time them (`trial`), correct its
+    # length, then twice more over enough blocks to place it (calibration_rounds), and take the
+    # mean of those two lengths. Pairs go side by side as the checks put them: by their base's time.
+    together = list(pairs.values()) if kernel_ms >= SIDE_BY_SIDE_MS else []
+    rounds = CALIBRATION_ROUNDS
+    placed: dict[float, list[int]] = {level: [] for level in levels}
+    for attempt in range(3):
+        timed = trial(cycles, rounds, together)
         for level in levels:  # by the ratio of medians, as `tally` measures what was injected
-            without, with_it = median(trial[unslowed(level)]), median(trial[slowed(level)])
+            without, with_it = median(timed[unslowed(level)]), median(timed[slowed(level)])
             missing_ms = (level / 100 - (with_it / without - 1)) * without
-            cycles[level] = max(BASE_SLEEP_CYCLES + 1, int(cycles[level] + missing_ms / ms_per_cycle))
-        rounds = calibration_rounds(trial, levels)
+            cycles[level] = max(BASE_SLEEP_CYCLES + 1, round(cycles[level] + missing_ms / ms_per_cycle))
+            if attempt:
+                placed[level].append(cycles[level])
+        rounds = calibration_rounds(timed, levels)
+        together = [
+            (head_base, head) for head_base, head in pairs.values() if median(timed[head_base]) >= SIDE_BY_SIDE_MS
+        ]
+    cycles = {level: round(mean(placed[level])) for level in levels}
+    on_calibrated()
     calls = checked(cycles)
     captured = {BASE: base, **{key: measure.capture(call, 1) for key, call in calls.items() if key != BASE}}
 
     def recapture(keys: list[str]) -> None:  # as runner.LocalSides.recapture, before each block
         measure.capture_again(captured, calls, keys, placement)
 
-    rules = lambda case, name, ms: selftest_rule(policy, ms)  # noqa: E731
+    rules = lambda case, name, ms: selftest_rule(policy, kernel_ms)  # noqa: E731  (as `tally` judges)
     stopping = Stopping(first_look(first, selftest_rule(policy, None).alpha), most, float("inf"), rules)
     case = Case("selftest", "selftest", {"n": 1}, "-")
     timer = measure.GraphTimer(captured)
