@@ -103,7 +103,8 @@ def run(
         }
         pins = {side: load_project_config(tree).triton_commit for side, (tree, _) in trees.items()}
         specs = worker_specs({side: tree / relative for side, (tree, _) in trees.items()}, pins, tritons, base_rev)
-        started = stack.enter_context(workers(specs)) if specs else None
+        sharded = len(gpus) > 1  # two Tritons: a pair of workers on each GPU (shards.py)
+        started = stack.enter_context(workers(specs)) if specs and not sharded else None
         run_id = uuid.uuid4().hex
         revisions = {"against": trees["base"][1], **({"head": trees["head"][1]} if head_rev else {})}
         stopping = None
@@ -112,14 +113,13 @@ def run(
             alpha = policy.rule_for("", "", "", gpu, {}, interleaved=True).alpha
             first = first_look(settings.samples, alpha)
             stopping = Stopping(first, sampling.most, sampling.seconds, PolicyRules(policy, gpu))
-        sharded = len(gpus) > 1 and not started  # two Tritons: their workers share one GPU (docs/method.md)
 
         def measure(chosen: Sequence[Suite], tag: str) -> tuple[Results, Results]:
             extra = {"ab_run": run_id + tag, **revisions, "triton_commits": pins}
             with progress(progress_steps(plan(running, chosen, settings), settings, stopping)) as advance:
                 if sharded:
                     job = Job({side: loaded.path for side, loaded in subjects.items()}, settings, stopping)
-                    measured = measure_sharded(job, chosen, gpus, advance, extra)
+                    measured = measure_sharded(job, chosen, gpus, advance, extra, worker_specs=specs or None)
                 else:
                     sides = WorkerSides(started, settings) if started else LocalSides(subjects, settings)
                     measured = measure_sides(sides, chosen, settings, advance, extra, stopping)

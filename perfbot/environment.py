@@ -130,8 +130,9 @@ class GpuMonitor:
     """NVML kept open for a whole run, read after every timing round (a few microseconds).
     Without NVML every read is empty: the timings stay valid, just unflagged."""
 
-    def __init__(self, device: int = 0):
+    def __init__(self, device: int = 0, nvml_uuid: str | None = None):
         self._device = device
+        self._uuid = nvml_uuid  # a GPU this process does not use itself (a sharded A/B's workers do)
         self._nvml: Any = None
         self._handle: Any = None
 
@@ -140,7 +141,8 @@ class GpuMonitor:
             import pynvml
 
             pynvml.nvmlInit()
-            self._nvml, self._handle = pynvml, _nvml_handle(pynvml, self._device)
+            handle = pynvml.nvmlDeviceGetHandleByUUID(self._uuid) if self._uuid else _nvml_handle(pynvml, self._device)
+            self._nvml, self._handle = pynvml, handle
         except Exception:  # noqa: BLE001 -- no NVML here: reads stay empty, and the record says so (nvml_error)
             self._nvml = None
         return self

@@ -2,7 +2,9 @@
 CUDA_VISIBLE_DEVICES, each loading the subjects itself. Cases are handed out one at a time from
 one queue, so a GPU that finishes early takes the next; a case is the unit, so both sides of an
 A/B pair are always timed on the same GPU, interleaved as on one. The records merge into one
-Results per side, in the suites' order, each benchmark naming the GPU that measured it.
+Results per side, in the suites' order, each benchmark naming the GPU that measured it. An A/B
+whose sides need two Tritons gets two worker processes per GPU instead, one per side as on one
+GPU (worker.py), driven from this process.
 
 GPUs of different models time the same code differently, so a run refuses to mix them unless
 asked. The time budget of sequential sampling counts GPU-seconds: with two GPUs, the run's
@@ -20,7 +22,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .environment import GpuMonitor, collect_environment, stability_across
 from .errors import BadInput, EnvironmentFailure
@@ -28,6 +30,7 @@ from .results import GpuStates, Results
 from .runner import LocalSides, Measured, RunSettings, measure_case, results_by_side, single_cases
 from .sequential import Budget, Stopping, Turn, Turns
 from .subject import Suite, load_subject
+from .worker import WorkerSides, workers
 
 
 @dataclass(frozen=True)
@@ -124,16 +127,63 @@ def _sides(job: Job) -> LocalSides:
 
 def _measure(job: Job, case: Suite, turn: Turn) -> Measured:
     with GpuMonitor() as monitor:
-        quiet = lambda label, steps: None  # noqa: E731 -- the driving process reports progress
-        measured = measure_case(_sides(job), case, job.settings, monitor, quiet, job.stopping, turn)
-    label = _worker["gpu"].label
-    measured.benchmarks = [(side, dataclasses.replace(b, gpu=label)) for side, b in measured.benchmarks]
+        measured = measure_case(_sides(job), case, job.settings, monitor, _quiet, job.stopping, turn)
+    return _labelled(measured, _worker["gpu"])
+
+
+def _quiet(label: str, steps: int) -> None:
+    """A case's own progress: the driving process reports progress, case by case."""
+
+
+def _labelled(measured: Measured, gpu: Gpu) -> Measured:
+    measured.benchmarks = [(side, dataclasses.replace(b, gpu=gpu.label)) for side, b in measured.benchmarks]
     return measured
 
 
 def _describe(job: Job) -> tuple[dict[str, Any], dict[str, dict[str, Any]], str]:
     sides = _sides(job)
     return sides.environments(), sides.described(), sides.timing
+
+
+class _OnGpu(Protocol):
+    """Where one GPU's cases are measured."""
+
+    def measure(self, case: Suite, turn: Turn) -> Measured: ...
+
+    def describe(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]], str]: ...
+
+
+@dataclass(frozen=True)
+class _InWorker:
+    """The GPU's worker process, both sides loaded there (one Triton)."""
+
+    gpu: Gpu
+    pool: ProcessPoolExecutor
+    job: Job
+
+    def measure(self, case: Suite, turn: Turn) -> Measured:
+        return _ask(self.gpu, self.pool, _measure, self.job, case, turn)
+
+    def describe(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]], str]:
+        return _ask(self.gpu, self.pool, _describe, self.job)
+
+
+@dataclass(frozen=True)
+class _WorkerPair:
+    """The GPU's two worker processes, one per side with its own Triton, asked sample by sample
+    from this process (worker.WorkerSides), as on one GPU."""
+
+    gpu: Gpu
+    sides: WorkerSides
+    job: Job
+
+    def measure(self, case: Suite, turn: Turn) -> Measured:
+        with GpuMonitor(nvml_uuid=self.gpu.uuid or None) as monitor:
+            measured = measure_case(self.sides, case, self.job.settings, monitor, _quiet, self.job.stopping, turn)
+        return _labelled(measured, self.gpu)
+
+    def describe(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]], str]:
+        return self.sides.environments(), self.sides.described(), self.sides.timing
 
 
 def measure_sharded(
@@ -143,9 +193,11 @@ def measure_sharded(
     on_progress: Callable[[str, int], None] = lambda label, steps: None,
     extra_settings: dict[str, Any] | None = None,
     setup: Callable[[], None] | None = None,
+    worker_specs: dict[str, tuple[Path, Path | None, str | None]] | None = None,
 ) -> dict[str, Results]:
     """runner.measure_sides across `gpus`, one worker process each; `setup` runs first in every
-    worker (a module-level function: the processes are spawned)."""
+    worker (a module-level function: the processes are spawned). With `worker_specs` (an A/B
+    whose sides need two Tritons: ab.worker_specs), two workers per GPU, one per side."""
     if not gpus:
         raise EnvironmentFailure("no GPU to measure on")
     before = collect_environment().gpu_state
@@ -155,12 +207,20 @@ def measure_sharded(
     steps = 1 + (1 if job.stopping is not None else job.settings.samples)
     done: list[tuple[Gpu, Measured] | None] = [None] * len(cases)
     with ExitStack() as stack:
-        pools = dict(zip(gpus, _workers(stack, gpus, setup), strict=True))
+        on_gpu: dict[Gpu, _OnGpu] = {}
+        if worker_specs:
+            for gpu in gpus:
+                pinned = stack.enter_context(workers(worker_specs, gpu=gpu.uuid or str(gpu.index)))
+                on_gpu[gpu] = _WorkerPair(gpu, WorkerSides(pinned, job.settings), job)
+        else:
+            on_gpu = {
+                gpu: _InWorker(gpu, pool, job) for gpu, pool in zip(gpus, _workers(stack, gpus, setup), strict=True)
+            }
 
         def drive(gpu: Gpu) -> None:
             while (turn := turns.take(gpu)) is not None:
                 try:
-                    measured = _ask(gpu, pools[gpu], _measure, job, cases[turn.index], turn)
+                    measured = on_gpu[gpu].measure(cases[turn.index], turn)
                 except BaseException:
                     turns.stop()  # the run is over: the other GPUs take no more cases
                     raise
@@ -173,7 +233,7 @@ def measure_sharded(
         with ThreadPoolExecutor(len(gpus)) as threads:
             for future in [threads.submit(drive, gpu) for gpu in gpus]:
                 future.result()  # a worker's error, raised here
-        environments, described, timing = _ask(gpus[0], pools[gpus[0]], _describe, job)
+        environments, described, timing = on_gpu[gpus[0]].describe()
     measured = Measured()
     rounds_of: dict[Gpu, list[Any]] = {gpu: [] for gpu in gpus}
     for gpu, part in filter(None, done):

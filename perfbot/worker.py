@@ -64,9 +64,12 @@ class WorkerProcess:
         triton_env: Path | None = None,
         command: Sequence[str] = WORKER_COMMAND,
         triton_commit: str | None = None,
+        gpu: str | None = None,
     ):
         self.side = side
         env = dict(os.environ)
+        if gpu is not None:  # a sharded A/B: this GPU's pair of workers (shards.py)
+            env["CUDA_VISIBLE_DEVICES"] = gpu
         if triton_env is not None:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(triton_env), env.get("PYTHONPATH")]))
             # A commit set for this process's Triton does not describe the other one.
@@ -134,14 +137,16 @@ class WorkerProcess:
 
 @contextmanager
 def workers(
-    specs: dict[str, tuple[Path, Path | None, str | None]], command: Sequence[str] | None = None
+    specs: dict[str, tuple[Path, Path | None, str | None]],
+    command: Sequence[str] | None = None,
+    gpu: str | None = None,
 ) -> Iterator[dict[str, WorkerProcess]]:
-    """Started workers by side, from (kernels, triton environment or None, Triton commit or None);
-    all stopped afterwards."""
+    """Started workers by side, from (kernels, triton environment or None, Triton commit or None),
+    pinned to `gpu` (a CUDA_VISIBLE_DEVICES entry) if given; all stopped afterwards."""
     with ExitStack() as stack:
         started = {}
         for side, (kernels, triton_env, commit) in specs.items():
-            started[side] = WorkerProcess(side, kernels, triton_env, command or WORKER_COMMAND, commit)
+            started[side] = WorkerProcess(side, kernels, triton_env, command or WORKER_COMMAND, commit, gpu)
             stack.callback(started[side].close)
         yield started
 

@@ -2,7 +2,9 @@
 one in Triton's interpreter), only the GPU's primitives replaced. Each sample takes
 `perfbot_test_speed.SCALE` ms (with 0.2% jitter): a module the tests put in the side's Triton
 environment, so a timing shows which environment the worker really imported. If that module
-sets DIE_AT_SAMPLE, the worker dies at that sample, as a crashing kernel would take it down."""
+sets DIE_AT_SAMPLE, the worker dies at that sample, as a crashing kernel would take it down.
+A worker pinned to the second stand-in GPU of tests/test_shards.py (CUDA_VISIBLE_DEVICES=GPU-bbb)
+runs 10% slower, so a timing also shows which GPU it was pinned to."""
 
 import os
 import random
@@ -18,6 +20,7 @@ try:
 except ImportError:  # a side with no environment of its own
     speed = type("Speed", (), {"SCALE": 1.0})
 jitter = random.Random(os.getpid())
+gpu_scale = 1.1 if os.environ.get("CUDA_VISIBLE_DEVICES") == "GPU-bbb" else 1.0
 taken = 0
 
 
@@ -32,7 +35,7 @@ def time_once(captured, flush):
     taken += 1
     if taken == getattr(speed, "DIE_AT_SAMPLE", None):
         os._exit(9)
-    return speed.SCALE * (1 + 0.002 * jitter.gauss(0, 1))
+    return speed.SCALE * gpu_scale * (1 + 0.002 * jitter.gauss(0, 1))
 
 
 runner.DEVICE = "cpu"

@@ -84,6 +84,28 @@ def test_the_same_speed_in_both_environments_passes(repo: Path, tmp_path: Path):
     assert head.failures == []
 
 
+def test_two_tritons_sharded_across_gpus_get_a_worker_per_side_on_each_gpu(repo: Path, tmp_path: Path, monkeypatch):
+    from perfbot import shards
+    from tests.test_shards import TWO
+
+    monkeypatch.setattr(shards, "visible_gpus", lambda: TWO)
+    base_env, head_env = _environment(tmp_path / "env-a", 1.0), _environment(tmp_path / "env-b", 1.03)
+    out = tmp_path / "ab"
+    result = _ab(repo, out, "--triton-env", f"base={base_env}", "--triton-env", f"head={head_env}", "--gpus", "2")
+    assert result.exit_code == 1, result.output  # the 3% slower head, confirmed across the GPUs
+    assert "confirmed by a second interleaved round" in (out / "comment.md").read_text()
+    base, head = results.load(out / "base.json"), results.load(out / "head.json")
+    assert head.settings.gpus == ["0: NVIDIA H200", "1: NVIDIA H200"]
+    assert "one worker process per side" in head.settings.timing
+    by_key = {b.key: b for b in base.benchmarks}
+    assert {b.gpu for b in head.benchmarks} == set(head.settings.gpus)  # both GPUs took cases
+    for bench in head.benchmarks:  # both sides of a pair on one GPU, each worker pinned to it
+        slower = 1.1 if bench.gpu.startswith("1:") else 1.0
+        assert by_key[bench.key].gpu == bench.gpu
+        assert by_key[bench.key].median_ms == pytest.approx(slower, rel=0.01)
+        assert bench.median_ms == pytest.approx(1.03 * slower, rel=0.01)
+
+
 def _standin_triton(tmp_path: Path) -> tuple[Path, str, str]:
     """A stand-in Triton repository whose two commits install a speed module: 1.0, then 1.03."""
     source = tmp_path / "triton-src"

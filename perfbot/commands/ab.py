@@ -113,7 +113,7 @@ def ab_command(
     (the PR check runs in the base's checkout). Both sides are judged paired by round with the
     interleaved thresholds; a failing slowdown is measured again in a second A/B and fails
     (exit 1) only if it holds. If BASE and HEAD pin different Triton commits, each side runs in
-    a worker process with its own Triton (--triton-source or --triton-env), on one GPU.
+    a worker process with its own Triton (--triton-source or --triton-env): one pair of them per GPU.
 
     Example:
 
