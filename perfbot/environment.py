@@ -130,21 +130,33 @@ class GpuMonitor:
     """NVML kept open for a whole run, read after every timing round (a few microseconds).
     Without NVML every read is empty: the timings stay valid, just unflagged."""
 
-    def __init__(self, device: int = 0, nvml_uuid: str | None = None):
+    def __init__(self, device: int = 0, nvml_gpu: str | int | None = None):
         self._device = device
-        self._uuid = nvml_uuid  # a GPU this process does not use itself (a sharded A/B's workers do)
+        # A GPU this process does not use itself (a sharded A/B's workers do): its NVML UUID or
+        # number, so that no CUDA call is needed to find it.
+        self._nvml_gpu = nvml_gpu
         self._nvml: Any = None
         self._handle: Any = None
+
+    def _find(self, pynvml: Any) -> Any:
+        if isinstance(self._nvml_gpu, str):
+            return pynvml.nvmlDeviceGetHandleByUUID(self._nvml_gpu)
+        if isinstance(self._nvml_gpu, int):
+            return pynvml.nvmlDeviceGetHandleByIndex(self._nvml_gpu)
+        return _nvml_handle(pynvml, self._device)
 
     def __enter__(self) -> GpuMonitor:
         try:
             import pynvml
 
             pynvml.nvmlInit()
-            handle = pynvml.nvmlDeviceGetHandleByUUID(self._uuid) if self._uuid else _nvml_handle(pynvml, self._device)
-            self._nvml, self._handle = pynvml, handle
         except Exception:  # noqa: BLE001 -- no NVML here: reads stay empty, and the record says so (nvml_error)
+            return self
+        try:
+            self._nvml, self._handle = pynvml, self._find(pynvml)
+        except Exception:  # noqa: BLE001 -- no such GPU for NVML: reads stay empty
             self._nvml = None
+            pynvml.nvmlShutdown()
         return self
 
     def __exit__(self, *exc: object) -> None:

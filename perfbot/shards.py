@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Protocol
 
 from .environment import GpuMonitor, collect_environment, stability_across
-from .errors import BadInput, EnvironmentFailure
+from .errors import BadInput, EnvironmentFailure, PerfbotError
 from .results import GpuStates, Results
 from .runner import LocalSides, Measured, RunSettings, measure_case, results_by_side, single_cases
 from .sequential import Budget, Stopping, Turn, Turns
@@ -168,6 +168,15 @@ class _InWorker:
         return _ask(self.gpu, self.pool, _describe, self.job)
 
 
+@contextmanager
+def _naming(gpu: Gpu) -> Iterator[None]:
+    """A worker's error, with the GPU it was pinned to."""
+    try:
+        yield
+    except PerfbotError as error:
+        raise type(error)(f"GPU {gpu.label}: {error}") from None
+
+
 @dataclass(frozen=True)
 class _WorkerPair:
     """The GPU's two worker processes, one per side with its own Triton, asked sample by sample
@@ -178,7 +187,7 @@ class _WorkerPair:
     job: Job
 
     def measure(self, case: Suite, turn: Turn) -> Measured:
-        with GpuMonitor(nvml_uuid=self.gpu.uuid or None) as monitor:
+        with _naming(self.gpu), GpuMonitor(nvml_gpu=self.gpu.uuid or self.gpu.index) as monitor:
             measured = measure_case(self.sides, case, self.job.settings, monitor, _quiet, self.job.stopping, turn)
         return _labelled(measured, self.gpu)
 
@@ -208,10 +217,11 @@ def measure_sharded(
     done: list[tuple[Gpu, Measured] | None] = [None] * len(cases)
     with ExitStack() as stack:
         on_gpu: dict[Gpu, _OnGpu] = {}
-        if worker_specs:
+        if worker_specs:  # every pair started before any is asked for its hello: they load at once
+            pinned = {gpu: stack.enter_context(workers(worker_specs, gpu=gpu.uuid or str(gpu.index))) for gpu in gpus}
             for gpu in gpus:
-                pinned = stack.enter_context(workers(worker_specs, gpu=gpu.uuid or str(gpu.index)))
-                on_gpu[gpu] = _WorkerPair(gpu, WorkerSides(pinned, job.settings), job)
+                with _naming(gpu):
+                    on_gpu[gpu] = _WorkerPair(gpu, WorkerSides(pinned[gpu], job.settings), job)
         else:
             on_gpu = {
                 gpu: _InWorker(gpu, pool, job) for gpu, pool in zip(gpus, _workers(stack, gpus, setup), strict=True)

@@ -3,8 +3,9 @@ one in Triton's interpreter), only the GPU's primitives replaced. Each sample ta
 `perfbot_test_speed.SCALE` ms (with 0.2% jitter): a module the tests put in the side's Triton
 environment, so a timing shows which environment the worker really imported. If that module
 sets DIE_AT_SAMPLE, the worker dies at that sample, as a crashing kernel would take it down.
-A worker pinned to the second stand-in GPU of tests/test_shards.py (CUDA_VISIBLE_DEVICES=GPU-bbb)
-runs 10% slower, so a timing also shows which GPU it was pinned to."""
+Pinned to a stand-in GPU of tests/test_shards.py (CUDA_VISIBLE_DEVICES), a worker runs 10% faster
+(GPU-aaa) or slower (GPU-bbb), so a timing also shows which GPU it was pinned to; DIE_ON_GPU in
+the module keeps DIE_AT_SAMPLE to the worker pinned to that GPU."""
 
 import os
 import random
@@ -20,7 +21,8 @@ try:
 except ImportError:  # a side with no environment of its own
     speed = type("Speed", (), {"SCALE": 1.0})
 jitter = random.Random(os.getpid())
-gpu_scale = 1.1 if os.environ.get("CUDA_VISIBLE_DEVICES") == "GPU-bbb" else 1.0
+pinned = os.environ.get("CUDA_VISIBLE_DEVICES")
+gpu_scale = {"GPU-aaa": 0.9, "GPU-bbb": 1.1}.get(pinned or "", 1.0)
 taken = 0
 
 
@@ -33,7 +35,7 @@ def capture(fn, warmup_calls, offset_bytes=0):
 def time_once(captured, flush):
     global taken
     taken += 1
-    if taken == getattr(speed, "DIE_AT_SAMPLE", None):
+    if taken == getattr(speed, "DIE_AT_SAMPLE", None) and getattr(speed, "DIE_ON_GPU", pinned) == pinned:
         os._exit(9)
     return speed.SCALE * gpu_scale * (1 + 0.002 * jitter.gauss(0, 1))
 

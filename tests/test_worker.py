@@ -100,10 +100,24 @@ def test_two_tritons_sharded_across_gpus_get_a_worker_per_side_on_each_gpu(repo:
     by_key = {b.key: b for b in base.benchmarks}
     assert {b.gpu for b in head.benchmarks} == set(head.settings.gpus)  # both GPUs took cases
     for bench in head.benchmarks:  # both sides of a pair on one GPU, each worker pinned to it
-        slower = 1.1 if bench.gpu.startswith("1:") else 1.0
+        pinned = 1.1 if bench.gpu.startswith("1:") else 0.9  # unpinned: 1.0 (tests/cpu_worker.py)
         assert by_key[bench.key].gpu == bench.gpu
-        assert by_key[bench.key].median_ms == pytest.approx(slower, rel=0.01)
-        assert bench.median_ms == pytest.approx(1.03 * slower, rel=0.01)
+        assert by_key[bench.key].median_ms == pytest.approx(pinned, rel=0.01)
+        assert bench.median_ms == pytest.approx(1.03 * pinned, rel=0.01)
+
+
+def test_a_worker_dying_on_one_gpu_of_a_sharded_two_triton_ab_names_that_gpu(repo: Path, tmp_path: Path, monkeypatch):
+    from perfbot import shards
+    from tests.test_shards import TWO
+
+    monkeypatch.setattr(shards, "visible_gpus", lambda: TWO)
+    base_env = _environment(tmp_path / "env-a", 1.0)
+    head_env = _environment(tmp_path / "env-b", 1.0, "DIE_AT_SAMPLE = 3\nDIE_ON_GPU = 'GPU-bbb'\n")
+    result = _ab(
+        repo, tmp_path / "ab", "--triton-env", f"base={base_env}", "--triton-env", f"head={head_env}", "--gpus", "2"
+    )
+    assert result.exit_code == 3, result.output
+    assert "GPU 1: NVIDIA H200: the head worker died" in " ".join(result.output.split())
 
 
 def _standin_triton(tmp_path: Path) -> tuple[Path, str, str]:
