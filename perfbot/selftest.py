@@ -27,7 +27,7 @@ from typing import Any
 
 from .compare import BLOCK_ROUNDS, judge_paired
 from .errors import WrongResult
-from .sequential import SIDE_BY_SIDE_MS, Stopping, first_look, time_until_decided
+from .sequential import SIDE_BY_SIDE_MS, Stopping, first_look, side_by_side, time_until_decided
 from .subject import Case, Loaded, Suite, load_subject
 from .thresholds import Policy, Rule
 
@@ -304,9 +304,7 @@ def measure_checks(
             if attempt:
                 placed[level].append(cycles[level])
         rounds = calibration_rounds(timed, levels)
-        together = [
-            (head_base, head) for head_base, head in pairs.values() if median(timed[head_base]) >= SIDE_BY_SIDE_MS
-        ]
+        together = side_by_side(pairs.values(), timed)  # as the checks put them, by their base's time
     cycles = {level: round(mean(placed[level])) for level in levels}
     on_calibrated()
     calls = checked(cycles)

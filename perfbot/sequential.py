@@ -25,7 +25,7 @@ from __future__ import annotations
 import statistics
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from . import measure
@@ -37,6 +37,14 @@ from .thresholds import Policy, Rule
 
 # Pairs whose baseline takes at least this long (median so far) are timed side by side.
 SIDE_BY_SIDE_MS = 0.08
+
+
+def side_by_side(pairs: Iterable[tuple[str, str]], samples: Mapping[str, list[float]]) -> list[tuple[str, str]]:
+    """The pairs to time side by side: those whose base has taken SIDE_BY_SIDE_MS or more so far
+    (none before their first samples)."""
+    return [
+        (base, cur) for base, cur in pairs if samples.get(base) and statistics.median(samples[base]) >= SIDE_BY_SIDE_MS
+    ]
 
 
 @dataclass(frozen=True)
@@ -231,15 +239,9 @@ def time_until_decided(
         batch = min(BLOCK_ROUNDS, stopping.most - len(rounds))  # one block, on its own captures
         if batch <= 0:
             break
-        side_by_side = [
-            (base, cur)
-            for base, cur in open_pairs.values()
-            if base in active
-            and cur in active
-            and samples[base]
-            and statistics.median(samples[base]) >= SIDE_BY_SIDE_MS
-        ]
-        timed = measure.time_rounds(timer, active, batch, on_round, monitor, len(rounds), side_by_side)
+        both_active = [(base, cur) for base, cur in open_pairs.values() if base in active and cur in active]
+        together = side_by_side(both_active, samples)
+        timed = measure.time_rounds(timer, active, batch, on_round, monitor, len(rounds), together)
         for key, values in timed.samples.items():
             samples[key] += values
         rounds += timed.rounds
