@@ -226,12 +226,7 @@ def time_until_decided(
         rounds = list(earlier.rounds)
         for key in keys:
             samples[key] = list(earlier.samples.get(key, []))
-        open_pairs = {
-            name: (base, cur)
-            for name, (base, cur) in pairs.items()
-            if len(samples[base]) == len(samples[cur]) == len(rounds) > 0
-            and not stopping.decided(case, name, samples[base], samples[cur])
-        }
+        open_pairs = undecided(case, pairs, measure.Timings(samples, rounds), stopping)
     active = [key for key in keys if earlier is None or any(key in pair for pair in open_pairs.values())]
     while active:
         if rounds and recapture is not None:
@@ -259,12 +254,19 @@ def time_until_decided(
     return measure.Timings(samples, rounds)
 
 
+def undecided(
+    case: Case, pairs: Mapping[str, tuple[str, str]], timings: measure.Timings, stopping: Stopping
+) -> dict[str, tuple[str, str]]:
+    """The pairs timed to the last round and not decided: those sampling would go on with."""
+    last = len(timings.rounds)
+    return {
+        name: (base, cur)
+        for name, (base, cur) in pairs.items()
+        if len(timings.samples[base]) == len(timings.samples[cur]) == last > 0
+        and not stopping.decided(case, name, timings.samples[base], timings.samples[cur])
+    }
+
+
 def still_open(case: Case, pairs: Mapping[str, tuple[str, str]], timings: measure.Timings, stopping: Stopping) -> bool:
     """Whether sampling left a pair of the case undecided with rounds to spare (its time ran out)."""
-    if len(timings.rounds) >= stopping.most:
-        return False
-    return any(
-        len(timings.samples[base]) == len(timings.rounds)
-        and not stopping.decided(case, name, timings.samples[base], timings.samples[cur])
-        for name, (base, cur) in pairs.items()
-    )
+    return len(timings.rounds) < stopping.most and bool(undecided(case, pairs, timings, stopping))

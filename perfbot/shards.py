@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from .environment import GpuMonitor, collect_environment, stability_across
 from .errors import BadInput, EnvironmentFailure, PerfbotError
 from .results import GpuStates, Results
-from .runner import LocalSides, Measured, RunSettings, measure_case, results_by_side, single_cases
+from .runner import LocalSides, Measured, RunSettings, Sides, measure_case, results_by_side, single_cases
 from .sequential import Budget, Stopping, Turn, Turns
 from .subject import Suite, load_subject
 from .worker import WorkerSides, workers
@@ -42,6 +42,12 @@ class Gpu:
     @property
     def label(self) -> str:
         return f"{self.index}: {self.name}"
+
+    @property
+    def cuda_visible(self) -> str:
+        """What CUDA_VISIBLE_DEVICES pins a process to it by: its UUID, since a number would be
+        CUDA's (fastest first), which need not be NVML's."""
+        return self.uuid or str(self.index)
 
 
 def visible_gpus() -> list[Gpu]:
@@ -110,8 +116,7 @@ _worker: dict[str, Any] = {}
 
 def _pin(gpu: Gpu, setup: Callable[[], None] | None) -> None:
     """Runs first in each worker process, before anything touches CUDA."""
-    # By UUID: a number would be CUDA's (fastest first), which need not be NVML's.
-    os.environ["CUDA_VISIBLE_DEVICES"] = gpu.uuid or str(gpu.index)
+    os.environ["CUDA_VISIBLE_DEVICES"] = gpu.cuda_visible
     _worker["gpu"] = gpu
     if setup is not None:
         setup()  # the CPU tests put their stand-in for the GPU here
@@ -126,16 +131,17 @@ def _sides(job: Job) -> LocalSides:
 
 
 def _measure(job: Job, case: Suite, turn: Turn) -> Measured:
-    with GpuMonitor() as monitor:
-        measured = measure_case(_sides(job), case, job.settings, monitor, _quiet, job.stopping, turn)
-    return _labelled(measured, _worker["gpu"])
+    return _measured_on(_worker["gpu"], _sides(job), job, case, turn, GpuMonitor())
 
 
 def _quiet(label: str, steps: int) -> None:
     """A case's own progress: the driving process reports progress, case by case."""
 
 
-def _labelled(measured: Measured, gpu: Gpu) -> Measured:
+def _measured_on(gpu: Gpu, sides: Sides, job: Job, case: Suite, turn: Turn, monitor: GpuMonitor) -> Measured:
+    """One case measured on `gpu`, each benchmark naming it."""
+    with monitor:
+        measured = measure_case(sides, case, job.settings, monitor, _quiet, job.stopping, turn)
     measured.benchmarks = [(side, dataclasses.replace(b, gpu=gpu.label)) for side, b in measured.benchmarks]
     return measured
 
@@ -187,9 +193,9 @@ class _WorkerPair:
     job: Job
 
     def measure(self, case: Suite, turn: Turn) -> Measured:
-        with _naming(self.gpu), GpuMonitor(nvml_gpu=self.gpu.uuid or self.gpu.index) as monitor:
-            measured = measure_case(self.sides, case, self.job.settings, monitor, _quiet, self.job.stopping, turn)
-        return _labelled(measured, self.gpu)
+        with _naming(self.gpu):
+            monitor = GpuMonitor(nvml_gpu=self.gpu.uuid or self.gpu.index)
+            return _measured_on(self.gpu, self.sides, self.job, case, turn, monitor)
 
     def describe(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]], str]:
         return self.sides.environments(), self.sides.described(), self.sides.timing
@@ -218,7 +224,7 @@ def measure_sharded(
     with ExitStack() as stack:
         on_gpu: dict[Gpu, _OnGpu] = {}
         if worker_specs:  # every pair started before any is asked for its hello: they load at once
-            pinned = {gpu: stack.enter_context(workers(worker_specs, gpu=gpu.uuid or str(gpu.index))) for gpu in gpus}
+            pinned = {gpu: stack.enter_context(workers(worker_specs, gpu=gpu.cuda_visible)) for gpu in gpus}
             for gpu in gpus:
                 with _naming(gpu):
                     on_gpu[gpu] = _WorkerPair(gpu, WorkerSides(pinned[gpu], job.settings), job)
