@@ -114,20 +114,23 @@ def run(
             first = first_look(settings.samples, alpha)
             stopping = Stopping(first, sampling.most, sampling.seconds, PolicyRules(policy, gpu))
 
-        def measure(chosen: Sequence[Suite], tag: str) -> tuple[Results, Results]:
+        def measure(chosen: Sequence[Suite], tag: str, drawn: RunSettings) -> tuple[Results, Results]:
             extra = {"ab_run": run_id + tag, **revisions, "triton_commits": pins}
-            with progress(progress_steps(plan(running, chosen, settings), settings, stopping)) as advance:
+            with progress(progress_steps(plan(running, chosen, drawn), drawn, stopping)) as advance:
                 if sharded:
-                    job = Job({side: loaded.path for side, loaded in subjects.items()}, settings, stopping)
+                    job = Job({side: loaded.path for side, loaded in subjects.items()}, drawn, stopping)
                     measured = measure_sharded(job, chosen, gpus, advance, extra, worker_specs=specs or None)
                 else:
-                    sides = WorkerSides(started, settings) if started else LocalSides(subjects, settings)
-                    measured = measure_sides(sides, chosen, settings, advance, extra, stopping)
+                    sides = WorkerSides(started, drawn) if started else LocalSides(subjects, drawn)
+                    measured = measure_sides(sides, chosen, drawn, advance, extra, stopping)
             return measured["base"], measured["head"]
 
-        base, head = measure(suites, "")
+        base, head = measure(suites, "", settings)
         on_measured(base, head)
-        report = judge(base, head, policy, lambda cases: measure(restrict(suites, cases), "-confirm"))
+        # The second A/B draws its inputs, placements and orders afresh (the next seed): drawn
+        # as the first were, whatever luck of the draw the first had would come back with them.
+        again = dataclasses.replace(settings, seed=settings.seed + 1)
+        report = judge(base, head, policy, lambda cases: measure(restrict(suites, cases), "-confirm", again))
         other = "head" if head_rev else "base"
         report = dataclasses.replace(
             report, policy_change=policy_change(policy, trees[other][0], suites, subjects[other])

@@ -117,15 +117,18 @@ def time_rounds(
     monitor: Monitor | None = None,
     start: int = 0,
     pairs: Sequence[tuple[str, str]] = (),
+    side_by_side: Sequence[tuple[str, str]] = (),
+    seed: int | str = 0,
 ) -> Timings:
     """The interleaving loop, the only one: `samples` rounds, each timing every key once in the
-    order `round_order` gives (the two keys of each of `pairs` side by side), the GPU's state read
-    after every round. Milliseconds per key. `start` numbers the first round (a sequential A/B
-    calls this again for more rounds)."""
+    order `round_order` gives (the two sides of each of `pairs` in places drawn afresh from `seed`
+    every round, those of `side_by_side` next to each other), the GPU's state read after every
+    round. Milliseconds per key. `start` numbers the first round (a sequential A/B calls this
+    again for more rounds)."""
     timings: dict[str, list[float]] = {key: [] for key in keys}
     rounds: list[Round] = []
     for round_index in range(start, start + samples):
-        order = round_order(keys, round_index, pairs)
+        order = round_order(keys, round_index, pairs, side_by_side, seed)
         timer.begin_round(order)
         pending = [(key, timer.sample(key)) for key in order]
         timer.end_round(order)
@@ -190,39 +193,72 @@ def time_interleaved(
     return time_rounds(GraphTimer(captured), list(captured), samples, on_round, monitor)
 
 
-def round_order(names: Sequence[str], round_index: int, pairs: Sequence[tuple[str, str]] = ()) -> list[str]:
+def round_order(
+    names: Sequence[str],
+    round_index: int,
+    pairs: Sequence[tuple[str, str]] = (),
+    side_by_side: Sequence[tuple[str, str]] = (),
+    seed: int | str = 0,
+) -> list[str]:
     """The order of one round: rotated, and reversed in every odd round, so that every pair of
     names runs in both orders equally often. A rotation alone puts the second name right after
     the first in all rounds but one, and anything one sample leaves behind for the next (the
     clock, the power state) then biases that pair.
 
-    The two names of each of `pairs` (an A/B's base and head of one long benchmark) move as one,
-    side by side, so that their samples are taken milliseconds apart rather than half a round:
-    on a power-capped GPU the clock wanders within a round of large kernels (sequential.py says
-    what it gained). Which of the two goes first flips every round, and every other pair of
-    rounds once more, so that in every four rounds each side goes first twice, once after the
-    unit before the pair and once after the one behind it (the reversal swaps those two): flipped
-    with the reversal alone, one side would always follow one neighbour. With pairs the rotation
-    moves on every four rounds, not two, so that within those four each name takes four places
-    (moving with the flip, it put one side of a two-pair round always at an end of the round).
-    The other names keep their order (an A/B lists every base before every head), half of them
-    on each side of the paired ones, so that two sides of a short benchmark stay apart as before;
-    for that there must be two paired units to put between the halves (one in the middle, one at
-    the wrap), and with fewer, every name is spread."""
-    present = [pair for pair in pairs if pair[0] in names and pair[1] in names]
+    `pairs` are the two sides of one benchmark of an A/B (base, head). Each pair has two places
+    in the round, and which side takes which is drawn for every pair on its own (`side_places`,
+    from `seed`): so each side of a benchmark follows and precedes either side of its neighbours
+    equally often, and a neighbour that changed on one side moves both of its sides alike. In
+    fixed places each side only ever met its own side's neighbours, and a changed neighbour
+    moved the unchanged benchmark beside it by a percent (docs/method.md, "Exchangeable sides").
+
+    The two names of each of `side_by_side` (the base and head of one long benchmark) move as
+    one, next to each other, so that their samples are taken milliseconds apart rather than half a
+    round: on a power-capped GPU the clock wanders within a round of large kernels (sequential.py
+    says what it gained). With such pairs the rotation moves on every four rounds, not two, so
+    that within those four each name takes four places. The other names keep their places (an
+    A/B lists every base before every head), half of them on each side of the paired ones, so
+    that the two sides of a short benchmark stay apart as before; for that there must be two
+    paired units to put between the halves (one in the middle, one at the wrap), and with fewer,
+    every name is spread."""
+    balanced = [*pairs, *(pair for pair in side_by_side if pair not in pairs)]
+    present = [pair for pair in balanced if pair[0] in names and pair[1] in names]
     paired = [name for pair in present for name in pair]
     if len(set(paired)) != len(paired) or any(a == b for a, b in present):
         raise ValueError(f"a name in two pairs, or paired with itself: {present}")
-    if len(present) < 2 and len(paired) < len(names):
-        present, paired = [], []
-    flip = (round_index // 2) % 2
-    together = [(pair[flip], pair[1 - flip]) for pair in present]
-    alone = [(name,) for name in names if name not in paired]
-    half, middle = len(alone) // 2, len(together) // 2
-    units = [*alone[:half], *together[:middle], *alone[half:], *together[middle:]]
-    shift = (round_index // (BALANCED_ROUNDS if together else 2)) % len(units)
+    flips = side_places(len(present), round_index, seed)
+    placed = {pair: (pair[flip], pair[1 - flip]) for pair, flip in zip(present, flips, strict=True)}
+    long = [placed[pair] for pair in present if pair in side_by_side]
+    if len(long) < 2 and 2 * len(long) < len(names):
+        long = []
+    in_long = {name for unit in long for name in unit}
+    # A spread pair keeps the two places it is listed in; the side drawn to go first takes the first.
+    takes: dict[str, str] = {}
+    for pair, (first, second) in placed.items():
+        if pair[0] not in in_long:
+            takes[pair[0]], takes[pair[1]] = first, second
+    alone = [(takes.get(name, name),) for name in names if name not in in_long]
+    half, middle = len(alone) // 2, len(long) // 2
+    units = [*alone[:half], *long[:middle], *alone[half:], *long[middle:]]
+    shift = (round_index // (BALANCED_ROUNDS if long else 2)) % len(units)
     order = [name for unit in (*units[shift:], *units[:shift]) for name in unit]
     return order[::-1] if round_index % 2 else order
+
+
+def side_places(count: int, round_index: int, seed: int | str = 0) -> list[int]:
+    """For each of `count` pairs, which of its two sides takes its first place this round (0: the
+    one listed first). Drawn for every pair and every block of BALANCED_ROUNDS rounds from `seed`,
+    then balanced within the block: rounds 0 and 2 of a block (run forwards) place the pair both
+    ways, and so do rounds 1 and 3 (run backwards), so that within a block each side comes first
+    twice, once from each end of the round."""
+    block, step = divmod(round_index, BALANCED_ROUNDS)
+    draws = random.Random(f"{seed}/{block}")
+    flips = []
+    for _ in range(count):
+        forwards, backwards = draws.getrandbits(1), draws.getrandbits(1)
+        flip = backwards if step % 2 else forwards
+        flips.append(1 - flip if step >= 2 else flip)
+    return flips
 
 
 def time_once(captured: Captured, flush: L2Flush) -> float:

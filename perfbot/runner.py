@@ -223,7 +223,8 @@ def measure_case(
     if not keys:
         on_progress(label, 1 if stopping is not None else settings.samples)
         return measured
-    pairs = sequential.pairs_of(keys) if stopping is not None else {}
+    pairs = sequential.pairs_of(keys)
+    seed = f"{settings.seed}/{label}"  # which side takes which place in each round (measure.round_order)
     if stopping is not None and pairs:
         timings = sequential.time_until_decided(
             only,
@@ -235,12 +236,21 @@ def measure_case(
             monitor=monitor,
             recapture=sides.recapture,
             earlier=turn.earlier,
+            seed=seed,
         )
         if turn.first and sequential.still_open(only, pairs, timings, stopping):
             return Measured(sampling_seconds=time.monotonic() - started, unfinished=timings)
     else:  # a plain run, or an A/B case with nothing on both sides: fixed rounds
         per_round = None if stopping is not None else functools.partial(on_progress, label, 1)
-        timings = measure.time_rounds(sides.timer(), keys, settings.samples, monitor=monitor, on_round=per_round)
+        timings = measure.time_rounds(
+            sides.timer(),
+            keys,
+            settings.samples,
+            monitor=monitor,
+            on_round=per_round,
+            pairs=list(pairs.values()),
+            seed=seed,
+        )
     if stopping is not None:
         on_progress(label, 1)
     throttled = [index for index, r in enumerate(timings.rounds) if r.throttle_reasons]
@@ -397,7 +407,7 @@ class LocalSides:
         if self.generator is None:
             self.generator = torch.Generator(device=DEVICE).manual_seed(self.settings.seed)
         self.ready, failed = check_group(group, self.generator, self.subjects[group[0].side].subject)
-        self.captured, not_captured = capture_group(self.ready, self.settings)
+        self.captured, not_captured = capture_group(self.ready, self.settings, self.placement)
         return list(self.captured), failed + not_captured
 
     def timer(self) -> measure.Timer:
@@ -504,12 +514,14 @@ def _subjects_own(what: str, subject: Subject, fn: Callable[..., Any], *args: An
 
 
 def capture_group(
-    ready: list[_Ready], settings: RunSettings
+    ready: list[_Ready], settings: RunSettings, placement: random.Random
 ) -> tuple[dict[str, measure.Captured], list[tuple[str, Failure]]]:
-    """Capture every checked benchmark as a CUDA graph; one that cannot be captured leaves
-    `ready` and becomes a failure."""
+    """Capture every checked benchmark as a CUDA graph, in an order drawn from `placement` (what
+    is captured later gets the memory the earlier ones leave: listed order would give it always
+    to the head side); one that cannot be captured leaves `ready` and becomes a failure. The
+    captures come back in `ready`'s order, the order a round lays them out in."""
     captured, failures = {}, []
-    for r in list(ready):
+    for r in placement.sample(ready, len(ready)):
         try:
             captured[r.planned.key] = measure.capture(r.call, settings.warmup_calls)
         except Exception as error:  # noqa: BLE001 -- e.g. a kernel that cannot run inside CUDA-graph capture
@@ -522,7 +534,7 @@ def capture_group(
                 )
             )
             ready.remove(r)
-    return captured, failures
+    return {r.planned.key: captured[r.planned.key] for r in ready}, failures
 
 
 def finish_group(

@@ -193,12 +193,12 @@ class Plan:
     policy: Policy
 
 
-def checks_in_worker(plan: Plan, checks: int) -> list[dict[str, list[float]]]:
+def checks_in_worker(plan: Plan, checks: int, seed: int = 0) -> list[dict[str, list[float]]]:
     """`checks` checks on this worker's GPU (shards.on_each_gpu): the subject loaded, the
     benchmark checked, calibrated and measured here."""
     loaded = load_subject(plan.kernels)
     call = checked_call(loaded, loaded.case(plan.suite, plan.case), plan.kernel)
-    return measure_checks(call, plan.levels, checks, plan.first, plan.most, plan.policy)
+    return measure_checks(call, plan.levels, checks, plan.first, plan.most, plan.policy, seed=seed)
 
 
 def shares(checks: int, gpus: int) -> list[int]:
@@ -224,6 +224,36 @@ def calibration_rounds(trial: dict[str, list[float]], levels: tuple[float, ...])
     return min(CALIBRATION_MOST_ROUNDS, max(CALIBRATION_ROUNDS, blocks * CALIBRATION_BLOCK))
 
 
+def followed_by_sleep(fn: Callable[[], Any], cycles: int) -> Callable[[], Any]:
+    """`fn`, then a `torch.cuda._sleep` of `cycles` GPU cycles: `fn` slowed by a known amount."""
+    import torch
+
+    def call() -> Any:
+        out = fn()
+        torch.cuda._sleep(cycles)
+        return out
+
+    return call
+
+
+def sleep_line(captured: Any, fn: Callable[[], Any]) -> tuple[float, float]:
+    """On the GPU: the median milliseconds of `captured` (a capture of `fn`), and what one cycle of
+    sleep after `fn` adds, from two sleeps long enough to be on the sleep's line."""
+    from . import measure
+
+    short_cycles, long_cycles = 100_000, 1_000_000
+    timed = measure.time_interleaved(
+        {
+            BASE: captured,
+            "short": measure.capture(followed_by_sleep(fn, short_cycles), 2),
+            "long": measure.capture(followed_by_sleep(fn, long_cycles), 2),
+        },
+        31,
+    ).samples
+    kernel_ms, short_ms, long_ms = (median(timed[name]) for name in (BASE, "short", "long"))
+    return kernel_ms, max(long_ms - short_ms, 1e-6) / (long_cycles - short_cycles)
+
+
 def measure_checks(
     fn: Callable[[], Any],
     levels: tuple[float, ...],
@@ -233,35 +263,20 @@ def measure_checks(
     policy: Policy,
     on_check: Callable[[], None] = lambda: None,
     on_calibrated: Callable[[], None] = lambda: None,
+    seed: int = 0,
 ) -> list[dict[str, list[float]]]:
     """On the GPU: capture the kernel twice, and per level the kernel followed by the shortest
     sleep and by a calibrated longer one; each check times them interleaved (perfbot's engine)
-    until every comparison is decided (sequential.py), at least `first` and at most `most` rounds."""
-    import torch
-
+    until every comparison is decided (sequential.py), at least `first` and at most `most` rounds.
+    `seed` draws the captures' placements and the sides' places in each round (a GPU's worker
+    takes its own, so that its checks are not another GPU's over again)."""
     from . import measure
 
     def with_sleep(cycles: int) -> Callable[[], Any]:
-        def call() -> Any:
-            out = fn()
-            torch.cuda._sleep(cycles)
-            return out
+        return followed_by_sleep(fn, cycles)
 
-        return call
-
-    # Milliseconds per cycle from two sleeps long enough to be on the sleep's line.
-    short_cycles, long_cycles = 100_000, 1_000_000
     base = measure.capture(fn, 3)
-    timed = measure.time_interleaved(
-        {
-            BASE: base,
-            "short": measure.capture(with_sleep(short_cycles), 2),
-            "long": measure.capture(with_sleep(long_cycles), 2),
-        },
-        31,
-    ).samples
-    kernel_ms, short_ms, long_ms = (median(timed[name]) for name in (BASE, "short", "long"))
-    ms_per_cycle = max(long_ms - short_ms, 1e-6) / (long_cycles - short_cycles)
+    kernel_ms, ms_per_cycle = sleep_line(base, fn)
     cycles = {level: BASE_SLEEP_CYCLES + max(1, int(level / 100 * kernel_ms / ms_per_cycle)) for level in levels}
 
     # As an A/B lists its benchmarks, every base before every head: spread over a round (kernels
@@ -271,9 +286,11 @@ def measure_checks(
         return calls | {TWIN: fn, **{slowed(level): with_sleep(cycles[level]) for level in levels}}
 
     pairs = {TWIN: (BASE, TWIN), **{slowed(level): (unslowed(level), slowed(level)) for level in levels}}
-    placement = random.Random(0)
+    placement = random.Random(seed)
 
-    def trial(cycles: dict[float, int], rounds: int, together: list[tuple[str, str]]) -> dict[str, list[float]]:
+    def trial(
+        cycles: dict[float, int], rounds: int, together: list[tuple[str, str]], seed: str
+    ) -> dict[str, list[float]]:
         """Every key of the checks timed as they time them, captured again every CALIBRATION_BLOCK rounds."""
         calls = checked(cycles)
         captured: dict[str, measure.Captured] = {}
@@ -283,7 +300,15 @@ def measure_checks(
         for start in range(0, rounds, CALIBRATION_BLOCK):
             if start:
                 measure.capture_again(captured, calls, list(calls), placement)
-            block = measure.time_rounds(timer, list(calls), CALIBRATION_BLOCK, start=start, pairs=together)
+            block = measure.time_rounds(
+                timer,
+                list(calls),
+                CALIBRATION_BLOCK,
+                start=start,
+                pairs=list(pairs.values()),
+                side_by_side=together,
+                seed=seed,
+            )
             for key, samples in block.samples.items():
                 timed[key] += samples
         return timed
@@ -296,7 +321,7 @@ def measure_checks(
     rounds = CALIBRATION_ROUNDS
     placed: dict[float, list[int]] = {level: [] for level in levels}
     for attempt in range(3):
-        timed = trial(cycles, rounds, together)
+        timed = trial(cycles, rounds, together, f"{seed}/calibration/{attempt}")
         for level in levels:  # by the ratio of medians, as `tally` measures what was injected
             without, with_it = median(timed[unslowed(level)]), median(timed[slowed(level)])
             missing_ms = (level / 100 - (with_it / without - 1)) * without
@@ -318,8 +343,10 @@ def measure_checks(
     case = Case("selftest", "selftest", {"n": 1}, "-")
     timer = measure.GraphTimer(captured)
     collected = []
-    for _ in range(checks):
-        check = time_until_decided(case, timer, list(captured), pairs, stopping, float("inf"), recapture=recapture)
+    for index in range(checks):
+        check = time_until_decided(
+            case, timer, list(captured), pairs, stopping, float("inf"), recapture=recapture, seed=f"{seed}/{index}"
+        )
         collected.append(check.samples)
         on_check()
     return collected

@@ -210,6 +210,7 @@ def time_until_decided(
     clock: Callable[[], float] = time.monotonic,
     recapture: Callable[[list[str]], None] | None = None,
     earlier: measure.Timings | None = None,
+    seed: int | str = 0,
 ) -> measure.Timings:
     """Interleaved rounds (measure.time_rounds), block by block, over the keys of the pairs still
     open, the two keys of each long one side by side; `recapture(keys)` gives those keys fresh
@@ -218,7 +219,8 @@ def time_until_decided(
 
     `earlier`, the timings of a case sampled before (`runner.measure_sides` comes back to a case
     whose time ran out): its samples come first, and only the pairs it left open, timed to its
-    last round, go on."""
+    last round, go on. `seed` draws which side of each pair takes which of its places in each
+    round (measure.round_order): each case, and each A/B of it, should have a seed of its own."""
     samples: dict[str, list[float]] = {key: [] for key in keys}
     rounds: list[measure.Round] = []
     open_pairs = dict(pairs)
@@ -236,7 +238,7 @@ def time_until_decided(
             break
         both_active = [(base, cur) for base, cur in open_pairs.values() if base in active and cur in active]
         together = side_by_side(both_active, samples)
-        timed = measure.time_rounds(timer, active, batch, on_round, monitor, len(rounds), together)
+        timed = measure.time_rounds(timer, active, batch, on_round, monitor, len(rounds), both_active, together, seed)
         for key, values in timed.samples.items():
             samples[key] += values
         rounds += timed.rounds

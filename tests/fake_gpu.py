@@ -8,29 +8,39 @@ from perfbot import measure, runner
 
 
 class FakeGpu:
-    """Capture calls the function; timing returns `ms(name, call)` for each sample."""
+    """Capture calls the function; timing returns `ms(name, call)` for each sample, times
+    `context(name, previous, captured)`: a factor from what ran before it in the round (the
+    round's lead-in replays its last benchmark first, as measure.GraphTimer does) and from the
+    captures (`captured[key].graph` numbers each capture in the order they were made)."""
 
     def __init__(self):
         self.ms = lambda name, call: 1.0
+        self.context = lambda name, previous, captured: 1.0
         self.calls: dict[str, int] = {}
         self.rng = random.Random(0)
+        self.captures = 0
 
     def capture(self, fn, warmup_calls, offset_bytes=0):
         for _ in range(warmup_calls):
             fn()
-        return measure.Captured(graph=None, output=fn())
+        self.captures += 1
+        return measure.Captured(graph=self.captures, output=fn())
 
     def timer(self, captured):
         """In place of measure.GraphTimer: the real interleaving loop asks it for each sample."""
         gpu = self
 
         class Timer:
+            previous = None
+
             def begin_round(self, order):
-                pass
+                self.previous = order[-1]
 
             def sample(self, name):
                 gpu.calls[name] = gpu.calls.get(name, 0) + 1
                 ms = gpu.ms(name, gpu.calls[name]) * (1 + 0.002 * gpu.rng.gauss(0, 1))
+                ms *= gpu.context(name, self.previous, captured)
+                self.previous = name
                 return lambda: ms
 
             def end_round(self, order):

@@ -77,7 +77,7 @@ def test_round_order_keeps_the_two_sides_of_each_ab_pair_side_by_side():
     names = ["base:a", "base:b", "base:c", "head:a", "head:b", "head:c", "head:new"]
     pairs = [("base:a", "head:a"), ("base:b", "head:b"), ("base:c", "head:c")]
     rounds = 4 * 4  # a full cycle: four units, the rotation moving on every four rounds
-    orders = [round_order(names, r, pairs) for r in range(rounds)]
+    orders = [round_order(names, r, pairs, pairs) for r in range(rounds)]
     assert all(sorted(order) == sorted(names) for order in orders)
     for base, head in pairs:
         assert all(abs(order.index(base) - order.index(head)) == 1 for order in orders)
@@ -98,8 +98,37 @@ def test_round_order_keeps_the_two_sides_of_each_ab_pair_side_by_side():
         assert round_order(names, r) == (plain[::-1] if r % 2 else plain)
     with pytest.raises(ValueError, match="two pairs"):
         round_order(names, 0, [("base:a", "head:a"), ("base:a", "head:b")])
-    # one long pair among short ones: every name spread, as if none were paired
-    assert round_order(names, 5, [("base:a", "head:a")]) == round_order(names, 5)
+    # one long pair among short ones: every name spread, as if none were side by side
+    one = [("base:a", "head:a")]
+    assert all(round_order(names, r, one, one) == round_order(names, r, one) for r in range(16))
+
+
+def test_each_side_of_a_benchmark_meets_either_side_of_its_neighbours_alike():
+    # A short case of an A/B, every base listed before every head: in fixed places each side of
+    # fused-pointer would only ever sit beside its own side's fused (docs/method.md).
+    kernels = ["fused", "fused-pointer", "eager", "gemm"]
+    names = [f"{side}:{k}" for side in ("base", "head") for k in kernels]
+    pairs = [(f"base:{k}", f"head:{k}") for k in kernels]
+    met = {(side, other): 0 for side in ("base", "head") for other in ("base", "head")}
+    for block in range(500):
+        orders = [round_order(names, r, pairs, seed="case") for r in range(4 * block, 4 * block + 4)]
+        flips = [measure.side_places(len(pairs), r, "case") for r in range(4 * block, 4 * block + 4)]
+        for pair in range(len(pairs)):  # each side takes the first place twice, once each way round
+            forwards, backwards = (flips[step][pair] for step in (0, 2)), (flips[step][pair] for step in (1, 3))
+            assert sorted(forwards) == sorted(backwards) == [0, 1]
+        for order in orders:
+            for side in ("base", "head"):
+                at = order.index(f"{side}:fused-pointer")
+                for neighbour in (order[at - 1], order[(at + 1) % len(order)]):
+                    if neighbour.endswith(":fused"):
+                        met[side, neighbour.partition(":")[0]] += 1
+    total = sum(met.values())
+    assert all(abs(count / total - 0.25) < 0.02 for count in met.values()), met
+    # The same seed draws the same places; another seed, other places.
+    assert round_order(names, 9, pairs, seed=1) == round_order(names, 9, pairs, seed=1)
+    assert any(round_order(names, r, pairs, seed=1) != round_order(names, r, pairs, seed=2) for r in range(16))
+    # A plain run (no pairs) keeps the plain rotation whatever the seed.
+    assert round_order(names, 3, seed=1) == round_order(names, 3, seed=2)
 
 
 def test_block_of_a_sequential_ab_is_a_whole_number_of_balanced_rounds():
@@ -112,7 +141,7 @@ def test_with_two_pairs_every_name_takes_four_places_in_every_block_of_four_roun
     # the selftest's round: the kernel against its twin, and a copy against the slowed one
     names, pairs = ["A", "A2", "A@0.5", "B0.5"], [("A", "A2"), ("A@0.5", "B0.5")]
     for block in range(0, 16, 4):
-        orders = [round_order(names, r, pairs) for r in range(block, block + 4)]
+        orders = [round_order(names, r, pairs, pairs) for r in range(block, block + 4)]
         for name in names:
             assert sorted(order.index(name) for order in orders) == [0, 1, 2, 3], (name, orders)
 
