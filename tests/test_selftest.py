@@ -87,6 +87,8 @@ def test_cli_prints_the_table_writes_json_and_notes_a_missed_level(project, tmp_
             "40",
             "--levels",
             "0.5,2",
+            "--interference-rounds",
+            "0",
             "--out",
             str(out),
         ],

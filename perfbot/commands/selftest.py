@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,6 +22,9 @@ from .context import (
     project_option,
     thresholds_option,
 )
+
+if TYPE_CHECKING:
+    from ..interference import Interference  # imports torch: only when measuring
 
 
 @click.command("selftest")
@@ -54,6 +58,27 @@ from .context import (
 @click.option(
     "--keep-samples", is_flag=True, help="With --out: also write every sample of every round (ms), for a closer look."
 )
+@click.option(
+    "--interference-rounds",
+    type=click.IntRange(min=0),
+    default=400,
+    show_default=True,
+    help="Rounds of the interference check (0: none): the benchmark slowed on one side of an A/A of its case "
+    "and the cases either side of it, every other benchmark's ratio reported as cross-talk.",
+)
+@click.option(
+    "--interference-percent",
+    type=click.FloatRange(min=0, min_open=True, max=100),
+    default=10.0,
+    show_default=True,
+    help="How much the interference check slows the benchmark.",
+)
+@click.option(
+    "--skip-kernel",
+    "skipped_kernels",
+    multiple=True,
+    help="Implementation the interference check leaves out (repeat for several), e.g. one too slow to set up.",
+)
 @gpu_options
 @project_option
 def selftest_command(
@@ -67,6 +92,9 @@ def selftest_command(
     thresholds_path: Path | None,
     out: Path | None,
     keep_samples: bool,
+    interference_rounds: int,
+    interference_percent: float,
+    skipped_kernels: tuple[str, ...],
     gpu_count: int | None,
     mixed_gpus: bool,
     project: Path | None,
@@ -79,13 +107,18 @@ def selftest_command(
     Before the checks, each GPU calibrates the sleep until every level is placed within a tenth
     of itself: up to about 8,000 rounds on a noisy short kernel, outside --max-samples.
 
+    Then the interference check: the benchmark slowed by --interference-percent on one side of
+    an A/A of its case and the cases either side of it in its suite, every implementation timed
+    as `perfbot ab` times them; every other benchmark's ratio is cross-talk, the largest of them
+    reported (a verdict must depend only on the code it judges).
+
     Example:
 
         perfbot selftest --checks 100 --out selftest.json
     """
     from rich.table import Table
 
-    from .. import selftest
+    from .. import interference, selftest
     from ..shards import on_each_gpu
 
     try:
@@ -109,12 +142,15 @@ def selftest_command(
     kernel = kernel or own_implementation(subject)
     if kernel not in subject.implementations:
         raise click.BadParameter(f"unknown implementation {kernel!r}", param_hint="--kernel")
+    unknown = [name for name in skipped_kernels if name not in subject.implementations]
+    if unknown:
+        raise click.BadParameter(f"unknown implementation {unknown[0]!r}", param_hint="--skip-kernel")
     gpus = chosen_gpus(gpu_count, mixed_gpus)
     with progress() as bar:
         if len(gpus) > 1:  # the checks shared out, each GPU's worker checking the kernel itself
             plan = selftest.Plan(subject.path, case.suite, case.name, kernel, parsed, samples, max_samples, policy)
             task = bar.add_task(f"selftest on {len(gpus)} GPUs (each calibrating first)", total=len(gpus))
-            arguments = [(plan, n) for n in selftest.shares(checks, len(gpus))]
+            arguments = [(plan, n, index) for index, n in enumerate(selftest.shares(checks, len(gpus)))]
             parts = on_each_gpu(gpus, selftest.checks_in_worker, arguments, lambda gpu: bar.update(task, advance=1))
             collected = [check for part in parts for check in part]
         else:
@@ -130,6 +166,15 @@ def selftest_command(
                 on_check=lambda: bar.update(task, advance=1),
                 on_calibrated=lambda: bar.update(task, description="selftest checks"),
             )
+        crossed = None
+        if interference_rounds:
+            task = bar.add_task("interference check", total=None)
+            asked = (subject.path, case.suite, case.name, kernel, interference_percent, interference_rounds, policy)
+            if len(gpus) > 1:  # on the first GPU, in its worker
+                (crossed,) = on_each_gpu(gpus[:1], interference.interference_in_worker, [(*asked, skipped_kernels)])
+            else:
+                crossed = interference.interference_in_worker(*asked, skipped_kernels)
+            bar.update(task, total=1, completed=1)
     result = selftest.tally(collected, parsed, policy)
     table = Table(
         title=f"perfbot selftest: {kernel} on {case.suite}/{case.name} ({result.kernel_ms:.4f} ms), "
@@ -176,6 +221,40 @@ def selftest_command(
             f"note: the injection missed {listed}: read those rows by their measured column "
             f"(the calibration could not place the sleep on this runner)"
         )
+    if crossed is not None:
+        print_interference(crossed, selftest.selftest_rule(policy, result.kernel_ms).warn_percent)
     if out is not None:
-        record = {**result.to_json(), **({"checks_ms": collected} if keep_samples else {})}
+        record = {
+            **result.to_json(),
+            "interference": crossed.to_json() if crossed is not None else None,
+            **({"checks_ms": collected} if keep_samples else {}),
+        }
         write_atomic(out, json.dumps(record, indent=1) + "\n")
+
+
+def print_interference(crossed: Interference, warn_percent: float) -> None:
+    """The interference check's table: every benchmark but the slowed one, the most moved first,
+    then one line naming the largest cross-talk against the interleaved warn threshold."""
+    from rich.table import Table
+
+    slowed = crossed.slowed
+    table = Table(
+        title=f"interference: {slowed.label} slowed by {slowed.percent:+.2f}% (measured) on one side of an A/A; "
+        f"every other benchmark's ratio, {crossed.confidence:.0%} interval",
+        title_justify="left",
+    )
+    for column in ("benchmark", "moved", "interval", "rounds"):
+        table.add_column(column, justify="left" if column == "benchmark" else "right")
+    for moved in sorted(crossed.others, key=lambda m: -abs(m.percent)):
+        interval = f"[{moved.low_percent:+.2f}%, {moved.high_percent:+.2f}%]"
+        table.add_row(moved.label, f"{moved.percent:+.2f}%", interval, str(moved.rounds))
+    console().print(table)
+    largest = crossed.largest
+    if largest is None:
+        console().print("interference: no other benchmark measured on both sides")
+        return
+    below = "below" if abs(largest.percent) < warn_percent else "NOT below"
+    console().print(
+        f"largest cross-talk: {abs(largest.percent):.2f}% ({largest.label}), {below} the interleaved "
+        f"warn threshold of {warn_percent:g}%"
+    )
