@@ -17,7 +17,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # perfbot from 
 from perfbot import measure, runner, worker
 
 try:
-    import perfbot_test_speed as speed
+    import perfbot_test_speed as speed  # type: ignore[import-not-found]
 except ImportError:  # a side with no environment of its own
     speed = type("Speed", (), {"SCALE": 1.0})
 jitter = random.Random(os.getpid())

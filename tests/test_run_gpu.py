@@ -2,6 +2,7 @@
 
 import json
 from pathlib import Path
+from statistics import median
 
 import pytest
 import torch
@@ -101,11 +102,31 @@ def test_timing_engine_sees_a_kernel_that_takes_twice_as_long():
 
 def test_selftest_injects_what_it_reports():
     from perfbot import selftest
+    from perfbot.thresholds import load_policy
 
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-    rounds = selftest.measure_rounds(lambda: a @ a, (5.0,), rounds=5, samples=10)
-    ratios = [sorted(r["B5"])[5] / sorted(r["A"])[5] for r in rounds]
-    assert all(1.03 < ratio < 1.08 for ratio in ratios), ratios
+    policy = load_policy(Path(__file__).parents[1] / "thresholds.yaml")
+    checks = selftest.measure_checks(lambda: a @ a, (5.0,), checks=3, first=48, most=400, policy=policy)
+    slowed, unslowed = selftest.slowed(5.0), selftest.unslowed(5.0)
+    ratios = [median(check[slowed]) / median(check[unslowed][: len(check[slowed])]) for check in checks]
+    assert all(1.03 < ratio < 1.07 for ratio in ratios), ratios
+
+
+def test_interference_check_slows_one_benchmark_and_measures_every_other(project: Path):
+    from perfbot import interference
+    from perfbot.subject import load_subject
+    from perfbot.thresholds import load_policy
+
+    (project / "kernels" / "suites.yaml").write_text(TINY_SUITES)
+    loaded = load_subject(project / "kernels")
+    case = loaded.case("tiny", "fp16")
+    policy = load_policy(project / "thresholds.yaml")
+    crossed = interference.measure_interference(loaded, case, "fused", 10, 48, policy, skipped=("compiled",))
+    assert 7 < crossed.slowed.percent < 13, crossed.slowed
+    names = {(m.case, m.benchmark) for m in crossed.others}
+    assert names == {(c, k) for c in ("odd", "fp16") for k in ("fused", "fused-pointer", "eager", "gemm", "copy")} - {
+        ("fp16", "fused")
+    }
 
 
 def test_throttle_monitor_reads_the_gpu():
