@@ -23,7 +23,7 @@ from .compare import BLOCK_ROUNDS, judge_paired
 from .errors import BadInput, WrongResult
 from .results import Results
 from .runner import LocalSides, RunSettings, measure_sides
-from .selftest import followed_by_sleep, sleep_line
+from .selftest import BASE_SLEEP_CYCLES, followed_by_sleep, sleep_line
 from .sequential import PolicyRules, Stopping, first_look
 from .subject import Case, Loaded, Suite, load_subject
 from .thresholds import Policy, Rule
@@ -84,22 +84,31 @@ def neighbourhood(loaded: Loaded, case: Case) -> Suite:
 
 
 class SlowedSides(LocalSides):
-    """An A/A of one subject in this process whose head side of one benchmark runs a sleep after
-    its kernel, sized to slow it by `percent` (selftest.sleep_line)."""
+    """An A/A of one subject in this process in which one benchmark is followed by a sleep on
+    both sides, on the head side longer by enough cycles to slow it by `percent`
+    (selftest.sleep_line): the sleep kernel's own launch, on both sides, is no part of it."""
 
     def __init__(self, loaded: Loaded, settings: RunSettings, case: Case, kernel: str, percent: float):
         super().__init__({"base": loaded, SLOWED_SIDE: loaded}, settings)
-        self.case, self.key, self.percent = case, f"{SLOWED_SIDE}:{kernel}", percent
+        self.case, self.kernel, self.percent = case, kernel, percent
 
     def prepare(self, case: Suite) -> tuple[list[str], list[tuple[str, Any]]]:
         keys, failed = super().prepare(case)
         (only,) = case.cases
-        if (only.suite, only.name) == (self.case.suite, self.case.name) and self.key in self.captured:
-            ready = next(r for r in self.ready if r.planned.key == self.key)
-            kernel_ms, ms_per_cycle = sleep_line(self.captured[self.key], ready.call)
-            ready.call = followed_by_sleep(ready.call, max(1, round(self.percent / 100 * kernel_ms / ms_per_cycle)))
-            self.captured[self.key] = measure.capture(ready.call, 1)
+        slowed = f"{SLOWED_SIDE}:{self.kernel}"
+        if (only.suite, only.name) != (self.case.suite, self.case.name) or slowed not in self.captured:
+            return keys, failed
+        kernel_ms, ms_per_cycle = sleep_line(self.captured[slowed], self._ready(slowed).call)
+        cycles = {"base": BASE_SLEEP_CYCLES, SLOWED_SIDE: BASE_SLEEP_CYCLES}
+        cycles[SLOWED_SIDE] += max(1, round(self.percent / 100 * kernel_ms / ms_per_cycle))
+        for side, sleep in cycles.items():
+            ready = self._ready(f"{side}:{self.kernel}")
+            ready.call = followed_by_sleep(ready.call, sleep)
+            self.captured[ready.planned.key] = measure.capture(ready.call, 1)
         return keys, failed
+
+    def _ready(self, key: str) -> Any:
+        return next(r for r in self.ready if r.planned.key == key)
 
 
 def measure_interference(

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from perfbot import interference, measure
 from perfbot.cli import perfbot
+from perfbot.selftest import BASE_SLEEP_CYCLES
 from perfbot.subject import load_subject
 from perfbot.thresholds import load_policy
 
@@ -30,7 +31,8 @@ NS_PER_CYCLE = 0.5
 
 @pytest.fixture
 def slowed_gpu(gpu, monkeypatch):
-    """Every sample KERNEL_MS plus its capture's sleep; a sample right after one that slept, 1% slower."""
+    """Every sample KERNEL_MS plus its capture's sleep; a sample right after the slowed one (the
+    sleep longer than the shortest both sides carry), 1% slower."""
     import torch
 
     slept: list[int] = []
@@ -46,7 +48,7 @@ def slowed_gpu(gpu, monkeypatch):
 
     def context(name, previous, captured):
         own = cycles_of[captured[name].graph] * NS_PER_CYCLE * 1e-6 / KERNEL_MS
-        after_sleep = previous is not None and cycles_of[captured[previous].graph] > 0
+        after_sleep = previous is not None and cycles_of[captured[previous].graph] > BASE_SLEEP_CYCLES
         return (1 + own) * (1.01 if after_sleep else 1.0)
 
     monkeypatch.setattr(measure, "capture", capture)

@@ -117,16 +117,19 @@ def test_interference_check_slows_one_benchmark_and_measures_every_other(project
     from perfbot.subject import load_subject
     from perfbot.thresholds import load_policy
 
-    (project / "kernels" / "suites.yaml").write_text(TINY_SUITES)
+    # a 0.13 ms case between two small ones: long enough that 48 rounds place the injection
+    big = "    - {name: big, M: 4096, K: 1024, N: 4096}\n"
+    suites = TINY_SUITES.replace("    - {name: fp16", big + "    - {name: fp16")
+    (project / "kernels" / "suites.yaml").write_text(suites)
     loaded = load_subject(project / "kernels")
-    case = loaded.case("tiny", "fp16")
     policy = load_policy(project / "thresholds.yaml")
-    crossed = interference.measure_interference(loaded, case, "fused", 10, 48, policy, skipped=("compiled",))
-    assert 7 < crossed.slowed.percent < 13, crossed.slowed
+    crossed = interference.measure_interference(
+        loaded, loaded.case("tiny", "big"), "fused", 10, 48, policy, skipped=("compiled",)
+    )
+    assert 8 < crossed.slowed.percent < 12, crossed.slowed
+    kernels = ("fused", "fused-pointer", "eager", "gemm", "copy")
     names = {(m.case, m.benchmark) for m in crossed.others}
-    assert names == {(c, k) for c in ("odd", "fp16") for k in ("fused", "fused-pointer", "eager", "gemm", "copy")} - {
-        ("fp16", "fused")
-    }
+    assert names == {(c, k) for c in ("odd", "big", "fp16") for k in kernels} - {("big", "fused")}
 
 
 def test_throttle_monitor_reads_the_gpu():

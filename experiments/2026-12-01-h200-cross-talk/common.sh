@@ -14,14 +14,15 @@ export PYTHONPATH=/tmp/site
 # The device tool brings back a few files per call: everything is packed into OUT.tgz at the end.
 pack() { tar czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")"; }
 nvidia-smi --query-gpu=index,name,driver_version,power.limit,clocks.sm,temperature.gpu --format=csv > "$out/gpus.txt"
-if [ ! -d /tmp/xt/.git ]; then
-  rm -rf /tmp/xt && mkdir /tmp/xt && cp -r pyproject.toml thresholds.yaml kernels perfbot /tmp/xt/
+# Made afresh every call: a machine still warm from the last call keeps /tmp, and its tree.
+rm -rf /tmp/xt /tmp/xt-nb && mkdir /tmp/xt && cp -r pyproject.toml thresholds.yaml kernels perfbot /tmp/xt/
+{
   git_=(git -c user.name=perfbot -c user.email=perfbot@localhost)
   (cd /tmp/xt && "${git_[@]}" init -q -b main && "${git_[@]}" add -A && "${git_[@]}" commit -qm main &&
     "${git_[@]}" checkout -qb neighbour && python3 "$here/neighbour.py" kernels &&
     "${git_[@]}" commit -qam "two launch configs of the TMA path" && "${git_[@]}" checkout -q main) ||
     { echo "the reproducer's repository could not be made"; exit 3; }
-fi
+}
 git -C /tmp/xt log --oneline --all > "$out/xt-commits.txt"
 mkdir -p /tmp/bin && cat > /tmp/bin/perfbot <<'SCRIPT'
 #!/usr/bin/env bash

@@ -12,6 +12,6 @@ git -C /tmp/xt worktree add -q /tmp/xt-nb neighbour 2> /dev/null
   > "$out/probe-neighbour.txt" 2>&1
 cat "$out/probe-neighbour.txt"
 for i in $(seq 1 10); do ab quick-$i 45 main neighbour --suite quick; done
-python3 "$here/flags.py" --skip fused "$out"/quick-* > "$out/quick-flags.txt"
+python3 "$here/flags.py" --skip fused "$out"/quick-*/ > "$out/quick-flags.txt"
 grep -A20 "^rows flagged" "$out/quick-flags.txt"
 pack
