@@ -7,8 +7,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/common.sh"
 aa=${2:-aa-1}
 ab full-1 290 main neighbour --skip-kernel max-autotune --gpus 1
+pack
 ab "$aa" 260 main --skip-kernel max-autotune --gpus 1
-python3 "$here/flags.py" --skip fused "$out/full-1" > "$out/full-flags.txt"
-python3 "$here/flags.py" "$out/$aa" > "$out/aa-flags.txt"
+pack
+python3 "$here/flags.py" --skip fused "$out/full-1/" > "$out/full-flags.txt"
+python3 "$here/flags.py" "$out/$aa/" > "$out/aa-flags.txt"
 cat "$out/full-flags.txt" | grep -v "^  fused on" | tail -12; tail -6 "$out/aa-flags.txt"
 pack
