@@ -48,6 +48,11 @@ class Moved:
     def label(self) -> str:
         return f"{self.benchmark} on {self.suite}/{self.case}"
 
+    @property
+    def surely_moved(self) -> bool:
+        """Whether its interval leaves out no change: a move the rounds cannot put down to chance."""
+        return self.low_percent > 0 or self.high_percent < 0
+
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -72,6 +77,7 @@ class Interference:
             "largest_cross_talk_percent": abs(largest.percent) if largest else None,
             "largest": largest.to_json() if largest else None,
             "confidence": self.confidence,
+            "surely_moved": [moved.label for moved in self.others if moved.surely_moved],
             "others": [moved.to_json() for moved in self.others],
         }
 

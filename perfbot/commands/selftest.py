@@ -254,7 +254,9 @@ def print_interference(crossed: Interference, warn_percent: float) -> None:
         console().print("interference: no other benchmark measured on both sides")
         return
     below = "below" if abs(largest.percent) < warn_percent else "NOT below"
+    sure = [row.label for row in crossed.others if row.surely_moved]
+    surely = f"surely moved: {', '.join(sure)}" if sure else "none surely moved (every interval holds no change)"
     console().print(
         f"largest cross-talk: {abs(largest.percent):.2f}% ({largest.label}), {below} the interleaved "
-        f"warn threshold of {warn_percent:g}%"
+        f"warn threshold of {warn_percent:g}%; {surely}"
     )
