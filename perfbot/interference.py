@@ -23,10 +23,10 @@ from .compare import BLOCK_ROUNDS, judge_paired
 from .errors import BadInput, WrongResult
 from .results import Results
 from .runner import LocalSides, RunSettings, measure_sides
-from .selftest import BASE_SLEEP_CYCLES, followed_by_sleep, sleep_line
+from .selftest import BASE_SLEEP_CYCLES, followed_by_sleep, selftest_rule, sleep_line
 from .sequential import PolicyRules, Stopping, first_look
 from .subject import Case, Loaded, Suite, load_subject
-from .thresholds import Policy, Rule
+from .thresholds import Policy
 
 SLOWED_SIDE = "head"
 
@@ -107,9 +107,9 @@ class SlowedSides(LocalSides):
         kernel_ms, ms_per_cycle = sleep_line(self.captured[slowed], self._ready(slowed).call)
         cycles = {"base": BASE_SLEEP_CYCLES, SLOWED_SIDE: BASE_SLEEP_CYCLES}
         cycles[SLOWED_SIDE] += max(1, round(self.percent / 100 * kernel_ms / ms_per_cycle))
-        for side, sleep in cycles.items():
+        for side in self.placement.sample(list(cycles), len(cycles)):  # in a drawn order, as every capture
             ready = self._ready(f"{side}:{self.kernel}")
-            ready.call = followed_by_sleep(ready.call, sleep)
+            ready.call = followed_by_sleep(ready.call, cycles[side])
             self.captured[ready.planned.key] = measure.capture(ready.call, 1)
         return keys, failed
 
@@ -137,12 +137,12 @@ def measure_interference(
     sides = SlowedSides(loaded, settings, case, kernel, percent)
     stopping = Stopping(rounds, rounds, math.inf, PolicyRules(policy, ""))
     measured = measure_sides(sides, [neighbourhood(loaded, case)], settings, on_progress, stopping=stopping)
-    return tally(measured["base"], measured[SLOWED_SIDE], case, kernel, rule)
+    return tally(measured["base"], measured[SLOWED_SIDE], case, kernel, policy)
 
 
-def tally(base: Results, head: Results, case: Case, kernel: str, rule: Rule) -> Interference:
+def tally(base: Results, head: Results, case: Case, kernel: str, policy: Policy) -> Interference:
     """Each benchmark's head/base ratio as the A/B's verdict estimates it (compare.judge_paired,
-    in blocks, with the rule's confidence), the slowed one apart."""
+    in blocks, at the confidence of the interleaved rule it gets), the slowed one apart."""
     bases = {(b.suite, b.case, b.name): b for b in base.benchmarks}
     key = (case.suite, case.name, kernel)
     slowed, others = None, []
@@ -150,6 +150,8 @@ def tally(base: Results, head: Results, case: Case, kernel: str, rule: Rule) -> 
         other = bases.get((bench.suite, bench.case, bench.name))
         if other is None:
             continue
+        gpu = str(head.environment.gpu_name or "")
+        rule = policy.rule_for(bench.kernel, bench.suite, bench.dtype, gpu, bench.shape, True, other.median_ms)
         estimate = judge_paired(other.samples_ms, bench.samples_ms, rule, BLOCK_ROUNDS)["estimate"]
         percent, low, high = (100 * (value - 1) for value in (estimate.ratio, estimate.low, estimate.high))
         moved = Moved(str(bench.suite), str(bench.case), bench.name, percent, low, high, len(bench.samples_ms))
@@ -162,7 +164,7 @@ def tally(base: Results, head: Results, case: Case, kernel: str, rule: Rule) -> 
         why = failures[0].reason if failures else "not measured on both sides"
         error = WrongResult if why.startswith("wrong result") else BadInput
         raise error(f"{kernel} on {case.suite}/{case.name}: {why}; the interference check injected nothing")
-    return Interference(slowed, tuple(others), 1 - rule.alpha)
+    return Interference(slowed, tuple(others), 1 - selftest_rule(policy, None).alpha)
 
 
 def interference_in_worker(

@@ -121,9 +121,9 @@ def time_rounds(
     seed: int | str = 0,
 ) -> Timings:
     """The interleaving loop, the only one: `samples` rounds, each timing every key once in the
-    order `round_order` gives (the two sides of each of `pairs` in places drawn afresh from `seed`
-    every round, those of `side_by_side` next to each other), the GPU's state read after every
-    round. Milliseconds per key. `start` numbers the first round (a sequential A/B calls this
+    order `round_order` gives (the two sides of each of `pairs` in places drawn from `seed` for
+    every block of BALANCED_ROUNDS rounds, those of `side_by_side` next to each other), the GPU's
+    state read after every round. Milliseconds per key. `start` numbers the first round (a sequential A/B calls this
     again for more rounds)."""
     timings: dict[str, list[float]] = {key: [] for key in keys}
     rounds: list[Round] = []
@@ -207,16 +207,18 @@ def round_order(
 
     `pairs` are the two sides of one benchmark of an A/B (base, head). Each pair has two places
     in the round, and which side takes which is drawn for every pair on its own (`side_places`,
-    from `seed`): so each side of a benchmark follows and precedes either side of its neighbours
-    equally often, and a neighbour that changed on one side moves both of its sides alike. In
+    from `seed`): so, over the blocks, each side of a benchmark follows and precedes either side of
+    its neighbours equally often, and a neighbour that changed on one side moves both of its sides
+    alike. Within one block it need not cancel: it then spreads the blocks, not their median. In
     fixed places each side only ever met its own side's neighbours, and a changed neighbour
     moved the unchanged benchmark beside it by a percent (docs/method.md, "Exchangeable sides").
 
     The two names of each of `side_by_side` (the base and head of one long benchmark) move as
     one, next to each other, so that their samples are taken milliseconds apart rather than half a
     round: on a power-capped GPU the clock wanders within a round of large kernels (sequential.py
-    says what it gained). With such pairs the rotation moves on every four rounds, not two, so
-    that within those four each name takes four places. The other names keep their places (an
+    says what it gained). With pairs the rotation moves on every four rounds, not two, so that
+    within those four each name takes four places, and the two sides of a pair the same four. The
+    other names keep their places (an
     A/B lists every base before every head), half of them on each side of the paired ones, so
     that the two sides of a short benchmark stay apart as before; for that there must be two
     paired units to put between the halves (one in the middle, one at the wrap), and with fewer,
@@ -240,7 +242,7 @@ def round_order(
     alone = [(takes.get(name, name),) for name in names if name not in in_long]
     half, middle = len(alone) // 2, len(long) // 2
     units = [*alone[:half], *long[:middle], *alone[half:], *long[middle:]]
-    shift = (round_index // (BALANCED_ROUNDS if long else 2)) % len(units)
+    shift = (round_index // (BALANCED_ROUNDS if present else 2)) % len(units)
     order = [name for unit in (*units[shift:], *units[:shift]) for name in unit]
     return order[::-1] if round_index % 2 else order
 

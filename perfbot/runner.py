@@ -392,7 +392,8 @@ class LocalSides:
         self.generator: torch.Generator | None = None  # made at the first case, once the GPU is known
         self.ready: list[_Ready] = []
         self.captured: dict[str, measure.Captured] = {}
-        self.placement = random.Random(settings.seed)  # recapture's offsets, the same for a seed
+        self.placement = random.Random(settings.seed)  # capture order and offsets: drawn anew per case
+        self.turns: dict[str, int] = {}
 
     def prepare(self, case: Suite) -> tuple[list[str], list[tuple[str, Failure]]]:
         group = [
@@ -404,6 +405,11 @@ class LocalSides:
         self.ready, self.captured = [], {}
         if not group:
             return [], []
+        # Each case's turn draws its own placements, the same for a seed wherever it is measured
+        # (on whichever GPU's worker, after whichever cases).
+        label = f"{group[0].case.suite}/{group[0].case.name}"
+        self.turns[label] = self.turns.get(label, 0) + 1
+        self.placement = random.Random(f"{self.settings.seed}/{label}/{self.turns[label]}")
         if self.generator is None:
             self.generator = torch.Generator(device=DEVICE).manual_seed(self.settings.seed)
         self.ready, failed = check_group(group, self.generator, self.subjects[group[0].side].subject)

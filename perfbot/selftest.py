@@ -272,9 +272,6 @@ def measure_checks(
     takes its own, so that its checks are not another GPU's over again)."""
     from . import measure
 
-    def with_sleep(cycles: int) -> Callable[[], Any]:
-        return followed_by_sleep(fn, cycles)
-
     base = measure.capture(fn, 3)
     kernel_ms, ms_per_cycle = sleep_line(base, fn)
     cycles = {level: BASE_SLEEP_CYCLES + max(1, int(level / 100 * kernel_ms / ms_per_cycle)) for level in levels}
@@ -282,8 +279,8 @@ def measure_checks(
     # As an A/B lists its benchmarks, every base before every head: spread over a round (kernels
     # under SIDE_BY_SIDE_MS), the two of a comparison are then never back to back but at the wrap.
     def checked(cycles: dict[float, int]) -> dict[str, Callable[[], Any]]:
-        calls = {BASE: fn, **{unslowed(level): with_sleep(BASE_SLEEP_CYCLES) for level in levels}}
-        return calls | {TWIN: fn, **{slowed(level): with_sleep(cycles[level]) for level in levels}}
+        calls = {BASE: fn, **{unslowed(level): followed_by_sleep(fn, BASE_SLEEP_CYCLES) for level in levels}}
+        return calls | {TWIN: fn, **{slowed(level): followed_by_sleep(fn, cycles[level]) for level in levels}}
 
     pairs = {TWIN: (BASE, TWIN), **{slowed(level): (unslowed(level), slowed(level)) for level in levels}}
     placement = random.Random(seed)
@@ -333,7 +330,11 @@ def measure_checks(
     cycles = {level: round(mean(placed[level])) for level in levels}
     on_calibrated()
     calls = checked(cycles)
-    captured = {BASE: base, **{key: measure.capture(call, 1) for key, call in calls.items() if key != BASE}}
+    # Captured in a drawn order, as every later block is (measure.capture_again), listed as the checks list them.
+    captured = {BASE: base}
+    for key in placement.sample([key for key in calls if key != BASE], len(calls) - 1):
+        captured[key] = measure.capture(calls[key], 1)
+    captured = {key: captured[key] for key in calls}
 
     def recapture(keys: list[str]) -> None:  # as runner.LocalSides.recapture, before each block
         measure.capture_again(captured, calls, keys, placement)

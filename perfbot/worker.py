@@ -297,7 +297,7 @@ class _Side:
         fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()}
         fields["variants"] = tuple((name, tuple(values)) for name, values in fields.get("variants", ()))
         chosen = runner.RunSettings(**fields)
-        if self.local is None:
+        if self.local is None or self.local.settings != chosen:  # the second A/B: the next seed
             self.local = runner.LocalSides({self.side: self.subject}, chosen)
         cases = tuple(Case(**c) for c in suite["cases"])
         keys, failed = self.local.prepare(Suite(suite["name"], suite["about"], tuple(suite["implementations"]), cases))

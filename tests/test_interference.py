@@ -14,6 +14,7 @@ from perfbot.cli import perfbot
 from perfbot.selftest import BASE_SLEEP_CYCLES
 from perfbot.subject import load_subject
 from perfbot.thresholds import load_policy
+from tests.fake_gpu import listed_places
 
 SUITES = """
 tiny:
@@ -73,14 +74,14 @@ def test_the_check_measures_the_case_and_its_neighbours_and_finds_no_cross_talk(
     } - {("square", "fused")}
     assert all(m.rounds == 200 for m in (crossed.slowed, *crossed.others))
     # Drawn afresh, the 1% after the slowed kernel lands on either side: it spreads the ratios
-    # around no change, and no interval leaves it.
-    assert not any(m.surely_moved for m in crossed.others), crossed.others
+    # around no change (of 11 intervals at 99%, one may leave it by chance; the control's left by far).
+    assert sum(m.surely_moved for m in crossed.others) <= 1, crossed.others
     largest = crossed.largest
     assert largest is not None and abs(largest.percent) < 0.5, largest
 
 
 def test_with_the_sides_in_fixed_places_the_check_finds_the_cross_talk(slowed_gpu, project: Path, monkeypatch):
-    monkeypatch.setattr(measure, "side_places", lambda count, round_index, seed=0: [(round_index // 2) % 2] * count)
+    monkeypatch.setattr(measure, "side_places", listed_places)
     crossed = _check(project)
     largest = crossed.largest
     assert largest is not None and largest.case == "square" and abs(largest.percent) > 0.3, largest
@@ -102,7 +103,7 @@ def test_selftest_prints_and_records_the_largest_cross_talk(slowed_gpu, project:
     assert "largest cross-talk: " in result.output and "the interleaved warn threshold of 0.25%" in result.output
     record = json.loads(out.read_text())["interference"]
     assert record["slowed"]["benchmark"] == "fused" and record["largest_cross_talk_percent"] < 0.5
-    assert record["surely_moved"] == [] and "none surely moved" in " ".join(result.output.split())
+    assert len(record["surely_moved"]) <= 1 and "surely moved" in result.output
     assert len(record["others"]) == 11 and all(row["rounds"] == 100 for row in record["others"])
     skipped = CliRunner().invoke(perfbot, [*args, "--checks", "4", "--skip-kernel", "nope"])
     assert skipped.exit_code == 2 and "unknown implementation 'nope'" in skipped.output

@@ -131,6 +131,18 @@ def test_each_side_of_a_benchmark_meets_either_side_of_its_neighbours_alike():
     assert round_order(names, 3, seed=1) == round_order(names, 3, seed=2)
 
 
+def test_in_every_block_the_two_sides_of_a_pair_take_the_same_places():
+    # spread pairs only (a short case) and side by side ones: whichever side a block's draw puts
+    # first, over the block each side of a pair stands in the same four places as the other
+    names = [f"{side}:{k}" for side in ("base", "head") for k in ("a", "b", "c")] + ["head:new"]
+    pairs = [(f"base:{k}", f"head:{k}") for k in ("a", "b", "c")]
+    for together in ([], pairs):
+        for block in range(0, 400, 4):
+            orders = [round_order(names, r, pairs, together, seed="s") for r in range(block, block + 4)]
+            for base, head in pairs:
+                assert sorted(o.index(base) for o in orders) == sorted(o.index(head) for o in orders), orders
+
+
 def test_block_of_a_sequential_ab_is_a_whole_number_of_balanced_rounds():
     from perfbot.compare import BLOCK_ROUNDS
 

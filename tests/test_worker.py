@@ -232,3 +232,26 @@ def test_the_worker_answers_bad_requests_with_an_error_not_a_crash(repo: Path):
     lines = done.stdout.splitlines()
     assert done.returncode == 0 and len(lines) == 2
     assert "unknown request 'nonsense'" in lines[0] and "no captured benchmark 'x'" in lines[1]
+
+
+def test_a_worker_draws_the_second_ab_afresh(gpu, project: Path, monkeypatch):
+    # The confirming A/B comes with the next seed; a worker that kept the first A/B's sides would
+    # repeat its inputs and placements.
+    import dataclasses
+
+    from perfbot import measure, runner
+    from tests.test_runner_cpu import _subject
+
+    monkeypatch.setattr(measure, "L2Flush", lambda: None)
+    monkeypatch.setattr(measure, "time_once", lambda captured, flush: 1.0)
+    subject = _subject(project)
+    (case,) = runner.single_cases([subject.suites["tiny"]])[:1]
+    side = worker._Side(project / "kernels", "base")
+    side.hello()
+    first = dataclasses.asdict(runner.RunSettings(samples=10))
+    side.prepare(worker._suite_json(case), first)
+    kept = side.local
+    side.prepare(worker._suite_json(case), first)
+    assert side.local is kept  # the same A/B, case after case
+    side.prepare(worker._suite_json(case), dataclasses.asdict(runner.RunSettings(samples=10, seed=1)))
+    assert side.local is not kept and side.local.settings.seed == 1
