@@ -114,23 +114,33 @@ def run(
             first = first_look(settings.samples, alpha)
             stopping = Stopping(first, sampling.most, sampling.seconds, PolicyRules(policy, gpu))
 
-        def measure(chosen: Sequence[Suite], tag: str, drawn: RunSettings) -> tuple[Results, Results]:
+        def measure(
+            chosen: Sequence[Suite], tag: str, drawn: RunSettings, loaded: dict[str, Loaded]
+        ) -> tuple[Results, Results]:
             extra = {"ab_run": run_id + tag, **revisions, "triton_commits": pins}
             with progress(progress_steps(plan(running, chosen, drawn), drawn, stopping)) as advance:
                 if sharded:
-                    job = Job({side: loaded.path for side, loaded in subjects.items()}, drawn, stopping)
+                    job = Job({side: subject.path for side, subject in loaded.items()}, drawn, stopping)
                     measured = measure_sharded(job, chosen, gpus, advance, extra, worker_specs=specs or None)
                 else:
-                    sides = WorkerSides(started, drawn) if started else LocalSides(subjects, drawn)
+                    sides = WorkerSides(started, drawn) if started else LocalSides(loaded, drawn)
                     measured = measure_sides(sides, chosen, drawn, advance, extra, stopping)
             return measured["base"], measured["head"]
 
-        base, head = measure(suites, "", settings)
+        base, head = measure(suites, "", settings, subjects)
         on_measured(base, head)
-        # The second A/B draws its inputs, placements and orders afresh (the next seed): drawn
-        # as the first were, whatever luck of the draw the first had would come back with them.
-        again = dataclasses.replace(settings, seed=settings.seed + 1)
-        report = judge(base, head, policy, lambda cases: measure(restrict(suites, cases), "-confirm", again))
+
+        def measure_again(cases: set[tuple[str, str]]) -> tuple[Results, Results]:
+            """The second A/B of failing cases: its inputs, placements and orders drawn afresh (the
+            next seed), and each side's subject imported anew, so that Triton loads its kernels
+            anew: drawn or loaded as the first were, whatever a draw or a load did to one side
+            would come back with them (a load of identical code moved one side of a 36 us kernel
+            by up to 0.9%, docs/method.md)."""
+            again = dataclasses.replace(settings, seed=settings.seed + 1)
+            fresh = {side: load_subject(loaded.path, instance=f"{run_id}-confirm") for side, loaded in subjects.items()}
+            return measure(restrict(suites, cases), "-confirm", again, fresh)
+
+        report = judge(base, head, policy, measure_again)
         other = "head" if head_rev else "base"
         report = dataclasses.replace(
             report, policy_change=policy_change(policy, trees[other][0], suites, subjects[other])

@@ -123,8 +123,8 @@ def time_rounds(
     """The interleaving loop, the only one: `samples` rounds, each timing every key once in the
     order `round_order` gives (the two sides of each of `pairs` in places drawn from `seed` for
     every block of BALANCED_ROUNDS rounds, those of `side_by_side` next to each other), the GPU's
-    state read after every round. Milliseconds per key. `start` numbers the first round (a sequential A/B calls this
-    again for more rounds)."""
+    state read after every round. Milliseconds per key. `start` numbers the first round (a
+    sequential A/B calls this again for more rounds)."""
     timings: dict[str, list[float]] = {key: [] for key in keys}
     rounds: list[Round] = []
     for round_index in range(start, start + samples):
@@ -218,11 +218,10 @@ def round_order(
     round: on a power-capped GPU the clock wanders within a round of large kernels (sequential.py
     says what it gained). With pairs the rotation moves on every four rounds, not two, so that
     within those four each name takes four places, and the two sides of a pair the same four. The
-    other names keep their places (an
-    A/B lists every base before every head), half of them on each side of the paired ones, so
-    that the two sides of a short benchmark stay apart as before; for that there must be two
-    paired units to put between the halves (one in the middle, one at the wrap), and with fewer,
-    every name is spread."""
+    other names keep their places (an A/B lists every base before every head), half of them on
+    each side of the paired ones, so that the two sides of a short benchmark stay apart as before;
+    for that there must be two paired units to put between the halves (one in the middle, one at
+    the wrap), and with fewer, every name is spread."""
     balanced = [*pairs, *(pair for pair in side_by_side if pair not in pairs)]
     present = [pair for pair in balanced if pair[0] in names and pair[1] in names]
     paired = [name for pair in present for name in pair]

@@ -219,8 +219,8 @@ def time_until_decided(
 
     `earlier`, the timings of a case sampled before (`runner.measure_sides` comes back to a case
     whose time ran out): its samples come first, and only the pairs it left open, timed to its
-    last round, go on. `seed` draws which side of each pair takes which of its places in each
-    round (measure.round_order): each case, and each A/B of it, should have a seed of its own."""
+    last round, go on. `seed` draws which side of each pair takes which of its places, block by
+    block (measure.round_order): each case, and each A/B of it, should have a seed of its own."""
     samples: dict[str, list[float]] = {key: [] for key in keys}
     rounds: list[measure.Round] = []
     open_pairs = dict(pairs)

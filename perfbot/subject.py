@@ -242,18 +242,20 @@ def without_repeats(suites: Sequence[Suite]) -> list[Suite]:
     return kept
 
 
-def load_subject(package: Path) -> Loaded:
+def load_subject(package: Path, instance: str = "") -> Loaded:
     """Import the package at `package` by path and take its `subject`. Under a name unique to its
-    path, so that two checkouts (an A/B run, a bisect) can be loaded side by side in one process.
-    Everything the subject declares is checked here, so that a mistake in it is one line naming
-    it (exit 2), not a failure in the middle of a run."""
+    path, so that two checkouts (an A/B run, a bisect) can be loaded side by side in one process;
+    another `instance` imports the same files again, as modules of their own (whose kernels Triton
+    then loads anew). Everything the subject declares is checked here, so that a mistake in it is
+    one line naming it (exit 2), not a failure in the middle of a run."""
     init = package / "__init__.py"
     if not init.is_file():
         raise BadInput(
             f"{package}: not a Python package (no __init__.py); [tool.perfbot] kernels names the "
             "package that defines `subject`"
         )
-    name = "perfbot_subject_" + hashlib.sha1(str(package.resolve()).encode()).hexdigest()[:12]
+    key = str(package.resolve()) + (f"\0{instance}" if instance else "")
+    name = "perfbot_subject_" + hashlib.sha1(key.encode()).hexdigest()[:12]
     module = sys.modules.get(name) or _import(package, name, init)
     subject = getattr(module, "subject", None)
     if not isinstance(subject, Subject):

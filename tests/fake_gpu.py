@@ -11,7 +11,8 @@ class FakeGpu:
     """Capture calls the function; timing returns `ms(name, call)` for each sample, times
     `context(name, previous, captured)`: a factor from what ran before it in the round (the
     round's lead-in replays its last benchmark first, as measure.GraphTimer does) and from the
-    captures (`captured[key].graph` numbers each capture in the order they were made)."""
+    captures (`captured[key].graph` numbers each capture in the order they were made; `modules`
+    gives, by that number, the module of the function captured: which load of a subject it ran)."""
 
     def __init__(self):
         self.ms = lambda name, call: 1.0
@@ -19,11 +20,13 @@ class FakeGpu:
         self.calls: dict[str, int] = {}
         self.rng = random.Random(0)
         self.captures = 0
+        self.modules: dict[int, str] = {}
 
     def capture(self, fn, warmup_calls, offset_bytes=0):
         for _ in range(warmup_calls):
             fn()
         self.captures += 1
+        self.modules[self.captures] = getattr(getattr(fn, "func", fn), "__module__", "")
         return measure.Captured(graph=self.captures, output=fn())
 
     def timer(self, captured):
