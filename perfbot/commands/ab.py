@@ -111,9 +111,10 @@ def ab_command(
 
     The suites and thresholds.yaml of this checkout decide, whichever revisions are measured
     (the PR check runs in the base's checkout). Both sides are judged paired by round with the
-    interleaved thresholds; a failing slowdown is measured again in a second A/B and fails
-    (exit 1) only if it holds. If BASE and HEAD pin different Triton commits, each side runs in
-    a worker process with its own Triton (--triton-source or --triton-env): one pair of them per GPU.
+    interleaved thresholds; a failing slowdown is measured again in a second A/B (fresh inputs,
+    placements and orders, both sides' kernels loaded anew) and fails (exit 1) only if it
+    holds. If BASE and HEAD pin different Triton commits, each side runs in a worker process with
+    its own Triton (--triton-source or --triton-env): one pair of them per GPU.
 
     Example:
 
