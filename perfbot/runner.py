@@ -412,7 +412,14 @@ class LocalSides:
         self.placement = random.Random(f"{self.settings.seed}/{label}/{self.turns[label]}")
         if self.generator is None:
             self.generator = torch.Generator(device=DEVICE).manual_seed(self.settings.seed)
-        self.ready, failed = check_group(group, self.generator, self.subjects[group[0].side].subject)
+        # Which side's implementations run first (and so compile, and are loaded, first) is drawn
+        # too; the inputs and references stay the first listed side's, the round keeps its order.
+        sides = self.placement.sample(list(self.subjects), len(self.subjects))
+        checked = sorted(group, key=lambda planned: sides.index(planned.side))
+        self.ready, failed = check_group(checked, self.generator, self.subjects[group[0].side].subject)
+        listed = {id(planned): at for at, planned in enumerate(group)}
+        self.ready.sort(key=lambda ready: listed[id(ready.planned)])
+        failed.sort(key=lambda failure: self.names.index(failure[0]))
         self.captured, not_captured = capture_group(self.ready, self.settings, self.placement)
         return list(self.captured), failed + not_captured
 

@@ -137,3 +137,26 @@ def test_on_the_same_loads_the_second_ab_would_confirm_the_load(gpu, repo: Path,
     result = _ab(repo, tmp_path / "ab")
     assert result.exit_code == 1, result.output
     assert "confirmed by a second interleaved round" in _rows(tmp_path / "ab")[("odd", "fused")]["reason"]
+
+
+def test_which_side_is_checked_and_loaded_first_is_drawn(gpu, project: Path, monkeypatch):
+    # A kernel compiles, and Triton loads it, on its first call: the correctness check. In listed
+    # order the base's would always come first. The inputs stay the base's either way.
+    base = test_runner_cpu._subject(project)
+    head = test_runner_cpu.load_subject(project / "kernels", instance="head")  # modules of its own
+    (case,) = runner.single_cases([base.suites["tiny"]])[:1]
+    checked = runner.check_group
+    firsts, judges = [], []
+
+    def watched(group, generator, judge):
+        firsts.append(group[0].side)
+        judges.append(judge)
+        return checked(group, generator, judge)
+
+    monkeypatch.setattr(runner, "check_group", watched)
+    assert head.subject is not base.subject
+    for seed in range(8):
+        sides = runner.LocalSides({"base": base, "head": head}, runner.RunSettings(samples=10, seed=seed))
+        keys, failed = sides.prepare(case)
+        assert not failed and [key.partition(":")[0] for key in keys] == ["base"] * 4 + ["head"] * 4
+    assert set(firsts) == {"base", "head"} and all(judge is base.subject for judge in judges)
