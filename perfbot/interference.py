@@ -131,8 +131,7 @@ def measure_interference(
     and its neighbours `rounds` rounds (whole blocks, at least the first look's) as an A/B."""
     if kernel not in loaded.implementations:
         raise BadInput(f"unknown implementation {kernel!r}; known: {sorted(loaded.implementations)}")
-    rule = policy.rule_for(kernel, case.suite, case.dtype, "", case.shape, True, None)
-    rounds = max(first_look(rounds, rule.alpha), math.ceil(rounds / BLOCK_ROUNDS) * BLOCK_ROUNDS)
+    rounds = max(first_look(rounds, selftest_rule(policy, None).alpha), math.ceil(rounds / BLOCK_ROUNDS) * BLOCK_ROUNDS)
     settings = RunSettings(skipped=tuple(k for k in skipped if k != kernel and k in loaded.implementations))
     sides = SlowedSides(loaded, settings, case, kernel, percent)
     stopping = Stopping(rounds, rounds, math.inf, PolicyRules(policy, ""))
@@ -145,12 +144,12 @@ def tally(base: Results, head: Results, case: Case, kernel: str, policy: Policy)
     in blocks, at the confidence of the interleaved rule it gets), the slowed one apart."""
     bases = {(b.suite, b.case, b.name): b for b in base.benchmarks}
     key = (case.suite, case.name, kernel)
+    gpu = str(head.environment.gpu_name or "")
     slowed, others = None, []
     for bench in head.benchmarks:
         other = bases.get((bench.suite, bench.case, bench.name))
         if other is None:
             continue
-        gpu = str(head.environment.gpu_name or "")
         rule = policy.rule_for(bench.kernel, bench.suite, bench.dtype, gpu, bench.shape, True, other.median_ms)
         estimate = judge_paired(other.samples_ms, bench.samples_ms, rule, BLOCK_ROUNDS)["estimate"]
         percent, low, high = (100 * (value - 1) for value in (estimate.ratio, estimate.low, estimate.high))

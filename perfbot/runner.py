@@ -392,7 +392,7 @@ class LocalSides:
         self.generator: torch.Generator | None = None  # made at the first case, once the GPU is known
         self.ready: list[_Ready] = []
         self.captured: dict[str, measure.Captured] = {}
-        self.placement = random.Random(settings.seed)  # capture order and offsets; each case's turn reseeds it
+        self.placement = random.Random()  # capture order and offsets: seeded for each case's turn in `prepare`
         self.turns: dict[str, int] = {}
 
     def prepare(self, case: Suite) -> tuple[list[str], list[tuple[str, Failure]]]:
