@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import torch
 
-from . import correctness, git, measure, sequential
+from . import correctness, git, loads, measure, sequential
 from .environment import GpuMonitor, collect_environment, stability
 from .errors import BadInput, EnvironmentFailure
 from .results import Benchmark, Environment, Failure, GpuStates, Results, Settings, variant_name
@@ -308,7 +308,8 @@ def stopping_text(stopping: Stopping) -> str:
     return (
         f"sequential: each pair timed until decided, first look after {stopping.first} rounds, then every "
         f"{sequential.BLOCK_ROUNDS}, at most {stopping.most} rounds, {stopping.seconds:g} s for the run's sampling "
-        "(a second turn for a case whose share ran out)"
+        "(a second turn for a case whose share ran out); each block on fresh captures, each side's Triton kernels "
+        f"loaded anew every {loads.BLOCKS_PER_LOAD} blocks"
     )
 
 
@@ -394,6 +395,9 @@ class LocalSides:
         self.captured: dict[str, measure.Captured] = {}
         self.placement = random.Random()  # capture order and offsets: seeded for each case's turn in `prepare`
         self.turns: dict[str, int] = {}
+        self.kernels: list[Any] = []  # every side's Triton kernels, loaded anew every few blocks (loads.py)
+        self.blocks = 0  # re-captures of this case's turn
+        self.held: list[list[Any]] = []  # the loads let go this turn, alive until its graphs are
 
     def prepare(self, case: Suite) -> tuple[list[str], list[tuple[str, Failure]]]:
         group = [
@@ -402,9 +406,11 @@ class LocalSides:
             for planned_group in plan(subject, [case], self.settings, side, lenient=True)
             for planned in planned_group
         ]
-        self.ready, self.captured = [], {}
+        self.ready, self.captured, self.held, self.blocks = [], {}, [], 0
         if not group:
             return [], []
+        found = {id(k): k for loaded in self.subjects.values() for k in loads.triton_kernels(loaded.module)}
+        self.kernels = list(found.values())
         # Each case's turn draws its own placements, the same for a seed wherever it is measured
         # (on whichever GPU's worker, after whichever cases).
         label = f"{group[0].case.suite}/{group[0].case.name}"
@@ -428,7 +434,12 @@ class LocalSides:
 
     def recapture(self, keys: list[str]) -> None:
         """Capture these benchmarks again (a sequential A/B's next block: measure.capture_again);
-        the timer sees the new graphs."""
+        the timer sees the new graphs. Every few blocks, on kernels every side loads anew, so that
+        no one load of a side's code is timed for the whole run (loads.py)."""
+        self.blocks += 1
+        if self.blocks % loads.BLOCKS_PER_LOAD == 0:
+            self.held.append(loads.forget_compiled(self.kernels))
+            del self.held[: -loads.MOST_HELD]
         measure.capture_again(self.captured, {r.planned.key: r.call for r in self.ready}, keys, self.placement)
 
     def finish(
@@ -436,6 +447,7 @@ class LocalSides:
     ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
         done = finish_group(self.ready, self.captured, samples, throttled)
         self.ready, self.captured = [], {}
+        self.held = []  # the graphs that called into them are gone
         if DEVICE == "cuda":
             torch.cuda.empty_cache()
         return done

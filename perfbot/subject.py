@@ -172,6 +172,7 @@ class Loaded:
     path: Path  # the package's folder
     subject: Subject
     suites: dict[str, Suite]
+    module: str = ""  # the package's name in sys.modules
 
     @property
     def implementations(self) -> dict[str, Implementation]:
@@ -271,7 +272,7 @@ def load_subject(package: Path, instance: str = "") -> Loaded:
             raise BadInput(f"{package}: subject {subject.name!r} has no suites")
     else:
         suites = load_suites(package / subject.suites, subject)
-    return Loaded(path=package, subject=subject, suites=suites)
+    return Loaded(path=package, subject=subject, suites=suites, module=name)
 
 
 def _import(package: Path, name: str, init: Path) -> Any:

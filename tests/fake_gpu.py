@@ -4,7 +4,7 @@ function of the benchmark, so the statistics downstream see known slowdowns."""
 
 import random
 
-from perfbot import measure, runner
+from perfbot import loads, measure, runner
 
 
 class FakeGpu:
@@ -12,7 +12,12 @@ class FakeGpu:
     `context(name, previous, captured)`: a factor from what ran before it in the round (the
     round's lead-in replays its last benchmark first, as measure.GraphTimer does) and from the
     captures (`captured[key].graph` numbers each capture in the order they were made; `modules`
-    gives, by that number, the module of the function captured: which load of a subject it ran)."""
+    gives, by that number, the module of the function captured: which import of a subject it ran,
+    and `loads` which load of that subject's kernels).
+
+    Triton's loads are modelled too: each imported subject has one stand-in kernel (what
+    loads.triton_kernels finds), which a capture's first call loads, as Triton loads a kernel at
+    its first call, if nothing has been loaded since loads.forget_compiled emptied its caches."""
 
     def __init__(self):
         self.ms = lambda name, call: 1.0
@@ -21,12 +26,24 @@ class FakeGpu:
         self.rng = random.Random(0)
         self.captures = 0
         self.modules: dict[int, str] = {}
+        self.kernels: dict[str, StandInKernel] = {}  # by package
+        self.loads: dict[int, int] = {}  # capture -> the load its kernels ran from (0: none found)
+        self.loaded = 0
+
+    def triton_kernels(self, package):
+        return [self.kernels.setdefault(package, StandInKernel())]
 
     def capture(self, fn, warmup_calls, offset_bytes=0):
+        module = getattr(getattr(fn, "func", fn), "__module__", "")
+        kernel = next((k for p, k in self.kernels.items() if module == p or module.startswith(p + ".")), None)
+        if kernel is not None and not kernel.device_caches:
+            self.loaded += 1
+            kernel.device_caches[0] = self.loaded
         for _ in range(warmup_calls):
             fn()
         self.captures += 1
-        self.modules[self.captures] = getattr(getattr(fn, "func", fn), "__module__", "")
+        self.modules[self.captures] = module
+        self.loads[self.captures] = kernel.device_caches[0] if kernel is not None else 0
         return measure.Captured(graph=self.captures, output=fn())
 
     def timer(self, captured):
@@ -52,6 +69,13 @@ class FakeGpu:
         return Timer()
 
 
+class StandInKernel:
+    """A Triton JIT function as loads.forget_compiled sees it: its compiled kernels by device."""
+
+    def __init__(self):
+        self.device_caches: dict[int, int] = {}
+
+
 def listed_places(count, round_index, seed=0):
     """In place of measure.side_places: every pair in the places it is listed in (the base first in
     the forward rounds), flipped every other pair of rounds: the order before the places were drawn."""
@@ -64,6 +88,7 @@ def fake_gpu(monkeypatch) -> FakeGpu:
     monkeypatch.setattr(runner, "require_gpu", lambda: None)
     monkeypatch.setattr(measure, "capture", fake.capture)
     monkeypatch.setattr(measure, "GraphTimer", fake.timer)
+    monkeypatch.setattr(loads, "triton_kernels", fake.triton_kernels)
     return fake
 
 

@@ -4,9 +4,10 @@ order its captures were made in, must leave the verdicts of the unchanged benchm
 Only the GPU's primitives are replaced (tests/fake_gpu.py); the A/B runs as `perfbot ab` runs it."""
 
 import json
+import random
 from pathlib import Path
 
-from perfbot import measure, runner
+from perfbot import loads, measure, runner
 from tests import test_runner_cpu
 from tests.fake_gpu import listed_places
 from tests.test_runner_cpu import _ab
@@ -160,3 +161,40 @@ def test_which_side_is_checked_and_loaded_first_is_drawn(gpu, project: Path, mon
         keys, failed = sides.prepare(case)
         assert not failed and [key.partition(":")[0] for key in keys] == ["base"] * 4 + ["head"] * 4
     assert set(firsts) == {"base", "head"} and all(judge is base.subject for judge in judges)
+
+
+def _each_load_biased(gpu, seed: int = 1) -> None:
+    """An A/A on a GPU where every load of a side's kernels runs 1% slower or 1% faster (a coin
+    per load) for as long as it lasts: on the H200 two loads of identical code put a 36 us
+    kernel up to 0.9% apart (docs/method.md, "Exchangeable sides")."""
+    coin, bias = random.Random(seed), {}
+
+    def load_bias(name, previous, captured):
+        load = gpu.loads[captured[name].graph]
+        assert load, name  # every benchmark runs from a load of its side's kernels
+        if load not in bias:
+            bias[load] = 1.01 if coin.random() < 0.5 else 0.99
+        return bias[load]
+
+    gpu.context = load_bias
+
+
+def test_a_sides_kernels_are_loaded_anew_every_few_blocks(gpu, repo: Path, tmp_path: Path):
+    _each_load_biased(gpu)
+    result = _ab(repo, tmp_path / "ab")
+    assert result.exit_code == 0, result.output
+    for key, row in _rows(tmp_path / "ab").items():
+        low, high = row["ci"]
+        assert row["verdict"] == "unchanged" and low < 1 < high, (key, row["reason"])
+    assert len(set(gpu.loads.values())) > 8  # two sides, two cases: more loads than one each
+
+
+def test_on_one_load_per_side_the_loads_bias_would_fail_the_check(gpu, repo: Path, tmp_path: Path, monkeypatch):
+    # The control: each side's kernels loaded once for the run, as before. Some row's two sides
+    # then run 2% apart, the whole run, and a load of identical code fails the check.
+    monkeypatch.setattr(loads, "BLOCKS_PER_LOAD", 10**9)
+    _each_load_biased(gpu)
+    result = _ab(repo, tmp_path / "ab")
+    assert result.exit_code == 1, result.output
+    moved = [key for key, row in _rows(tmp_path / "ab").items() if row["verdict"] != "unchanged"]
+    assert moved

@@ -1,0 +1,64 @@
+"""Fresh loads of a subject's Triton kernels, again and again within one A/B.
+
+Triton loads a compiled kernel onto the GPU (cuModuleLoad) at its first call and keeps that load
+for as long as the process lives. On the H200 one load of identical code ran a 36 us kernel up to
+0.9% slower or faster than another, for as long as both lasted (docs/method.md, "Exchangeable
+sides"): a bias fixed for the run, on the side that happened to get the worse load. So a
+sequential A/B has Triton forget each side's compiled kernels every few blocks
+(runner.LocalSides.recapture); the next call compiles them from Triton's cache on disk, which
+loads them anew, wherever the driver now puts them. A load's bias then varies from block to
+block like any other noise: it widens the interval instead of moving it.
+
+Only kernels Triton compiles for the subject's own modules are found (module-level `@triton.jit`
+functions, under `autotune` and `heuristics` too); vendor libraries', PyTorch's and torch.compile's kernels
+are the same code, loaded once, on both sides.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+# A sequential A/B's blocks per load: every this many blocks of four rounds, each side's kernels
+# are loaded anew. A load of the quick suite's kernels costs a few ms against 20-60 ms a block.
+BLOCKS_PER_LOAD = 4
+# The loads of a case's turn kept alive at most (their code stays on the GPU meanwhile): past
+# this, the oldest are let go, and the driver may put a later load where one of them was.
+MOST_HELD = 64
+
+
+def triton_kernels(package: str) -> list[Any]:
+    """The Triton JIT functions that the modules of the imported package `package` (its name in
+    sys.modules) define at module level, each once; none where Triton is absent or interpreted."""
+    try:
+        from triton.runtime.jit import JITFunction
+    except ImportError:
+        return []
+    found: dict[int, Any] = {}
+    modules = [m for name, m in list(sys.modules.items()) if name == package or name.startswith(package + ".")]
+    for module in modules:
+        for value in list(vars(module).values()):
+            for _ in range(8):  # autotune(heuristics(jit(f))): each wrapper keeps the next in `fn`
+                if isinstance(value, JITFunction) or not hasattr(value, "fn"):
+                    break
+                value = value.fn
+            if isinstance(value, JITFunction):
+                found[id(value)] = value
+    return list(found.values())
+
+
+def forget_compiled(kernels: list[Any]) -> list[Any]:
+    """Make Triton forget what it has compiled and loaded of these kernels, so that their next
+    call loads them anew. Returns what they held: keep it alive until nothing captured from it
+    can run any more (a CUDA graph captured from a kernel calls into its load, and Triton unloads
+    a kernel it no longer references). A Triton that keeps its compiled kernels elsewhere than in
+    `device_caches` (as 3.6 does) or `cache` (as older releases did) is left as it is."""
+    held = []
+    for kernel in kernels:
+        caches = getattr(kernel, "device_caches", None)
+        if caches is None:
+            caches = getattr(kernel, "cache", None)
+        if isinstance(caches, dict) and caches:
+            held.append(dict(caches))
+            caches.clear()
+    return held
