@@ -20,7 +20,7 @@ import sys
 from typing import Any
 
 # A sequential A/B's blocks per load: every this many blocks of four rounds, each side's kernels
-# are loaded anew. A load of the quick suite's kernels costs a few ms against 20-60 ms a block.
+# are loaded anew. What it costs a full-width run is in docs/method.md ("Exchangeable sides").
 BLOCKS_PER_LOAD = 4
 # The loads of a case's turn kept alive at most (their code stays on the GPU meanwhile): past
 # this, the oldest are let go, and the driver may put a later load where one of them was.

@@ -105,3 +105,21 @@ def _no_flags():
     from perfbot.selftest import Flagged
 
     return Flagged(4, 0, 2, 0)
+
+
+@pytest.mark.parametrize(
+    ("percent", "low", "high", "hint"),
+    [(-0.37, -0.77, 0.19, True), (0.12, -0.2, 0.4, False), (0.6, 0.3, 0.9, False)],
+    ids=["noise-past-warn", "below-warn", "surely-moved"],
+)
+def test_the_summary_says_when_the_largest_move_is_only_noise(percent, low, high, hint, capsys):
+    from perfbot.commands.selftest import print_interference
+
+    slowed = interference.Moved("decode", "m16", "fused", 10.0, 9.3, 10.4, 400)
+    largest = interference.Moved("decode", "m1", "fused-pointer", percent, low, high, 400)
+    quiet = interference.Moved("decode", "m1", "gemm", 0.01, -0.3, 0.3, 400)
+    print_interference(interference.Interference(slowed, (quiet, largest), 0.99), 0.25)
+    said = " ".join(capsys.readouterr().out.split())
+    assert f"largest cross-talk: {abs(percent):.2f}% (fused-pointer on decode/m1)" in said
+    assert ("NOT below" in said) == (abs(percent) >= 0.25)
+    assert ("more --interference-rounds narrow it" in said) == hint, said

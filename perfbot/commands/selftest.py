@@ -61,10 +61,11 @@ if TYPE_CHECKING:
 @click.option(
     "--interference-rounds",
     type=click.IntRange(min=0),
-    default=400,
+    default=1600,
     show_default=True,
     help="Rounds of the interference check (0: none): the benchmark slowed on one side of an A/A of its case "
-    "and the cases either side of it, every other benchmark's ratio reported as cross-talk.",
+    "and the cases either side of it, every other benchmark's ratio reported as cross-talk. At 400, the "
+    "H200's short decode neighbours had 99% intervals about +-0.5% wide (docs/method.md).",
 )
 @click.option(
     "--interference-percent",
@@ -256,7 +257,10 @@ def print_interference(crossed: Interference, warn_percent: float) -> None:
     below = "below" if abs(largest.percent) < warn_percent else "NOT below"
     sure = [row.label for row in crossed.others if row.surely_moved]
     surely = f"surely moved: {', '.join(sure)}" if sure else "none surely moved (every interval holds no change)"
+    # The largest of many noisy estimates is noise of its intervals' width: say so, and how to narrow them.
+    unsure = abs(largest.percent) >= warn_percent and not largest.surely_moved
+    hint = "; its interval cannot tell it from no change: more --interference-rounds narrow it" if unsure else ""
     console().print(
         f"largest cross-talk: {abs(largest.percent):.2f}% ({largest.label}), {below} the interleaved "
-        f"warn threshold of {warn_percent:g}%; {surely}"
+        f"warn threshold of {warn_percent:g}%; {surely}{hint}"
     )
