@@ -308,8 +308,8 @@ def stopping_text(stopping: Stopping) -> str:
     return (
         f"sequential: each pair timed until decided, first look after {stopping.first} rounds, then every "
         f"{sequential.BLOCK_ROUNDS}, at most {stopping.most} rounds, {stopping.seconds:g} s for the run's sampling "
-        "(a second turn for a case whose share ran out); each block on fresh captures, each side's Triton kernels "
-        f"loaded anew every {loads.BLOCKS_PER_LOAD} blocks"
+        "(a second turn for a case whose share ran out); each block on fresh captures, the Triton kernels of each "
+        f"side's modules loaded anew every {loads.BLOCKS_PER_LOAD} blocks"
     )
 
 

@@ -5,6 +5,7 @@
 #                                                       10 quick reproducers, selftests
 #   experiments/2026-12-01-h200-cross-talk/gpu-loads-anew.sh OUT full    # the reproducer at full width, twice
 #   experiments/2026-12-01-h200-cross-talk/gpu-loads-anew.sh OUT aa N..  # full-width A/As named aa-N
+#   experiments/2026-12-01-h200-cross-talk/gpu-loads-anew.sh OUT selftests # pytest -m gpu, the selftests alone
 here=$(cd "$(dirname "$0")" && pwd)
 part=${2:?usage: $0 OUT quick|full|aa N...}
 source "$here/common.sh"
@@ -17,9 +18,13 @@ case $part in
     for i in $(seq 1 10); do ab quick-$i 45 main neighbour --suite quick; done
     python3 "$here/flags.py" --skip fused "$out"/quick-*/ > "$out/quick-flags.txt"
     grep -A20 "^rows flagged" "$out/quick-flags.txt"; pack
-    for name in default decode; do
+    ;&  # on to the selftests
+  selftests)
+    [ "$part" = selftests ] && { (cd "$tree" && timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider) \
+      > "$out/pytest-gpu.txt" 2>&1; tail -2 "$out/pytest-gpu.txt"; pack; }
+    for name in default decode; do  # runs/q2: 150 s each, at the 400 interference rounds of then
       extra=(); [ $name = decode ] && extra=(--suite decode --case gemma-7b-m16 --skip-kernel max-autotune)
-      (cd /tmp/xt && { time timeout 150 perfbot selftest --checks 40 --levels 0.5 --gpus 1 "${extra[@]}" \
+      (cd /tmp/xt && { time timeout 300 perfbot selftest --checks 40 --levels 0.5 --gpus 1 "${extra[@]}" \
         --out "$out/selftest-$name.json" ; } 2>&1 | tables > "$out/selftest-$name.txt")
       grep -v "^│ \(fused\|eager\|gemm\|compiled\|copy\|fused-pointer\) on" "$out/selftest-$name.txt"; pack
     done ;;
