@@ -9,9 +9,10 @@ sequential A/B has Triton forget each side's compiled kernels every few blocks
 loads them anew, wherever the driver now puts them. A load's bias then varies from block to
 block like any other noise: it widens the interval instead of moving it.
 
-Only kernels Triton compiles for the subject's own modules are found (module-level `@triton.jit`
-functions, under `autotune` and `heuristics` too); vendor libraries', PyTorch's and torch.compile's kernels
-are the same code, loaded once, on both sides.
+Only the JIT functions found at module level in the subject's own modules are loaded anew (under
+`autotune` and `heuristics` too). Kernels a subject makes in a function, keeps in a class or a
+dict, or launches through a wrapper with a cache of its own keep their first load. Vendor
+libraries', PyTorch's and torch.compile's kernels are the same code on both sides, loaded once.
 """
 
 from __future__ import annotations

@@ -409,8 +409,6 @@ class LocalSides:
         self.ready, self.captured, self.held, self.blocks = [], {}, [], 0
         if not group:
             return [], []
-        found = {id(k): k for loaded in self.subjects.values() for k in loads.triton_kernels(loaded.module)}
-        self.kernels = list(found.values())
         # Each case's turn draws its own placements, the same for a seed wherever it is measured
         # (on whichever GPU's worker, after whichever cases).
         label = f"{group[0].case.suite}/{group[0].case.name}"
@@ -423,6 +421,9 @@ class LocalSides:
         sides = self.placement.sample(list(self.subjects), len(self.subjects))
         checked = sorted(group, key=lambda planned: sides.index(planned.side))
         self.ready, failed = check_group(checked, self.generator, self.subjects[group[0].side].subject)
+        # Found once the check has run: a subject may import a module of kernels at its first call.
+        found = {id(k): k for loaded in self.subjects.values() for k in loads.triton_kernels(loaded.module)}
+        self.kernels = list(found.values())
         listed = {id(planned): at for at, planned in enumerate(group)}
         self.ready.sort(key=lambda ready: listed[id(ready.planned)])
         failed.sort(key=lambda failure: self.names.index(failure[0]))

@@ -336,7 +336,9 @@ def measure_checks(
         captured[key] = measure.capture(calls[key], 1)
     captured = {key: captured[key] for key in calls}
 
-    def recapture(keys: list[str]) -> None:  # as runner.LocalSides.recapture, before each block
+    # Fresh captures before each block, as runner.LocalSides.recapture; every key here is one
+    # implementation of one subject, so all share one load of its kernels, and none is rotated.
+    def recapture(keys: list[str]) -> None:
         measure.capture_again(captured, calls, keys, placement)
 
     rules = lambda case, name, ms: selftest_rule(policy, kernel_ms)  # noqa: E731  (as `tally` judges)

@@ -198,3 +198,20 @@ def test_on_one_load_per_side_the_loads_bias_would_fail_the_check(gpu, repo: Pat
     assert result.exit_code == 1, result.output
     moved = [key for key, row in _rows(tmp_path / "ab").items() if row["verdict"] != "unchanged"]
     assert moved
+
+
+def test_the_loads_let_go_are_held_until_the_cases_graphs_are_gone(gpu, project: Path):
+    # A CUDA graph calls into the load it was captured from, and Triton unloads a kernel it no
+    # longer references: what a forget let go must outlive the graphs captured from it.
+    base = test_runner_cpu._subject(project)
+    head = test_runner_cpu.load_subject(project / "kernels", instance="held")
+    (case,) = runner.single_cases([base.suites["tiny"]])[:1]
+    sides = runner.LocalSides({"base": base, "head": head}, runner.RunSettings(samples=10))
+    keys, failed = sides.prepare(case)
+    assert not failed and len(sides.kernels) == 2  # one stand-in kernel per side
+    for _ in range(2 * loads.BLOCKS_PER_LOAD):
+        sides.recapture(keys)
+    assert len(sides.held) == 2 and all(len(one) == 2 for one in sides.held)  # both sides, each time
+    assert len(set(gpu.loads.values())) == 2 + 2 * 2  # the first loads, then two fresh ones per side
+    sides.finish({key: [1.0] * 10 for key in keys}, [])
+    assert sides.held == [] and sides.captured == {}
