@@ -32,18 +32,24 @@ def triton_kernels(package: str) -> list[Any]:
     """The Triton JIT functions that the modules of the imported package `package` (its name in
     sys.modules) define at module level, each once; none where Triton is absent or interpreted."""
     try:
-        from triton.runtime.jit import JITFunction
+        from triton.runtime.jit import JITFunction, KernelInterface
     except ImportError:
         return []
     found: dict[int, Any] = {}
     modules = [m for name, m in list(sys.modules.items()) if name == package or name.startswith(package + ".")]
     for module in modules:
         for value in list(vars(module).values()):
-            for _ in range(8):  # autotune(heuristics(jit(f))): each wrapper keeps the next in `fn`
-                if isinstance(value, JITFunction) or not hasattr(value, "fn"):
+            # autotune(heuristics(jit(f))): each of Triton's wrappers keeps the next in `fn`. Types
+            # are asked with type(), which runs none of the subject's code; a wrapper of its own
+            # whose `fn` raises is not a kernel found.
+            for _ in range(8):
+                if issubclass(type(value), JITFunction) or not issubclass(type(value), KernelInterface):
                     break
-                value = value.fn
-            if isinstance(value, JITFunction):
+                try:
+                    value = vars(value).get("fn")
+                except Exception:  # noqa: BLE001 -- a wrapper of the subject's own, without a plain __dict__
+                    break
+            if issubclass(type(value), JITFunction):
                 found[id(value)] = value
     return list(found.values())
 

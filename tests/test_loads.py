@@ -7,7 +7,7 @@ import types
 import pytest
 
 triton = pytest.importorskip("triton")
-from triton.runtime.jit import JITFunction  # noqa: E402
+from triton.runtime.jit import JITFunction, KernelInterface  # noqa: E402
 
 from perfbot import loads  # noqa: E402
 
@@ -44,6 +44,31 @@ def test_the_packages_kernels_are_found_under_their_wrappers(package):
     assert sorted(map(id, found)) == sorted([id(plain), id(tuned)])
     assert loads.triton_kernels("pkgx") == [stranger]
     assert loads.triton_kernels("nothing") == []
+
+
+class _Hostile:
+    """A subject's module-level object that exits the process when asked for any attribute."""
+
+    @property
+    def fn(self):
+        raise SystemExit(0)
+
+    def __getattr__(self, name):
+        raise SystemExit(0)
+
+
+class _OwnWrapper(KernelInterface):
+    """A wrapper of the subject's own, on Triton's interface, whose `fn` exits the process."""
+
+    @property
+    def fn(self):
+        raise SystemExit(0)
+
+
+def test_the_search_runs_none_of_the_subjects_code(package, monkeypatch):
+    plain, tuned, _ = package
+    vars(sys.modules["pkg.ops"]).update(hostile=_Hostile(), own=_OwnWrapper())
+    assert sorted(map(id, loads.triton_kernels("pkg"))) == sorted([id(plain), id(tuned)])
 
 
 def test_forgotten_kernels_compile_anew_and_what_they_held_is_kept(package):
