@@ -107,7 +107,9 @@ def ab_command(
     """Measure the kernels of git revision BASE against HEAD's (default: this checkout's),
     interleaved sample by sample on one GPU, and judge the pairs. By default every case of every
     suite, each pair timed until it is decided (at least --samples rounds, at most --max-samples,
-    within --time-budget), the cases shared out across the host's GPUs.
+    within --time-budget), the cases shared out across the host's GPUs. Each block of four rounds
+    is captured afresh, with the sides' places drawn, and every four blocks each side's Triton
+    kernels are loaded anew.
 
     The suites and thresholds.yaml of this checkout decide, whichever revisions are measured
     (the PR check runs in the base's checkout). Both sides are judged paired by round with the
