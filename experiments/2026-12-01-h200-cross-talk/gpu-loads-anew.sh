@@ -3,13 +3,18 @@
 # (perfbot/loads.py): the issue's figures, in parts that each fit one device call.
 #   experiments/2026-12-01-h200-cross-talk/gpu-loads-anew.sh OUT quick   # pytest -m gpu, probe_forget.py,
 #                                                       10 quick reproducers, selftests
-#   experiments/2026-12-01-h200-cross-talk/gpu-loads-anew.sh OUT full    # the reproducer at full width, twice
+#   experiments/2026-12-01-h200-cross-talk/gpu-loads-anew.sh OUT full [N..] # the reproducer at full width, full-1 and full-2 unless named
+#   experiments/2026-12-01-h200-cross-talk/gpu-loads-anew.sh OUT reproducers # the 10 quick reproducers
 #   experiments/2026-12-01-h200-cross-talk/gpu-loads-anew.sh OUT aa N..  # full-width A/As named aa-N
 #   experiments/2026-12-01-h200-cross-talk/gpu-loads-anew.sh OUT selftests # pytest -m gpu, the selftests alone
 here=$(cd "$(dirname "$0")" && pwd)
 part=${2:?usage: $0 OUT quick|full|aa N...}
 source "$here/common.sh"
 case $part in
+  reproducers)  # the 10 quick reproducers alone
+    for i in $(seq 1 10); do ab quick-$i 45 main neighbour --suite quick; done
+    python3 "$here/flags.py" --skip fused "$out"/quick-*/ > "$out/quick-flags.txt"
+    grep -A20 "^rows flagged" "$out/quick-flags.txt"; pack ;;
   quick)
     (cd "$tree" && timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider) > "$out/pytest-gpu.txt" 2>&1
     tail -2 "$out/pytest-gpu.txt"; pack
@@ -29,7 +34,7 @@ case $part in
       grep -v "^│ \(fused\|eager\|gemm\|compiled\|copy\|fused-pointer\) on" "$out/selftest-$name.txt"; pack
     done ;;
   full)
-    for i in 1 2; do ab full-$i 290 main neighbour --skip-kernel max-autotune --gpus 1; pack; done
+    shift 2; for i in ${@:-1 2}; do ab full-$i 290 main neighbour --skip-kernel max-autotune --gpus 1; pack; done
     python3 "$here/flags.py" --skip fused "$out"/full-*/ > "$out/full-flags.txt"
     grep -v "^  fused on" "$out/full-flags.txt" | tail -12; pack ;;
   aa)
