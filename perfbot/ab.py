@@ -2,9 +2,11 @@
 interleaved, sample by sample, on the same GPU, and judged with the interleaved policy. A
 failing slowdown must hold in a second interleaved round of its cases before the check fails.
 
-The checkout perfbot runs in decides: its suites and its thresholds.yaml apply, and each side's
-kernels come from a git worktree of its revision (the pull-request check runs in the base's
-checkout, so a pull request cannot judge itself). When the two revisions pin different Triton
+The base's subject decides what is judged (declarations.py): its suites, which implementations
+are under test, references, tolerances; the head's subject supplies only its code. The
+thresholds.yaml of the checkout perfbot runs in applies (the pull-request check runs in the
+base's checkout, so a pull request cannot judge itself). Each side's kernels come from a git
+worktree of its revision. When the two revisions pin different Triton
 commits, each side runs in a worker process with its own Triton (worker.py); otherwise both sides
 run in this process (runner.LocalSides). Either way one loop interleaves them (measure.time_rounds).
 """
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import git
+from . import declarations, git
 from . import store as baseline_store
 from .compare import Report, compare
 from .config import ProjectConfig, load_project_config
@@ -68,8 +70,7 @@ def run(
     config: ProjectConfig,
     kernels_dir: Path,
     running: Loaded,
-    suites: Sequence[Suite],
-    settings: RunSettings,
+    choose: Callable[[Loaded], tuple[Sequence[Suite], RunSettings]],
     base_rev: str,
     head_rev: str | None,
     policy: Policy,
@@ -80,8 +81,10 @@ def run(
     sampling: Sampling | None = None,
     gpus: Sequence[Gpu] = (),
 ) -> Outcome:
-    """Measure `base_rev` against `head_rev` (default: this checkout's kernels) and judge.
-    `progress(total)` gives a context whose function is told of finished steps; `on_measured`
+    """Measure `base_rev` against `head_rev` (default: this checkout's kernels, `running`) and
+    judge, under the base's declarations (declarations.py): `choose(base)` picks the base's suites
+    and the run's settings, and the head's subject supplies only its code. `progress(total)`
+    gives a context whose function is told of finished steps; `on_measured`
     gets both sides' results before they are judged (to keep them whatever happens next).
     With `sampling`, each pair is timed until decided (sequential.py), else `settings.samples`
     rounds; with several `gpus`, the cases are shared out across them (shards.py)."""
@@ -97,10 +100,12 @@ def run(
     with ExitStack() as stack:
         trees: dict[str, tuple[Path, str | None]] = {"base": stack.enter_context(checkout(config.root, base_rev))}
         trees["head"] = stack.enter_context(checkout(config.root, head_rev)) if head_rev else (config.root, None)
-        subjects = {
-            "base": load_subject(trees["base"][0] / relative),
-            "head": load_subject(trees["head"][0] / relative) if head_rev else running,
-        }
+        base_subject = load_subject(trees["base"][0] / relative)
+        head_own = load_subject(trees["head"][0] / relative) if head_rev else running
+        head_subject, missing = declarations.judged_by_base(base_subject, head_own)
+        subjects = {"base": base_subject, "head": head_subject}
+        suites, settings = choose(base_subject)
+        declared = declarations.differences(base_subject, head_own, suites)
         pins = {side: load_project_config(tree).triton_commit for side, (tree, _) in trees.items()}
         specs = worker_specs({side: tree / relative for side, (tree, _) in trees.items()}, pins, tritons, base_rev)
         sharded = len(gpus) > 1  # two Tritons: a pair of workers on each GPU (shards.py)
@@ -118,7 +123,7 @@ def run(
             chosen: Sequence[Suite], tag: str, drawn: RunSettings, loaded: dict[str, Loaded]
         ) -> tuple[Results, Results]:
             extra = {"ab_run": run_id + tag, **revisions, "triton_commits": pins}
-            with progress(progress_steps(plan(running, chosen, drawn), drawn, stopping)) as advance:
+            with progress(progress_steps(plan(subjects["base"], chosen, drawn), drawn, stopping)) as advance:
                 if sharded:
                     job = Job({side: subject.path for side, subject in loaded.items()}, drawn, stopping)
                     measured = measure_sharded(job, chosen, gpus, advance, extra, worker_specs=specs or None)
@@ -137,13 +142,21 @@ def run(
             would come back with them (a load of identical code moved one side of a 36 us kernel
             by up to 0.9%, docs/method.md)."""
             again = dataclasses.replace(settings, seed=settings.seed + 1)
-            fresh = {side: load_subject(loaded.path, instance=f"{run_id}-confirm") for side, loaded in subjects.items()}
+            paths = {side: loaded.path for side, loaded in subjects.items()}
+            fresh, _ = declarations.load_sides(paths, instance=f"{run_id}-confirm")
             return measure(restrict(suites, cases), "-confirm", again, fresh)
 
         report = judge(base, head, policy, measure_again)
         other = "head" if head_rev else "base"
+        planned = [p for group in plan(base_subject, suites, settings, "base") for p in group]
+        unrun = declarations.missing_failures(missing, planned)
+        unrun_keys = {failure.key for failure in unrun}
         report = dataclasses.replace(
-            report, policy_change=policy_change(policy, trees[other][0], suites, subjects[other])
+            report,
+            policy_change=policy_change(policy, trees[other][0]),
+            declaration_changes=tuple(declared),
+            missing=tuple(unrun),
+            removed=tuple(b for b in report.removed if b.key not in unrun_keys),
         )
     if trend_store is not None:
         report = dataclasses.replace(report, trend=trend(trend_store, head, policy))
@@ -224,32 +237,17 @@ def confirm(
     return dataclasses.replace(report, comparisons=tuple(comparisons))
 
 
-def policy_change(policy: Policy, other_tree: Path, suites: Sequence[Suite], other: Loaded) -> tuple[str, ...]:
-    """What the other side's thresholds.yaml and suites would have judged differently: the
-    lead line, then one line per difference. Empty when they agree."""
-    lines = []
+def policy_change(policy: Policy, other_tree: Path) -> tuple[str, ...]:
+    """What the other side's thresholds.yaml would have judged differently: the lead line, then
+    one line per difference. Empty when they agree. (What the subjects declare differently is
+    declarations.differences.)"""
     try:
-        lines += [f"thresholds {line}" for line in changes(policy, load_policy(other_tree / "thresholds.yaml"))]
+        lines = [f"thresholds {line}" for line in changes(policy, load_policy(other_tree / "thresholds.yaml"))]
     except PerfbotError as error:
-        lines.append(f"the other side's thresholds.yaml does not load: {error}")
-    for suite in suites:
-        mine = {(c.name, tuple(c.shape.items()), c.dtype) for c in suite.cases}
-        theirs_suite = other.suites.get(suite.name)
-        theirs = {(c.name, tuple(c.shape.items()), c.dtype) for c in theirs_suite.cases} if theirs_suite else set()
-        lines += [
-            f"suite {suite.name}: case {name} only in the checkout that judged" for name, *_ in sorted(mine - theirs)
-        ]
-        lines += [
-            f"suite {suite.name}: case {name} only on the other side (not measured)"
-            for name, *_ in sorted(theirs - mine)
-        ]
+        lines = [f"the other side's thresholds.yaml does not load: {error}"]
     if not lines:
         return ()
-    lead = (
-        "This check measured the suites and applied the thresholds.yaml of the checkout that ran it; "
-        "the other side's differ:"
-    )
-    return (lead, *lines)
+    return ("This check applied the thresholds.yaml of the checkout that ran it; the other side's differs:", *lines)
 
 
 def trend(store: Path, head: Results, policy: Policy) -> str:

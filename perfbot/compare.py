@@ -98,12 +98,16 @@ class Report:
     trend: str | None = None  # one line on the longer trend (an A/B run against a stored baseline)
     # When the two sides' thresholds.yaml differ: which one judged, and what the other changes.
     policy_change: tuple[str, ...] = ()
+    # An A/B: what the two sides' subjects declare differently (the base's declarations judged),
+    # and the benchmarks the base plans that the head cannot run (declarations.py), each failing.
+    declaration_changes: tuple[str, ...] = ()
+    missing: tuple[Failure, ...] = ()
     skipped_kernels: tuple[str, ...] = ()  # implementations the current run left out on purpose
     gpus: tuple[str, ...] = ()  # the GPUs the current run was sharded across
 
     @property
     def fails(self) -> bool:
-        return bool(self.failures) or any(c.fails for c in self.comparisons)
+        return bool(self.failures) or bool(self.missing) or any(c.fails for c in self.comparisons)
 
     def count(self, verdict: str) -> int:
         return sum(c.verdict == verdict for c in self.comparisons)

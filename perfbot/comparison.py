@@ -16,7 +16,9 @@ Format versions:
        on the case, by name) and "vs_fastest_baseline" (its time over the row's), and "gbps" beside
        "tflops". Format 2 is
        not read: the file lives within one workflow run, written and read by one perfbot.
-       Later, within format 3: each Row's "samples" (rounds or samples per side it was judged on).
+       Later, within format 3: each Row's "samples" (rounds or samples per side it was judged on);
+       "declaration_changes" ([str]) and "missing" ([Failed]: benchmarks the base's subject
+       plans that the head cannot run, failing).
 """
 
 from __future__ import annotations
@@ -118,10 +120,13 @@ class Summary:
     notes: Notes = field(default_factory=list)
     trend: Text | None = None
     policy_change: Notes = field(default_factory=list)
+    declaration_changes: Notes = field(default_factory=list)
+    # What the base's suites time and the head cannot run (an A/B; declarations.py): failing.
+    missing: Annotated[list[Failed], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
 
     @property
     def fails(self) -> bool:
-        return bool(self.failures) or any(row.fails for row in self.comparisons)
+        return bool(self.failures) or bool(self.missing) or any(row.fails for row in self.comparisons)
 
     def count(self, verdict: str) -> int:
         return sum(row.verdict == verdict for row in self.comparisons)
@@ -130,7 +135,9 @@ class Summary:
     def headline(self) -> str:
         """The one-line verdict a reader sees first."""
         failing = [row for row in self.comparisons if row.fails]
-        if self.failures:
+        if self.missing:
+            lead = f"❌ {len(self.missing)} benchmark(s) the base judges missing on the head"
+        elif self.failures:
             lead = f"❌ {len(self.failures)} wrong result(s)"
         elif failing:
             worst = max(failing, key=lambda row: row.change_percent)
@@ -176,6 +183,8 @@ def summarize(report: Report) -> Summary:
         notes=_notes(report),
         trend=report.trend,
         policy_change=list(report.policy_change),
+        declaration_changes=list(report.declaration_changes),
+        missing=[Failed(Identity.of(f), f.reason) for f in report.missing],
     )
 
 

@@ -201,6 +201,11 @@ class Failure:
     error_bound: NonNegative | None = None
 
     @property
+    def key(self) -> tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, int], ...], str]:
+        """As Benchmark.key: the benchmark that failed."""
+        return (self.kernel, tuple(sorted(self.variant.items())), tuple(sorted(self.shape.items())), self.dtype)
+
+    @property
     def name(self) -> str:
         return variant_name(self.kernel, self.variant)
 

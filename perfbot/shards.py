@@ -24,6 +24,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Protocol
 
+from . import declarations
 from .environment import GpuMonitor, collect_environment, stability_across
 from .errors import BadInput, EnvironmentFailure, PerfbotError
 from .results import GpuStates, Results
@@ -124,7 +125,11 @@ def _pin(gpu: Gpu, setup: Callable[[], None] | None) -> None:
 
 def _sides(job: Job) -> LocalSides:
     if _worker.get("job") != job:
-        _worker["sides"] = LocalSides({side: load_subject(path) for side, path in job.kernels.items()}, job.settings)
+        if set(job.kernels) == {"base", "head"}:  # an A/B: the head judged by the base's declarations
+            loaded, _ = declarations.load_sides(job.kernels)
+        else:
+            loaded = {side: load_subject(path) for side, path in job.kernels.items()}
+        _worker["sides"] = LocalSides(loaded, job.settings)
         _worker["job"] = job
     sides: LocalSides = _worker["sides"]
     return sides

@@ -65,6 +65,7 @@ class WorkerProcess:
         command: Sequence[str] = WORKER_COMMAND,
         triton_commit: str | None = None,
         gpu: str | None = None,
+        declared_by: Path | None = None,
     ):
         self.side = side
         env = dict(os.environ)
@@ -79,7 +80,8 @@ class WorkerProcess:
         self._log = tempfile.TemporaryFile(mode="w+")
         try:
             self._process = subprocess.Popen(
-                [*command, "--kernels", str(kernels), "--side", side],
+                [*command, "--kernels", str(kernels), "--side", side]
+                + (["--declared-by", str(declared_by)] if declared_by is not None else []),
                 env=env,
                 text=True,
                 stdin=subprocess.PIPE,
@@ -145,8 +147,13 @@ def workers(
     pinned to `gpu` (a CUDA_VISIBLE_DEVICES entry) if given; all stopped afterwards."""
     with ExitStack() as stack:
         started = {}
+        base = specs["base"][0] if "base" in specs else None
         for side, (kernels, triton_env, commit) in specs.items():
-            started[side] = WorkerProcess(side, kernels, triton_env, command or WORKER_COMMAND, commit, gpu)
+            # The head runs under the base's declarations (declarations.py): its worker loads both.
+            declared_by = base if side == "head" else None
+            started[side] = WorkerProcess(
+                side, kernels, triton_env, command or WORKER_COMMAND, commit, gpu, declared_by
+            )
             stack.callback(started[side].close)
         yield started
 
@@ -275,18 +282,21 @@ class _Side:
     """The worker's half: one side's kernels, loaded in this process (runner.LocalSides), each
     sample timed when the coordinator asks."""
 
-    def __init__(self, kernels: Path, side: str):
-        self.kernels, self.side = kernels, side
+    def __init__(self, kernels: Path, side: str, declared_by: Path | None = None):
+        self.kernels, self.side, self.declared_by = kernels, side, declared_by
         self.local: Any = None
         self.flush: Any = None
 
     def hello(self) -> dict[str, Any]:
+        from .declarations import judged_by_base
         from .environment import collect_environment
         from .runner import describe, kernels_revision, require_gpu
         from .subject import load_subject
 
         require_gpu()
         self.subject = load_subject(self.kernels)
+        if self.declared_by is not None:  # the head, judged by the base's declarations
+            self.subject, _ = judged_by_base(load_subject(self.declared_by), self.subject)
         environment = dataclasses.replace(collect_environment(), **kernels_revision(self.kernels))
         return {"environment": dataclasses.asdict(environment), "subject": describe(self.subject.subject)}
 
@@ -332,11 +342,11 @@ class _Side:
         }
 
 
-def serve(kernels: Path, side: str, requests: IO[str] = sys.stdin) -> None:
+def serve(kernels: Path, side: str, requests: IO[str] = sys.stdin, declared_by: Path | None = None) -> None:
     """The worker's loop: answer requests until "quit" or the end of stdin."""
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything else printed goes to stderr, the coordinator's log of this worker
-    handler = _Side(kernels, side)
+    handler = _Side(kernels, side, declared_by)
     for line in requests:
         request = json.loads(line)
         op = request.pop("op")
@@ -358,8 +368,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m perfbot.worker", description=__doc__.splitlines()[0])
     parser.add_argument("--kernels", type=Path, required=True, help="the side's kernels/ package")
     parser.add_argument("--side", required=True, help="base or head")
+    parser.add_argument("--declared-by", type=Path, help="the base's kernels/ package, whose declarations judge")
     arguments = parser.parse_args(argv)
-    serve(arguments.kernels, arguments.side)
+    serve(arguments.kernels, arguments.side, declared_by=arguments.declared_by)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ replaced (CUDA-graph capture, CUDA-event timing, the no-GPU check); the kernels 
 the fused one in Triton's interpreter. Timings come from a given function of the benchmark, so
 the statistics downstream see known slowdowns."""
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -215,7 +216,10 @@ def test_the_base_judges_a_head_that_loosens_its_own_thresholds(gpu, project: Pa
     comment = (out / "comment.md").read_text()
     assert "thresholds.yaml differs between the two sides" in comment
     assert "interleaved.fail\\_percent: 0.5 → 50" in comment
-    assert "case odd only in the checkout that judged" in comment
+    assert "The subject's declarations differ between the two sides" in comment
+    assert "suite tiny: case odd only on the base, or changed" in comment  # and measured: the base decides
+    rows = json.loads((out / "comparison.json").read_text())["comparisons"]
+    assert "odd" in {row["benchmark"]["case"] for row in rows}
     from perfbot import results
 
     head_run = results.load(out / "head.json")

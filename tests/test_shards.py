@@ -156,3 +156,22 @@ def test_a_selftest_shares_its_checks_out_across_gpus(project):
     result = selftest.tally([check for part in parts for check in part], (0.5, 2.0), policy)
     assert result.false_alarms.flagged == 0
     assert [level.detections.flagged for level in result.levels] == [5, 5]  # each worker calibrated its own
+
+
+def test_a_sharded_ab_judges_the_head_by_the_base_s_declarations(project, tmp_path):
+    # The head ships a wrong fused with a reference that agrees (tests/test_base_decides.py): each
+    # GPU's worker must check it against the base's reference (declarations.load_sides).
+    import shutil
+
+    from tests.test_base_decides import _wrong_with_its_own_reference
+
+    (project / "kernels" / "suites.yaml").write_text(SUITES)
+    head = tmp_path / "head"
+    shutil.copytree(project / "kernels", head / "kernels")
+    subject_py = head / "kernels" / "subject.py"
+    subject_py.write_text(_wrong_with_its_own_reference(subject_py.read_text()))
+    subject = load_subject(project / "kernels")
+    job = shards.Job({"base": project / "kernels", "head": head / "kernels"}, RunSettings(samples=10))
+    measured = shards.measure_sharded(job, [subject.suites["tiny"]], TWO, setup=install_in_worker)
+    assert {(f.kernel, f.reason) for f in measured["head"].failures} == {("fused", "wrong result")}
+    assert not measured["base"].failures

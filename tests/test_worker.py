@@ -255,3 +255,19 @@ def test_a_worker_draws_the_second_ab_afresh(gpu, project: Path, monkeypatch):
     assert side.local is kept  # the same A/B, case after case
     side.prepare(worker._suite_json(case), dataclasses.asdict(runner.RunSettings(samples=10, seed=1)))
     assert side.local is not kept and side.local.settings.seed == 1
+
+
+def test_the_head_s_worker_judges_by_the_base_s_declarations(repo: Path, tmp_path: Path):
+    # The head (this checkout) ships a wrong fused with a reference that agrees; its worker must
+    # check it against the base's reference all the same (declarations.py).
+    from tests.test_base_decides import _wrong_with_its_own_reference
+
+    subject = repo / "kernels" / "subject.py"
+    subject.write_text(_wrong_with_its_own_reference(subject.read_text()))
+    base_env, head_env = _environment(tmp_path / "env-a", 1.0), _environment(tmp_path / "env-b", 1.0)
+    out = tmp_path / "ab"
+    result = _ab(repo, out, "--triton-env", f"base={base_env}", "--triton-env", f"head={head_env}")
+    assert result.exit_code == 1, result.output
+    head = results.load(out / "head.json")
+    assert {(f.kernel, f.reason) for f in head.failures} == {("fused", "wrong result")}
+    assert {b.kernel for b in head.benchmarks} == {"eager"}

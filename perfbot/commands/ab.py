@@ -6,6 +6,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -25,6 +26,10 @@ from .context import (
     run_settings,
     thresholds_option,
 )
+
+if TYPE_CHECKING:
+    from ..runner import RunSettings
+    from ..subject import Loaded, Suite
 
 _OUTPUTS = ("base.json", "head.json", "comparison.json", "comment.md")
 
@@ -111,12 +116,15 @@ def ab_command(
     is captured afresh, with the sides' places drawn, and every four blocks each side's Triton
     kernels are loaded anew.
 
-    The suites and thresholds.yaml of this checkout decide, whichever revisions are measured
-    (the PR check runs in the base's checkout). Both sides are judged paired by round with the
-    interleaved thresholds; a failing slowdown is measured again in a second A/B (fresh inputs,
-    placements and orders, both sides' kernels loaded anew) and fails (exit 1) only if it
-    holds. If BASE and HEAD pin different Triton commits, each side runs in a worker process with
-    its own Triton (--triton-source or --triton-env): one pair of them per GPU.
+    BASE's subject decides what is judged: its suites, the implementations each case times,
+    which are under test, the references and tolerances; HEAD supplies only the code. An
+    implementation BASE judges that HEAD lacks, or no longer marks under test, fails the check.
+    The thresholds.yaml of this checkout applies (the PR check runs in the base's checkout).
+    Both sides are judged paired by round with the interleaved thresholds; a failing slowdown
+    is measured again in a second A/B (fresh inputs, placements and orders, both sides' kernels
+    loaded anew) and fails (exit 1) only if it holds. If BASE and HEAD pin different Triton
+    commits, each side runs in a worker process with its own Triton (--triton-source or
+    --triton-env): one pair of them per GPU.
 
     Example:
 
@@ -129,8 +137,12 @@ def ab_command(
 
     config = project_config(project)
     running = load_kernels(config, None)
-    suites = chosen(running, suite_names, case_names, every_suite=True)
-    settings = run_settings(running, samples, warmup, seed, variants, kernel_names, skipped_kernels)
+
+    def choose(base: Loaded) -> tuple[list[Suite], RunSettings]:
+        """The suites, cases and implementations asked for, from the base's subject: it decides."""
+        suites = chosen(base, suite_names, case_names, every_suite=True)
+        return suites, run_settings(base, samples, warmup, seed, variants, kernel_names, skipped_kernels)
+
     if max_samples < samples:
         raise click.BadParameter(f"must be at least --samples ({samples})", param_hint="--max-samples")
     gpus = chosen_gpus(gpu_count, mixed_gpus)
@@ -150,8 +162,7 @@ def ab_command(
         config,
         config.kernels_dir,
         running,
-        suites,
-        settings,
+        choose,
         base_rev,
         head_rev,
         policy,
