@@ -16,7 +16,8 @@ Format versions:
        on the case, by name) and "vs_fastest_baseline" (its time over the row's), and "gbps" beside
        "tflops". Format 2 is
        not read: the file lives within one workflow run, written and read by one perfbot.
-       Later, within format 3: each Row's "samples" (rounds or samples per side it was judged on).
+       Later, within format 3: each Row's "samples" (rounds or samples per side it was judged on);
+       "merge" (null, or the base's tip, the head and the merge commit of `perfbot ab --merge`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, with_config
 
 from .compare import VERDICTS, Comparison, Report
-from .results import Benchmark, Failure, Label, Shape, Variant, variant_name
+from .results import Benchmark, Failure, Label, Merge, Shape, Variant, variant_name
 from .results import Environment as EnvironmentRecord
 from .schema import MAX_ITEMS, MAX_JSON_BYTES, Finite, Name, Text, _bounded, load_json
 
@@ -118,6 +119,7 @@ class Summary:
     notes: Notes = field(default_factory=list)
     trend: Text | None = None
     policy_change: Notes = field(default_factory=list)
+    merge: Merge | None = None  # what the current side was: the head merged into the baseline's commit
 
     @property
     def fails(self) -> bool:
@@ -176,6 +178,7 @@ def summarize(report: Report) -> Summary:
         notes=_notes(report),
         trend=report.trend,
         policy_change=list(report.policy_change),
+        merge=report.merge,
     )
 
 
