@@ -6,9 +6,11 @@ The base's subject decides what is judged (declarations.py): its suites, which i
 are under test, references, tolerances; the head's subject supplies only its code. The
 thresholds.yaml of the checkout perfbot runs in applies (the pull-request check runs in the
 base's checkout, so a pull request cannot judge itself). Each side's kernels come from a git
-worktree of its revision. When the two revisions pin different Triton
-commits, each side runs in a worker process with its own Triton (worker.py); otherwise both sides
-run in this process (runner.LocalSides). Either way one loop interleaves them (measure.time_rounds).
+worktree of its revision; with --merge, the head's worktree holds the head merged into the
+base's tip (`merged`), as the tip would be once it is merged. When the two revisions pin
+different Triton commits, each side runs in a worker process with its own Triton (worker.py);
+otherwise both sides run in this process (runner.LocalSides). Either way one loop interleaves
+them (measure.time_rounds).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from . import store as baseline_store
 from .compare import Report, compare
 from .config import ProjectConfig, load_project_config
 from .errors import BadInput, PerfbotError
-from .results import Results
+from .results import Merge, Results
 from .sequential import PolicyRules, Stopping, first_look
 from .subject import Loaded, Suite, load_subject, restrict
 from .thresholds import Policy, changes, load_policy
@@ -80,11 +82,13 @@ def run(
     trend_store: Path | None = None,
     sampling: Sampling | None = None,
     gpus: Sequence[Gpu] = (),
+    merge: bool = False,
 ) -> Outcome:
     """Measure `base_rev` against `head_rev` (default: this checkout's kernels, `running`) and
     judge, under the base's declarations (declarations.py): `choose(base)` picks the base's suites
-    and the run's settings, and the head's subject supplies only its code. `progress(total)`
-    gives a context whose function is told of finished steps; `on_measured`
+    and the run's settings, and the head's subject supplies only its code. With `merge`, against
+    `head_rev` merged into `base_rev` (`merged`). `progress(total)` gives a context whose
+    function is told of finished steps; `on_measured`
     gets both sides' results before they are judged (to keep them whatever happens next).
     With `sampling`, each pair is timed until decided (sequential.py), else `settings.samples`
     rounds; with several `gpus`, the cases are shared out across them (shards.py)."""
@@ -97,9 +101,20 @@ def run(
         relative = kernels_dir.resolve().relative_to(config.root.resolve())
     except ValueError:
         raise BadInput(f"the A/B needs the kernels inside the project ({config.root}), got {kernels_dir}") from None
+    if merge and not head_rev:
+        raise BadInput(
+            "--merge needs HEAD, the head's commit: this checkout's uncommitted changes cannot be merged; "
+            "commit them and name the commit"
+        )
     with ExitStack() as stack:
-        trees: dict[str, tuple[Path, str | None]] = {"base": stack.enter_context(checkout(config.root, base_rev))}
-        trees["head"] = stack.enter_context(checkout(config.root, head_rev)) if head_rev else (config.root, None)
+        base_tree, base_sha = stack.enter_context(checkout(config.root, base_rev))
+        trees: dict[str, tuple[Path, str | None]] = {"base": (base_tree, base_sha), "head": (config.root, None)}
+        merged_as: Merge | None = None
+        if merge and head_rev:
+            head_tree, merged_as = stack.enter_context(merged(config.root, base_sha, head_rev))
+            trees["head"] = (head_tree, merged_as.head)
+        elif head_rev:
+            trees["head"] = stack.enter_context(checkout(config.root, head_rev))
         base_subject = load_subject(trees["base"][0] / relative)
         head_own = load_subject(trees["head"][0] / relative) if head_rev else running
         head_subject, missing = declarations.judged_by_base(base_subject, head_own)
@@ -111,7 +126,11 @@ def run(
         sharded = len(gpus) > 1  # two Tritons: a pair of workers on each GPU (shards.py)
         started = stack.enter_context(workers(specs)) if specs and not sharded else None
         run_id = uuid.uuid4().hex
-        revisions = {"against": trees["base"][1], **({"head": trees["head"][1]} if head_rev else {})}
+        revisions = {
+            "against": base_sha,
+            **({"head": trees["head"][1]} if head_rev else {}),
+            **({"merge": merged_as} if merged_as else {}),
+        }
         stopping = None
         if sampling is not None:
             gpu = str(collect_environment().gpu_name or "")
@@ -167,16 +186,71 @@ def run(
 def checkout(root: Path, rev: str) -> Iterator[tuple[Path, str]]:
     """The project `root` as of `rev`, in a detached worktree removed afterwards: (its path there,
     the full SHA). The project may be a folder of a larger repository (an example in a monorepo)."""
+    sha = _commit(root, rev)
+    with _worktree(root, sha) as tree:
+        yield tree / _inside(root), sha
+
+
+# The most conflicting paths a refused merge names.
+CONFLICTS_NAMED = 3
+
+
+@contextmanager
+def merged(root: Path, base_sha: str, head_rev: str) -> Iterator[tuple[Path, Merge]]:
+    """The project `root` as of `head_rev` merged into the base's tip `base_sha`, in a detached
+    worktree removed afterwards (the checkout perfbot runs in is never touched): (its path there,
+    what was merged). A head that contains the tip already is itself the merge (a fast-forward).
+    Measured against the tip, a head shows what merging it would do to the tip, whatever it
+    took from the base's branch since it forked (docs/github.md)."""
+    head_sha = _commit(root, head_rev)
+    if git.is_ancestor(root, head_sha, base_sha):
+        raise BadInput(
+            f"the head {head_sha[:12]} is already in the history of the base's tip {base_sha[:12]}: "
+            "merged, it would add nothing to measure"
+        )
+    if git.is_ancestor(root, base_sha, head_sha):
+        with checkout(root, head_sha) as (tree, _):
+            yield tree, Merge(base=base_sha, head=head_sha)
+        return
+    if not git.share_history(root, base_sha, head_sha):
+        raise BadInput(
+            f"the head {head_sha[:12]} shares no history with the base's tip {base_sha[:12]}: nothing to merge into"
+        )
+    with _worktree(root, base_sha) as tree:
+        try:
+            commit = git.merge(tree, head_sha)
+        except git.MergeConflict as conflict:
+            named = ", ".join(conflict.paths[:CONFLICTS_NAMED])
+            more = len(conflict.paths) - CONFLICTS_NAMED
+            raise BadInput(
+                f"the head {head_sha[:12]} does not merge into the base's tip {base_sha[:12]}: conflicts in "
+                f"{named}{f' and {more} more' if more > 0 else ''}; rebase the head on the base, or merge the "
+                "base into it, and measure again"
+            ) from None
+        yield tree / _inside(root), Merge(base=base_sha, head=head_sha, commit=commit)
+
+
+def _commit(root: Path, rev: str) -> str:
     sha = git.commit_of(root, rev)
     if sha is None:
         raise BadInput(f"{rev!r} is not a commit in {root}")
+    return sha
+
+
+def _inside(root: Path) -> Path:
+    """Where the project lies in its git repository (a folder of a larger one: an example in a
+    monorepo)."""
     top = git.run(root, "rev-parse", "--show-toplevel")
-    inside = root.resolve().relative_to(Path(top.stdout.strip()).resolve()) if top.returncode == 0 else Path()
+    return root.resolve().relative_to(Path(top.stdout.strip()).resolve()) if top.returncode == 0 else Path()
+
+
+@contextmanager
+def _worktree(root: Path, sha: str) -> Iterator[Path]:
     with (
         tempfile.TemporaryDirectory(prefix="perfbot-ab-") as scratch,
         git.worktree(root, sha, Path(scratch) / "side") as tree,
     ):
-        yield tree / inside, sha
+        yield tree
 
 
 def worker_specs(

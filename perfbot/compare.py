@@ -41,7 +41,7 @@ import numpy as np
 
 from . import stats
 from .errors import BadInput
-from .results import Benchmark, Environment, Failure, Results, same_gpu
+from .results import Benchmark, Environment, Failure, Merge, Results, same_gpu
 from .schema import shown
 from .thresholds import Policy, Rule
 
@@ -104,6 +104,7 @@ class Report:
     missing: tuple[Failure, ...] = ()
     skipped_kernels: tuple[str, ...] = ()  # implementations the current run left out on purpose
     gpus: tuple[str, ...] = ()  # the GPUs the current run was sharded across
+    merge: Merge | None = None  # the current side is a head merged into the baseline's commit
 
     @property
     def fails(self) -> bool:
@@ -179,6 +180,7 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
         policy_source=policy.source,
         skipped_kernels=tuple(current.settings.skipped_kernels),
         gpus=tuple(current.settings.gpus),
+        merge=current.settings.merge,
     )
 
 

@@ -18,7 +18,8 @@ Format versions:
        not read: the file lives within one workflow run, written and read by one perfbot.
        Later, within format 3: each Row's "samples" (rounds or samples per side it was judged on);
        "declaration_changes" ([str]) and "missing" ([Failed]: benchmarks the base's subject
-       plans that the head cannot run, failing).
+       plans that the head cannot run, failing);
+       "merge" (null, or the base's tip, the head and the merge commit of `perfbot ab --merge`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, with_config
 
 from .compare import VERDICTS, Comparison, Report
-from .results import Benchmark, Failure, Label, Shape, Variant, variant_name
+from .results import Benchmark, Failure, Label, Merge, Shape, Variant, variant_name
 from .results import Environment as EnvironmentRecord
 from .schema import MAX_ITEMS, MAX_JSON_BYTES, Finite, Name, Text, _bounded, load_json
 
@@ -123,6 +124,7 @@ class Summary:
     declaration_changes: Notes = field(default_factory=list)
     # What the base's suites time and the head cannot run (an A/B; declarations.py): failing.
     missing: Annotated[list[Failed], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
+    merge: Merge | None = None  # what the current side was: the head merged into the baseline's commit
 
     @property
     def fails(self) -> bool:
@@ -185,6 +187,7 @@ def summarize(report: Report) -> Summary:
         policy_change=list(report.policy_change),
         declaration_changes=list(report.declaration_changes),
         missing=[Failed(Identity.of(f), f.reason) for f in report.missing],
+        merge=report.merge,
     )
 
 

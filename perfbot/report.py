@@ -19,7 +19,7 @@ from rich.table import Table
 
 from .comparison import ENVIRONMENT_KEYS, Summary, label, shape_text
 from .errors import BadInput
-from .results import Benchmark, Results, variant_name
+from .results import Benchmark, Merge, Results, variant_name
 
 # The hidden line by which the bot finds its own PR comment again. Rendered text can never
 # contain it: every value from a file is escaped ("<" becomes "&lt;").
@@ -227,6 +227,15 @@ def _comment_cells(row: Any) -> list[Any]:
     ]
 
 
+def measured_line(merge: Merge) -> str:
+    """What `perfbot ab --merge` measured, in one line of markdown. Only hex digits are printed
+    (the record's SHAs are validated), so the code spans need no escaping."""
+    head, base = f"`{merge.head[:12]}`", f"`{merge.base[:12]}`"
+    if merge.commit is None:
+        return f"{head}, which contains {base} (a fast-forward: measured as it is), against {base}"
+    return f"{head} merged into {base} (merge `{merge.commit[:12]}`), against {base}"
+
+
 def comment_markdown(summary: Summary, limit: int = GITHUB_COMMENT_LIMIT) -> str:
     """The PR comment: verdict line first, changed rows, unchanged rows folded, environments,
     and the hidden marker. Over `limit` characters, unchanged rows go first, then changed rows
@@ -243,6 +252,7 @@ def comment_markdown(summary: Summary, limit: int = GITHUB_COMMENT_LIMIT) -> str
     def render(rows: list[Any], folded: list[Any]) -> str:
         return template.render(
             summary=summary,
+            measured=Markdown(measured_line(summary.merge)) if summary.merge else None,
             rows=[_comment_cells(r) for r in rows],
             unchanged=[_comment_cells(r) for r in folded],
             omitted_rows=len(changed) - len(rows),
@@ -393,7 +403,8 @@ def _shares(room: int, wants: Sequence[int]) -> list[int]:
 
 
 def compare_table(summary: Summary) -> Table:
-    table = Table(title=summary.headline, title_justify="left")
+    measured = f"Measured: {measured_line(summary.merge).replace('`', '')}" if summary.merge else None
+    table = Table(title=summary.headline, title_justify="left", caption=measured, caption_justify="left")
     for column in (
         "benchmark",
         "baseline ms",

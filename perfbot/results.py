@@ -63,6 +63,8 @@ def _iso_or_empty(text: str) -> str:
 
 
 Created = Annotated[str, Field(max_length=64), AfterValidator(_iso_or_empty)]
+# A full git commit name: SHA-1 (40 hex digits) or SHA-256 (64).
+Sha = Annotated[str, Field(pattern=r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")]
 
 
 @with_config(_RECORD)
@@ -116,6 +118,17 @@ class Environment:
 
 @with_config(_RECORD)
 @dataclass(frozen=True)
+class Merge:
+    """The head side of `perfbot ab --merge`: the head merged into the base's tip, which the
+    base side measured."""
+
+    base: Sha  # the base's tip
+    head: Sha  # the head's own commit
+    commit: Sha | None = None  # the merge commit measured; None: the head contained the tip (a fast-forward)
+
+
+@with_config(_RECORD)
+@dataclass(frozen=True)
 class Settings:
     """How a run was measured, and for an A/B run, which one and against what."""
 
@@ -132,6 +145,7 @@ class Settings:
     ab_run: Name | None = None  # both sides of one interleaved A/B run share it: their samples pair up
     against: Text | None = None  # the base's commit
     head: Text | None = None  # the head's commit, when it is not the checkout's own
+    merge: Merge | None = None  # how the head was merged into the base's tip (`perfbot ab --merge`)
     triton_commits: Annotated[dict[Name, Text | None], Field(max_length=4)] = field(default_factory=dict)
     # How an A/B decided how many rounds to take (sequential.py); None: `samples` rounds each.
     stopping: Text | None = None

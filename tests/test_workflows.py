@@ -139,7 +139,11 @@ def test_gpu_check_shape():
     assert '--pr "$PR_NUMBER" --sha "$HEAD_SHA"' in post
     assert comment["env"]["HEAD_SHA"] == "${{ inputs.sha }}"
     measure = next(s for s in check["steps"] if s.get("id") == "measure")["run"]
-    assert 'perfbot ab "$base" "$HEAD_SHA"' in measure  # the base's checkout judges the head's kernels
+    # The base's checkout judges the head's kernels, merged into the base's tip (HEAD there) and
+    # measured against the tip: never against the merge-base, where a cherry-picked speedup of the
+    # base's branch would hide a slowdown (tests/test_ab_merge.py).
+    assert 'perfbot ab HEAD "$HEAD_SHA" --merge' in measure
+    assert all("merge-base" not in line for line in measure.splitlines() if not line.strip().startswith("#"))
     # Full width: every suite; max-autotune is left to the baseline job.
     assert "--skip-kernel max-autotune" in measure and "--suite" not in measure
     # The head is verified before any step brings its code: an automatic dispatch must name a
@@ -352,6 +356,55 @@ def test_the_comment_step_posts_one_comment_with_a_section_per_gpu(tmp_path: Pat
     ]
     assert "B200" not in body and body.count("<!-- perfbot-report -->") == 1
     assert (status["state"], status["target_url"]) == ("failure", "https://github.com/octo/perfbot/actions/runs/1")
+
+
+def test_a_gpu_whose_ab_stopped_gets_the_reason_in_its_section(tmp_path: Path):
+    """The post step's script again: a GPU whose A/B stopped before comparing (a head that does
+    not merge into the base's tip) left error.txt in its report; its section says that line,
+    escaped. A symlink for one is not followed. The status fails: the measuring job failed."""
+    from tests.fake_github import FakeGitHub
+
+    reports = tmp_path / "reports"
+    said = "the head 0123456789ab does not merge into the base's tip ba9876543210: conflicts in kernels/<x>.py"
+    (reports / "perfbot-report-a100").mkdir(parents=True)
+    (reports / "perfbot-report-a100" / "error.txt").write_text(said + "\n")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the comment\n")
+    (reports / "perfbot-report-h200").mkdir()
+    (reports / "perfbot-report-h200" / "error.txt").symlink_to(secret)
+    sha, token = "b" * 40, "ghs_commentTOKEN"
+    with FakeGitHub(token=token) as fake:
+        fake.add_pull("octo/perfbot", 7, sha)
+        done = subprocess.run(
+            ["bash", "-e", "-c", _run_step("gpu-check.yml", "comment", "Post the comment and set the status")],
+            cwd=ROOT,
+            env={
+                "PATH": os.environ["PATH"],
+                "HOME": str(tmp_path),
+                "GITHUB_TOKEN": token,
+                "GITHUB_API_URL": fake.url,
+                "GITHUB_REPOSITORY": "octo/perfbot",
+                "PR_NUMBER": "7",
+                "HEAD_SHA": sha,
+                "CHECK_RESULT": "failure",
+                "GPU_LABELS": '["a100","h200"]',
+                "REPORTS": str(reports),
+                "RUN_URL": "https://github.com/octo/perfbot/actions/runs/2",
+            },
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        (posted,) = fake.comments[("octo/perfbot", 7)]
+        status = fake.statuses[("octo/perfbot", sha)][-1]
+    lines = posted["body"].splitlines()
+    assert lines[0] == "**perfbot:** ⚠️ not measured on a100, h200"
+    escaped = said.replace("<", "&lt;").replace(">", "&gt;")
+    assert f"⚠️ Could not measure: its job stopped before comparing: {escaped}" in lines
+    assert "⚠️ Could not measure: no comparison file; its job stopped before comparing (see the workflow run)" in lines
+    assert "not for the comment" not in posted["body"]
+    assert status["state"] == "failure"
 
 
 def test_the_store_step_stores_the_run_of_every_gpu_kind_in_one_push(tmp_path: Path):

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from .. import results as results_file
-from ..errors import EXIT_REGRESSION, BadInput
+from ..errors import EXIT_REGRESSION, BadInput, PerfbotError
+from ..files import write_atomic
 from ..thresholds import load_policy
 from .context import (
     chosen,
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from ..subject import Loaded, Suite
 
 _OUTPUTS = ("base.json", "head.json", "comparison.json", "comment.md")
+# Where an A/B that stopped before its verdict says why, in the line it printed: the PR check's
+# comment job shows it for a GPU that has no comparison file (a head that does not merge, say).
+ERROR_FILE = "error.txt"
 
 
 @click.command("ab")
@@ -43,7 +47,8 @@ _OUTPUTS = ("base.json", "head.json", "comparison.json", "comment.md")
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("perfbot-ab"),
     show_default=True,
-    help="Where base.json, head.json, comparison.json and comment.md go.",
+    help="Where base.json, head.json, comparison.json and comment.md go; where the A/B stops on an error, "
+    "error.txt too, with the error's line.",
 )
 @click.option("--overwrite", is_flag=True, help="Replace those files if they exist.")
 @thresholds_option
@@ -73,6 +78,12 @@ _OUTPUTS = ("base.json", "head.json", "comparison.json", "comment.md")
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Wheel and environment cache for --triton-source. Default: ~/.cache/perfbot/triton-wheels.",
+)
+@click.option(
+    "--merge",
+    is_flag=True,
+    help="Measure HEAD merged into BASE (the base branch's tip) against BASE: what merging it would do to "
+    "the tip. Refused (exit 2) where the merge has conflicts; a HEAD that contains BASE is measured as it is.",
 )
 @max_samples_option
 @click.option(
@@ -105,6 +116,7 @@ def ab_command(
     triton_envs: tuple[str, ...],
     triton_source: str | None,
     triton_cache: Path | None,
+    merge: bool,
     max_samples: int,
     time_budget: float,
     project: Path | None,
@@ -126,11 +138,18 @@ def ab_command(
     commits, each side runs in a worker process with its own Triton (--triton-source or
     --triton-env): one pair of them per GPU.
 
+    With --merge, the head side is HEAD merged into BASE, built in a temporary worktree (no hook
+    runs, this checkout is untouched), and the other side is BASE itself: a branch that took a
+    speedup from BASE's branch cannot pass a slowdown of its own off against the older commit it
+    forked from. The results and the comment record BASE, HEAD and the merge commit. A merge with
+    conflicts is refused (exit 2), naming the files.
+
     Example:
 
     \b
         perfbot ab origin/main --skip-kernel max-autotune --out-dir ab
         perfbot ab origin/main --suite pr --out-dir ab
+        perfbot ab origin/main my-branch --merge --out-dir ab
         perfbot ab "$BASE_SHA" "$HEAD_SHA" --triton-source https://github.com/triton-lang/triton.git
     """
     from .. import ab
@@ -148,7 +167,7 @@ def ab_command(
     gpus = chosen_gpus(gpu_count, mixed_gpus)
     if out_dir.exists() and not out_dir.is_dir():
         raise BadInput(f"--out-dir {out_dir}: is a file")
-    existing = [name for name in _OUTPUTS if (out_dir / name).exists()]
+    existing = [name for name in (*_OUTPUTS, ERROR_FILE) if (out_dir / name).exists()]
     if existing and not overwrite:
         raise BadInput(f"{out_dir / existing[0]} already exists; choose another --out-dir or pass --overwrite")
     policy = load_policy(thresholds_path or config.root / "thresholds.yaml")
@@ -158,24 +177,39 @@ def ab_command(
         for name, loaded in (("base.json", base), ("head.json", head)):
             results_file.save(loaded, out_dir / name, overwrite=overwrite)
 
-    outcome = ab.run(
-        config,
-        config.kernels_dir,
-        running,
-        choose,
-        base_rev,
-        head_rev,
-        policy,
-        tritons,
-        _bar,
-        on_measured=keep,
-        trend_store=trend_store,
-        sampling=ab.Sampling(max_samples, time_budget),
-        gpus=gpus,
-    )
-    emit(outcome.report, out_dir / "comment.md", out_dir / "comparison.json")
+    if out_dir.is_dir():
+        (out_dir / ERROR_FILE).unlink(missing_ok=True)  # an earlier run's (--overwrite)
+    with _error_kept(out_dir / ERROR_FILE):
+        outcome = ab.run(
+            config,
+            config.kernels_dir,
+            running,
+            choose,
+            base_rev,
+            head_rev,
+            policy,
+            tritons,
+            _bar,
+            on_measured=keep,
+            trend_store=trend_store,
+            sampling=ab.Sampling(max_samples, time_budget),
+            gpus=gpus,
+            merge=merge,
+        )
+        emit(outcome.report, out_dir / "comment.md", out_dir / "comparison.json")
     if outcome.report.fails:
         sys.exit(EXIT_REGRESSION)
+
+
+@contextmanager
+def _error_kept(path: Path) -> Iterator[None]:
+    """A perfbot error raised inside, also written to `path` (as far as it can be written)."""
+    try:
+        yield
+    except PerfbotError as error:
+        with suppress(PerfbotError):
+            write_atomic(path, f"{error}\n")
+        raise
 
 
 @contextmanager

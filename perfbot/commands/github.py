@@ -20,6 +20,7 @@ from ..report import (
     gpu_comment_markdown,
     gpu_headline,
 )
+from .ab import ERROR_FILE
 
 
 def _sections(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[tuple[str, Path], ...]:
@@ -66,7 +67,8 @@ def _sections(ctx: click.Context, param: click.Parameter, values: tuple[str, ...
     callback=_sections,
     help="Or, repeated, one per GPU kind: the runner label its check ran on and its comparison file. All go into "
     "the one comment, a section each under the label (never a name read from the file), sharing GitHub's limit. "
-    "A FILE that is missing, a symlink or unreadable gives a section saying that GPU could not measure.",
+    "A FILE that is missing, a symlink or unreadable gives a section saying that GPU could not measure (and why, "
+    "from the first line of an error.txt beside it, as `perfbot ab` leaves one).",
 )
 @click.option(
     "--sha",
@@ -221,17 +223,39 @@ def _rendered(path: Path) -> str:
     return comment_markdown(comparison.load(path), GITHUB_COMMENT_LIMIT - 400)
 
 
+_STOPPED = "no comparison file; its job stopped before comparing"
+# More than a section shows of a line (report.MAX_SHOWN): the rest of the file is never read.
+_ERROR_BYTES = 1024
+
+
 def _gpu_report(label: str, path: Path) -> GpuReport:
     """One GPU's section: its comparison file, or why it has none. A symlink is not followed: in
     the PR check, the file comes from a job that ran the pull request's code."""
     from .. import comparison
 
     if path.is_symlink() or not path.exists():
-        return GpuReport(label, None, "no comparison file; its job stopped before comparing (see the workflow run)")
+        said = _error_line(path.with_name(ERROR_FILE))
+        return GpuReport(
+            label, None, f"its job stopped before comparing: {said}" if said else _STOPPED + " (see the workflow run)"
+        )
     try:
         return GpuReport(label, comparison.load(path))
     except BadInput as error:
         return GpuReport(label, None, f"its comparison file could not be read: {str(error).removeprefix(f'{path}: ')}")
+
+
+def _error_line(path: Path) -> str:
+    """The first line of the error file that a GPU's A/B left where it stopped (`perfbot ab`'s
+    ERROR_FILE), or "" where there is none to read. Not followed if a symlink, as above; the
+    section escapes it like any other value."""
+    if path.is_symlink() or not path.is_file():
+        return ""
+    try:
+        with path.open("rb") as handle:
+            text = handle.read(_ERROR_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
 def _read_body(path: Path) -> str:
