@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import git
+from . import git, provenance
 from . import store as baseline_store
 from .compare import Report, compare
 from .config import ProjectConfig, load_project_config
@@ -101,6 +101,7 @@ def run(
             "base": load_subject(trees["base"][0] / relative),
             "head": load_subject(trees["head"][0] / relative) if head_rev else running,
         }
+        provenance.check({side: loaded.sources for side, loaded in subjects.items()})
         pins = {side: load_project_config(tree).triton_commit for side, (tree, _) in trees.items()}
         specs = worker_specs({side: tree / relative for side, (tree, _) in trees.items()}, pins, tritons, base_rev)
         sharded = len(gpus) > 1  # two Tritons: a pair of workers on each GPU (shards.py)
@@ -138,6 +139,7 @@ def run(
             by up to 0.9%, docs/method.md)."""
             again = dataclasses.replace(settings, seed=settings.seed + 1)
             fresh = {side: load_subject(loaded.path, instance=f"{run_id}-confirm") for side, loaded in subjects.items()}
+            provenance.check({side: loaded.sources for side, loaded in fresh.items()})
             return measure(restrict(suites, cases), "-confirm", again, fresh)
 
         report = judge(base, head, policy, measure_again)
@@ -148,6 +150,24 @@ def run(
     if trend_store is not None:
         report = dataclasses.replace(report, trend=trend(trend_store, head, policy))
     return Outcome(base, head, report)
+
+
+def sources(
+    config: ProjectConfig, kernels_dir: Path, running: Loaded, base_rev: str, head_rev: str | None
+) -> dict[str, dict[str, dict[str, str]]]:
+    """What an A/B of these revisions would record of each side's code, checked as `run` checks
+    it, without measuring: side -> implementation -> {path: sha256} (provenance.py)."""
+    try:
+        relative = kernels_dir.resolve().relative_to(config.root.resolve())
+    except ValueError:
+        raise BadInput(f"the A/B needs the kernels inside the project ({config.root}), got {kernels_dir}") from None
+    with ExitStack() as stack:
+        loaded = {"base": load_subject(stack.enter_context(checkout(config.root, base_rev))[0] / relative)}
+        loaded["head"] = (
+            load_subject(stack.enter_context(checkout(config.root, head_rev))[0] / relative) if head_rev else running
+        )
+        provenance.check({side: subject.sources for side, subject in loaded.items()})
+        return {side: subject.sources.recorded() for side, subject in loaded.items()}
 
 
 @contextmanager

@@ -259,6 +259,7 @@ def _described(side: str, reply: dict[str, Any]) -> dict[str, Any]:
         "error_bounds": settings.error_bounds,
         "under_test": settings.under_test,
         "bounds": settings.bounds,
+        "sources": settings.sources,
     }
 
 
@@ -288,7 +289,8 @@ class _Side:
         require_gpu()
         self.subject = load_subject(self.kernels)
         environment = dataclasses.replace(collect_environment(), **kernels_revision(self.kernels))
-        return {"environment": dataclasses.asdict(environment), "subject": describe(self.subject.subject)}
+        subject = {**describe(self.subject.subject), "sources": self.subject.sources.recorded()}
+        return {"environment": dataclasses.asdict(environment), "subject": subject}
 
     def prepare(self, suite: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
         from . import measure, runner

@@ -71,6 +71,9 @@ def test_each_side_runs_in_its_own_environment_and_a_slower_one_fails(repo: Path
     assert all(0.99 < b.median_ms < 1.01 for b in results.load(out / "base.json").benchmarks)
     assert head.environment.triton_path.endswith("triton")
     assert head.environment.triton_commit != "a" * 40
+    # Each worker records the files its side's code came from (the same code on both sides here).
+    geglu = {side.settings.sources["fused"]["kernels/geglu.py"] for side in (head, results.load(out / "base.json"))}
+    assert len(geglu) == 1 and len(geglu.pop()) == 64
 
 
 def test_the_same_speed_in_both_environments_passes(repo: Path, tmp_path: Path):
@@ -97,6 +100,7 @@ def test_two_tritons_sharded_across_gpus_get_a_worker_per_side_on_each_gpu(repo:
     base, head = results.load(out / "base.json"), results.load(out / "head.json")
     assert head.settings.gpus == ["0: NVIDIA H200", "1: NVIDIA H200"]
     assert "one worker process per side" in head.settings.timing
+    assert "kernels/geglu.py" in base.settings.sources["fused"]  # recorded by the base's workers
     by_key = {b.key: b for b in base.benchmarks}
     assert {b.gpu for b in head.benchmarks} == set(head.settings.gpus)  # both GPUs took cases
     for bench in head.benchmarks:  # both sides of a pair on one GPU, each worker pinned to it
