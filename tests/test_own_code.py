@@ -128,9 +128,9 @@ def _digests_run(gpu, captured, under: Path) -> set[str]:
     return {hashlib.sha256(f.read_bytes()).hexdigest() for f in files if f.is_file()}
 
 
-def _ab(repo: Path, out: Path, *extra: str):
+def _ab(repo: Path, out: Path, *extra: str, base: str = "HEAD~1"):
     return CliRunner().invoke(
-        perfbot, ["ab", "HEAD~1", "--project", str(repo), "--samples", "12", "--out-dir", str(out), *extra]
+        perfbot, ["ab", base, "--project", str(repo), "--samples", "12", "--out-dir", str(out), *extra]
     )
 
 
@@ -229,3 +229,51 @@ def test_the_triton_kernels_of_the_packages_imported_by_name_are_loaded_anew(cle
     assert loads.triton_kernels(loaded.module) == []  # not in sys.modules: found only through the load
     (found,) = loads.triton_kernels(loaded.module, loaded.modules.values())
     assert found is loaded.modules["tinyops.ops.k"].kernel
+
+
+GPU_KERNEL = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _double(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2, mask=mask)
+
+
+def scale(x):
+    y = torch.empty_like(x)
+    for _ in range(LAUNCHES):
+        _double[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+    return y
+"""
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_an_editable_src_layout_times_each_sides_own_triton_kernel(clean_imports, tmp_path):
+    # Real Triton kernels, compiled and captured in one process: the head's launches its kernel
+    # twice (the same result, twice the time), the base's once.
+    repo = src_layout_repo(tmp_path / "repo")
+    kernel = repo / "src" / "tinyops" / "ops" / "k.py"
+    (repo / "bench" / "__init__.py").write_text(SUBJECT.replace('"n": 33', '"n": 1 << 24'))
+    for launches, message in ((1, "base"), (2, "head")):
+        kernel.write_text(GPU_KERNEL.replace("LAUNCHES", str(launches)))
+        _git(repo, "commit", "-qam", message)
+    result = _ab(repo, tmp_path / "ab", "--max-samples", "200")  # not installed: found by isolation alone
+    assert result.exit_code == 1, result.output
+    rows = json.loads((tmp_path / "ab" / "comparison.json").read_text())["comparisons"]
+    ratios = {
+        (r["benchmark"]["case"], r["benchmark"]["kernel"]): r["current_median_ms"] / r["baseline_median_ms"]
+        for r in rows
+    }
+    assert 1.6 < ratios[("odd", "triton")] < 2.4 and 0.95 < ratios[("odd", "torch")] < 1.05, ratios
+    digests = [
+        json.loads((tmp_path / "ab" / f"{side}.json").read_text())["settings"]["sources"]["triton"]
+        for side in ("base", "head")
+    ]
+    assert digests[0]["src/tinyops/ops/k.py"] != digests[1]["src/tinyops/ops/k.py"]
+    same = _ab(repo, tmp_path / "aa", "--max-samples", "200", base="HEAD")
+    assert same.exit_code == 0, same.output  # the head against itself: its own kernel on both sides
