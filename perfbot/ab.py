@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import declarations, git
+from . import declarations, git, provenance
 from . import store as baseline_store
 from .compare import Report, compare
 from .config import ProjectConfig, load_project_config
@@ -68,6 +68,82 @@ class Outcome:
     report: Report
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """An A/B made ready to measure, nothing timed yet: each side's tree and commit, what the
+    head was merged into, both sides' subjects (the head's judged by the base's declarations),
+    what the base judges that the head cannot run, and what the base's subject chose."""
+
+    trees: dict[str, tuple[Path, str | None]]
+    merge: Merge | None
+    subjects: dict[str, Loaded]
+    head_own: Loaded  # the head's subject with its own declarations (to list what differs)
+    missing: dict[str, str]
+    suites: Sequence[Suite]
+    settings: RunSettings
+    declared: list[str]
+    pins: dict[str, str]
+    relative: Path  # the kernels package, inside each tree
+
+    def kernels(self) -> dict[str, Path]:
+        return {side: tree / self.relative for side, (tree, _) in self.trees.items()}
+
+    def sources(self) -> dict[str, dict[str, dict[str, str]]]:
+        """What each side's results will record of its code: implementation -> {path: sha256}."""
+        return {side: loaded.sources.recorded() for side, loaded in self.subjects.items()}
+
+
+@contextmanager
+def prepared(
+    config: ProjectConfig,
+    kernels_dir: Path,
+    running: Loaded,
+    choose: Callable[[Loaded], tuple[Sequence[Suite], RunSettings]],
+    base_rev: str,
+    head_rev: str | None,
+    merge: bool = False,
+) -> Iterator[Prepared]:
+    """Both sides checked out (the head merged into the base with `merge`) and loaded, each from
+    its own checkout (provenance.check), the head under the base's declarations; `choose(base)`
+    picks the base's suites and the run's settings. Needs no GPU; the trees live while it does."""
+    try:
+        relative = kernels_dir.resolve().relative_to(config.root.resolve())
+    except ValueError:
+        raise BadInput(f"the A/B needs the kernels inside the project ({config.root}), got {kernels_dir}") from None
+    if merge and not head_rev:
+        raise BadInput(
+            "--merge needs HEAD, the head's commit: this checkout's uncommitted changes cannot be merged; "
+            "commit them and name the commit"
+        )
+    with ExitStack() as stack:
+        trees: dict[str, tuple[Path, str | None]] = {"base": stack.enter_context(checkout(config.root, base_rev))}
+        trees["head"] = (config.root, None)
+        merged_as: Merge | None = None
+        if merge and head_rev:
+            head_tree, merged_as = stack.enter_context(merged(config.root, str(trees["base"][1]), head_rev))
+            trees["head"] = (head_tree, merged_as.head)
+        elif head_rev:
+            trees["head"] = stack.enter_context(checkout(config.root, head_rev))
+        base_subject = load_subject(trees["base"][0] / relative)
+        head_own = load_subject(trees["head"][0] / relative) if head_rev else running
+        head_subject, missing = declarations.judged_by_base(base_subject, head_own)
+        subjects = {"base": base_subject, "head": head_subject}
+        provenance.check({side: loaded.sources for side, loaded in subjects.items()})
+        suites, settings = choose(base_subject)
+        yield Prepared(
+            trees=trees,
+            merge=merged_as,
+            subjects=subjects,
+            head_own=head_own,
+            missing=missing,
+            suites=suites,
+            settings=settings,
+            declared=declarations.differences(base_subject, head_own, suites),
+            pins={side: load_project_config(tree).triton_commit for side, (tree, _) in trees.items()},
+            relative=relative,
+        )
+
+
 def run(
     config: ProjectConfig,
     kernels_dir: Path,
@@ -85,51 +161,28 @@ def run(
     merge: bool = False,
 ) -> Outcome:
     """Measure `base_rev` against `head_rev` (default: this checkout's kernels, `running`) and
-    judge, under the base's declarations (declarations.py): `choose(base)` picks the base's suites
-    and the run's settings, and the head's subject supplies only its code. With `merge`, against
-    `head_rev` merged into `base_rev` (`merged`). `progress(total)` gives a context whose
-    function is told of finished steps; `on_measured`
-    gets both sides' results before they are judged (to keep them whatever happens next).
-    With `sampling`, each pair is timed until decided (sequential.py), else `settings.samples`
-    rounds; with several `gpus`, the cases are shared out across them (shards.py)."""
+    judge, as `prepared` makes them ready: under the base's declarations, with `merge` the head
+    merged into the base. `progress(total)` gives a context whose function is told of finished
+    steps; `on_measured` gets both sides' results before they are judged (to keep them whatever
+    happens next). With `sampling`, each pair is timed until decided (sequential.py), else
+    `settings.samples` rounds; with several `gpus`, the cases are shared out across them
+    (shards.py)."""
     from .environment import collect_environment
     from .runner import LocalSides, measure_sides, plan, progress_steps
     from .shards import Job, measure_sharded
     from .worker import WorkerSides, workers
 
-    try:
-        relative = kernels_dir.resolve().relative_to(config.root.resolve())
-    except ValueError:
-        raise BadInput(f"the A/B needs the kernels inside the project ({config.root}), got {kernels_dir}") from None
-    if merge and not head_rev:
-        raise BadInput(
-            "--merge needs HEAD, the head's commit: this checkout's uncommitted changes cannot be merged; "
-            "commit them and name the commit"
-        )
     with ExitStack() as stack:
-        base_tree, base_sha = stack.enter_context(checkout(config.root, base_rev))
-        trees: dict[str, tuple[Path, str | None]] = {"base": (base_tree, base_sha), "head": (config.root, None)}
-        merged_as: Merge | None = None
-        if merge and head_rev:
-            head_tree, merged_as = stack.enter_context(merged(config.root, base_sha, head_rev))
-            trees["head"] = (head_tree, merged_as.head)
-        elif head_rev:
-            trees["head"] = stack.enter_context(checkout(config.root, head_rev))
-        base_subject = load_subject(trees["base"][0] / relative)
-        head_own = load_subject(trees["head"][0] / relative) if head_rev else running
-        head_subject, missing = declarations.judged_by_base(base_subject, head_own)
-        subjects = {"base": base_subject, "head": head_subject}
-        suites, settings = choose(base_subject)
-        declared = declarations.differences(base_subject, head_own, suites)
-        pins = {side: load_project_config(tree).triton_commit for side, (tree, _) in trees.items()}
-        specs = worker_specs({side: tree / relative for side, (tree, _) in trees.items()}, pins, tritons, base_rev)
+        ready = stack.enter_context(prepared(config, kernels_dir, running, choose, base_rev, head_rev, merge))
+        subjects, suites, settings, pins = ready.subjects, ready.suites, ready.settings, ready.pins
+        specs = worker_specs(ready.kernels(), pins, tritons, base_rev)
         sharded = len(gpus) > 1  # two Tritons: a pair of workers on each GPU (shards.py)
         started = stack.enter_context(workers(specs)) if specs and not sharded else None
         run_id = uuid.uuid4().hex
         revisions = {
-            "against": base_sha,
-            **({"head": trees["head"][1]} if head_rev else {}),
-            **({"merge": merged_as} if merged_as else {}),
+            "against": ready.trees["base"][1],
+            **({"head": ready.trees["head"][1]} if head_rev else {}),
+            **({"merge": ready.merge} if ready.merge else {}),
         }
         stopping = None
         if sampling is not None:
@@ -163,17 +216,18 @@ def run(
             again = dataclasses.replace(settings, seed=settings.seed + 1)
             paths = {side: loaded.path for side, loaded in subjects.items()}
             fresh, _ = declarations.load_sides(paths, instance=f"{run_id}-confirm")
+            provenance.check({side: loaded.sources for side, loaded in fresh.items()})
             return measure(restrict(suites, cases), "-confirm", again, fresh)
 
         report = judge(base, head, policy, measure_again)
         other = "head" if head_rev else "base"
-        planned = [p for group in plan(base_subject, suites, settings, "base") for p in group]
-        unrun = declarations.missing_failures(missing, planned)
+        planned = [p for group in plan(subjects["base"], suites, settings, "base") for p in group]
+        unrun = declarations.missing_failures(ready.missing, planned)
         unrun_keys = {failure.key for failure in unrun}
         report = dataclasses.replace(
             report,
-            policy_change=policy_change(policy, trees[other][0]),
-            declaration_changes=tuple(declared),
+            policy_change=policy_change(policy, ready.trees[other][0]),
+            declaration_changes=tuple(ready.declared),
             missing=tuple(unrun),
             removed=tuple(b for b in report.removed if b.key not in unrun_keys),
         )
@@ -262,17 +316,38 @@ def worker_specs(
         return {side: (kernels[side], tritons.envs.get(side), None) for side in ("base", "head")}
     if pins["base"] == pins["head"]:
         return {}
+    source = _source_of_two(pins, tritons, rev)
+    from . import triton_build
+
+    return {
+        side: (kernels[side], triton_build.environment(pins[side], source, tritons.cache), pins[side])
+        for side in ("base", "head")
+    }
+
+
+def tritons_text(pins: dict[str, str], tritons: Tritons, rev: str) -> str:
+    """Which Triton each side would get, in one line, as `worker_specs` decides, without building
+    any (refused as it would be)."""
+    if tritons.envs:
+        given = ", ".join(f"{side} {tritons.envs.get(side) or 'the one installed here'}" for side in ("base", "head"))
+        return f"each side in a worker process of its own, with the Triton in: {given}"
+    if pins["base"] == pins["head"]:
+        return f"both sides pin {pins['base'][:12]}; the Triton installed here runs both, in this process"
+    source = _source_of_two(pins, tritons, rev)
+    return (
+        f"the base pins {pins['base'][:12]} and the head {pins['head'][:12]}: both built from {source} "
+        "(cached by commit), each side in a worker process with its own"
+    )
+
+
+def _source_of_two(pins: dict[str, str], tritons: Tritons, rev: str) -> str:
+    """Where two pinned Tritons are built from; refused without one."""
     if tritons.source is None:
         raise BadInput(
             f"{rev} pins Triton {pins['base'][:12]} and the head {pins['head'][:12]}: each side needs "
             "its own; pass --triton-source REPO to build both, or --triton-env base=DIR --triton-env head=DIR"
         )
-    from . import triton_build
-
-    return {
-        side: (kernels[side], triton_build.environment(pins[side], tritons.source, tritons.cache), pins[side])
-        for side in ("base", "head")
-    }
+    return tritons.source
 
 
 def judge(

@@ -9,15 +9,19 @@ sequential A/B has Triton forget each side's compiled kernels every few blocks
 loads them anew, wherever the driver now puts them. A load's bias then varies from block to
 block like any other noise: it widens the interval instead of moving it.
 
-Only the JIT functions found at module level in the subject's own modules are loaded anew (under
-`autotune` and `heuristics` too). Kernels a subject makes in a function, keeps in a class or a
-dict, or launches through a wrapper with a cache of its own keep their first load. Vendor
-libraries', PyTorch's and torch.compile's kernels are the same code on both sides, loaded once.
+Only the JIT functions found at module level in the subject's own modules, and in the modules
+of its checkout's packages that it imported by name (subject.Loaded.modules), are loaded anew
+(under `autotune` and `heuristics` too). Kernels a subject makes in a function, keeps in a
+class or a dict, or launches through a wrapper with a cache of its own keep their first load.
+Vendor libraries', PyTorch's and torch.compile's kernels are the same code on both sides,
+loaded once.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
+from types import ModuleType
 from typing import Any
 
 # A sequential A/B's blocks per load: every this many blocks of four rounds, each side's kernels
@@ -28,16 +32,17 @@ BLOCKS_PER_LOAD = 4
 MOST_HELD = 64
 
 
-def triton_kernels(package: str) -> list[Any]:
+def triton_kernels(package: str, imported: Iterable[ModuleType] = ()) -> list[Any]:
     """The Triton JIT functions that the modules of the imported package `package` (its name in
-    sys.modules) define at module level, each once; none where Triton is absent or interpreted."""
+    sys.modules), and the `imported` modules besides, define at module level, each once; none
+    where Triton is absent or interpreted."""
     try:
         from triton.runtime.jit import JITFunction, KernelInterface
     except ImportError:
         return []
     found: dict[int, Any] = {}
     modules = [m for name, m in list(sys.modules.items()) if name == package or name.startswith(package + ".")]
-    for module in modules:
+    for module in [*modules, *imported]:
         for value in list(vars(module).values()):
             # autotune(heuristics(jit(f))): each of Triton's wrappers keeps the next in `fn`. Types
             # are asked with type(), which runs none of the subject's code; a wrapper of its own

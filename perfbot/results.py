@@ -51,6 +51,9 @@ _RECORD = ConfigDict(strict=True, extra="ignore")  # a newer perfbot may add fie
 Label = Annotated[str, Field(max_length=MAX_NAME), AfterValidator(_printable)]
 Shape = Annotated[dict[Name, Dim], Field(min_length=1, max_length=16)]
 Variant = Annotated[dict[Name, Name], Field(max_length=16)]
+Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+# implementation -> {path: sha256}: the files its code came from (provenance.py)
+Sources = Annotated[dict[Name, Annotated[dict[Text, Sha256], Field(max_length=MAX_ITEMS)]], Field(max_length=256)]
 
 
 def _iso_or_empty(text: str) -> str:
@@ -155,6 +158,9 @@ class Settings:
     gpus: Annotated[list[Text], Field(max_length=64)] = field(default_factory=list)
     # Implementations left out of this run on purpose (e.g. max-autotune, for the baseline job).
     skipped_kernels: Annotated[list[Name], Field(max_length=64)] = field(default_factory=list)
+    # The files each implementation's code came from, with their sha256: a path relative to the
+    # side's checkout where the file is inside it, else absolute. Empty in files from before 2026-12.
+    sources: Sources = field(default_factory=dict)
 
 
 @with_config(_RECORD)

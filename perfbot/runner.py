@@ -422,7 +422,11 @@ class LocalSides:
         checked = sorted(group, key=lambda planned: sides.index(planned.side))
         self.ready, failed = check_group(checked, self.generator, self.subjects[group[0].side].subject)
         # Found once the check has run: a subject may import a module of kernels at its first call.
-        found = {id(k): k for loaded in self.subjects.values() for k in loads.triton_kernels(loaded.module)}
+        found = {
+            id(k): k
+            for loaded in self.subjects.values()
+            for k in loads.triton_kernels(loaded.module, loaded.modules.values())
+        }
         self.kernels = list(found.values())
         listed = {id(planned): at for at, planned in enumerate(group)}
         self.ready.sort(key=lambda ready: listed[id(ready.planned)])
@@ -454,7 +458,10 @@ class LocalSides:
         return done
 
     def described(self) -> dict[str, dict[str, Any]]:
-        return {side: describe(loaded.subject) for side, loaded in self.subjects.items()}
+        return {
+            side: {**describe(loaded.subject), "sources": loaded.sources.recorded()}
+            for side, loaded in self.subjects.items()
+        }
 
     def environments(self) -> dict[str, Environment]:
         environment = collect_environment()

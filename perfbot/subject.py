@@ -28,8 +28,10 @@ once). Cases are named sets of integer parameters (`{name: wide, rows: 4096, col
 dtype; suites group them
 and say which implementations they time.
 
-perfbot loads the package by path (`load_subject`), under a name unique to its path, so that two
-checkouts (an A/B run, a bisect) load side by side in one process.
+perfbot loads the package by path (`load_subject`), under a name unique to its path, and the
+checkout's own packages it imports by name from that checkout (isolation.py), so that two
+checkouts (an A/B run, a bisect) load side by side in one process, each running its own code;
+which files that code came from is recorded (provenance.py).
 """
 
 from __future__ import annotations
@@ -41,11 +43,14 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Annotated, Any, NotRequired
 
 from pydantic import ConfigDict, Field, TypeAdapter
 from typing_extensions import TypedDict
 
+from . import isolation, provenance
+from .config import find_project_root
 from .errors import BadInput
 from .schema import MAX_DIM, MAX_ITEMS, Name, Text, clean, load_yaml, validate
 
@@ -172,7 +177,12 @@ class Loaded:
     path: Path  # the package's folder
     subject: Subject
     suites: dict[str, Suite]
-    module: str = ""  # the package's name in sys.modules
+    module: str  # the package's name in sys.modules
+    root: Path  # the checkout it belongs to
+    # The checkout's own packages, as this load imported them by name: kept out of sys.modules
+    # (isolation.py), so that another load imports its own copy.
+    modules: Mapping[str, ModuleType]
+    sources: provenance.Sources  # the files each implementation's code came from
 
     @property
     def implementations(self) -> dict[str, Implementation]:
@@ -245,24 +255,30 @@ def without_repeats(suites: Sequence[Suite]) -> list[Suite]:
 
 def load_subject(package: Path, instance: str = "") -> Loaded:
     """Import the package at `package` by path and take its `subject`. Under a name unique to its
-    path, so that two checkouts (an A/B run, a bisect) can be loaded side by side in one process;
-    another `instance` imports the same files again, as modules of their own (whose kernels Triton
-    then loads anew). Everything the subject declares is checked here, so that a mistake in it is
-    one line naming it (exit 2), not a failure in the middle of a run."""
+    path, so that two checkouts (an A/B run, a bisect) can be loaded side by side in one process,
+    with the checkout's own packages that it imports by name imported from the checkout
+    (isolation.py); another `instance` imports the same files again, those packages too, as
+    modules of their own (whose kernels Triton then loads anew). Everything the subject declares
+    is checked here, so that a mistake in it is one line naming it (exit 2), not a failure in the
+    middle of a run."""
     init = package / "__init__.py"
     if not init.is_file():
         raise BadInput(
             f"{package}: not a Python package (no __init__.py); [tool.perfbot] kernels names the "
             "package that defines `subject`"
         )
+    root = _checkout(package)
     key = str(package.resolve()) + (f"\0{instance}" if instance else "")
     name = "perfbot_subject_" + hashlib.sha1(key.encode()).hexdigest()[:12]
-    module = sys.modules.get(name) or _import(package, name, init)
+    module = sys.modules.get(name)
+    if module is None:
+        with isolation.own_imports(root) as imported:
+            module = _import(package, name, init)
+        _OWN_IMPORTS[name] = imported
     subject = getattr(module, "subject", None)
     if not isinstance(subject, Subject):
         raise BadInput(f"{package}: the package defines no `subject` (a perfbot.Subject); see docs/subject.md")
     _check_subject(package, subject)
-    _check_relative_imports(package, name)
     if isinstance(subject.suites, Mapping):
         suites = {
             key: _checked_suite(f"{package}: suite {key!r}", key, suite, subject)
@@ -272,7 +288,25 @@ def load_subject(package: Path, instance: str = "") -> Loaded:
             raise BadInput(f"{package}: subject {subject.name!r} has no suites")
     else:
         suites = load_suites(package / subject.suites, subject)
-    return Loaded(path=package, subject=subject, suites=suites, module=name)
+    functions = {implementation: impl.fn for implementation, impl in subject.implementations.items()}
+    sources = provenance.of(root, functions, {*isolation.own_packages(root), name})
+    modules = _OWN_IMPORTS.get(name, {})
+    return Loaded(
+        path=package, subject=subject, suites=suites, module=name, root=root, modules=modules, sources=sources
+    )
+
+
+# The checkout's own packages each loaded subject imported, by the subject's name in sys.modules.
+_OWN_IMPORTS: dict[str, dict[str, ModuleType]] = {}
+
+
+def _checkout(package: Path) -> Path:
+    """The project the package belongs to: the nearest folder above it whose pyproject.toml has a
+    [tool.perfbot] table, else the package's parent."""
+    try:
+        return find_project_root(package.parent)
+    except BadInput:
+        return package.parent.resolve()
 
 
 def _import(package: Path, name: str, init: Path) -> Any:
@@ -326,25 +360,6 @@ def _check_subject(package: Path, subject: Subject) -> None:
             )
         if len(set(values)) != len(values):
             raise BadInput(f"{where}: variants[{parameter!r}] lists a value twice: {list(values)}")
-
-
-def _check_relative_imports(package: Path, name: str) -> None:
-    """The package must import its own modules relatively (`from .kernel import ...`). By its
-    absolute name it would get whichever copy is on the path: in an A/B run, both sides would
-    time one checkout's kernels."""
-    own = package.name
-    for module_name, module in list(sys.modules.items()):
-        if not (module_name == name or module_name.startswith(name + ".")):
-            continue
-        for value in list(vars(module).values()):
-            origin = getattr(value, "__module__", None) if callable(value) else None
-            if isinstance(origin, str) and (origin == own or origin.startswith(own + ".")):
-                imported = f"{origin}.{getattr(value, '__name__', '')}"
-                raise BadInput(
-                    f"{package}: the package imports itself by its absolute name ({imported}), "
-                    f"which loads whichever copy of {own!r} Python finds first; import it relatively "
-                    "(from .kernel import ...) so that each checkout measures its own code"
-                )
 
 
 class _SuiteFields(TypedDict):

@@ -266,6 +266,7 @@ def _described(side: str, reply: dict[str, Any]) -> dict[str, Any]:
         "error_bounds": settings.error_bounds,
         "under_test": settings.under_test,
         "bounds": settings.bounds,
+        "sources": settings.sources,
     }
 
 
@@ -298,7 +299,8 @@ class _Side:
         if self.declared_by is not None:  # the head, judged by the base's declarations
             self.subject, _ = judged_by_base(load_subject(self.declared_by), self.subject)
         environment = dataclasses.replace(collect_environment(), **kernels_revision(self.kernels))
-        return {"environment": dataclasses.asdict(environment), "subject": describe(self.subject.subject)}
+        subject = {**describe(self.subject.subject), "sources": self.subject.sources.recorded()}
+        return {"environment": dataclasses.asdict(environment), "subject": subject}
 
     def prepare(self, suite: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
         from . import measure, runner

@@ -3,6 +3,7 @@ the function (the kernels run for real, Triton's in its interpreter), and timing
 function of the benchmark, so the statistics downstream see known slowdowns."""
 
 import random
+import sys
 
 from perfbot import loads, measure, runner
 
@@ -17,7 +18,10 @@ class FakeGpu:
 
     Triton's loads are modelled too: each imported subject has one stand-in kernel (what
     loads.triton_kernels finds), which a capture's first call loads, as Triton loads a kernel at
-    its first call, if nothing has been loaded since loads.forget_compiled emptied its caches."""
+    its first call, if nothing has been loaded since loads.forget_compiled emptied its caches.
+
+    With `trace` set, `ran` gives, by capture number, the files of the Python code the captured
+    call ran: a timing can then depend on which code a benchmark really runs."""
 
     def __init__(self):
         self.ms = lambda name, call: 1.0
@@ -29,8 +33,10 @@ class FakeGpu:
         self.kernels: dict[str, StandInKernel] = {}  # by package
         self.loads: dict[int, int] = {}  # capture -> the load its kernels ran from (0: none found)
         self.loaded = 0
+        self.trace = False
+        self.ran: dict[int, frozenset[str]] = {}
 
-    def triton_kernels(self, package):
+    def triton_kernels(self, package, imported=()):
         return [self.kernels.setdefault(package, StandInKernel())]
 
     def capture(self, fn, warmup_calls, offset_bytes=0):
@@ -44,7 +50,17 @@ class FakeGpu:
         self.captures += 1
         self.modules[self.captures] = module
         self.loads[self.captures] = kernel.device_caches[0] if kernel is not None else 0
-        return measure.Captured(graph=self.captures, output=fn())
+        if not self.trace:
+            return measure.Captured(graph=self.captures, output=fn())
+        files: set[str] = set()
+        previous = sys.getprofile()
+        sys.setprofile(lambda frame, event, arg: files.add(frame.f_code.co_filename))
+        try:
+            output = fn()
+        finally:
+            sys.setprofile(previous)
+        self.ran[self.captures] = frozenset(files)
+        return measure.Captured(graph=self.captures, output=output)
 
     def timer(self, captured):
         """In place of measure.GraphTimer: the real interleaving loop asks it for each sample."""

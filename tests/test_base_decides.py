@@ -152,3 +152,15 @@ def test_the_base_s_suites_decide_from_either_checkout(gpu, project: Path, tmp_p
     assert {row["benchmark"]["case"] for row in summary["comparisons"]} == {"odd", "square"}
     assert "suite tiny: case odd only on the base, or changed" in summary["declaration_changes"]
     assert "The subject's declarations differ" in comment
+
+
+def test_a_dry_run_shows_what_the_head_is_missing_and_what_it_declares_differently(project: Path):
+    # No fake GPU: a dry run measures nothing.
+    repo = _head(project, _renames, TINY.replace("[fused, ", "[fused2, "))
+    result = CliRunner().invoke(perfbot, ["ab", "HEAD~1", "--project", str(repo), "--suite", "tiny", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "missing on the head, would fail the check: fused: the base declares it; the head has no implementation" in (
+        result.output
+    )
+    assert "declarations differ: implementation fused2: only on the head" in result.output
+    assert "benchmarks per side: base 8, head 6" in result.output

@@ -68,6 +68,8 @@ KINDS = {
     "throttled index past the samples": lambda d: _first(d).update(throttled_samples=[999]),
     "created not a date": lambda d: d.update(created="tomorrow"),
     "blocks of no rounds": lambda d: d["settings"].update(stopping="sequential", block_rounds=0),
+    "a source digest not sha256": lambda d: d["settings"].update(sources={"fused": {"kernels/geglu.py": "abc"}}),
+    "a source path with a newline": lambda d: d["settings"].update(sources={"fused": {"k.py\n": "0" * 64}}),
 }
 RAW = {
     "nested 200,000 deep": '{"format": 1, "environment": ' + "[" * 200_000 + "]" * 200_000 + "}",

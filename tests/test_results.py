@@ -32,7 +32,7 @@ def sample_results() -> results.Results:
     )
     return results.Results(
         environment=results.Environment(gpu_name="X"),
-        settings=results.Settings(samples=3),
+        settings=results.Settings(samples=3, sources={"k": {"kernels/k.py": "0" * 64, "/site/pkg/k.py": "f" * 64}}),
         benchmarks=[bench],
         failures=[failure],
         created="2026-11-30T00:00:00+00:00",
@@ -48,6 +48,7 @@ def test_round_trip(tmp_path: Path):
     assert loaded.benchmarks[0].median_ms == 1.0
     data = json.loads(path.read_text())
     assert data["format"] == 2 and loaded.environment == sample_results().environment
+    assert loaded.settings == sample_results().settings  # the sources too
     assert set(data["benchmarks"][0]) >= {"kernel", "variant", "shape", "dtype", "samples_ms"}
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import shutil
+import sys
 import textwrap
+import types
 from pathlib import Path
 
 import pytest
@@ -254,7 +255,7 @@ def test_bad_suites_are_bad_input(tmp_path: Path, text: str, words: str):
 
 def _write(tmp_path: Path, body: str, name: str = "pkg") -> Path:
     package = tmp_path / name
-    package.mkdir()
+    package.mkdir(parents=True)
     (package / "__init__.py").write_text(textwrap.dedent(body))
     return package
 
@@ -318,27 +319,30 @@ def test_a_package_that_exits_on_import_is_bad_input_not_a_pass(tmp_path: Path):
         load_subject(package)
 
 
-def test_an_absolute_self_import_is_refused(tmp_path: Path, monkeypatch):
-    """Imported by its absolute name, the package would get whichever copy is on the path: an
-    A/B run would time one checkout twice."""
-    package = _write(tmp_path, "", name="selfish")
-    (package / "kernel.py").write_text("def double(x):\n    return 2 * x\n")
-    (package / "__init__.py").write_text(
-        HEADER
-        + "from selfish.kernel import double\n"
-        + "subject = Subject('t', lambda c, g: (), lambda: 0, {'float32': 1e-5}, "
-        + "suites={'s': Suite('s', '', ('mine',), CASES)})\n"
-        + "subject.implementation('mine', under_test=True)(double)\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(BadInput, match=r"imports itself by its absolute name \(selfish\.kernel\.double\)"):
-        load_subject(package)
-    (package / "__init__.py").write_text(
-        (package / "__init__.py").read_text().replace("from selfish.kernel", "from .kernel")
-    )
-    other = tmp_path / "copy"
-    shutil.copytree(package, other / "selfish")
-    assert load_subject(other / "selfish").implementations["mine"].fn(2) == 4
+def test_an_absolute_self_import_loads_each_checkouts_own_copy(tmp_path: Path, monkeypatch):
+    """Imported by its absolute name, the package would get whichever copy Python finds first (here
+    the one on sys.path): each checkout's copy is imported from that checkout instead, and kept out
+    of sys.modules, where what was there before comes back."""
+    for checkout, factor in (("one", 2), ("two", 3)):
+        package = _write(tmp_path / checkout, "", name="selfish")
+        (package / "kernel.py").write_text(f"def double(x):\n    return {factor} * x\n")
+        (package / "__init__.py").write_text(
+            HEADER
+            + "from selfish.kernel import double\n"
+            + "subject = Subject('t', lambda c, g: (), lambda: 0, {'float32': 1e-5}, "
+            + "suites={'s': Suite('s', '', ('mine',), CASES)})\n"
+            + "subject.implementation('mine', under_test=True)(double)\n"
+        )
+    monkeypatch.syspath_prepend(str(tmp_path / "two"))
+    before = types.ModuleType("selfish")
+    monkeypatch.setitem(sys.modules, "selfish", before)
+    one, two = load_subject(tmp_path / "one" / "selfish"), load_subject(tmp_path / "two" / "selfish")
+    assert one.implementations["mine"].fn(1) == 2 and two.implementations["mine"].fn(1) == 3
+    assert sys.modules["selfish"] is before and "selfish.kernel" not in sys.modules
+    assert one.modules["selfish.kernel"].__file__ == str(tmp_path / "one" / "selfish" / "kernel.py")
+    again = load_subject(tmp_path / "one" / "selfish", instance="again")  # imported anew, as modules of its own
+    assert again.modules["selfish.kernel"] is not one.modules["selfish.kernel"]
+    assert load_subject(tmp_path / "one" / "selfish").modules is one.modules  # the same load: the same modules
 
 
 def test_a_case_is_found_by_name_alone(geglu):

@@ -71,6 +71,9 @@ def test_each_side_runs_in_its_own_environment_and_a_slower_one_fails(repo: Path
     assert all(0.99 < b.median_ms < 1.01 for b in results.load(out / "base.json").benchmarks)
     assert head.environment.triton_path.endswith("triton")
     assert head.environment.triton_commit != "a" * 40
+    # Each worker records the files its side's code came from (the same code on both sides here).
+    geglu = {side.settings.sources["fused"]["kernels/geglu.py"] for side in (head, results.load(out / "base.json"))}
+    assert len(geglu) == 1 and len(geglu.pop()) == 64
 
 
 def test_the_same_speed_in_both_environments_passes(repo: Path, tmp_path: Path):
@@ -97,6 +100,7 @@ def test_two_tritons_sharded_across_gpus_get_a_worker_per_side_on_each_gpu(repo:
     base, head = results.load(out / "base.json"), results.load(out / "head.json")
     assert head.settings.gpus == ["0: NVIDIA H200", "1: NVIDIA H200"]
     assert "one worker process per side" in head.settings.timing
+    assert "kernels/geglu.py" in base.settings.sources["fused"]  # recorded by the base's workers
     by_key = {b.key: b for b in base.benchmarks}
     assert {b.gpu for b in head.benchmarks} == set(head.settings.gpus)  # both GPUs took cases
     for bench in head.benchmarks:  # both sides of a pair on one GPU, each worker pinned to it
@@ -189,6 +193,17 @@ def test_a_moved_pin_without_a_way_to_get_both_tritons_is_refused(repo: Path, tm
     )
     assert result.exit_code == 2
     assert "pins Triton" in result.output and "--triton-source" in result.output
+
+
+def test_a_dry_run_says_which_triton_each_side_gets_or_refuses_as_the_run_would(repo: Path):
+    _pin(repo, "1" * 40)
+    _git(repo, "commit", "-qam", "move the pin")
+    dry = ["ab", "HEAD~1", "--project", str(repo), "--suite", "tiny", "--dry-run"]
+    refused = CliRunner().invoke(perfbot, dry)
+    assert refused.exit_code == 2 and "pins Triton" in refused.output and "--triton-source" in refused.output
+    planned = CliRunner().invoke(perfbot, [*dry, "--triton-source", "https://example.invalid/triton.git"])
+    assert planned.exit_code == 0, planned.output
+    assert "both built from https://example.invalid/triton.git" in planned.output  # nothing built: a dry run
 
 
 def test_a_worker_that_dies_is_an_environment_failure_with_its_log(repo: Path, tmp_path: Path):

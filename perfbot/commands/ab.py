@@ -29,6 +29,7 @@ from .context import (
 )
 
 if TYPE_CHECKING:
+    from ..ab import Prepared
     from ..runner import RunSettings
     from ..subject import Loaded, Suite
 
@@ -85,6 +86,13 @@ ERROR_FILE = "error.txt"
     help="Measure HEAD merged into BASE (the base branch's tip) against BASE: what merging it would do to "
     "the tip. Refused (exit 2) where the merge has conflicts; a HEAD that contains BASE is measured as it is.",
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Measure nothing (no GPU needed): print the revisions, the base's suites and each side's "
+    "implementations with the files their code came from and a digest of each. Exit 2 where the run would be "
+    "refused.",
+)
 @max_samples_option
 @click.option(
     "--time-budget",
@@ -117,6 +125,7 @@ def ab_command(
     triton_source: str | None,
     triton_cache: Path | None,
     merge: bool,
+    dry_run: bool,
     max_samples: int,
     time_budget: float,
     project: Path | None,
@@ -150,6 +159,7 @@ def ab_command(
         perfbot ab origin/main --skip-kernel max-autotune --out-dir ab
         perfbot ab origin/main --suite pr --out-dir ab
         perfbot ab origin/main my-branch --merge --out-dir ab
+        perfbot ab origin/main my-branch --merge --dry-run
         perfbot ab "$BASE_SHA" "$HEAD_SHA" --triton-source https://github.com/triton-lang/triton.git
     """
     from .. import ab
@@ -164,6 +174,11 @@ def ab_command(
 
     if max_samples < samples:
         raise click.BadParameter(f"must be at least --samples ({samples})", param_hint="--max-samples")
+    tritons = ab.Tritons(_parse_triton_envs(triton_envs), triton_source, triton_cache)
+    if dry_run:
+        with ab.prepared(config, config.kernels_dir, running, choose, base_rev, head_rev, merge) as ready:
+            click.echo(_planned_text(ready, ab.tritons_text(ready.pins, tritons, base_rev), base_rev, head_rev))
+        return
     gpus = chosen_gpus(gpu_count, mixed_gpus)
     if out_dir.exists() and not out_dir.is_dir():
         raise BadInput(f"--out-dir {out_dir}: is a file")
@@ -171,7 +186,6 @@ def ab_command(
     if existing and not overwrite:
         raise BadInput(f"{out_dir / existing[0]} already exists; choose another --out-dir or pass --overwrite")
     policy = load_policy(thresholds_path or config.root / "thresholds.yaml")
-    tritons = ab.Tritons(_parse_triton_envs(triton_envs), triton_source, triton_cache)
 
     def keep(base: results_file.Results, head: results_file.Results) -> None:
         for name, loaded in (("base.json", base), ("head.json", head)):
@@ -210,6 +224,40 @@ def _error_kept(path: Path) -> Iterator[None]:
         with suppress(PerfbotError):
             write_atomic(path, f"{error}\n")
         raise
+
+
+def _planned_text(ready: Prepared, tritons: str, base_rev: str, head_rev: str | None) -> str:
+    """What `perfbot ab --dry-run` prints: what the run would measure, and from which files."""
+    from ..runner import plan
+
+    base_sha, head_sha = ready.trees["base"][1], ready.trees["head"][1]
+    head = (
+        f"{head_rev} = {head_sha}"
+        if head_rev
+        else f"this checkout, uncommitted changes included ({ready.trees['head'][0]})"
+    )
+    lines = ["perfbot ab --dry-run: nothing is timed; the run would measure", f"  base: {base_rev} = {base_sha}"]
+    lines.append(f"  head: {head}")
+    if ready.merge is not None:
+        merge = f"merge commit {ready.merge.commit}" if ready.merge.commit else "a fast-forward: the head as it is"
+        lines.append(f"  the head merged into the base ({merge}), against the base")
+    lines.append(f"  Triton: {tritons}")
+    groups = {side: plan(loaded, ready.suites, ready.settings, side) for side, loaded in ready.subjects.items()}
+    counts = ", ".join(f"{side} {sum(map(len, planned))}" for side, planned in groups.items())
+    lines.append(f"  the base's suites: {', '.join(s.name for s in ready.suites)}; benchmarks per side: {counts}")
+    for side, loaded in ready.subjects.items():
+        timed = {p.kernel for group in groups[side] for p in group}
+        lines.append(f"{side}'s implementations, and the files their code came from (sha256):")
+        recorded = loaded.sources.recorded()
+        for name in [n for n in loaded.implementations if n in timed]:
+            implementation = loaded.implementations[name]
+            role = "under test" if implementation.under_test else "bound" if implementation.bound else "baseline"
+            files = ", ".join(f"{path} {digest[:16]}" for path, digest in sorted(recorded.get(name, {}).items()))
+            lines.append(f"  {name} ({role}): {files or 'no file found'}")
+    for name, why in ready.missing.items():
+        lines.append(f"missing on the head, would fail the check: {name}: {why}")
+    lines += [f"declarations differ: {line}" for line in ready.declared]
+    return "\n".join(lines)
 
 
 @contextmanager

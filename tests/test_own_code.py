@@ -1,0 +1,292 @@
+"""Each side of an A/B runs its own checkout's code (DESIGN.md, "Each side's own code"), in the
+layouts real kernel repositories use: kernels under `src/PKG/ops/`, imported by package name
+from the subject, the package installed for development with a real `pip install -e` (both of
+setuptools' kinds: a `.pth` path entry, and a finder). The fake GPU times a benchmark by the
+files the captured call really ran, so a side that ran the other's kernel shows in the verdict;
+each side's results must record the digests of its own files; and with the isolation switched
+off, the provenance check must refuse the run that would time one checkout twice."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import json
+import shutil
+import site
+import subprocess
+import sys
+import sysconfig
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from perfbot import ab, declarations, isolation, loads
+from perfbot.cli import perfbot
+from perfbot.config import load_project_config
+from perfbot.subject import load_subject
+from tests.conftest import ROOT
+from tests.test_runner_cpu import _git
+
+BASE_KERNEL = "def scale(x):\n    return x * 2\n"
+HEAD_KERNEL = "def scale(x):\n    return x + x  # the head's kernel: the same result, another file\n"
+SUBJECT = """
+import torch
+
+from perfbot import Case, Subject, Suite
+from tinyops.ops.k import scale
+
+CASES = (Case("pr", "odd", {"n": 33}, "float32"), Case("pr", "even", {"n": 64}, "float32"))
+subject = Subject(
+    name="scale",
+    inputs=lambda case, g: (torch.randn(case.n, generator=g, device=g.device),),
+    reference=lambda x: x.double() * 2,
+    tolerance={"float32": 1e-6},
+    suites={"pr": Suite("pr", "", ("triton", "torch"), CASES)},
+)
+
+
+@subject.implementation("triton", under_test=True)
+def triton_scale(x):
+    return scale(x)
+
+
+@subject.implementation("torch")
+def torch_scale(x):
+    return torch.mul(x, 2)
+"""
+# setuptools makes a `.pth` path entry of src/ for a plain src layout, and a finder (a module
+# mapping each package to its folder) for any other mapping of packages to folders.
+LAYOUTS = {
+    "pth": '[tool.setuptools]\npackage-dir = {"" = "src"}\n',
+    "finder": '[tool.setuptools]\npackage-dir = {"tinyops" = "src/tinyops"}\npackages = ["tinyops", "tinyops.ops"]\n',
+}
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def src_layout_repo(root: Path, layout: str = "pth") -> Path:
+    """A project whose kernels live in src/tinyops/ops/k.py and whose subject (bench/) imports them
+    by package name, committed twice: base, then head, which differ only in the kernel file."""
+    commit = load_project_config(ROOT).triton_commit
+    (root / "src" / "tinyops" / "ops").mkdir(parents=True)
+    (root / "bench").mkdir()
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "tinyops"\nversion = "0.1"\n\n'
+        '[build-system]\nrequires = ["setuptools>=64"]\nbuild-backend = "setuptools.build_meta"\n\n'
+        f'{LAYOUTS[layout]}\n[tool.perfbot]\ntriton-commit = "{commit}"\nkernels = "bench"\n'
+    )
+    shutil.copy(ROOT / "thresholds.yaml", root / "thresholds.yaml")
+    (root / ".gitignore").write_text("*.egg-info/\nbuild/\n__pycache__/\n")
+    (root / "src" / "tinyops" / "__init__.py").write_text("")
+    (root / "src" / "tinyops" / "ops" / "__init__.py").write_text("")
+    (root / "src" / "tinyops" / "ops" / "k.py").write_text(BASE_KERNEL)
+    (root / "bench" / "__init__.py").write_text(SUBJECT)
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "base")
+    (root / "src" / "tinyops" / "ops" / "k.py").write_text(HEAD_KERNEL)
+    _git(root, "commit", "-qam", "head")
+    return root
+
+
+@pytest.fixture
+def clean_imports(monkeypatch):
+    """sys.path, the finders and the path hooks as they were, and no module of the generated
+    package left behind, whatever an editable install or a test added."""
+    for name in ("path", "meta_path", "path_hooks"):
+        monkeypatch.setattr(sys, name, list(getattr(sys, name)))
+    yield
+    for name in [n for n in sys.modules if n.partition(".")[0] in ("tinyops", "bench") or "editable___tinyops" in n]:
+        del sys.modules[name]
+
+
+def install_editable(repo: Path, prefix: Path) -> None:
+    """`pip install -e` of the repository into a throwaway prefix, whose site folder this process
+    then reads as Python's start-up reads one (its .pth files run): the development install a
+    kernel repository has. A prefix rather than a venv: the A/B runs in this process, on the
+    fake GPU, so this interpreter must see the install; a venv's own interpreter would not
+    have perfbot's dependencies (--system-site-packages reaches the base Python's, not this
+    venv's)."""
+    offline = ["--no-index", "--no-deps", "--no-build-isolation"]
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", *offline, "--prefix", str(prefix), "-e", str(repo)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    site.addsitedir(sysconfig.get_path("purelib", vars={"base": str(prefix), "platbase": str(prefix)}))
+
+
+def _digests_run(gpu, captured, under: Path) -> set[str]:
+    """The digests of the files of the project's code that a capture's call ran."""
+    files = [Path(f) for f in gpu.ran[captured.graph] if f.startswith(str(under))]
+    return {hashlib.sha256(f.read_bytes()).hexdigest() for f in files if f.is_file()}
+
+
+def _ab(repo: Path, out: Path, *extra: str, base: str = "HEAD~1"):
+    return CliRunner().invoke(
+        perfbot, ["ab", base, "--project", str(repo), "--samples", "12", "--out-dir", str(out), *extra]
+    )
+
+
+def _slower_where_the_head_kernel_ran(gpu, under: Path) -> None:
+    """Timing by the code run: a capture that ran the head's kernel file takes 20% longer."""
+    gpu.trace = True
+    gpu.context = lambda name, previous, captured: (
+        1.2 if _sha(HEAD_KERNEL) in _digests_run(gpu, captured[name], under) else 1.0
+    )
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_an_editable_src_layout_times_each_sides_own_kernel(gpu, clean_imports, tmp_path, monkeypatch, layout):
+    repo = src_layout_repo(tmp_path / "repo", layout)
+    install_editable(repo, tmp_path / "prefix")
+    installed = importlib.import_module("tinyops.ops.k")  # the install works: by name, the head's copy
+    assert Path(installed.__file__).resolve() == (repo / "src" / "tinyops" / "ops" / "k.py").resolve()
+    loaded = []
+    recorded = lambda *a, **k: loaded.append(load_subject(*a, **k)) or loaded[-1]  # noqa: E731
+    monkeypatch.setattr(ab, "load_subject", recorded)  # the first A/B's base
+    monkeypatch.setattr(declarations, "load_subject", recorded)  # the confirming A/B's sides
+    _slower_where_the_head_kernel_ran(gpu, tmp_path)
+    result = _ab(repo, tmp_path / "ab")
+    assert result.exit_code == 1, result.output  # two different kernels, the head's slower: confirmed
+    rows = json.loads((tmp_path / "ab" / "comparison.json").read_text())["comparisons"]
+    verdicts = {(r["benchmark"]["case"], r["benchmark"]["kernel"]): r["verdict"] for r in rows}
+    assert verdicts == {("odd", "triton"): "regression", ("even", "triton"): "regression"} | {
+        (case, "torch"): "unchanged" for case in ("odd", "even")
+    }
+    for side, kernel in (("base", BASE_KERNEL), ("head", HEAD_KERNEL)):
+        recorded = json.loads((tmp_path / "ab" / f"{side}.json").read_text())["settings"]["sources"]
+        assert recorded["triton"] == {"bench/__init__.py": _sha(SUBJECT), "src/tinyops/ops/k.py": _sha(kernel)}
+        assert recorded["torch"] == {"bench/__init__.py": _sha(SUBJECT)}
+    assert sys.modules["tinyops.ops.k"] is installed  # what was imported here is back
+    # The confirming A/B imported the kernel modules anew, each side from its own checkout.
+    (base, fresh_base, fresh_head) = loaded
+    assert fresh_base.modules["tinyops.ops.k"] is not base.modules["tinyops.ops.k"]
+    assert fresh_base.root == base.root and fresh_head.root == repo.resolve()
+
+
+def test_a_src_layout_not_installed_loads_from_its_checkout(clean_imports, tmp_path):
+    # No install, nothing on sys.path: the subject's absolute import finds the checkout's src/.
+    repo = src_layout_repo(tmp_path / "repo")
+    loaded = load_subject(repo / "bench")
+    assert loaded.implementations["triton"].fn(2) == 4
+    assert Path(loaded.modules["tinyops.ops.k"].__file__) == repo / "src" / "tinyops" / "ops" / "k.py"
+    assert "tinyops" not in sys.modules and "tinyops.ops.k" not in sys.modules
+
+
+def test_with_the_isolation_off_the_ab_is_refused_not_run_on_one_checkout(gpu, clean_imports, tmp_path, monkeypatch):
+    # The control: the subject imported as Python would import it, both sides get the installed
+    # (head's) kernel, and the provenance check refuses the run in one line.
+    repo = src_layout_repo(tmp_path / "repo")
+    install_editable(repo, tmp_path / "prefix")
+    monkeypatch.setattr(isolation, "own_imports", lambda root: contextlib.nullcontext({}))
+    result = _ab(repo, tmp_path / "ab")
+    assert result.exit_code == 2, result.output
+    kernel = (repo / "src" / "tinyops" / "ops" / "k.py").resolve()
+    assert result.output.strip().splitlines() == [
+        f"perfbot: error: implementation 'triton': both sides ran {kernel}, but the checkouts differ in "
+        "src/tinyops/ops/k.py; one checkout would be measured twice (see docs/subject.md, "
+        "'How each side's code is loaded')"
+    ]
+    assert [p.name for p in (tmp_path / "ab").iterdir()] == ["error.txt"]  # the line, for the PR comment
+
+
+def test_a_dry_run_shows_each_sides_digests_without_measuring(clean_imports, tmp_path):
+    # No fake GPU: nothing is measured (a GPU primitive would fail on this machine).
+    repo = src_layout_repo(tmp_path / "repo")
+    result = CliRunner().invoke(perfbot, ["ab", "HEAD~1", "--project", str(repo), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    sides = result.output.split("head's implementations")
+    assert "triton (under test): bench/__init__.py" in sides[0]
+    assert f"src/tinyops/ops/k.py {_sha(BASE_KERNEL)[:16]}" in sides[0]
+    assert f"src/tinyops/ops/k.py {_sha(HEAD_KERNEL)[:16]}" in sides[1]
+    assert f"base: HEAD~1 = {_git(repo, 'rev-parse', 'HEAD~1')}" in result.output
+    assert "Triton: both sides pin" in result.output and "benchmarks per side: base 4, head 4" in result.output
+    assert not (repo / "perfbot-ab").exists()  # nothing written
+
+
+def test_a_dry_run_is_refused_where_the_run_would_be(clean_imports, tmp_path, monkeypatch):
+    repo = src_layout_repo(tmp_path / "repo")
+    install_editable(repo, tmp_path / "prefix")
+    monkeypatch.setattr(isolation, "own_imports", lambda root: contextlib.nullcontext({}))
+    result = CliRunner().invoke(perfbot, ["ab", "HEAD~1", "--project", str(repo), "--dry-run"])
+    assert result.exit_code == 2, result.output
+    assert "one checkout would be measured twice" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_the_triton_kernels_of_the_packages_imported_by_name_are_loaded_anew(clean_imports, tmp_path):
+    pytest.importorskip("triton")
+    repo = src_layout_repo(tmp_path / "repo")
+    (repo / "src" / "tinyops" / "ops" / "k.py").write_text(
+        HEAD_KERNEL
+        + textwrap.dedent(
+            """
+            from triton.runtime.jit import JITFunction
+
+
+            def _kernel(x_ptr, n):
+                pass
+
+
+            kernel = JITFunction(_kernel)  # as triton.jit makes it off the interpreter
+            """
+        )
+    )
+    loaded = load_subject(repo / "bench")
+    assert loads.triton_kernels(loaded.module) == []  # not in sys.modules: found only through the load
+    (found,) = loads.triton_kernels(loaded.module, loaded.modules.values())
+    assert found is loaded.modules["tinyops.ops.k"].kernel
+
+
+GPU_KERNEL = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _double(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2, mask=mask)
+
+
+def scale(x):
+    y = torch.empty_like(x)
+    for _ in range(LAUNCHES):
+        _double[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+    return y
+"""
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_an_editable_src_layout_times_each_sides_own_triton_kernel(clean_imports, tmp_path):
+    # Real Triton kernels, compiled and captured in one process: the head's launches its kernel
+    # twice (the same result, twice the time), the base's once.
+    repo = src_layout_repo(tmp_path / "repo")
+    kernel = repo / "src" / "tinyops" / "ops" / "k.py"
+    (repo / "bench" / "__init__.py").write_text(SUBJECT.replace('"n": 33', '"n": 1 << 24'))
+    for launches, message in ((1, "base"), (2, "head")):
+        kernel.write_text(GPU_KERNEL.replace("LAUNCHES", str(launches)))
+        _git(repo, "commit", "-qam", message)
+    result = _ab(repo, tmp_path / "ab", "--max-samples", "200")  # not installed: found by isolation alone
+    assert result.exit_code == 1, result.output
+    rows = json.loads((tmp_path / "ab" / "comparison.json").read_text())["comparisons"]
+    ratios = {
+        (r["benchmark"]["case"], r["benchmark"]["kernel"]): r["current_median_ms"] / r["baseline_median_ms"]
+        for r in rows
+    }
+    assert 1.6 < ratios[("odd", "triton")] < 2.4 and 0.95 < ratios[("odd", "torch")] < 1.05, ratios
+    digests = [
+        json.loads((tmp_path / "ab" / f"{side}.json").read_text())["settings"]["sources"]["triton"]
+        for side in ("base", "head")
+    ]
+    assert digests[0]["src/tinyops/ops/k.py"] != digests[1]["src/tinyops/ops/k.py"]
+    same = _ab(repo, tmp_path / "aa", "--max-samples", "200", base="HEAD")
+    assert same.exit_code == 0, same.output  # the head against itself: its own kernel on both sides
