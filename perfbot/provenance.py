@@ -85,22 +85,25 @@ def check(sides: Mapping[str, Sources]) -> None:
     both sides ran where the two checkouts differ; a file of the other side's checkout; a copy of
     the checkout's own module, from elsewhere (an installed one), that differs from the checkout's."""
     ran = {side: {s.path for files in sources.files.values() for s in files} for side, sources in sides.items()}
+    pairs = [(side, mine, other, theirs) for side, mine in sides.items() for other, theirs in sides.items()]
+    pairs = [pair for pair in pairs if pair[0] != pair[2]]
+    # A file that differs first: of the reasons to refuse, the one that says what would go wrong.
+    for _, mine, other, theirs in pairs:
+        for name, source in _each(mine):
+            place = _counterpart(source, mine.root) or _counterpart(source, theirs.root)
+            if source.path in ran[other] and place and _digest(mine.root / place) != _digest(theirs.root / place):
+                raise BadInput(
+                    f"implementation {name!r}: both sides ran {source.path}, but the checkouts differ in {place}; "
+                    f"one checkout would be measured twice ({_HELP})"
+                )
+    for side, mine, other, theirs in pairs:
+        for name, source in _each(mine):
+            if source.path.is_relative_to(theirs.root) and not source.path.is_relative_to(mine.root):
+                raise BadInput(
+                    f"implementation {name!r} of the {side} side ran {source.path}, a file of the {other} side's "
+                    f"checkout ({_HELP})"
+                )
     for side, mine in sides.items():
-        for other, theirs in sides.items():
-            if other == side:
-                continue
-            for name, source in _each(mine):
-                place = _counterpart(source, mine.root) or _counterpart(source, theirs.root)
-                if source.path in ran[other] and place and _digest(mine.root / place) != _digest(theirs.root / place):
-                    raise BadInput(
-                        f"implementation {name!r}: both sides ran {source.path}, but the checkouts differ in {place}; "
-                        f"one checkout would be measured twice ({_HELP})"
-                    )
-                if source.path.is_relative_to(theirs.root) and not source.path.is_relative_to(mine.root):
-                    raise BadInput(
-                        f"implementation {name!r} of the {side} side ran {source.path}, a file of the {other} side's "
-                        f"checkout ({_HELP})"
-                    )
         for name, source in _each(mine):
             place = None if source.path.is_relative_to(mine.root) else _counterpart(source, mine.root)
             if place and _digest(mine.root / place) != source.sha256:
@@ -223,9 +226,19 @@ def _top(module: str) -> str:
 
 
 def _add(found: dict[Path, str], file: str, module: str) -> None:
+    """Record a module's file, and the __init__.py of each package it was imported through: they
+    ran first, and a change there (a config set, a function swapped) changes what it runs."""
     path = Path(file)
-    if path.is_file():  # not "<string>", nor a file gone since
-        found.setdefault(path.resolve(), module)
+    if not path.is_file():  # not "<string>", nor a file gone since
+        return
+    found.setdefault(path.resolve(), module)
+    packages = module.split(".")[:-1]
+    folder = path.parent.parent if path.name == "__init__.py" else path.parent
+    while packages:
+        init = folder / "__init__.py"
+        if init.is_file():  # a namespace package has none
+            found.setdefault(init.resolve(), ".".join(packages))
+        packages, folder = packages[:-1], folder.parent
 
 
 def _namespace(value: Any) -> dict[str, Any]:

@@ -162,7 +162,12 @@ def test_an_editable_src_layout_times_each_sides_own_kernel(gpu, clean_imports, 
     }
     for side, kernel in (("base", BASE_KERNEL), ("head", HEAD_KERNEL)):
         recorded = json.loads((tmp_path / "ab" / f"{side}.json").read_text())["settings"]["sources"]
-        assert recorded["triton"] == {"bench/__init__.py": _sha(SUBJECT), "src/tinyops/ops/k.py": _sha(kernel)}
+        assert recorded["triton"] == {
+            "bench/__init__.py": _sha(SUBJECT),
+            "src/tinyops/__init__.py": _sha(""),  # the packages the kernel was imported through
+            "src/tinyops/ops/__init__.py": _sha(""),
+            "src/tinyops/ops/k.py": _sha(kernel),
+        }
         assert recorded["torch"] == {"bench/__init__.py": _sha(SUBJECT)}
     assert sys.modules["tinyops.ops.k"] is installed  # what was imported here is back
     # The confirming A/B imported the kernel modules anew, each side from its own checkout.
@@ -203,9 +208,10 @@ def test_a_dry_run_shows_each_sides_digests_without_measuring(clean_imports, tmp
     result = CliRunner().invoke(perfbot, ["ab", "HEAD~1", "--project", str(repo), "--dry-run"])
     assert result.exit_code == 0, result.output
     sides = result.output.split("head's implementations")
-    assert "triton (under test): bench/__init__.py" in sides[0]
-    assert f"src/tinyops/ops/k.py {_sha(BASE_KERNEL)[:16]}" in sides[0]
-    assert f"src/tinyops/ops/k.py {_sha(HEAD_KERNEL)[:16]}" in sides[1]
+    assert "  triton (under test):\n    bench/__init__.py" in sides[0]
+    assert f"    src/tinyops/ops/k.py {_sha(BASE_KERNEL)}\n" in sides[0]
+    assert f"    src/tinyops/ops/k.py {_sha(HEAD_KERNEL)}\n" in sides[1]
+    assert "note:" not in result.output  # the kernel is reached: nothing to warn of
     assert f"base: HEAD~1 = {_git(repo, 'rev-parse', 'HEAD~1')}" in result.output
     assert "Triton: both sides pin" in result.output and "benchmarks per side: base 4, head 4" in result.output
     assert not (repo / "perfbot-ab").exists()  # nothing written
@@ -290,3 +296,17 @@ def test_on_the_gpu_an_editable_src_layout_times_each_sides_own_triton_kernel(cl
     assert digests[0]["src/tinyops/ops/k.py"] != digests[1]["src/tinyops/ops/k.py"]
     same = _ab(repo, tmp_path / "aa", "--max-samples", "200", base="HEAD")
     assert same.exit_code == 0, same.output  # the head against itself: its own kernel on both sides
+
+
+def test_a_dry_run_warns_of_a_kernel_it_cannot_follow(clean_imports, tmp_path):
+    # The kernel imported only when the implementation runs: nothing beyond the subject is found.
+    repo = src_layout_repo(tmp_path / "repo")
+    subject = repo / "bench" / "__init__.py"
+    late = subject.read_text().replace("from tinyops.ops.k import scale\n", "")
+    late = late.replace("    return scale(x)", "    from tinyops.ops.k import scale\n\n    return scale(x)")
+    subject.write_text(late)
+    _git(repo, "commit", "-qam", "import the kernel late")
+    result = CliRunner().invoke(perfbot, ["ab", "HEAD~1", "--project", str(repo), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "note: triton reaches no file beyond the subject package" in result.output
+    assert "note: torch" not in result.output  # a baseline: not the code under test

@@ -115,7 +115,9 @@ def test_the_files_reached_from_an_implementation(written: Path):
     # Through a module's attribute, a closure, autotune(jit()), a class's static method, a
     # partial, a decorator's __wrapped__; the project's own package though it is installed; not
     # the third party's package, nor PyTorch, nor the standard library.
-    assert set(recorded) == {f"proj/{m}.py" for m in "abcdefg"} | {y}
+    init = str((written / "lib/site-packages/ownpkg/__init__.py").resolve())
+    # ... and the __init__.py of each package a module was imported through.
+    assert set(recorded) == {f"proj/{m}.py" for m in "abcdefg"} | {"proj/__init__.py", y, init}
     assert recorded["proj/b.py"] == hashlib.sha256((written / "root/proj/b.py").read_bytes()).hexdigest()
     assert {s.module for s in sources.files["mine"]} >= {"proj.a", "proj.d", "ownpkg.y"}
 

@@ -252,12 +252,24 @@ def _planned_text(ready: Prepared, tritons: str, base_rev: str, head_rev: str | 
         for name in [n for n in loaded.implementations if n in timed]:
             implementation = loaded.implementations[name]
             role = "under test" if implementation.under_test else "bound" if implementation.bound else "baseline"
-            files = ", ".join(f"{path} {digest[:16]}" for path, digest in sorted(recorded.get(name, {}).items()))
-            lines.append(f"  {name} ({role}): {files or 'no file found'}")
+            files = recorded.get(name, {})
+            lines.append(f"  {name} ({role}):" + ("" if files else " no file found"))
+            lines += [f"    {path} {digest}" for path, digest in sorted(files.items())]
+            if implementation.under_test and all(_in_subject(path, loaded) for path in files):
+                lines.append(
+                    f"    note: {name} reaches no file beyond the subject package; code it imports only when it "
+                    "runs is not loaded from this checkout nor checked (docs/subject.md)"
+                )
     for name, why in ready.missing.items():
         lines.append(f"missing on the head, would fail the check: {name}: {why}")
     lines += [f"declarations differ: {line}" for line in ready.declared]
     return "\n".join(lines)
+
+
+def _in_subject(path: str, loaded: Loaded) -> bool:
+    """Whether a recorded file (relative to its checkout, or absolute) is in the subject's package."""
+    place = Path(path) if Path(path).is_absolute() else loaded.sources.root / path
+    return place.resolve().is_relative_to(loaded.path.resolve())
 
 
 @contextmanager
