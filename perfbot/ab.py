@@ -88,10 +88,6 @@ class Prepared:
     def kernels(self) -> dict[str, Path]:
         return {side: tree / self.relative for side, (tree, _) in self.trees.items()}
 
-    def sources(self) -> dict[str, dict[str, dict[str, str]]]:
-        """What each side's results will record of its code: implementation -> {path: sha256}."""
-        return {side: loaded.sources.recorded() for side, loaded in self.subjects.items()}
-
 
 @contextmanager
 def prepared(

@@ -8,6 +8,7 @@ import functools
 import itertools
 import random
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import Any, Protocol
 
 import torch
 
-from . import correctness, git, loads, measure, sequential
+from . import correctness, git, isolation, loads, measure, sequential
 from .environment import GpuMonitor, collect_environment, stability
 from .errors import BadInput, EnvironmentFailure
 from .results import Benchmark, Environment, Failure, GpuStates, Results, Settings, variant_name
@@ -420,7 +421,10 @@ class LocalSides:
         # too; the inputs and references stay the first listed side's, the round keeps its order.
         sides = self.placement.sample(list(self.subjects), len(self.subjects))
         checked = sorted(group, key=lambda planned: sides.index(planned.side))
+        before = set(sys.modules)
         self.ready, failed = check_group(checked, self.generator, self.subjects[group[0].side].subject)
+        if len(self.subjects) > 1:
+            _refuse_late_imports(set(sys.modules) - before, self.subjects)
         # Found once the check has run: a subject may import a module of kernels at its first call.
         found = {
             id(k): k
@@ -469,6 +473,20 @@ class LocalSides:
             side: dataclasses.replace(environment, **kernels_revision(subject.path))
             for side, subject in self.subjects.items()
         }
+
+
+def _refuse_late_imports(imported: set[str], subjects: dict[str, Loaded]) -> None:
+    """An A/B's sides import their checkouts' own packages each from its own checkout, while the
+    subject loads (isolation.py). One imported only when an implementation first runs comes from
+    wherever Python finds it, the same copy for both sides: refused, not measured."""
+    own = {name for loaded in subjects.values() for name in isolation.own_packages(loaded.root)}
+    late = sorted(name for name in imported if name.partition(".")[0] in own)
+    if late:
+        raise BadInput(
+            f"{late[0]} was imported when an implementation first ran, not when its subject loaded: both sides "
+            "would run whichever copy Python finds; import it at module level (docs/subject.md, "
+            "'How each side's code is loaded')"
+        )
 
 
 @dataclass

@@ -98,6 +98,7 @@ def test_a_head_that_renames_its_kernel_fails_and_it_is_not_merely_removed(gpu, 
     summary, comment = _outcome(tmp_path / "ab")
     assert {m["benchmark"]["kernel"] for m in summary["missing"]} == {"fused"}
     assert all("the head has no implementation of that name" in m["reason"] for m in summary["missing"])
+    assert summary["fails"] is True  # what the comment job and its headline per GPU read
     assert not [b for b in summary["removed"] if b["kernel"] == "fused"]
     changes = "\n".join(summary["declaration_changes"])
     assert "implementation fused: only on the base" in changes and "implementation fused2: only on the head" in changes
@@ -159,8 +160,40 @@ def test_a_dry_run_shows_what_the_head_is_missing_and_what_it_declares_different
     repo = _head(project, _renames, TINY.replace("[fused, ", "[fused2, "))
     result = CliRunner().invoke(perfbot, ["ab", "HEAD~1", "--project", str(repo), "--suite", "tiny", "--dry-run"])
     assert result.exit_code == 0, result.output
-    assert "missing on the head, would fail the check: fused: the base declares it; the head has no implementation" in (
-        result.output
-    )
+    missing = "missing on the head, would fail the check: fused on tiny/{}: not timed: the base declares it"
+    assert missing.format("odd") in result.output and missing.format("square") in result.output
     assert "declarations differ: implementation fused2: only on the head" in result.output
     assert "benchmarks per side: base 8, head 6" in result.output
+
+
+@pytest.mark.parametrize(("chosen", "missing"), [(["--kernel", "fused"], True), (["--skip-kernel", "fused"], False)])
+def test_a_dry_run_plans_the_head_as_the_run_does(project: Path, chosen: list[str], missing: bool):
+    # The head lacks fused: the run leaves it out of the head's side (and fails on it unless it is
+    # skipped); the dry run must say the same, not refuse an unknown implementation.
+    repo = _head(project, _renames, TINY.replace("[fused, ", "[fused2, "))
+    dry = ["ab", "HEAD~1", "--project", str(repo), "--suite", "tiny", "--dry-run", *chosen]
+    result = CliRunner().invoke(perfbot, dry)
+    assert result.exit_code == 0, result.output
+    assert ("missing on the head, would fail the check: fused on" in result.output) is missing
+
+
+def test_a_head_that_declares_fewer_variants_is_timed_on_the_base_s(gpu, project: Path, tmp_path: Path):
+    # The head says fused takes no variant; the base's fused takes `approximate`, so the head's
+    # fused[approximate=tanh] is timed, and its slowdown fails the check.
+    def fewer_variants(text: str) -> str:
+        return text.replace(
+            '"fused", under_test=True, config=launch_plan', '"fused", under_test=True, variants=(), config=launch_plan'
+        )
+
+    repo = _head(project, fewer_variants)
+    gpu.ms = lambda name, call: 1.2 if name == "head:fused[approximate=tanh]" else 1.0
+    result = _ab(repo, tmp_path / "ab", "--variant", "approximate=all")
+    assert result.exit_code == 1, result.output
+    summary, _ = _outcome(tmp_path / "ab")
+    failing = {
+        (r["benchmark"]["kernel"], tuple(r["benchmark"]["variant"].items()))
+        for r in summary["comparisons"]
+        if r["fails"]
+    }
+    assert failing == {("fused", (("approximate", "tanh"),))}
+    assert "implementation fused variants: None on the base, () on the head" in summary["declaration_changes"]

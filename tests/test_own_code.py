@@ -298,6 +298,33 @@ def test_on_the_gpu_an_editable_src_layout_times_each_sides_own_triton_kernel(cl
     assert same.exit_code == 0, same.output  # the head against itself: its own kernel on both sides
 
 
+def _imports_the_kernel_late(repo: Path) -> None:
+    """The subject imports the kernel only when the implementation runs, in both commits."""
+    subject = repo / "bench" / "__init__.py"
+    for rev in ("HEAD~1", "HEAD"):
+        _git(repo, "checkout", "-q", rev)
+        late = subject.read_text().replace("from tinyops.ops.k import scale\n", "")
+        subject.write_text(
+            late.replace("    return scale(x)", "    from tinyops.ops.k import scale\n\n    return scale(x)")
+        )
+        _git(repo, "commit", "-qam", "import the kernel late")
+        _git(repo, "branch", "-f", "late-" + rev.replace("~", "-"))
+    _git(repo, "checkout", "-q", "late-HEAD")
+
+
+def test_a_kernel_imported_only_when_it_runs_is_refused_not_run_twice(gpu, clean_imports, tmp_path):
+    repo = src_layout_repo(tmp_path / "repo")
+    install_editable(repo, tmp_path / "prefix")  # by name, the head's copy: what both sides would run
+    _imports_the_kernel_late(repo)
+    _slower_where_the_head_kernel_ran(gpu, tmp_path)
+    result = CliRunner().invoke(
+        perfbot, ["ab", "late-HEAD-1", "--project", str(repo), "--samples", "12", "--out-dir", str(tmp_path / "ab")]
+    )
+    assert result.exit_code == 2, result.output
+    assert "tinyops" in result.output and "was imported when an implementation first ran" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
 def test_a_dry_run_warns_of_a_kernel_it_cannot_follow(clean_imports, tmp_path):
     # The kernel imported only when the implementation runs: nothing beyond the subject is found.
     repo = src_layout_repo(tmp_path / "repo")

@@ -228,6 +228,7 @@ def _error_kept(path: Path) -> Iterator[None]:
 
 def _planned_text(ready: Prepared, tritons: str, base_rev: str, head_rev: str | None) -> str:
     """What `perfbot ab --dry-run` prints: what the run would measure, and from which files."""
+    from .. import declarations
     from ..runner import plan
 
     base_sha, head_sha = ready.trees["base"][1], ready.trees["head"][1]
@@ -242,7 +243,10 @@ def _planned_text(ready: Prepared, tritons: str, base_rev: str, head_rev: str | 
         merge = f"merge commit {ready.merge.commit}" if ready.merge.commit else "a fast-forward: the head as it is"
         lines.append(f"  the head merged into the base ({merge}), against the base")
     lines.append(f"  Triton: {tritons}")
-    groups = {side: plan(loaded, ready.suites, ready.settings, side) for side, loaded in ready.subjects.items()}
+    # Each side planned as the run plans it: what a side lacks is left out, not refused.
+    groups = {
+        side: plan(loaded, ready.suites, ready.settings, side, lenient=True) for side, loaded in ready.subjects.items()
+    }
     counts = ", ".join(f"{side} {sum(map(len, planned))}" for side, planned in groups.items())
     lines.append(f"  the base's suites: {', '.join(s.name for s in ready.suites)}; benchmarks per side: {counts}")
     for side, loaded in ready.subjects.items():
@@ -260,8 +264,10 @@ def _planned_text(ready: Prepared, tritons: str, base_rev: str, head_rev: str | 
                     f"    note: {name} reaches no file beyond the subject package; code it imports only when it "
                     "runs is not loaded from this checkout nor checked (docs/subject.md)"
                 )
-    for name, why in ready.missing.items():
-        lines.append(f"missing on the head, would fail the check: {name}: {why}")
+    planned = [p for group in groups["base"] for p in group]
+    for failure in declarations.missing_failures(ready.missing, planned):
+        where = f"{failure.name} on {failure.suite}/{failure.case}"
+        lines.append(f"missing on the head, would fail the check: {where}: {failure.reason}")
     lines += [f"declarations differ: {line}" for line in ready.declared]
     return "\n".join(lines)
 
