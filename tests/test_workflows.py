@@ -323,26 +323,7 @@ def test_the_comment_step_posts_one_comment_with_a_section_per_gpu(tmp_path: Pat
     sha, token = "a" * 40, "ghs_commentTOKEN"
     with FakeGitHub(token=token) as fake:
         fake.add_pull("octo/perfbot", 7, sha)
-        done = subprocess.run(
-            ["bash", "-e", "-c", _run_step("gpu-check.yml", "comment", "Post the comment and set the status")],
-            cwd=ROOT,
-            env={
-                "PATH": os.environ["PATH"],
-                "HOME": str(tmp_path),
-                "GITHUB_TOKEN": token,
-                "GITHUB_API_URL": fake.url,
-                "GITHUB_REPOSITORY": "octo/perfbot",
-                "PR_NUMBER": "7",
-                "HEAD_SHA": sha,
-                "CHECK_RESULT": "failure",
-                "GPU_LABELS": '["a100","h200","l40s","mi300"]',
-                "REPORTS": str(reports),
-                "RUN_URL": "https://github.com/octo/perfbot/actions/runs/1",
-            },
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        done = _post_step(tmp_path, fake.url, token, sha, '["a100","h200","l40s","mi300"]', reports, 1)
         assert done.returncode == 0, done.stdout + done.stderr
         (posted,) = fake.comments[("octo/perfbot", 7)]
         status = fake.statuses[("octo/perfbot", sha)][-1]
@@ -375,26 +356,7 @@ def test_a_gpu_whose_ab_stopped_gets_the_reason_in_its_section(tmp_path: Path):
     sha, token = "b" * 40, "ghs_commentTOKEN"
     with FakeGitHub(token=token) as fake:
         fake.add_pull("octo/perfbot", 7, sha)
-        done = subprocess.run(
-            ["bash", "-e", "-c", _run_step("gpu-check.yml", "comment", "Post the comment and set the status")],
-            cwd=ROOT,
-            env={
-                "PATH": os.environ["PATH"],
-                "HOME": str(tmp_path),
-                "GITHUB_TOKEN": token,
-                "GITHUB_API_URL": fake.url,
-                "GITHUB_REPOSITORY": "octo/perfbot",
-                "PR_NUMBER": "7",
-                "HEAD_SHA": sha,
-                "CHECK_RESULT": "failure",
-                "GPU_LABELS": '["a100","h200"]',
-                "REPORTS": str(reports),
-                "RUN_URL": "https://github.com/octo/perfbot/actions/runs/2",
-            },
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        done = _post_step(tmp_path, fake.url, token, sha, '["a100","h200"]', reports, 2)
         assert done.returncode == 0, done.stdout + done.stderr
         (posted,) = fake.comments[("octo/perfbot", 7)]
         status = fake.statuses[("octo/perfbot", sha)][-1]
@@ -700,3 +662,29 @@ def test_the_example_project_installs_as_its_one_package(tmp_path: Path):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert (target / "rmsnorm" / "suites.yaml").is_file() and not (target / "results").exists()
+
+
+def _post_step(
+    home: Path, api: str, token: str, sha: str, labels: str, reports: Path, run: int
+) -> subprocess.CompletedProcess:
+    """The comment job's post step, run as Actions runs it, for PR 7 of octo/perfbot whose check failed."""
+    return subprocess.run(
+        ["bash", "-e", "-c", _run_step("gpu-check.yml", "comment", "Post the comment and set the status")],
+        cwd=ROOT,
+        env={
+            "PATH": os.environ["PATH"],
+            "HOME": str(home),
+            "GITHUB_TOKEN": token,
+            "GITHUB_API_URL": api,
+            "GITHUB_REPOSITORY": "octo/perfbot",
+            "PR_NUMBER": "7",
+            "HEAD_SHA": sha,
+            "CHECK_RESULT": "failure",
+            "GPU_LABELS": labels,
+            "REPORTS": str(reports),
+            "RUN_URL": f"https://github.com/octo/perfbot/actions/runs/{run}",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
