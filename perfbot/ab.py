@@ -386,8 +386,11 @@ def policy_change(policy: Policy, other_tree: Path) -> tuple[str, ...]:
     """What the other side's thresholds.yaml would have judged differently: the lead line, then
     one line per difference. Empty when they agree. (What the subjects declare differently is
     declarations.differences.)"""
+    other = other_tree / "thresholds.yaml"
+    if not other.exists():  # named without its path, a temporary worktree's that tells the reader nothing
+        return ("This check applied the thresholds.yaml of the checkout that ran it; the other side has none.",)
     try:
-        lines = [f"thresholds {line}" for line in changes(policy, load_policy(other_tree / "thresholds.yaml"))]
+        lines = [f"thresholds {line}" for line in changes(policy, load_policy(other))]
     except PerfbotError as error:
         lines = [f"the other side's thresholds.yaml does not load: {error}"]
     if not lines:

@@ -226,6 +226,27 @@ def test_a_dry_run_is_refused_where_the_run_would_be(clean_imports, tmp_path, mo
     assert "one checkout would be measured twice" in result.output and len(result.output.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_an_ab_without_a_regression_policy_is_refused_in_one_line_dry_run_or_not(clean_imports, tmp_path, dry_run):
+    # As a new repository starts: no thresholds.yaml. The dry run must refuse as the run does.
+    repo = src_layout_repo(tmp_path / "repo")
+    (repo / "thresholds.yaml").unlink()
+    args = ["ab", "HEAD~1", "--project", str(repo), "--out-dir", str(tmp_path / "ab")]
+    result = CliRunner().invoke(perfbot, [*args, "--dry-run"] if dry_run else args)
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [
+        f"perfbot: error: {repo / 'thresholds.yaml'}: no such file; the verdicts need a regression policy: "
+        "give --thresholds FILE, or start from perfbot's examples/rmsnorm/thresholds.yaml"
+    ]
+    policy = tmp_path / "policy.yaml"
+    shutil.copy(ROOT / "thresholds.yaml", policy)
+    given = CliRunner().invoke(
+        perfbot, ["ab", "HEAD~1", "--project", str(repo), "--dry-run", "--thresholds", str(policy)]
+    )
+    assert given.exit_code == 0, given.output
+    assert f"  judged with: {policy}\n" in given.output
+
+
 def test_the_triton_kernels_of_the_packages_imported_by_name_are_loaded_anew(clean_imports, tmp_path):
     pytest.importorskip("triton")
     repo = src_layout_repo(tmp_path / "repo")

@@ -5,6 +5,7 @@ the fused one in Triton's interpreter. Timings come from a given function of the
 the statistics downstream see known slowdowns."""
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -226,6 +227,22 @@ def test_the_base_judges_a_head_that_loosens_its_own_thresholds(gpu, project: Pa
     assert head_run.settings.head == head and head_run.settings.against == base
     assert {b.case for b in head_run.benchmarks} == {"odd", "square"}  # the base's suite was measured
     assert _git(project, "worktree", "list").count("\n") == 0
+
+
+def test_the_other_sides_missing_thresholds_are_named_without_a_temporary_path(tmp_path: Path):
+    from perfbot.ab import policy_change
+    from perfbot.thresholds import load_policy
+
+    ours = Path(__file__).resolve().parents[1] / "thresholds.yaml"
+    policy = load_policy(ours)
+    assert policy_change(policy, tmp_path) == (
+        "This check applied the thresholds.yaml of the checkout that ran it; the other side has none.",
+    )
+    (tmp_path / "thresholds.yaml").write_text("version: [")
+    _, broken = policy_change(policy, tmp_path)
+    assert broken.startswith(f"the other side's thresholds.yaml does not load: {tmp_path / 'thresholds.yaml'}: ")
+    shutil.copy(ours, tmp_path / "thresholds.yaml")
+    assert policy_change(policy, tmp_path) == ()
 
 
 def test_run_measures_one_checkout_and_ab_two(gpu, repo: Path, tmp_path: Path):

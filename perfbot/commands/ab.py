@@ -13,7 +13,6 @@ import click
 from .. import results as results_file
 from ..errors import EXIT_REGRESSION, BadInput, PerfbotError
 from ..files import write_atomic
-from ..thresholds import load_policy
 from .context import (
     chosen,
     chosen_gpus,
@@ -24,6 +23,7 @@ from .context import (
     progress,
     project_config,
     project_option,
+    project_policy,
     run_settings,
     thresholds_option,
 )
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ..ab import Prepared
     from ..runner import RunSettings
     from ..subject import Loaded, Suite
+    from ..thresholds import Policy
 
 _OUTPUTS = ("base.json", "head.json", "comparison.json", "comment.md")
 # Where an A/B that stopped before its verdict says why, in the line it printed: the PR check's
@@ -175,9 +176,10 @@ def ab_command(
     if max_samples < samples:
         raise click.BadParameter(f"must be at least --samples ({samples})", param_hint="--max-samples")
     tritons = ab.Tritons(_parse_triton_envs(triton_envs), triton_source, triton_cache)
+    policy = project_policy(config, thresholds_path)  # before the dry run: it refuses as the run does
     if dry_run:
         with ab.prepared(config, config.kernels_dir, running, choose, base_rev, head_rev, merge) as ready:
-            click.echo(_planned_text(ready, ab.tritons_text(ready.pins, tritons, base_rev), base_rev, head_rev))
+            click.echo(_planned_text(ready, ab.tritons_text(ready.pins, tritons, base_rev), base_rev, head_rev, policy))
         return
     gpus = chosen_gpus(gpu_count, mixed_gpus)
     if out_dir.exists() and not out_dir.is_dir():
@@ -185,7 +187,6 @@ def ab_command(
     existing = [name for name in (*_OUTPUTS, ERROR_FILE) if (out_dir / name).exists()]
     if existing and not overwrite:
         raise BadInput(f"{out_dir / existing[0]} already exists; choose another --out-dir or pass --overwrite")
-    policy = load_policy(thresholds_path or config.root / "thresholds.yaml")
 
     def keep(base: results_file.Results, head: results_file.Results) -> None:
         for name, loaded in (("base.json", base), ("head.json", head)):
@@ -226,7 +227,7 @@ def _error_kept(path: Path) -> Iterator[None]:
         raise
 
 
-def _planned_text(ready: Prepared, tritons: str, base_rev: str, head_rev: str | None) -> str:
+def _planned_text(ready: Prepared, tritons: str, base_rev: str, head_rev: str | None, policy: Policy) -> str:
     """What `perfbot ab --dry-run` prints: what the run would measure, and from which files."""
     from .. import declarations
     from ..runner import plan
@@ -243,6 +244,7 @@ def _planned_text(ready: Prepared, tritons: str, base_rev: str, head_rev: str | 
         merge = f"merge commit {ready.merge.commit}" if ready.merge.commit else "a fast-forward: the head as it is"
         lines.append(f"  the head merged into the base ({merge}), against the base")
     lines.append(f"  Triton: {tritons}")
+    lines.append(f"  judged with: {policy.source}")
     # Each side planned as the run plans it: what a side lacks is left out, not refused.
     groups = {
         side: plan(loaded, ready.suites, ready.settings, side, lenient=True) for side, loaded in ready.subjects.items()

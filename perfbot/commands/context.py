@@ -15,10 +15,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .. import comparison as comparison_file
 from ..compare import Report
 from ..config import ProjectConfig, find_project_root, load_project_config
-from ..errors import EnvironmentFailure
+from ..errors import BadInput, EnvironmentFailure
 from ..files import write_all
 from ..report import comment_markdown, compare_table
 from ..schema import MAX_SAMPLES
+from ..thresholds import Policy, load_policy
 
 if TYPE_CHECKING:
     from ..runner import RunSettings
@@ -219,6 +220,16 @@ def run_settings(
 
 def project_config(project: Path | None) -> ProjectConfig:
     return load_project_config(project if project is not None else find_project_root(Path.cwd()))
+
+
+def project_policy(config: ProjectConfig, thresholds_path: Path | None) -> Policy:
+    """The policy a command judges with: --thresholds, or the project's own thresholds.yaml."""
+    if thresholds_path is None and not (config.root / "thresholds.yaml").exists():
+        raise BadInput(
+            f"{config.root / 'thresholds.yaml'}: no such file; the verdicts need a regression policy: "
+            "give --thresholds FILE, or start from perfbot's examples/rmsnorm/thresholds.yaml"
+        )
+    return load_policy(thresholds_path or config.root / "thresholds.yaml")
 
 
 def load_kernels(config: ProjectConfig, kernels: Path | None) -> Loaded:

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 import click
 
 from ..files import write_atomic
-from ..thresholds import load_policy
 from .context import (
     chosen_gpus,
     console,
@@ -20,6 +19,7 @@ from .context import (
     progress,
     project_config,
     project_option,
+    project_policy,
     thresholds_option,
 )
 
@@ -133,7 +133,7 @@ def selftest_command(
     if len({selftest.slowed(v) for v in parsed}) < len(parsed):
         raise click.BadParameter(f"a level is given twice: {levels}", param_hint="--levels")
     config = project_config(project)
-    policy = load_policy(thresholds_path or config.root / "thresholds.yaml")
+    policy = project_policy(config, thresholds_path)
     subject = load_kernels(config, None)
     case = subject.case(suite_name, case_name)
     if max_samples < samples:
