@@ -253,3 +253,12 @@ def test_the_median_interval_covers_the_median_by_order_statistics():
     samples = list(range(1, 31))  # 30 samples: the ranks 10 and 21 hold the median with >= 95%
     assert stats.median_interval(samples) == (10, 21)
     assert stats.median_interval([3.0, 1.0, 2.0]) == (1.0, 3.0)  # too few: the whole range
+
+
+def test_history_without_a_store_or_subcommand_is_refused_in_one_line():
+    result = invoke()
+    assert result.exit_code == 2
+    assert (
+        result.output.strip()
+        == "perfbot: error: perfbot history needs --store DIR (the baseline store), or a subcommand"
+    )

@@ -15,13 +15,13 @@ from ..errors import EXIT_REGRESSION, BadInput, EnvironmentFailure
 from .context import console
 
 
-@click.command("history")
+@click.group("history", invoke_without_command=True)
 @click.option(
     "--store",
     "store_dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    required=True,
-    help="The baseline store (perfbot baseline update writes it).",
+    default=None,
+    help="The baseline store (perfbot baseline update writes it). Required without a subcommand.",
 )
 @click.option(
     "--html",
@@ -58,8 +58,10 @@ from .context import console
     default=None,
     help="A clone of the repository: a commit whose subject names a pull request, (#123), links to it.",
 )
+@click.pass_context
 def history_command(
-    store_dir: Path,
+    context: click.Context,
+    store_dir: Path | None,
     html_dir: Path | None,
     check: bool,
     state_path: Path | None,
@@ -69,7 +71,8 @@ def history_command(
     """The history of every benchmark in a baseline store: the steps in it, a static site, and a
     check for steps that no single pull request showed (ten PRs each 0.3% slower).
 
-    Without --html or --check, prints every step found.
+    Without --html or --check, prints every step found. The subcommands act on the store's
+    steps; their options follow their name.
 
     Example:
 
@@ -79,6 +82,13 @@ def history_command(
     """
     from .. import history, site, steps
 
+    if context.invoked_subcommand is not None:
+        given = [p.opts[0] for p in context.command.params if context.params[p.name] not in (None, False)]
+        if given:  # the subcommand has its own: say where they go rather than ignore them
+            raise BadInput(f"{given[0]} goes after the subcommand: perfbot history {context.invoked_subcommand} --help")
+        return
+    if store_dir is None:
+        raise BadInput("perfbot history needs --store DIR (the baseline store), or a subcommand")
     url = repo_url or _actions_repo_url()
     if url is not None and not re.fullmatch(r"https?://[^\s\"'<>]+", url):
         raise BadInput(f"--repo-url {url!r}: give the repository's http(s) address, like https://github.com/o/r")
