@@ -21,9 +21,14 @@ RUNS, AT = 40, 24
 
 
 def check(directory: Path, out: Path, *extra: str):
-    return CliRunner().invoke(
+    result = CliRunner().invoke(
         perfbot, ["history", "--store", str(directory), "--check", "--steps-json", str(out), *extra]
     )
+    if out.exists():  # a record has a command exactly where the check printed one, and it is that one
+        for record in steps_file.load(out).steps:
+            printed = [line for line in record.evidence if line.startswith("  find the commit: ")]
+            assert printed == ([f"  find the commit: {shlex.join(record.bisect)}"] if record.bisect else [])
+    return result
 
 
 def _run_file(path: Path, gpu: str = "NVIDIA H200") -> Path:
