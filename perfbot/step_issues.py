@@ -112,13 +112,13 @@ def issue(step: StepRecord, outcome: OutcomeFile | None, run_url: str | None = N
     if step.bisect is not None:
         command = shlex.join(step.bisect)
         fence = "`" * max([3, *(len(run) + 1 for run in re.findall(r"`+", command))])
-        culprit = [f"git show {outcome.first_bad}"] if outcome is not None and outcome.first_bad else []
+        show = [f"git show {outcome.first_bad}"] if outcome is not None and outcome.first_bad else []
         head += [
             "### Reproduce",
             "",
             f"In a checkout of this repository, on a GPU like the one that found it ({_e(step.gpu)}):",
         ]
-        head += ["", fence + "sh", command, *culprit, fence, ""]
+        head += ["", fence + "sh", command, *show, fence, ""]
     evidence = ["### Evidence", "", "What the history check printed:", ""]
     evidence += [f"- {_e(line.strip(), 1000)}" for line in step.evidence]
     if outcome is not None:

@@ -152,3 +152,18 @@ def test_a_step_of_another_gpu_is_left_to_its_runner(tmp_path: Path, gpu: Path):
     )
     assert {r.runner for r in steps_file.load(steps).steps} == {None}  # no runner measured the H200
     assert bisect_steps(repo, steps, tmp_path / "out", runner="a100").output.startswith("no new slowdown")
+
+
+def test_a_step_that_fails_nothing_is_not_bisected(tmp_path: Path, gpu: Path):
+    repo = tmp_path / "repo"
+    shas = step_repo.repository(repo, [1.0] * 40)
+    runs = step_repo.measured(shas, -0.03, SLOWER_FROM)  # faster: reported, fails nothing
+    store = write_store(tmp_path / "store", runs)
+    results.save(runs[-1], tmp_path / "h200.json")
+    steps = tmp_path / "steps.json"
+    args = ["history", "--store", str(store), "--check", "--steps-json", str(steps)]
+    assert CliRunner().invoke(perfbot, [*args, "--runner", f"h200={tmp_path / 'h200.json'}"]).exit_code == 0
+    records = steps_file.load(steps).steps
+    assert records and all(r.bisect and r.runner == "h200" and not r.fails for r in records)
+    result = bisect_steps(repo, steps, tmp_path / "out")
+    assert result.output == "no new slowdown to bisect on runner h200\n" and step_repo.calls(gpu) == []

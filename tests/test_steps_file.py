@@ -177,3 +177,10 @@ def test_a_steps_file_is_read_strictly(tmp_path: Path, change, words):
     (tmp_path / "steps.json").write_text(json.dumps(data))
     with pytest.raises(BadInput, match=re.escape(words)):
         steps_file.load(tmp_path / "steps.json")
+
+
+def test_the_steps_are_written_before_the_state_so_none_is_lost(tmp_path: Path):
+    directory = write_store(tmp_path / "store", make_runs(RUNS, step=0.03, at=AT, seed=11))
+    result = check(directory, tmp_path / "steps.json", "--state", "/proc/perfbot-reported-steps.json")
+    assert result.exit_code == 3, result.output  # the state could not be written: reported again next time
+    assert len(steps_file.load(tmp_path / "steps.json").steps) == 2
