@@ -53,9 +53,7 @@ def find(values: Sequence[float]) -> list[Step]:
     n = len(series)
     if n < 2 * MIN_SEGMENT:
         return []
-    differences = np.diff(series)
-    noise = np.median(np.abs(differences - np.median(differences))) / 0.6745 / math.sqrt(2)
-    standardized = (series - np.median(series)) / max(float(noise), 1e-6)
+    standardized = (series - np.median(series)) / max(noise(values), 1e-6)
     search = ruptures.Binseg(model="l1", min_size=MIN_SEGMENT, jump=1).fit(standardized)
     cuts = _significant(series, search.predict(pen=PENALTY * math.log(n))[:-1])
     bounds = [0, *cuts, n]
@@ -66,6 +64,16 @@ def find(values: Sequence[float]) -> list[Step]:
         if abs(after / before - 1) >= MIN_STEP:
             steps.append(Step(at, before, after))
     return steps
+
+
+def noise(values: Sequence[float]) -> float:
+    """A series' run-to-run noise: the robust standard deviation of one run's log value about the
+    next's (the median absolute deviation of successive differences, over sqrt 2), which a step
+    barely moves. 0 for fewer than two values."""
+    if len(values) < 2:
+        return 0.0
+    differences = np.diff(np.log(np.asarray(values, dtype=float)))
+    return float(np.median(np.abs(differences - np.median(differences))) / 0.6745 / math.sqrt(2))
 
 
 def _significant(series: np.ndarray, cuts: list[int]) -> list[int]:

@@ -134,7 +134,7 @@ def _series_page(series: Series, runs: Sequence[Run], found: list[Found], links:
     if others:
         lines = [
             Line(
-                f"over {name}" + (" (watched)" if name == series.reference else ""),
+                f"over {name}" + (" (watched)" if name == series.reference and series.watches_ratio else ""),
                 [(p.run, value, value, value) for p in series.points for other, value in p.ratios if other == name],
             )
             for name in sorted(others, key=lambda name: name != series.reference)

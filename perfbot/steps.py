@@ -7,10 +7,12 @@ a run or two as later runs arrive.
     {"format": 1, "reported": [{"gpu": "NVIDIA H200", "series": "3f2a...", "label": "mykernel · pr/...",
       "stored": "20261130T051500.000000Z", "change_percent": 2.1}]}
 
-Only a slower step in one of the subject's own implementations (watched over a reference run
-beside it) fails the check, and only when it starts among the newest RECENT_RUNS runs: a
-baseline that moved (a new PyTorch, a slower machine) is reported and fails nothing, and a step
-found long after it happened (the first check of an old store) is reported as history.
+Only a slower step of one of the subject's own implementations fails the check: a step in
+what the check watches for it whose cause is the subject's own time (perfbot/attribution.py),
+starting among the newest RECENT_RUNS runs. A baseline that moved, a reference that moved under
+the subject (a faster cuBLAS), the whole run moving (a slower machine) are reported and fail
+nothing, and so is a step found long after it happened (the first check of an old store). The
+commit bisect is offered only for a step of the subject's own time.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter, with_config
 
+from .attribution import Attribution, attribute
 from .changepoints import Step
 from .files import write_atomic
 from .history import History, Run, Series
@@ -70,15 +73,23 @@ class Found:
     good: Run  # the range its commit lies in: a few runs before `after`
     bad: Run  # and a few after
     recent: bool  # it starts among the newest RECENT_RUNS runs of its GPU
+    attribution: Attribution | None  # whose step it is; None for a benchmark not the subject's own
+    environment: tuple[tuple[Run, str], ...] = ()  # the environment's changes from `good` to `bad`
 
     @property
     def slower(self) -> bool:
         return self.step.after > self.step.before
 
     @property
+    def own(self) -> bool:
+        """The subject's own time moved: the step is its code's or its environment's, not a
+        reference's or the machine's."""
+        return self.attribution is not None and self.attribution.cause == "subject"
+
+    @property
     def fails(self) -> bool:
-        """A slowdown of the subject's own code, found while it is news."""
-        return self.slower and self.series.under_test and self.series.reference is not None and self.recent
+        """A slowdown of the subject's own time, found while it is news."""
+        return self.slower and self.own and self.recent
 
     def reported(self) -> Reported:
         return Reported(
@@ -104,16 +115,24 @@ def find_all(history: History) -> list[Found]:
     for series in history.series:
         runs = history.runs[series.gpu]
         watched = [run for run, _ in series.watched]
-        for step, before, after in series.steps:
+        cuts = [0, *(step.at for step, _, _ in series.steps), len(watched)]
+        for index, (step, before, after) in enumerate(series.steps):
             good = watched[max(0, step.at - RANGE_BEFORE)]
             bad = watched[min(len(watched) - 1, step.at + RANGE_AFTER)]
             recent = after > len(runs) - 1 - RECENT_RUNS
-            found.append(Found(series, step, runs[before], runs[after], runs[good], runs[bad], recent))
+            # Whose step, told between the same runs as the step: from the step before to the next.
+            segments = watched[cuts[index] : step.at], watched[step.at : cuts[index + 2]]
+            attribution = attribute(series, *segments, step.after / step.before - 1) if series.under_test else None
+            environment = tuple((run, change) for run in runs[good + 1 : bad + 1] for change in run.changed)
+            found.append(
+                Found(series, step, runs[before], runs[after], runs[good], runs[bad], recent, attribution, environment)
+            )
     return found
 
 
 def new_steps(history: History, state: State) -> list[Found]:
-    """The steps no earlier check reported."""
+    """The steps no earlier check reported, but for those whose cause is not yet clear: they are
+    held back until later runs tell (perfbot/attribution.py)."""
     index = {(run.stored, gpu): run.index for gpu, runs in history.runs.items() for run in runs}
     reported: dict[tuple[str, str], list[int]] = {}
     for r in state.reported:
@@ -122,42 +141,48 @@ def new_steps(history: History, state: State) -> list[Found]:
     return [
         f
         for f in find_all(history)
-        if all(abs(f.after.index - at) > SAME_STEP_RUNS for at in reported.get((f.series.gpu, f.series.identity), []))
+        if not (f.attribution is not None and f.attribution.cause == "unclear")
+        and all(abs(f.after.index - at) > SAME_STEP_RUNS for at in reported.get((f.series.gpu, f.series.identity), []))
     ]
 
 
 def describe(found: Found) -> list[str]:
-    """What a reader needs: the benchmark, the step, where it lies, how to find its commit."""
+    """What a reader needs: the benchmark, the step, whose it is, where it lies, and, for a step of
+    the subject's own time, how to find its commit."""
     series, step = found.series, found.step
-    watched = series.watched_label
     lines = [
-        f"{series.gpu} · {series.label}: {watched} {step.change_percent:+.2f}% "
+        f"{series.gpu} · {series.label}: {series.watched_label} {step.change_percent:+.2f}% "
         f"({step.before:.4g} → {step.after:.4g}) from run {found.after.index + 1} "
         f"(stored {found.after.stored})",
     ]
-    good, bad = found.good.commit, found.bad.commit
-    if not series.under_test:
+    if found.attribution is None:
         lines.append("  a baseline or bound moved, not this repository's code: this fails no check")
-    elif not found.recent:
-        lines.append(f"  it started more than {RECENT_RUNS} runs ago: reported as history, it fails no check")
+    else:
+        lines.append(f"  watched: {series.watched_why}")
+        lines.append(found.attribution.describe(series))
+        if found.own and not found.recent:
+            lines.append(f"  it started more than {RECENT_RUNS} runs ago: reported as history, it fails no check")
+    for run, change in found.environment:
+        lines.append(f"  environment changed at the step, at run {run.index + 1}: {change}")
+    good, bad = found.good.commit, found.bad.commit
     if good and bad and good != bad:
         lines.append(
             f"  between commits {good[:12]} (run {found.good.index + 1}) and {bad[:12]} (run {found.bad.index + 1})"
         )
-        if series.under_test:
+        if found.own:
             lines.append(f"  find the commit: {bisect_command(series, good, bad)}")
+            if found.environment:
+                lines.append("  if the bisect finds no commit, the environment's change is the cause")
     elif good and good == bad:
         lines.append(f"  the runs around it all measured commit {good[:12]}: the environment moved, not the code")
     else:
         lines.append("  the runs do not say which commits they measured")
     triton_good, triton_bad = found.good.triton_commit, found.bad.triton_commit
-    if triton_good and triton_bad and triton_good != triton_bad:
+    if found.own and triton_good and triton_bad and triton_good != triton_bad:
         lines.append(
             f"  Triton moved too ({triton_good[:12]} → {triton_bad[:12]}): perfbot bisect --repo TRITON_CHECKOUT "
             f"--good {triton_good} --bad {triton_bad} {_benchmark_options(series)}"
         )
-    for change in found.after.changed:
-        lines.append(f"  environment changed at that run: {change}")
     return lines
 
 

@@ -130,7 +130,7 @@ def _actions_repo_url() -> str | None:
 
 def _print_steps(found: list) -> None:
     table = Table(title=f"steps in the store's history: {len(found)}", title_justify="left")
-    for column in ("GPU", "benchmark", "watched", "change", "from run", "commits"):
+    for column in ("GPU", "benchmark", "watched", "change", "whose", "from run", "commits"):
         table.add_column(column)
     for f in found:
         commits = f"{f.good.commit[:12]}..{f.bad.commit[:12]}" if f.good.commit and f.bad.commit else ""
@@ -140,6 +140,7 @@ def _print_steps(found: list) -> None:
             escape(f.series.label),
             escape(watched),
             f"{f.step.change_percent:+.2f}%",
+            f.attribution.cause if f.attribution else "a baseline's",
             str(f.after.index + 1),
             commits,
         )
