@@ -11,6 +11,9 @@ Only a slower step in one of the subject's own implementations (watched over a r
 beside it) fails the check, and only when it starts among the newest RECENT_RUNS runs: a
 baseline that moved (a new PyTorch, a slower machine) is reported and fails nothing, and a step
 found long after it happened (the first check of an old store) is reported as history.
+
+A step a user acknowledged (`perfbot history ack`, kept in the store: perfbot/acknowledgements.py)
+is never reported again, matched as the reported ones are, whatever this file says.
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter, with_config
 
+from . import acknowledgements
+from .acknowledgements import Acknowledgement
 from .changepoints import Step
+from .errors import BadInput
 from .files import write_atomic
 from .history import History, Run, Series
 from .schema import MAX_ITEMS, Finite, Name, Text, load_json
@@ -80,6 +86,23 @@ class Found:
         """A slowdown of the subject's own code, found while it is news."""
         return self.slower and self.series.under_test and self.series.reference is not None and self.recent
 
+    @property
+    def step_id(self) -> str:
+        """What `perfbot history ack --step` takes: the series and the stamp of the step's first run."""
+        return acknowledgements.step_id(self.series.identity, self.after.stored)
+
+    def acknowledgement(self, reason: str, by: str | None, at: str) -> Acknowledgement:
+        return Acknowledgement(
+            self.series.gpu,
+            self.series.identity,
+            self.series.label[:200],
+            self.after.stored,
+            round(self.step.change_percent, 3),
+            reason,
+            by,
+            at,
+        )
+
     def reported(self) -> Reported:
         return Reported(
             self.series.gpu,
@@ -119,6 +142,8 @@ def new_steps(history: History, state: State) -> list[Found]:
     for r in state.reported:
         if (r.stored, r.gpu) in index:
             reported.setdefault((r.gpu, r.series), []).append(index[(r.stored, r.gpu)])
+    for series in history.series:  # an acknowledged step is as good as reported, for good
+        reported.setdefault((series.gpu, series.identity), []).extend(at for at, _ in series.acknowledged)
     return [
         f
         for f in find_all(history)
@@ -126,8 +151,9 @@ def new_steps(history: History, state: State) -> list[Found]:
     ]
 
 
-def describe(found: Found) -> list[str]:
-    """What a reader needs: the benchmark, the step, where it lies, how to find its commit."""
+def describe(found: Found, store: Path | None = None) -> list[str]:
+    """What a reader needs: the benchmark, the step, where it lies, how to find its commit, and
+    how to accept it (`store`: the store's folder, for that command)."""
     series, step = found.series, found.step
     watched = series.watched_label
     lines = [
@@ -158,7 +184,41 @@ def describe(found: Found) -> list[str]:
         )
     for change in found.after.changed:
         lines.append(f"  environment changed at that run: {change}")
+    lines.append(f"  acknowledge it: {acknowledge_command(found, store)}")
     return lines
+
+
+def acknowledge_command(found: Found, store: Path | None) -> str:
+    where = shlex.quote(str(store)) if store is not None else "STORE"
+    return f"perfbot history ack --store {where} --step {found.step_id} --reason '...'"
+
+
+def to_acknowledge(history: History, series_identity: str, stored: str) -> Found:
+    """The step a user names to acknowledge: in that series, the step found whose first run is
+    nearest the run stored at `stored`, within SAME_STEP_RUNS runs (its estimated place may have
+    moved since its id was printed). One already acknowledged, or none there, is BadInput."""
+    series = next((s for s in history.series if s.identity == series_identity), None)
+    if series is None:
+        raise BadInput(
+            f"--step: no series {series_identity} in the store; `perfbot history --store DIR` lists the steps"
+        )
+    run = next((r for r in history.runs[series.gpu] if r.stored == stored), None)
+    if run is None:
+        raise BadInput(f"--step: {series.gpu} · {series.label} has no run stored at {stored}")
+    for at, done in series.acknowledged:
+        if abs(at - run.index) <= SAME_STEP_RUNS:
+            raise BadInput(
+                f"--step: the step from run {at + 1} of {series.label} is already acknowledged "
+                f"(on {done.at} by {done.by or 'someone'}: {done.reason[:80]})"
+            )
+    found = find_all(History(history.runs, [series]))
+    near = [f for f in found if abs(f.after.index - run.index) <= SAME_STEP_RUNS]
+    if not near:
+        raise BadInput(
+            f"--step: no step found in {series.gpu} · {series.label} within {SAME_STEP_RUNS} runs of run "
+            f"{run.index + 1} (stored {stored}); `perfbot history --store DIR` lists the steps"
+        )
+    return min(near, key=lambda f: abs(f.after.index - run.index))
 
 
 def bisect_command(series: Series, good: str, bad: str) -> str:
