@@ -108,12 +108,13 @@ class Series:
         watched = self.watched
         return [
             (step, watched[step.at - 1][0], watched[step.at][0])
-            for step in changepoints.find([value for _, value in watched], self._breaks(watched))
+            for step in changepoints.find([value for _, value in watched], self.breaks)
         ]
 
-    def _breaks(self, watched: list[tuple[int, float]]) -> list[int]:
-        """Where in `watched` each acknowledged step starts: its run, or the first watched after it."""
-        runs = [run for run, _ in watched]
+    @property
+    def breaks(self) -> list[int]:
+        """Where in `watched` each acknowledged step starts: at its run, or the first watched after it."""
+        runs = [run for run, _ in self.watched]
         return [next((i for i, run in enumerate(runs) if run >= at), len(runs)) for at, _ in self.acknowledged]
 
 

@@ -5,7 +5,7 @@ A run's benchmarks of one case share a deviation drawn from the measured deviati
 (what moves a whole case between runs), and each benchmark has its own drawn from the measured
 deviations of a ratio of two benchmarks of one case, divided by sqrt(2) (so that a ratio moves
 as measured). The subject's own benchmark (fused) can take a step: every run from `at` on is
-`step` slower."""
+`step` slower; and a second one: every run from `second_at` on `second_step` slower again."""
 
 from __future__ import annotations
 
@@ -30,8 +30,18 @@ def commit(index: int) -> str:
     return hashlib.sha1(f"commit {index}".encode()).hexdigest()
 
 
-def make_runs(count: int, *, step: float = 0.0, at: int = 25, seed: int = 0, samples: int = 30) -> list[Results]:
-    """`count` runs, oldest first; run `at` (0-based) and later have fused `step` slower."""
+def make_runs(
+    count: int,
+    *,
+    step: float = 0.0,
+    at: int = 25,
+    seed: int = 0,
+    samples: int = 30,
+    second_step: float = 0.0,
+    second_at: int | None = None,
+) -> list[Results]:
+    """`count` runs, oldest first; run `at` (0-based) and later have fused `step` slower, and run
+    `second_at` and later `second_step` slower again (the same draws as without it)."""
     rng = np.random.default_rng(seed)
     median_noise, ratio_noise = np.array(NOISE["median"]), np.array(NOISE["ratio"]) / math.sqrt(2)
     runs = []
@@ -43,6 +53,8 @@ def make_runs(count: int, *, step: float = 0.0, at: int = 25, seed: int = 0, sam
                 level = fused_ms * scale * math.exp(shared + rng.choice(ratio_noise))
                 if kernel == "fused" and index >= at:
                     level *= 1 + step
+                if kernel == "fused" and second_at is not None and index >= second_at:
+                    level *= 1 + second_step
                 within = level * (1 + 0.003 * rng.standard_normal(samples))  # the spread inside one run
                 benchmarks.append(
                     Benchmark(
