@@ -2,7 +2,7 @@
 travel with it (on GitHub, the `perfbot-baselines` branch) and outlive the check's own state.
 
     STORE/acknowledged-steps.json
-    {"format": 1, "acknowledged": [{"gpu": "NVIDIA H200", "series": "3f2a...", "label": "fused · pr/...",
+    {"format": 1, "acknowledged": [{"gpu": "NVIDIA H200", "series": "3f2a...", "label": "mykernel · pr/...",
       "stored": "20261130T051500.000000Z", "change_percent": 3.01, "reason": "...", "by": "alice",
       "at": "2026-12-01T10:00:00Z"}]}
 
