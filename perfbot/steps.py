@@ -190,7 +190,7 @@ def describe(found: Found, store: Path | None = None) -> list[str]:
 
 def acknowledge_command(found: Found, store: Path | None) -> str:
     where = shlex.quote(str(store)) if store is not None else "STORE"
-    return f"perfbot history ack --store {where} --step {found.step_id} --reason '...'"
+    return f"perfbot history ack --store {where} --step {shlex.quote(found.step_id)} --reason '...'"
 
 
 def to_acknowledge(history: History, series_identity: str, stored: str) -> Found:

@@ -433,3 +433,16 @@ def test_ack_options_belong_after_the_subcommand(stepped: Path):
     _one_line_error(
         invoke("--store", str(stepped), "ack", "--store", str(stepped)), "--store goes after the subcommand"
     )
+
+
+def test_the_printed_ack_command_quotes_a_strange_stamp():
+    runs = make_runs(RUNS, step=0.03, at=AT, seed=10)
+    stored = [(Path(f"{i}"), f"{i:04d}" if i != AT else "$(touch x);", r) for i, r in enumerate(runs)]
+    found = next(f for f in steps.find_all(history.of_runs(stored)) if f.series.label.startswith(T5))
+    assert found.after.stored == "$(touch x);"
+    line = steps.describe(found, Path("my store"))[-1]
+    assert line == (
+        f"  acknowledge it: perfbot history ack --store 'my store' --step '{found.series.identity}@$(touch x);' "
+        "--reason '...'"
+    )
+    assert shlex.split(line)[8] == found.step_id
