@@ -9,6 +9,9 @@ runs that was the ratio, about half as noisy as a median (docs/history.md). A be
 a reference is watched by its median. Beside them each point keeps the median of the case's
 other implementations (neither under test nor the reference), the witness that tells a step of
 the subject's own time from its reference's (perfbot/attribution.py).
+
+A step a user acknowledged (`perfbot history ack`, perfbot/acknowledgements.py) is a known break
+in its series: the steps are searched for on each side of it apart.
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ import hashlib
 import re
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import changepoints, stats, store
+from . import acknowledgements, changepoints, stats, store
+from .acknowledgements import Acknowledgement
 from .comparison import shape_text
 from .results import Benchmark, Results, variant_name
 
@@ -76,6 +80,8 @@ class Series:
     reference: str | None  # the implementation its ratio is over
     points: tuple[Point, ...]
     witnesses: tuple[str, ...] = ()  # the implementations Point.witness_ms is the median of
+    # The steps acknowledged in it: (the run that starts the step, the record), oldest first.
+    acknowledged: tuple[tuple[int, Acknowledgement], ...] = ()
 
     @property
     def label(self) -> str:
@@ -133,29 +139,50 @@ class Series:
         watched = self.watched
         return [
             (step, watched[step.at - 1][0], watched[step.at][0])
-            for step in changepoints.find([value for _, value in watched])
+            for step in changepoints.find([value for _, value in watched], self.breaks)
         ]
+
+    @property
+    def breaks(self) -> list[int]:
+        """Where in `watched` each acknowledged step starts: at its run, or the first watched after it."""
+        runs = [run for run, _ in self.watched]
+        return [next((i for i, run in enumerate(runs) if run >= at), len(runs)) for at, _ in self.acknowledged]
 
 
 @dataclass(frozen=True)
 class History:
     runs: dict[str, list[Run]]  # GPU name -> its runs, oldest first
     series: list[Series]
+    acknowledged: tuple[Acknowledgement, ...] = ()  # every record of the store's file, as read
 
 
 def read(store_dir: Path) -> History:
-    """Every run in the store, and every benchmark's series (store.py validates each file)."""
-    return of_runs([(entry.path, entry.stored, results) for entry, results in store.runs(store_dir)])
+    """Every run in the store, every benchmark's series, and the steps acknowledged in them
+    (store.py and acknowledgements.py validate each file)."""
+    runs = [(entry.path, entry.stored, results) for entry, results in store.runs(store_dir)]
+    return of_runs(runs, acknowledgements.load(store_dir))
 
 
-def of_runs(stored: Sequence[tuple[Path, str, Results]]) -> History:
-    """The history of runs given oldest first as (file, when stored, results)."""
+def of_runs(stored: Sequence[tuple[Path, str, Results]], acknowledged: Sequence[Acknowledgement] = ()) -> History:
+    """The history of runs given oldest first as (file, when stored, results), with the steps
+    acknowledged in it."""
     by_gpu: dict[str, list[Run]] = {}
     for path, stamp, results in stored:
         runs = by_gpu.setdefault(str(results.environment.gpu_name), [])
         previous = runs[-1].results if runs else None
         runs.append(Run(len(runs), path, stamp, results, _changes(previous, results)))
-    return History(by_gpu, [s for gpu, runs in by_gpu.items() for s in _series(gpu, runs)])
+    series = [s for gpu, runs in by_gpu.items() for s in _series(gpu, runs)]
+    return History(by_gpu, [_with_acknowledged(s, by_gpu[s.gpu], acknowledged) for s in series], tuple(acknowledged))
+
+
+def _with_acknowledged(series: Series, runs: Sequence[Run], acknowledged: Sequence[Acknowledgement]) -> Series:
+    """The series with its acknowledged steps; one whose run is no longer in the store is left out."""
+    mine = [a for a in acknowledged if (a.gpu, a.series) == (series.gpu, series.identity)]
+    if not mine:
+        return series
+    index = {run.stored: run.index for run in runs}
+    found = sorted(((index[a.stored], a) for a in mine if a.stored in index), key=lambda pair: pair[0])
+    return replace(series, acknowledged=tuple(found)) if found else series
 
 
 def _changes(previous: Results | None, current: Results) -> tuple[str, ...]:

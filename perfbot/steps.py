@@ -13,6 +13,9 @@ starting among the newest RECENT_RUNS runs. A baseline that moved, a reference t
 the subject (a faster cuBLAS), the whole run moving (a slower machine) are reported and fail
 nothing, and so is a step found long after it happened (the first check of an old store). The
 commit bisect is offered only for a step of the subject's own time.
+
+A step a user acknowledged (`perfbot history ack`, kept in the store: perfbot/acknowledgements.py)
+is never reported again, matched as the reported ones are, whatever this file says.
 """
 
 from __future__ import annotations
@@ -25,8 +28,11 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter, with_config
 
+from . import acknowledgements
+from .acknowledgements import Acknowledgement
 from .attribution import Attribution, attribute
 from .changepoints import Step
+from .errors import BadInput
 from .files import write_atomic
 from .history import History, Run, Series
 from .schema import MAX_ITEMS, Finite, Name, Text, load_json
@@ -91,6 +97,23 @@ class Found:
         """A slowdown of the subject's own time, found while it is news."""
         return self.slower and self.own and self.recent
 
+    @property
+    def step_id(self) -> str:
+        """What `perfbot history ack --step` takes: the series and the stamp of the step's first run."""
+        return acknowledgements.step_id(self.series.identity, self.after.stored)
+
+    def acknowledgement(self, reason: str, by: str | None, at: str) -> Acknowledgement:
+        return Acknowledgement(
+            self.series.gpu,
+            self.series.identity,
+            self.series.label[:200],
+            self.after.stored,
+            round(self.step.change_percent, 3),
+            reason,
+            by,
+            at,
+        )
+
     def reported(self) -> Reported:
         return Reported(
             self.series.gpu,
@@ -115,13 +138,15 @@ def find_all(history: History) -> list[Found]:
     for series in history.series:
         runs = history.runs[series.gpu]
         watched = [run for run, _ in series.watched]
-        cuts = [0, *(step.at for step, _, _ in series.steps), len(watched)]
-        for index, (step, before, after) in enumerate(series.steps):
+        # Whose step is told between the same runs as the step: from the step or acknowledged
+        # break before it to the next one.
+        cuts = sorted({0, len(watched), *series.breaks, *(step.at for step, _, _ in series.steps)})
+        for step, before, after in series.steps:
             good = watched[max(0, step.at - RANGE_BEFORE)]
             bad = watched[min(len(watched) - 1, step.at + RANGE_AFTER)]
             recent = after > len(runs) - 1 - RECENT_RUNS
-            # Whose step, told between the same runs as the step: from the step before to the next.
-            segments = watched[cuts[index] : step.at], watched[step.at : cuts[index + 2]]
+            at = cuts.index(step.at)
+            segments = watched[cuts[at - 1] : step.at], watched[step.at : cuts[at + 1]]
             attribution = attribute(series, *segments, step.after / step.before - 1) if series.under_test else None
             environment = tuple((run, change) for run in runs[good + 1 : bad + 1] for change in run.changed)
             found.append(
@@ -138,6 +163,8 @@ def new_steps(history: History, state: State) -> list[Found]:
     for r in state.reported:
         if (r.stored, r.gpu) in index:
             reported.setdefault((r.gpu, r.series), []).append(index[(r.stored, r.gpu)])
+    for series in history.series:  # an acknowledged step is as good as reported, for good
+        reported.setdefault((series.gpu, series.identity), []).extend(at for at, _ in series.acknowledged)
     return [
         f
         for f in find_all(history)
@@ -146,9 +173,10 @@ def new_steps(history: History, state: State) -> list[Found]:
     ]
 
 
-def describe(found: Found) -> list[str]:
-    """What a reader needs: the benchmark, the step, whose it is, where it lies, and, for a step of
-    the subject's own time, how to find its commit."""
+def describe(found: Found, store: Path | None = None) -> list[str]:
+    """What a reader needs: the benchmark, the step, whose it is, where it lies, for a step of the
+    subject's own time how to find its commit, and how to accept it (`store`: the store's folder,
+    for that command)."""
     series, step = found.series, found.step
     lines = [
         f"{series.gpu} · {series.label}: {series.watched_label} {step.change_percent:+.2f}% "
@@ -183,7 +211,41 @@ def describe(found: Found) -> list[str]:
             f"  Triton moved too ({triton_good[:12]} → {triton_bad[:12]}): perfbot bisect --repo TRITON_CHECKOUT "
             f"--good {triton_good} --bad {triton_bad} {_benchmark_options(series)}"
         )
+    lines.append(f"  acknowledge it: {acknowledge_command(found, store)}")
     return lines
+
+
+def acknowledge_command(found: Found, store: Path | None) -> str:
+    where = shlex.quote(str(store)) if store is not None else "STORE"
+    return f"perfbot history ack --store {where} --step {shlex.quote(found.step_id)} --reason '...'"
+
+
+def to_acknowledge(history: History, series_identity: str, stored: str) -> Found:
+    """The step a user names to acknowledge: in that series, the step found whose first run is
+    nearest the run stored at `stored`, within SAME_STEP_RUNS runs (its estimated place may have
+    moved since its id was printed). One already acknowledged, or none there, is BadInput."""
+    series = next((s for s in history.series if s.identity == series_identity), None)
+    if series is None:
+        raise BadInput(
+            f"--step: no series {series_identity} in the store; `perfbot history --store DIR` lists the steps"
+        )
+    run = next((r for r in history.runs[series.gpu] if r.stored == stored), None)
+    if run is None:
+        raise BadInput(f"--step: {series.gpu} · {series.label} has no run stored at {stored}")
+    for at, done in series.acknowledged:
+        if abs(at - run.index) <= SAME_STEP_RUNS:
+            raise BadInput(
+                f"--step: the step from run {at + 1} of {series.label} is already acknowledged "
+                f"(on {done.at} by {done.by or 'someone'}: {done.reason[:80]})"
+            )
+    found = find_all(History(history.runs, [series]))
+    near = [f for f in found if abs(f.after.index - run.index) <= SAME_STEP_RUNS]
+    if not near:
+        raise BadInput(
+            f"--step: no step found in {series.gpu} · {series.label} within {SAME_STEP_RUNS} runs of run "
+            f"{run.index + 1} (stored {stored}); `perfbot history --store DIR` lists the steps"
+        )
+    return min(near, key=lambda f: abs(f.after.index - run.index))
 
 
 def bisect_command(series: Series, good: str, bad: str) -> str:
