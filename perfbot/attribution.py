@@ -1,11 +1,12 @@
 """Whose step is it? A step in what the check watches for a subject's benchmark (its median over
 a reference, or its median) is the subject's own only when the subject's own time stepped the
-same way: a faster cuBLAS lifts the subject's ratio over it with no change to the subject's
+same way: a faster vendor library lifts the subject's ratio over it with no change to the subject's
 code, and a slower machine lifts the subject's median.
 
 The subject's own time is its median told by a witness measured in the same runs: the median of
-the case's other implementations that are neither under test nor the reference (eager beside
-fused over gemm, say), so that what moved the whole run cancels in it too. A case without such
+the case's other implementations that are neither under test nor the reference (a plain
+framework baseline beside a kernel watched over a library bound, say), so that what moved the
+whole run cancels in it too. A case without such
 an implementation tells the subject's time by what the check does not watch: its raw median when
 the ratio is watched, its ratio when the median is. The subject's own change is measured between
 the same runs as the step: from the step before it (or the first run) to the step, and from the
@@ -42,7 +43,7 @@ class Attribution:
     cause: Cause  # the subject's own time; its reference; the whole run; or nothing to tell by
     own_percent: float | None  # the subject's own change, told by `told_by`
     reference_percent: float | None  # the reference's, told by the same (None: no reference)
-    told_by: str  # "eager", "its median", ...
+    told_by: str  # a baseline's name, "its raw median", ...
 
     def describe(self, series: Series) -> str:
         """One line for the report: whose step it is, and the figures that say so."""

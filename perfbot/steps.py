@@ -10,7 +10,7 @@ a run or two as later runs arrive.
 Only a slower step of one of the subject's own implementations fails the check: a step in
 what the check watches for it whose cause is the subject's own time (perfbot/attribution.py),
 starting among the newest RECENT_RUNS runs. A baseline that moved, a reference that moved under
-the subject (a faster cuBLAS), the whole run moving (a slower machine) are reported and fail
+the subject (a faster vendor library), the whole run moving (a slower machine) are reported and fail
 nothing, and so is a step found long after it happened (the first check of an old store). The
 commit bisect is offered only for a step of the subject's own time.
 
