@@ -16,15 +16,20 @@ lower a cost by as much as a real step, but they do not rank apart from their ne
 real step's runs do. With ALPHA at 0.001 a step is reported from its third run at the earliest
 (three runs after twenty or more before rank apart at p < 0.001).
 
+Known breaks (the steps a user acknowledged, `perfbot history ack`) split the series first: each
+piece is searched on its own, so a step after a break is measured from the level the break
+started, and nothing is found across one.
+
 The false-alarm rate and the size of step found, on stores generated with the measured noise,
 are in docs/history.md with the command that made them.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import ruptures
@@ -47,15 +52,23 @@ class Step:
         return 100 * (self.after / self.before - 1)
 
 
-def find(values: Sequence[float]) -> list[Step]:
-    """The steps in a series of positive values (medians, or ratios of medians), oldest first."""
+def find(values: Sequence[float], breaks: Sequence[int] = ()) -> list[Step]:
+    """The steps in a series of positive values (medians, or ratios of medians), oldest first;
+    `breaks` are indices where a known step starts: the pieces between them are searched apart."""
+    bounds = sorted({0, len(values), *(b for b in breaks if 0 < b < len(values))})
+    return [
+        replace(step, at=step.at + start)
+        for start, end in itertools.pairwise(bounds)
+        for step in _find(values[start:end])
+    ]
+
+
+def _find(values: Sequence[float]) -> list[Step]:
     series = np.log(np.asarray(values, dtype=float))
     n = len(series)
     if n < 2 * MIN_SEGMENT:
         return []
-    differences = np.diff(series)
-    noise = np.median(np.abs(differences - np.median(differences))) / 0.6745 / math.sqrt(2)
-    standardized = (series - np.median(series)) / max(float(noise), 1e-6)
+    standardized = (series - np.median(series)) / max(noise(values), 1e-6)
     search = ruptures.Binseg(model="l1", min_size=MIN_SEGMENT, jump=1).fit(standardized)
     cuts = _significant(series, search.predict(pen=PENALTY * math.log(n))[:-1])
     bounds = [0, *cuts, n]
@@ -66,6 +79,16 @@ def find(values: Sequence[float]) -> list[Step]:
         if abs(after / before - 1) >= MIN_STEP:
             steps.append(Step(at, before, after))
     return steps
+
+
+def noise(values: Sequence[float]) -> float:
+    """A series' run-to-run noise: the robust standard deviation of one run's log value about the
+    next's (the median absolute deviation of successive differences, over sqrt 2), which a step
+    barely moves. 0 for fewer than two values."""
+    if len(values) < 2:
+        return 0.0
+    differences = np.diff(np.log(np.asarray(values, dtype=float)))
+    return float(np.median(np.abs(differences - np.median(differences))) / 0.6745 / math.sqrt(2))
 
 
 def _significant(series: np.ndarray, cuts: list[int]) -> list[int]:

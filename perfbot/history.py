@@ -1,11 +1,17 @@
 """A baseline store read as history: every stored run of each GPU in the order it was stored,
 one series per benchmark, the environment changes between runs, and the steps in each series.
 
-The series a check watches is the subject's own benchmark over a reference measured in the same
-run (its first bound on the case, else its first baseline): whatever moved the whole run (a
-slower machine, a warmer day) moves both and cancels, and what is left is the kernel. Between
-separate H200 runs that ratio varied about half as much as a median alone (docs/history.md).
-A benchmark without a reference is watched by its median.
+A subject's own benchmark has two series a check could watch: its median, and its median over a
+reference measured in the same run (its first bound on the case, else its first baseline), in
+which whatever moved the whole run (a slower machine, a warmer day) cancels. Each series is
+watched by whichever of the two varies less from run to run in the store: between separate H200
+runs that was the ratio, about half as noisy as a median (docs/history.md). A benchmark without
+a reference is watched by its median. Beside them each point keeps the median of the case's
+other implementations (neither under test nor the reference), the witness that tells a step of
+the subject's own time from its reference's (perfbot/attribution.py).
+
+A step a user acknowledged (`perfbot history ack`, perfbot/acknowledgements.py) is a known break
+in its series: the steps are searched for on each side of it apart.
 """
 
 from __future__ import annotations
@@ -13,11 +19,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import changepoints, stats, store
+from . import acknowledgements, changepoints, stats, store
+from .acknowledgements import Acknowledgement
 from .comparison import shape_text
 from .results import Benchmark, Results, variant_name
 
@@ -55,6 +63,13 @@ class Point:
     high_ms: float
     ratio: float | None  # the median over the reference's in the same run
     ratios: tuple[tuple[str, float], ...] = ()  # the median over each other implementation's, same run
+    # The median of the medians of the case's other implementations, neither under test nor the
+    # reference, in the same run: what the subject's and the reference's own times are told by.
+    witness_ms: float | None = None
+
+    @property
+    def reference_ms(self) -> float | None:
+        return self.median_ms / self.ratio if self.ratio is not None else None
 
 
 @dataclass(frozen=True)
@@ -64,6 +79,9 @@ class Series:
     under_test: bool
     reference: str | None  # the implementation its ratio is over
     points: tuple[Point, ...]
+    witnesses: tuple[str, ...] = ()  # the implementations Point.witness_ms is the median of
+    # The steps acknowledged in it: (the run that starts the step, the record), oldest first.
+    acknowledged: tuple[tuple[int, Acknowledgement], ...] = ()
 
     @property
     def label(self) -> str:
@@ -83,17 +101,36 @@ class Series:
         readable = re.sub(r"[^a-z0-9]+", "-", f"{self.gpu} {self.label}".lower()).strip("-")[:120]
         return f"{readable}-{self.identity[:8]}"
 
+    @functools.cached_property
+    def watches_ratio(self) -> bool:
+        """Whether the check watches the ratio over the reference rather than the median: the one
+        with less run-to-run noise in the store (the ratio on a tie, or too few runs to tell)."""
+        if self.reference is None:
+            return False
+        ratios = [p.ratio for p in self.points if p.ratio is not None]
+        return changepoints.noise(ratios) <= changepoints.noise([p.median_ms for p in self.points])
+
     @property
     def watched(self) -> list[tuple[int, float]]:
-        """(run, value) of what the check watches: the ratio, else the median."""
-        if self.reference is not None:
+        """(run, value) of what the check watches: the ratio or the median (watches_ratio)."""
+        if self.watches_ratio:
             return [(p.run, p.ratio) for p in self.points if p.ratio is not None]
         return [(p.run, p.median_ms) for p in self.points]
 
     @property
     def watched_label(self) -> str:
         """What the check watches, for people: "mykernel/bound", or "median"."""
-        return f"{self.bench.kernel}/{self.reference}" if self.reference is not None else "median"
+        return f"{self.bench.kernel}/{self.reference}" if self.watches_ratio else "median"
+
+    @property
+    def watched_why(self) -> str:
+        """Why that series: the run-to-run noise of both, for the report."""
+        median = changepoints.noise([p.median_ms for p in self.points])
+        if self.reference is None:
+            return f"the median (nothing to divide it by; run-to-run noise {100 * median:.2f}%)"
+        ratio = changepoints.noise([p.ratio for p in self.points if p.ratio is not None])
+        noises = f"run-to-run noise over {self.reference} {100 * ratio:.2f}%, median {100 * median:.2f}%"
+        return f"{'the ratio' if self.watches_ratio else 'the median'}, the quieter ({noises})"
 
     @functools.cached_property
     def steps(self) -> list[tuple[changepoints.Step, int, int]]:
@@ -102,29 +139,50 @@ class Series:
         watched = self.watched
         return [
             (step, watched[step.at - 1][0], watched[step.at][0])
-            for step in changepoints.find([value for _, value in watched])
+            for step in changepoints.find([value for _, value in watched], self.breaks)
         ]
+
+    @property
+    def breaks(self) -> list[int]:
+        """Where in `watched` each acknowledged step starts: at its run, or the first watched after it."""
+        runs = [run for run, _ in self.watched]
+        return [next((i for i, run in enumerate(runs) if run >= at), len(runs)) for at, _ in self.acknowledged]
 
 
 @dataclass(frozen=True)
 class History:
     runs: dict[str, list[Run]]  # GPU name -> its runs, oldest first
     series: list[Series]
+    acknowledged: tuple[Acknowledgement, ...] = ()  # every record of the store's file, as read
 
 
 def read(store_dir: Path) -> History:
-    """Every run in the store, and every benchmark's series (store.py validates each file)."""
-    return of_runs([(entry.path, entry.stored, results) for entry, results in store.runs(store_dir)])
+    """Every run in the store, every benchmark's series, and the steps acknowledged in them
+    (store.py and acknowledgements.py validate each file)."""
+    runs = [(entry.path, entry.stored, results) for entry, results in store.runs(store_dir)]
+    return of_runs(runs, acknowledgements.load(store_dir))
 
 
-def of_runs(stored: Sequence[tuple[Path, str, Results]]) -> History:
-    """The history of runs given oldest first as (file, when stored, results)."""
+def of_runs(stored: Sequence[tuple[Path, str, Results]], acknowledged: Sequence[Acknowledgement] = ()) -> History:
+    """The history of runs given oldest first as (file, when stored, results), with the steps
+    acknowledged in it."""
     by_gpu: dict[str, list[Run]] = {}
     for path, stamp, results in stored:
         runs = by_gpu.setdefault(str(results.environment.gpu_name), [])
         previous = runs[-1].results if runs else None
         runs.append(Run(len(runs), path, stamp, results, _changes(previous, results)))
-    return History(by_gpu, [s for gpu, runs in by_gpu.items() for s in _series(gpu, runs)])
+    series = [s for gpu, runs in by_gpu.items() for s in _series(gpu, runs)]
+    return History(by_gpu, [_with_acknowledged(s, by_gpu[s.gpu], acknowledged) for s in series], tuple(acknowledged))
+
+
+def _with_acknowledged(series: Series, runs: Sequence[Run], acknowledged: Sequence[Acknowledgement]) -> Series:
+    """The series with its acknowledged steps; one whose run is no longer in the store is left out."""
+    mine = [a for a in acknowledged if (a.gpu, a.series) == (series.gpu, series.identity)]
+    if not mine:
+        return series
+    index = {run.stored: run.index for run in runs}
+    found = sorted(((index[a.stored], a) for a in mine if a.stored in index), key=lambda pair: pair[0])
+    return replace(series, acknowledged=tuple(found)) if found else series
 
 
 def _changes(previous: Results | None, current: Results) -> tuple[str, ...]:
@@ -143,12 +201,11 @@ def _changes(previous: Results | None, current: Results) -> tuple[str, ...]:
 def _series(gpu: str, runs: Sequence[Run]) -> list[Series]:
     points: dict[tuple, list[Point]] = {}
     newest: dict[tuple, tuple[Benchmark, Results]] = {}
-    references = {}
     for run in runs:
         for bench in run.results.benchmarks:
             newest[bench.key] = (bench, run.results)
-    for key, (bench, results) in newest.items():
-        references[key] = _reference(results, bench)
+    references = {key: _reference(results, bench) for key, (bench, results) in newest.items()}
+    witnesses = {key: _witnesses(results, bench, references[key]) for key, (bench, results) in newest.items()}
     for run in runs:
         for bench in run.results.benchmarks:
             reference_name = references[bench.key]
@@ -156,11 +213,33 @@ def _series(gpu: str, runs: Sequence[Run]) -> list[Series]:
             low, high = stats.median_interval(bench.samples_ms)
             ratio = bench.median_ms / reference.median_ms if reference is not None else None
             ratios = _ratios(run.results, bench) if reference_name else ()
-            points.setdefault(bench.key, []).append(Point(run.index, bench.median_ms, low, high, ratio, ratios))
+            present = [peer.median_ms for name in witnesses[bench.key] if (peer := run.results.peer(bench, name))]
+            witness = statistics.median(present) if present else None
+            points.setdefault(bench.key, []).append(
+                Point(run.index, bench.median_ms, low, high, ratio, ratios, witness)
+            )
     return [
-        Series(gpu, bench, bench.kernel in results.settings.under_test, references[key], tuple(points[key]))
+        Series(
+            gpu,
+            bench,
+            bench.kernel in results.settings.under_test,
+            references[key],
+            tuple(points[key]),
+            witnesses[key],
+        )
         for key, (bench, results) in newest.items()
     ]
+
+
+def _witnesses(results: Results, bench: Benchmark, reference: str | None) -> tuple[str, ...]:
+    """The implementations that tell a step of the subject's own time from its reference's: the
+    case's others that are neither under test (a change to shared code moves them with it) nor
+    the reference. None for a benchmark that is not the subject's own."""
+    own = results.settings.under_test
+    if bench.kernel not in own:
+        return ()
+    present = dict.fromkeys(b.kernel for b in results.benchmarks if results.peer(bench, b.kernel) is not None)
+    return tuple(k for k in present if k not in own and k != reference)
 
 
 def _ratios(results: Results, bench: Benchmark) -> tuple[tuple[str, float], ...]:

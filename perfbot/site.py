@@ -3,7 +3,8 @@ script and nothing fetched from elsewhere, so it works offline and from any stat
 
     DIR/index.html              every GPU, its runs, and its benchmarks by suite and case
     DIR/b/<series>.html         one benchmark: its median per run with the run's 95% interval,
-                                its ratio to the reference, the steps and the environment changes
+                                its ratio to the reference, the steps, the acknowledged steps
+                                (`perfbot history ack`, with their reasons) and the environment changes
 
 Each point of a chart links to the commit its run measured (and its pull request, when the
 commit's subject names one, "(#123)", read from `--git`). Charts are drawn here rather than with
@@ -24,6 +25,7 @@ from pathlib import Path
 import jinja2
 
 from . import git
+from .acknowledgements import Acknowledgement
 from .files import write_all
 from .history import History, Run, Series
 from .steps import Found, find_all
@@ -109,6 +111,7 @@ def _index(history: History, steps: dict[int, list[Found]]) -> str:
                     "newest": newest,
                     "spark": _spark([v for _, v in series.watched] or [p.median_ms for p in series.points]),
                     "steps": found,
+                    "acknowledged": _acknowledged(series.acknowledged),
                 }
             )
         changes = [run for run in runs if run.changed]
@@ -128,21 +131,41 @@ def _series_page(series: Series, runs: Sequence[Run], found: list[Found], links:
         found,
         links,
         linked=True,
+        acknowledged=series.acknowledged,
     )
     others = dict.fromkeys(name for p in series.points for name, _ in p.ratios)
     ratios = None
     if others:
         lines = [
             Line(
-                f"over {name}" + (" (watched)" if name == series.reference else ""),
+                f"over {name}" + (" (watched)" if name == series.reference and series.watches_ratio else ""),
                 [(p.run, value, value, value) for p in series.points for other, value in p.ratios if other == name],
             )
             for name in sorted(others, key=lambda name: name != series.reference)
         ]
-        ratios = _chart(lines, runs, found, links, linked=False)
+        ratios = _chart(lines, runs, found, links, linked=False, acknowledged=series.acknowledged)
     return _PAGES.get_template("series.html.j2").render(
-        series=series, runs=runs, medians=medians, ratios=ratios, found=found, links=links
+        series=series,
+        runs=runs,
+        medians=medians,
+        ratios=ratios,
+        found=found,
+        acknowledged=_acknowledged(series.acknowledged),
+        links=links,
     )
+
+
+def _acknowledged(acknowledged: Sequence[tuple[int, Acknowledgement]]) -> list[dict]:
+    """A series' acknowledged steps, for people: where, how large, why, who and when."""
+    shown = []
+    for at, record in acknowledged:
+        change = f"{record.change_percent:+.1f}%"
+        who = record.by or "someone"
+        title = f"acknowledged step {change} from run {at + 1}: {record.reason} ({who}, {record.at})"
+        shown.append(
+            {"at": at, "change": change, "reason": record.reason, "by": who, "when": record.at, "title": title}
+        )
+    return shown
 
 
 @dataclass(frozen=True)
@@ -161,14 +184,24 @@ class Chart:
     x_ticks: list[tuple[float, str]]
     steps: list[dict]  # x, label, slower
     changes: list[dict]  # x, title
+    acknowledged: list[dict]  # x, change, title (with the reason)
 
 
 COLOURS = ("#0969da", "#bf8700", "#8250df", "#1a7f37", "#cf222e", "#57606a")
 
 
-def _chart(lines: list[Line], runs: Sequence[Run], found: list[Found], links: Links, *, linked: bool) -> Chart:
+def _chart(
+    lines: list[Line],
+    runs: Sequence[Run],
+    found: list[Found],
+    links: Links,
+    *,
+    linked: bool,
+    acknowledged: Sequence[tuple[int, Acknowledgement]] = (),
+) -> Chart:
     """A chart over the runs of one GPU: a line per series, dots (with their intervals, titles and
-    links) on the first, the steps and the environment changes as vertical marks."""
+    links) on the first, the steps, the acknowledged steps and the environment changes as
+    vertical marks."""
     values = [v for line in lines for v in line.values]
     low = min(v[2] for v in values)
     high = max(v[3] for v in values)
@@ -220,6 +253,10 @@ def _chart(lines: list[Line], runs: Sequence[Run], found: list[Found], links: Li
             for f in found
         ],
         [{"x": x(run.index), "title": "; ".join(run.changed)} for run in runs if run.changed],
+        [
+            {**shown, "x": (x(max(shown["at"] - 1, 0)) + x(shown["at"])) / 2}  # where its step was drawn
+            for shown in _acknowledged(acknowledged)
+        ],
     )
 
 

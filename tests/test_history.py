@@ -89,22 +89,36 @@ def test_a_faster_step_is_reported_without_failing(tmp_path: Path):
     assert "-" in result.output and "0 of them a recent slowdown" in result.output
 
 
-def test_a_step_where_the_environment_moved_says_so(tmp_path: Path):
-    runs = make_runs(RUNS, step=0.03, at=AT, seed=4)
-    runs = [
-        replace(run, environment=replace(run.environment, torch="2.12.0")) if index >= AT else run
-        for index, run in enumerate(runs)
-    ]
-    directory = write_store(tmp_path / "store", runs)
+def test_a_step_of_the_subjects_own_at_an_environment_change_fails_and_names_the_change(tmp_path: Path):
+    directory = write_store(tmp_path / "store", make_runs(RUNS, step=0.03, at=AT, seed=4, environment_changes=True))
     result = invoke("--store", str(directory), "--check")
-    assert result.exit_code == 1
-    assert "environment changed at that run: torch 2.11.0 → 2.12.0" in result.output
+    assert result.exit_code == 1, result.output
+    assert "fused's own time moved: fused +" in result.output and "% against eager" in result.output
+    assert "environment changed at the step, at run 25: torch 2.11.0 → 2.12.0" in result.output
+    assert "find the commit: perfbot bisect" in result.output
+    assert "if the bisect finds no commit, the environment's change is the cause" in result.output
+    assert "watched: the ratio, the quieter (run-to-run noise over gemm " in result.output
+
+
+def test_a_faster_reference_at_an_environment_change_fails_nothing_and_offers_no_bisect(tmp_path: Path):
+    # The store: torch upgraded from run 25, cuBLAS 3% faster on the decode case, fused flat.
+    named = 0
+    for seed in SEEDS:
+        runs = make_runs(RUNS, at=AT, seed=seed, reference_step=-0.03, environment_changes=True)
+        result = invoke("--store", str(write_store(tmp_path / f"store-{seed}", runs)), "--check")
+        assert result.exit_code == 0, result.output
+        assert "perfbot bisect" not in result.output, result.output
+        if "the reference moved, not fused: gemm -" in result.output:
+            named += 1
+            assert "environment changed at the step, at run 25: torch 2.11.0 → 2.12.0" in result.output
+    assert named >= 17, f"the reference named as the cause in {named} of {len(SEEDS)} stores"
 
 
 def test_without_flags_it_prints_the_steps_and_the_store_is_left_alone(tmp_path: Path):
     directory = write_store(tmp_path / "store", make_runs(RUNS, step=0.03, at=AT, seed=5))
     result = invoke("--store", str(directory))
     assert result.exit_code == 0 and "steps in the store's history: " in result.output
+    assert "whose" in result.output and result.output.count(" subject ") == 2
     assert not (directory / steps.STATE_FILE).exists()
 
 
@@ -262,3 +276,12 @@ def test_history_without_a_store_or_subcommand_is_refused_in_one_line():
         result.output.strip()
         == "perfbot: error: perfbot history needs --store DIR (the baseline store), or a subcommand"
     )
+
+
+def test_the_site_says_which_series_is_watched_and_whose_each_step_is(tmp_path: Path):
+    runs = make_runs(RUNS, at=AT, seed=3, reference_step=-0.03, environment_changes=True)
+    out = tmp_path / "site"
+    assert invoke("--store", str(write_store(tmp_path / "store", runs)), "--html", str(out)).exit_code == 0
+    page = next(p for p in (out / "b").iterdir() if p.name.startswith("nvidia-h200-fused-pr-gemma")).read_text()
+    assert "watched by the ratio, the quieter (run-to-run noise over gemm" in page
+    assert '<span class="cause">the reference moved, not fused: gemm -' in page

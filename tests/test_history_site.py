@@ -136,6 +136,38 @@ def test_the_charts_render_the_step_is_marked_where_it_is_and_a_point_leads_to_i
     assert browser.find_element(By.ID, "sha").text == commit(AT)
 
 
+def test_an_acknowledged_step_is_marked_at_its_run_with_its_reason(tmp_path: Path, serve: str, browser):
+    from selenium.webdriver.common.by import By
+
+    from perfbot import history
+
+    directory = write_store(tmp_path / "store", make_runs(40, step=0.03, at=AT, seed=3))
+    series = next(s for s in history.read(directory).series if s.label.startswith("fused · pr/t5-v1.1-xl"))
+    step_id = f"{series.identity}@{history.read(directory).runs['NVIDIA H200'][AT].stored}"
+    reason = "the new epilogue: 3% here for 10% on decode <b>(#123)</b>"
+    acked = CliRunner().invoke(
+        perfbot, ["history", "ack", "--store", str(directory), "--step", step_id, "--reason", reason]
+    )
+    assert acked.exit_code == 0, acked.output
+    site = tmp_path / "www" / "site"
+    _history("--store", str(directory), "--html", str(site))
+
+    browser.get(f"{serve}/site/b/{series.slug}.html")
+    chart = browser.find_elements(By.CSS_SELECTOR, "svg.chart")[0]
+    assert not chart.find_elements(By.CSS_SELECTOR, "g.step-mark")  # no longer found as a step
+    marks = chart.find_elements(By.CSS_SELECTOR, "g.acknowledged-mark line")
+    assert len(marks) == 1
+    x_of = [
+        _rect(browser, dot)["x"] + _rect(browser, dot)["w"] / 2
+        for dot in chart.find_elements(By.CSS_SELECTOR, "circle.dot")
+    ]
+    assert x_of[AT - 1] < _rect(browser, marks[0])["x"] < x_of[AT], "marked between runs 24 and 25"
+    title = chart.find_element(By.CSS_SELECTOR, "g.acknowledged-mark title").get_attribute("textContent")
+    assert title.startswith("acknowledged step +3.") and f"from run {AT + 1}: {reason}" in title
+    assert reason in browser.find_element(By.CSS_SELECTOR, "li.acknowledged").text  # shown as text, not markup
+    _screenshot(browser, tmp_path, "history-acknowledged.png")
+
+
 def test_the_site_builds_from_the_projects_own_h200_runs(tmp_path: Path, serve: str, browser):
     """The project's own store: every H200 run committed under experiments/ that the noise
     measurement used, stored as baselines in the order they were made."""

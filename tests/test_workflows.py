@@ -535,6 +535,50 @@ def test_push_baseline_fails_the_job_once_for_a_step_after_storing_the_run(tmp_p
     assert "find the commit: perfbot bisect" in summary.read_text()
 
 
+def test_push_baseline_keeps_the_acknowledged_steps_and_reports_none_of_them(tmp_path: Path):
+    from perfbot import acknowledgements, history, results, steps
+    from tests.history_store import make_runs, write_store
+
+    runs = make_runs(41, step=0.03, at=24, seed=3)
+    remote, seed = tmp_path / "remote.git", tmp_path / "seed"
+    _git("init", "--quiet", "--bare", str(remote))
+    _git("init", "--quiet", str(seed))
+    _git("checkout", "--quiet", "--orphan", "perfbot-baselines", cwd=seed)
+    write_store(seed / "store", runs[:40])
+    found = steps.find_all(history.read(seed / "store"))
+    assert len(found) == 2  # the step in fused on both cases
+    acknowledgements.save(
+        seed / "store", [f.acknowledgement("accepted", "alice", "2026-12-01T10:00:00Z") for f in found]
+    )
+    kept = (seed / "store" / acknowledgements.FILE).read_text()
+    _git("add", "store", ":(exclude)store/.lock", cwd=seed)
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", "start", cwd=seed)
+    _git("push", "--quiet", str(remote), "HEAD:refs/heads/perfbot-baselines", cwd=seed)
+    run_file = tmp_path / "run-40.json"
+    results.save(runs[40], run_file)
+    env = {
+        "PATH": f"{BIN}:/usr/bin:/bin",
+        "PERFBOT": str(BIN / "perfbot"),
+        "PERFBOT_BASELINE_REMOTE": str(remote),
+        "HOME": str(tmp_path),
+        "GITHUB_SHA": "run40",
+        "PYTHONPATH": str(ROOT),  # this checkout's perfbot, whatever the environment has installed
+    }
+    done = subprocess.run(
+        ["bash", str(ROOT / ".github" / "perfbot" / "push-baseline.sh"), str(run_file)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "perfbot history: no new step" in done.stdout
+    assert _git("--git-dir", str(remote), "show", f"perfbot-baselines:store/{acknowledgements.FILE}") == kept.strip()
+    site = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-site").splitlines()
+    page = next(name for name in site if name.startswith(f"b/{found[0].series.slug}"))
+    assert "acknowledged by alice" in _git("--git-dir", str(remote), "show", f"perfbot-site:{page}")
+
+
 def test_push_baseline_authenticates_over_http_without_the_token_on_a_command_line(tmp_path: Path):
     """Against a real git smart-HTTP server that demands the token; every git process the
     script starts is logged with its arguments by a shim, as `ps` would show them."""

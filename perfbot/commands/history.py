@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from rich.table import Table
 
 from ..errors import EXIT_REGRESSION, BadInput, EnvironmentFailure
 from .context import console
+from .history_ack import ack_command
 
 
 def _runner_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[tuple[str, Path], ...]:
@@ -139,7 +141,7 @@ def history_command(
         state = steps.load_state(state_file)
         new = steps.new_steps(read, state)
         for found in new:
-            for line in steps.describe(found):
+            for line in steps.describe(found, store_dir):
                 click.echo(line)
         if steps_json is not None:  # before the state: a step is never recorded as reported but left out
             steps_file.save(steps_json, [steps_file.record(f, runners.get(f.series.gpu)) for f in new])
@@ -158,7 +160,7 @@ def history_command(
         if failing:
             sys.exit(EXIT_REGRESSION)
     if html_dir is None and not check:
-        _print_steps(steps.find_all(read))
+        _print_steps(steps.find_all(read), store_dir)
 
 
 def _actions_repo_url() -> str | None:
@@ -166,10 +168,17 @@ def _actions_repo_url() -> str | None:
     return f"{server}/{repository}" if server and repository else None
 
 
-def _print_steps(found: list) -> None:
-    table = Table(title=f"steps in the store's history: {len(found)}", title_justify="left")
-    for column in ("GPU", "benchmark", "watched", "change", "from run", "commits"):
+def _print_steps(found: list, store_dir: Path) -> None:
+    accept = f"acknowledge one: perfbot history ack --store {shlex.quote(str(store_dir))} --step ID --reason '...'"
+    table = Table(
+        title=f"steps in the store's history: {len(found)}",
+        title_justify="left",
+        caption=escape(accept) if found else None,
+        caption_justify="left",
+    )
+    for column in ("GPU", "benchmark", "watched", "change", "whose", "from run", "commits"):
         table.add_column(column)
+    table.add_column("step id", no_wrap=True)  # whole, to be copied into `perfbot history ack --step`
     for f in found:
         commits = f"{f.good.commit[:12]}..{f.bad.commit[:12]}" if f.good.commit and f.bad.commit else ""
         watched = f.series.watched_label
@@ -178,7 +187,12 @@ def _print_steps(found: list) -> None:
             escape(f.series.label),
             escape(watched),
             f"{f.step.change_percent:+.2f}%",
+            f.attribution.cause if f.attribution else "a baseline's",
             str(f.after.index + 1),
             commits,
+            escape(f.step_id),
         )
     console().print(table)
+
+
+history_command.add_command(ack_command)

@@ -1,0 +1,89 @@
+"""`perfbot history ack`: accept a step, so that it is never reported again and later checks
+measure from its level."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import subprocess
+from pathlib import Path
+
+import click
+
+from ..errors import BadInput
+from ..schema import MAX_NAME, clean
+
+
+@click.command("ack")
+@click.option(
+    "--store",
+    "store_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    required=True,
+    help="The baseline store; the acknowledgement is kept in it, as STORE/acknowledged-steps.json.",
+)
+@click.option(
+    "--step",
+    "step",
+    required=True,
+    help="The step's id, SERIES@STORED, as `perfbot history --check` and `perfbot history --store DIR` print it.",
+)
+@click.option(
+    "--reason",
+    required=True,
+    help="Why the step is accepted, in one line (shown on the site at the step).",
+)
+@click.option(
+    "--by",
+    default=None,
+    help="Who accepts it. Default: git's user.name, else $USER.",
+)
+def ack_command(store_dir: Path, step: str, reason: str, by: str | None) -> None:
+    """Acknowledge a step: it is never reported again, even if the check's reported-steps.json is
+    lost, and the step search restarts at its run, so a later step is measured from its level.
+    The site shows it at the step, with the reason. A step already acknowledged is refused (exit 2).
+
+    Example:
+
+    \b
+        perfbot history --store .perfbot/store --check
+        perfbot history ack --store .perfbot/store --step 3f2a9c0d1e2b4a5f@20261130T051500.000000Z \\
+            --reason 'the new epilogue trades 3% here for 10% on decode shapes (#123)'
+    """
+    from .. import acknowledgements, history, steps
+
+    identity, stored = acknowledgements.parse_step_id(step)
+    text = acknowledgements.check_reason(reason)
+    who = _checked_name(by) if by is not None else _default_name()
+    read = history.read(store_dir)
+    found = steps.to_acknowledge(read, identity, stored)
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    record = found.acknowledgement(text, who, now)
+    path = acknowledgements.save(store_dir, [*read.acknowledged, record])
+    click.echo(
+        f"acknowledged: {found.series.gpu} · {found.series.label}: {found.series.watched_label} "
+        f"{found.step.change_percent:+.2f}% from run {found.after.index + 1} (stored {found.after.stored})"
+    )
+    if found.after.stored != stored:
+        click.echo(f"  (its first run is now estimated at run {found.after.index + 1}: that run is recorded)")
+    click.echo(f"  recorded in {path}; later checks measure this benchmark from its level")
+
+
+def _checked_name(by: str) -> str:
+    name = by.strip()
+    if not name or len(name) > MAX_NAME or clean(name) != name:
+        raise BadInput(f"--by: give a name of one line, at most {MAX_NAME} characters")
+    return name
+
+
+def _default_name() -> str | None:
+    """git's user.name, else $USER; None when neither says (the record then names no one)."""
+    from .. import git
+
+    try:
+        done = git.run(None, "config", "user.name", timeout=10)
+        name = done.stdout.strip() if done.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        name = ""
+    name = clean(name or os.environ.get("USER", ""), MAX_NAME).strip()
+    return name or None
