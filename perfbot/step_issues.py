@@ -36,7 +36,7 @@ _MARGIN = datetime.timedelta(days=1)
 
 
 def marker(step_id: str) -> str:
-    """The hidden last line of a step's issue. A step id is hex, digits, letters and dots
+    """The hidden last line of a step's issue. A step id is hex, @, digits, letters and dots
     (steps_file.STEP_ID), so it cannot end the comment early."""
     return f"<!-- perfbot-step: {step_id} -->"
 
@@ -119,11 +119,22 @@ def issue(step: StepRecord, outcome: OutcomeFile | None, run_url: str | None = N
             f"In a checkout of this repository, on a GPU like the one that found it ({_e(step.gpu)}):",
         ]
         head += ["", fence + "sh", command, *show, fence, ""]
+    # The id is hex, @ and a stamp's characters (steps_file.STEP_ID): nothing here needs quoting.
+    head += [
+        "If the slowdown is meant to stay, accept it in a checkout of the `perfbot-baselines` branch, and the "
+        "check reports it no more (docs/history.md, acknowledging a step):",
+        "",
+        "```sh",
+        f"perfbot history ack --store store --step {step.id} --reason '...'",
+        "```",
+        "",
+    ]
     evidence = ["### Evidence", "", "What the history check printed:", ""]
     evidence += [f"- {_e(line.strip(), 1000)}" for line in step.evidence]
     if outcome is not None:
         evidence += ["", *_probes(step, outcome)]
-    tail = ["", f"<sub>Step {_e(step.id)}{f', opened by {_e(run_url)}' if run_url else ''}.</sub>", marker(step.id)]
+    # A code span: the id is copied from here as it is (hex, @ and a stamp's characters).
+    tail = ["", f"<sub>Step `{step.id}`{f', opened by {_e(run_url)}' if run_url else ''}.</sub>", marker(step.id)]
     body = _fit(head, evidence, tail)
     return Issue(step, title, body, marker(step.id), _since(step.after.stored))
 

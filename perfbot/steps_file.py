@@ -2,16 +2,19 @@
 a program reads strictly (the baseline workflow's bisect and issue jobs). Format 1:
 
     {"format": 1, "steps": [{
-      "id": "3f2a9c0d1e4b5a67-20261130T172932.251330Z",
+      "id": "3f2a9c0d1e4b5a67@20261130T172932.251330Z",
       "gpu": "NVIDIA H200", "label": "mykernel · pr/case · M=8 K=4 bfloat16", "watched": "mykernel/bound",
       "change_percent": 2.43, "before_level": 0.9946, "after_level": 1.019,
       "before": {"run": 24, "stored": "...", "commit": "..."}, "after": {...}, "good": {...}, "bad": {...},
       "benchmark": {"suite": "pr", "case": "case", "kernel": "mykernel", "variant": {}},
-      "under_test": true, "recent": true, "fails": true, "runner": "h200",
+      "under_test": true, "cause": "subject", "own": true, "recent": true, "fails": true, "runner": "h200",
       "bisect": ["perfbot", "bisect", "--repo", ".", "--good", "...", "--bad", "...", "--measure", "..."],
       "evidence": ["the lines the check printed for it", "..."]}]}
 
-`id` names a step for good: its series (Series.identity) and the stored stamp of its first run.
+`id` names a step for good: its series (Series.identity) and the stored stamp of its first run,
+SERIES@STORED, as `perfbot history ack --step` takes it. `cause` is whose step it is
+(perfbot/attribution.py; null for a benchmark not the subject's), `own` whether it is the
+subject's own time.
 `runner` is the runner label of the GPU kind that bisects it (`--runner LABEL=RESULTS`: the first
 label whose run has the step's GPU), or null where none measured it. `bisect` is the command
 the check printed, word by word, or null where it printed none; a file whose command is not the
@@ -30,7 +33,8 @@ from typing import Annotated, Final, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, model_validator, with_config
 
-from . import results, steps
+from . import acknowledgements, results, steps
+from .attribution import Cause
 from .errors import BadInput
 from .files import write_atomic
 from .history import Run
@@ -39,8 +43,8 @@ from .results import Label, Variant
 from .schema import MAX_ITEMS, MAX_TEXT, Finite, Name, Text, bad_input, load_json
 
 FORMAT: Final = 1
-# A step's id goes into an HTML comment of an issue (its marker): hex, a stamp's digits and dots.
-STEP_ID = r"^[0-9a-f]{16}-[0-9A-Za-z.]{1,40}$"
+# A step's id goes into an HTML comment of an issue (its marker): hex, @, a stamp's digits and dots.
+STEP_ID = r"^[0-9a-f]{16}@[0-9A-Za-z.]{1,40}$"
 _STAMP = re.compile(r"[0-9A-Za-z.]{1,40}")
 MAX_EVIDENCE = 64  # lines: describe() prints a handful
 
@@ -84,6 +88,8 @@ class StepRecord:
     bad: RunRef
     benchmark: Benchmark
     under_test: bool  # one of the subject's own implementations
+    cause: Cause | None  # whose step it is (attribution.Cause); None for a benchmark not the subject's
+    own: bool  # the subject's own time moved: only then is a commit range bisected
     recent: bool  # it starts among the newest runs of its GPU
     fails: bool  # what fails the check: a recent slowdown of the subject's own
     runner: RunnerLabel | None
@@ -111,20 +117,19 @@ _FILE = TypeAdapter(StepsFile)
 
 
 def step_id(found: steps.Found) -> str:
-    """The series and the stored stamp of the step's first run; a stamp of other characters than
-    the store writes (a file put there by hand) is replaced by its digest."""
-    stamp = found.after.stored
-    if not _STAMP.fullmatch(stamp):
-        stamp = hashlib.sha256(stamp.encode()).hexdigest()[:16]
-    return f"{found.series.identity}-{stamp}"
+    """The step's id as `perfbot history ack` takes it; a stamp of other characters than the
+    store writes (a file put there by hand) is replaced by its digest, to be safe in a marker."""
+    if _STAMP.fullmatch(found.after.stored):
+        return found.step_id
+    return acknowledgements.step_id(found.series.identity, hashlib.sha256(found.after.stored.encode()).hexdigest()[:16])
 
 
-def record(found: steps.Found, runner: str | None) -> StepRecord:
-    """A step as the check reported it (steps.describe), for the steps file."""
+def record(found: steps.Found, runner: str | None, printed: list[str]) -> StepRecord:
+    """A step as the check reported it, with the lines it printed for it (steps.describe)."""
     series, bench = found.series, found.series.bench
     good, bad = found.good.commit, found.bad.commit
     # The check prints the command where it prints "find the commit" (steps.describe).
-    bisect = steps.bisect_argv(bench, good, bad) if series.under_test and good and bad and good != bad else None
+    bisect = steps.bisect_argv(bench, good, bad) if found.own and good and bad and good != bad else None
     return StepRecord(
         id=step_id(found),
         gpu=series.gpu,
@@ -139,11 +144,13 @@ def record(found: steps.Found, runner: str | None) -> StepRecord:
         bad=_run(found.bad),
         benchmark=Benchmark(bench.suite, bench.case, bench.kernel, dict(bench.variant)),
         under_test=series.under_test,
+        cause=found.attribution.cause if found.attribution is not None else None,
+        own=found.own,
         recent=found.recent,
         fails=found.fails,
         runner=runner,
         bisect=bisect,
-        evidence=[line[:MAX_TEXT] for line in steps.describe(found)[:MAX_EVIDENCE]],
+        evidence=[line[:MAX_TEXT] for line in printed[:MAX_EVIDENCE]],
     )
 
 

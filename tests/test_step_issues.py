@@ -133,8 +133,10 @@ def test_one_issue_per_step_with_its_culprit_and_evidence_and_none_twice(fake, s
         assert f"| commit range | `{record.good.commit[:12]}` (run 22) to `{record.bad.commit[:12]}` (run 27) |" in body
         printed = f"{' '.join(record.bisect[:9])} '{record.bisect[9]}'"  # the command, as the check printed it
         assert f"```sh\n{printed}\ngit show {'c' * 40}\n```" in body
-        for line in record.evidence:  # the check's lines, as list items
-            assert f"- {line.strip()}" in body.replace("\\_", "_").replace("\\|", "|")
+        for line in record.evidence:  # the check's lines, as list items (an @ is no mention there)
+            assert f"- {line.strip()}" in body.replace("\\_", "_").replace("\\|", "|").replace("@\u200d", "@")
+        assert f"```sh\nperfbot history ack --store store --step {record.id} --reason '...'\n```" in body
+        assert f"<sub>Step `{record.id}`, opened by" in body
         assert "| `cccccccccccc` | change 24: retile | 30 | 1.0300 | +3.00% | bad (first bad) | — |" in body
         assert f"opened by {RUN_URL}" in body and len(body) <= BODY_LIMIT
     again = open_issues(steps, tmp_path / "bisect", "--run-url", RUN_URL)
@@ -262,7 +264,7 @@ def test_hostile_names_and_bisect_text_are_escaped(fake, tmp_path: Path):
         assert body.count("<!-- perfbot-step:") == 2 and body.rstrip().endswith(marker(record.id))
         assert prose.count("<!--") == 1  # the other is inside the code block, inert
         fences = re.findall(r"(?m)^(`{3,})sh$", body)
-        assert fences == ["````"]  # longer than the ``` in the name: the block is not closed early
+        assert fences[0] == "````"  # the bisect's: longer than the ``` in the name, so it is not closed early
         assert "@mallory" not in issue["title"] and "\n" not in issue["title"] and len(issue["title"]) <= 256
 
 

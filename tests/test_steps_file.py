@@ -56,8 +56,9 @@ def test_each_record_is_what_the_check_printed_for_its_step(tmp_path: Path):
         assert r.bisect[-1] == f"perfbot sample --suite pr --case {r.benchmark.case} --kernel fused --samples 30"
         assert (r.benchmark.suite, r.benchmark.kernel, r.benchmark.variant) == ("pr", "fused", {})
         assert (r.fails, r.under_test, r.recent, r.runner) == (True, True, True, "h200")
-        series = r.id.split("-")[0]
-        assert r.id == f"{series}-{r.after.stored}" and re.fullmatch(r"[0-9a-f]{16}", series)
+        series = r.id.split("@")[0]
+        assert r.id == f"{series}@{r.after.stored}" and re.fullmatch(r"[0-9a-f]{16}", series)
+        assert f"--step {r.id} " in r.evidence[-1]  # the id `perfbot history ack` takes
     assert len({r.id for r in records}) == 2
 
 
@@ -67,7 +68,7 @@ def test_the_id_is_the_series_and_the_stamp_of_the_steps_first_run(tmp_path: Pat
     from perfbot import history
 
     found = steps.find_all(history.read(directory))
-    ids = {f"{f.series.identity}-{f.after.stored}" for f in found if f.series.under_test}
+    ids = {f.step_id for f in found if f.series.under_test}
     assert {r.id for r in steps_file.load(tmp_path / "steps.json").steps} == ids
 
 

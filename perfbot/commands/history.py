@@ -140,11 +140,16 @@ def history_command(
         state_file = state_path or store_dir / steps.STATE_FILE
         state = steps.load_state(state_file)
         new = steps.new_steps(read, state)
+        printed: list[list[str]] = []  # each step's lines, also its evidence in the steps file
         for found in new:
-            for line in steps.describe(found, store_dir):
+            printed.append(steps.describe(found, store_dir))
+            for line in printed[-1]:
                 click.echo(line)
         if steps_json is not None:  # before the state: a step is never recorded as reported but left out
-            steps_file.save(steps_json, [steps_file.record(f, runners.get(f.series.gpu)) for f in new])
+            records = [
+                steps_file.record(f, runners.get(f.series.gpu), lines) for f, lines in zip(new, printed, strict=True)
+            ]
+            steps_file.save(steps_json, records)
         try:
             steps.save_state(state_file, steps.State(reported=[*state.reported, *(f.reported() for f in new)]))
         except OSError as error:
