@@ -109,6 +109,14 @@ class Unusable(Exception):
     """The commit cannot be built or measured: skip it, never blame it."""
 
 
+class NotReproduced(BadInput):
+    """Bad is not significantly slower than good: there is no slowdown in the range to find."""
+
+    def __init__(self, message: str, good: Probe, bad: Probe):
+        super().__init__(message)
+        self.good, self.bad = good, bad
+
+
 def rev_parse(repo: Path, rev: str) -> str:
     sha = git.commit_of(repo, rev)
     if sha is None:
@@ -146,7 +154,8 @@ def bisect(
     max_probes: int | None = None,
     on_probe: Callable[[Probe], None] = lambda probe: None,
 ) -> Outcome:
-    """Find the first bad commit. Raises BadInput when bad is not significantly slower than good."""
+    """Find the first bad commit. Raises NotReproduced (a BadInput) when bad is not significantly
+    slower than good."""
     if not (repo / ".git").exists() and git.run(repo, "rev-parse", "--git-dir").returncode != 0:
         raise BadInput(f"{repo}: not a git repository")
     good, bad = rev_parse(repo, good_rev), rev_parse(repo, bad_rev)
@@ -187,10 +196,12 @@ def bisect(
         p = mann_whitney_p(good_probe.samples, bad_probe.samples, "greater")
         slowdown = 100 * (_ms(bad_probe) / _ms(good_probe) - 1)
         if not (p < alpha and slowdown > min_slowdown_percent):
-            raise BadInput(
+            raise NotReproduced(
                 f"bad {bad[:12]} is not significantly slower than good {good[:12]}: medians "
                 f"{bad_probe.median_ms:.4f} vs {good_probe.median_ms:.4f} ms ({slowdown:+.2f}%, one-sided "
-                f"Mann-Whitney p={p:.2g}; needs p < {alpha:g} and more than {min_slowdown_percent:g}%)"
+                f"Mann-Whitney p={p:.2g}; needs p < {alpha:g} and more than {min_slowdown_percent:g}%)",
+                good_probe,
+                bad_probe,
             )
         order = [good] + [sha for sha, _ in commits]  # index 0 is good, the last is bad
         lo, hi = 0, len(order) - 1

@@ -14,6 +14,7 @@ from typing import NoReturn
 import click
 
 from .commands.ab import ab_command
+from .commands.autobisect import bisect_steps_command, open_issues_command
 from .commands.bisect import bisect_command
 from .commands.check import check_command
 from .commands.compare import baseline_group, compare_command, export_command
@@ -95,3 +96,6 @@ for _command in (
     triton_group,
 ):
     perfbot.add_command(_command)
+# What follows a new step on main: the baseline workflow's bisect and issue jobs run these.
+history_command.add_command(bisect_steps_command)
+history_command.add_command(open_issues_command)

@@ -1,4 +1,5 @@
-"""GitHub, through github3.py: one PR comment kept up to date, and a commit status.
+"""GitHub, through github3.py: one PR comment kept up to date, a commit status, and an issue
+opened once.
 
 The comment is found again by the report's hidden marker (report.MARKER) on its last line and
 by its author, the identity the token authenticates as: a PR carries one perfbot comment, edited
@@ -9,7 +10,8 @@ Transient failures -- 5xx answers, rate limits (403 or 429 with Retry-After, or 
 X-RateLimit-Remaining: 0), dropped connections -- are retried with backoff, within a time
 budget: a wait that would outlast it fails at once, so the job never dies on its timeout. The
 whole find-then-edit-or-create step is retried, so a create whose answer was lost is found and
-edited next time instead of posted twice.
+edited next time instead of posted twice. An issue is found again the same way, by a marker its
+body ends with and its author, among the repository's issues open and closed: it is opened once.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ DEFAULT_API_URL = "https://api.github.com"
 STATES = ("success", "failure", "error", "pending")
 # Who the workflow's own GITHUB_TOKEN posts as. That token may not read GET /user (403).
 ACTIONS_BOT = "github-actions[bot]"
+# What a 403 says the token lacks, unless the call says otherwise.
+_COMMENT_SCOPES = "pull-requests: write (and statuses: write for --status)"
 T = TypeVar("T")
 
 
@@ -149,6 +153,36 @@ class GitHub:
             not_found=f"{repo}#{pr}: no such pull request, or the token cannot see it",
         )
 
+    def open_issue(
+        self, repo: str, title: str, body: str, marker: str, since: str | None = None, author: str | None = None
+    ) -> Posted:
+        """Open an issue whose body ends with `marker`, unless the repository has one already, open
+        or closed: Posted("found", ...) then. Only an issue by `author` (default: the token's own
+        identity) counts, as for comments; `since` (ISO 8601, UTC) skips the issues not updated
+        since then, which an issue opened later never is."""
+        owner, name = split_repo(repo)
+        login = author or self.identity()
+        if not body.rstrip().endswith(marker):
+            raise BadInput(f"the issue's body must end with its marker {marker}")
+
+        def attempt() -> Posted:
+            repository = self._client.repository(owner, name)
+            if repository is None:
+                raise BadInput(f"{repo}: no such repository, or the token cannot see it")
+            for issue in repository.issues(state="all", since=since, sort="created", direction="desc"):
+                if _is_ours(issue, login, marker):
+                    return Posted("found", issue.html_url)
+            # GitHub keeps at most 256 characters of a title.
+            created = repository.create_issue(title[:256], body)
+            return Posted("created", created.html_url)
+
+        return self._retrying(
+            f"opening an issue on {repo}",
+            attempt,
+            not_found=f"{repo}: no such repository, or the token cannot see it",
+            needs="issues: write",
+        )
+
     def set_status(
         self, repo: str, sha: str, state: str, description: str, context: str = "perfbot", target_url: str | None = None
     ) -> None:
@@ -169,12 +203,14 @@ class GitHub:
             not_found=f"{repo}: no such repository or commit {sha[:12]}, or the token cannot see them",
         )
 
-    def _retrying(self, what: str, operation: Callable[[], T], not_found: str | None = None) -> T:
+    def _retrying(
+        self, what: str, operation: Callable[[], T], not_found: str | None = None, needs: str = _COMMENT_SCOPES
+    ) -> T:
         last = ""
         waited = 0.0
         for attempt in range(1, self._attempts + 1):
             try:
-                return self._classified(operation, not_found)
+                return self._classified(operation, not_found, needs)
             except _Retry as retry:
                 last = str(retry)
                 if attempt == self._attempts:
@@ -193,7 +229,7 @@ class GitHub:
             self._redact(f"GitHub unreachable: {what} failed {self._attempts} times; last: {last}")
         )
 
-    def _classified(self, operation: Callable[[], T], not_found: str | None) -> T:
+    def _classified(self, operation: Callable[[], T], not_found: str | None, needs: str) -> T:
         """Run once; turn github3's failures into _Retry or a user-facing error."""
         try:
             return operation()
@@ -217,20 +253,19 @@ class GitHub:
             if error.code == 404 and not_found is not None:
                 raise BadInput(not_found) from None
             if error.code == 403:
-                raise EnvironmentFailure(
-                    f"GitHub refused (403 {message}); the token needs pull-requests: write "
-                    "(and statuses: write for --status)"
-                ) from None
+                raise EnvironmentFailure(f"GitHub refused (403 {message}); the token needs {needs}") from None
             raise BadInput(f"GitHub did not accept the request ({error.code} {message})") from None
 
     def _redact(self, text: str) -> str:
         return text.replace(self._token, "***") if self._token else text
 
 
-def _is_ours(comment: Any, login: str) -> bool:
+def _is_ours(comment: Any, login: str, marker: str = MARKER) -> bool:
+    """A comment or an issue of perfbot's: by `login`, its body ending with the marker (so a marker
+    quoted inside it, or anyone else's, does not count)."""
     body = (getattr(comment, "body", "") or "").rstrip()
     user = getattr(comment, "user", None)
-    return body.endswith(MARKER) and user is not None and str(user.login).lower() == login.lower()
+    return body.endswith(marker) and user is not None and str(user.login).lower() == login.lower()
 
 
 def _is_rate_limited(response: Any) -> bool:

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Protocol
 
 from pydantic import ConfigDict, Field, TypeAdapter, with_config
 
@@ -249,12 +250,35 @@ def to_acknowledge(history: History, series_identity: str, stored: str) -> Found
 
 
 def bisect_command(series: Series, good: str, bad: str) -> str:
-    sample = f"perfbot sample {_benchmark_options(series)} --samples 30"
-    return f"perfbot bisect --repo . --good {good} --bad {bad} --measure {shlex.quote(sample)}"
+    return shlex.join(bisect_argv(series.bench, good, bad))
+
+
+class Sampled(Protocol):
+    """What names one benchmark for `perfbot sample`: a results file's benchmark, or a step's
+    record in the steps file."""
+
+    @property
+    def suite(self) -> str: ...
+    @property
+    def case(self) -> str: ...
+    @property
+    def kernel(self) -> str: ...
+    @property
+    def variant(self) -> Mapping[str, str]: ...
+
+
+def bisect_argv(bench: Sampled, good: str, bad: str) -> list[str]:
+    """The command that finds a step's commit, word by word: what the check prints (shell-quoted)
+    and what the auto-bisect job runs."""
+    sample = f"perfbot sample {_sample_options(bench)} --samples 30"
+    return ["perfbot", "bisect", "--repo", ".", "--good", good, "--bad", bad, "--measure", sample]
 
 
 def _benchmark_options(series: Series) -> str:
-    bench = series.bench
+    return _sample_options(series.bench)
+
+
+def _sample_options(bench: Sampled) -> str:
     options = ["--suite", bench.suite, "--case", bench.case, "--kernel", bench.kernel]
     for name, value in bench.variant.items():
         options += ["--variant", f"{name}={value}"]

@@ -1,4 +1,5 @@
-"""A loopback fake of the few GitHub REST endpoints perfbot's GitHub client uses.
+"""A loopback fake of the few GitHub REST endpoints perfbot's GitHub client uses: comments, commit
+statuses, pull requests, and issues (listed and opened).
 
 It is a real HTTP server rather than a mock of `requests`, so the real github3.py runs against it
 unmodified. github3's models read most JSON keys with `d["key"]` and follow URLs found in bodies,
@@ -146,6 +147,7 @@ class FakeGitHub:
         self.comments: dict[tuple[str, int], list[dict]] = {}
         self.statuses: dict[tuple[str, str], list[dict]] = {}
         self.pulls: dict[tuple[str, int], dict] = {}
+        self.issues: dict[str, list[dict]] = {}  # repository -> its issues (not pull requests), oldest first
         self.forbidden: list[str] = []
         self._pushes: list[tuple[str, str, str, int, str]] = []  # (method, path prefix, repo, PR, new head)
         self._forced: deque[Callable[[], _Reply]] = deque()
@@ -183,6 +185,19 @@ class FakeGitHub:
             raise ValueError(f"{repo!r} is not one of this fake's repositories {self.repos}")
         with self._lock:
             return copy.deepcopy(self._store_comment(repo, number, body, self._user(login, user_type)))
+
+    def add_issue(
+        self, repo: str, title: str, body: str, login: str = "someone", user_type: str = "User", state: str = "open"
+    ) -> dict:
+        """Seed an issue, as if opened before the client ran (and closed, with state="closed");
+        returns a copy of it."""
+        if repo not in self.repos:
+            raise ValueError(f"{repo!r} is not one of this fake's repositories {self.repos}")
+        with self._lock:
+            issue = self._store_issue(repo, title, body, self._user(login, user_type))
+            if state == "closed":
+                issue.update(state="closed", closed_at=_now(), state_reason="completed")
+            return copy.deepcopy(issue)
 
     def add_token(self, token: str, login: str, user_type: str = "User") -> None:
         """Accept another token, as a personal access token of `login` (it may read GET /user)."""
@@ -321,12 +336,17 @@ class FakeGitHub:
         rest = match[3] or ""
         if rest == "" and request.method == "GET":
             return _Reply(200, self._repo_json(repo))
+        if rest == "/issues" and request.method == "GET":
+            return self._list_issues(repo, path, query)
+        if rest == "/issues" and request.method == "POST":
+            return self._create_issue(repo, request.body, identity)
         if m := re.fullmatch(r"/issues/(\d+)(/comments)?", rest):
             number = int(m[1])
             if number <= 0:
                 return _not_found()
             if not m[2] and request.method == "GET":
-                return _Reply(200, self._issue_json(repo, number))
+                opened = next((i for i in self.issues.get(repo, []) if i["number"] == number), None)
+                return _Reply(200, opened or self._issue_json(repo, number))
             if m[2] and request.method == "GET":
                 return self._list_comments(repo, number, path, query)
             if m[2] and request.method == "POST":
@@ -371,11 +391,13 @@ class FakeGitHub:
         )
 
     def _list_comments(self, repo: str, number: int, path: str, query: str) -> _Reply:
-        params = dict(parse_qsl(query, keep_blank_values=True))
+        return self._paged(self.comments.get((repo, number), []), path, dict(parse_qsl(query, keep_blank_values=True)))
+
+    def _paged(self, items: list[dict], path: str, params: dict[str, str]) -> _Reply:
+        """One page of `items`, with the Link header GitHub sends (github3 follows rel="next")."""
         per_page = min(max(_int(params.get("per_page"), 30), 1), 100)
         page = max(_int(params.get("page"), 1), 1)
-        comments = self.comments.get((repo, number), [])
-        last = max(math.ceil(len(comments) / per_page), 1)
+        last = max(math.ceil(len(items) / per_page), 1)
         rels = []
         if page > 1:
             rels.append(("prev", page - 1))
@@ -385,7 +407,68 @@ class FakeGitHub:
             rels.append(("first", 1))
         links = ", ".join(f'<{self.url}{path}?{urlencode({**params, "page": p})}>; rel="{rel}"' for rel, p in rels)
         start = (page - 1) * per_page
-        return _Reply(200, comments[start : start + per_page], {"Link": links} if links else {})
+        return _Reply(200, items[start : start + per_page], {"Link": links} if links else {})
+
+    def _list_issues(self, repo: str, path: str, query: str) -> _Reply:
+        """GET /repos/{owner}/{repo}/issues: open ones unless state says otherwise, updated at or
+        after `since`, newest first unless direction=asc."""
+        params = dict(parse_qsl(query, keep_blank_values=True))
+        state = params.get("state", "open")
+        if state not in ("open", "closed", "all"):
+            return self._validation_failed("Issue", "state", "issues/issues#list-repository-issues")
+        found = [i for i in self.issues.get(repo, []) if state in ("all", i["state"])]
+        if "since" in params:
+            found = [i for i in found if i["updated_at"] >= params["since"]]
+        key = "updated_at" if params.get("sort") == "updated" else "created_at"
+        found.sort(key=lambda i: (i[key], i["number"]), reverse=params.get("direction", "desc") != "asc")
+        return self._paged(found, path, params)
+
+    def _create_issue(self, repo: str, body: str, identity: Identity) -> _Reply:
+        if (data := self._json_object(body)) is None:
+            return _bad_json()
+        title, text = data.get("title"), data.get("body") or ""
+        if not isinstance(title, str) or not title.strip() or len(title) > 256:
+            return self._validation_failed("Issue", "title", "issues/issues#create-an-issue")
+        if not isinstance(text, str) or len(text) > 65536:
+            return self._validation_failed("Issue", "body", "issues/issues#create-an-issue")
+        return _Reply(201, self._store_issue(repo, title, text, self._user(identity.login, identity.type)))
+
+    def _store_issue(self, repo: str, title: str, body: str, user: dict) -> dict:
+        numbers = [n for r, n in self.pulls if r == repo] + [i["number"] for i in self.issues.get(repo, [])]
+        number = max(numbers, default=0) + 1
+        api = f"{self.url}/repos/{repo}"
+        issue_id = self._new_id()
+        now = _now()
+        issue = {
+            "url": f"{api}/issues/{number}",
+            "repository_url": api,
+            "labels_url": f"{api}/issues/{number}/labels{{/name}}",
+            "comments_url": f"{api}/issues/{number}/comments",
+            "events_url": f"{api}/issues/{number}/events",
+            "html_url": f"{self.url}/{repo}/issues/{number}",
+            "id": issue_id,
+            "node_id": f"I_kwDO{issue_id}",
+            "number": number,
+            "title": title,
+            "user": user,
+            "labels": [],
+            "state": "open",
+            "locked": False,
+            "assignee": None,
+            "assignees": [],
+            "milestone": None,
+            "comments": 0,
+            "created_at": now,
+            "updated_at": now,
+            "closed_at": None,
+            "closed_by": None,
+            "author_association": "NONE",
+            "active_lock_reason": None,
+            "state_reason": None,
+            **self._bodies(body),
+        }
+        self.issues.setdefault(repo, []).append(issue)
+        return issue
 
     def _create_comment(self, repo: str, number: int, body: str, identity: Identity) -> _Reply:
         if (data := self._json_object(body)) is None:

@@ -297,3 +297,54 @@ def test_triton_mode_builds_each_end_once_into_its_own_environment(tmp_path: Pat
     for sha in (good, bad):
         assert triton_build.cached_wheel(cache, sha) is not None, sha
         assert (cache / "envs" / sha / "triton" / "__init__.py").is_file()
+
+
+def _outcome(tmp_path: Path):
+    from perfbot import bisect_outcome
+
+    return bisect_outcome.load(tmp_path / "outcome.json")
+
+
+def test_the_outcome_file_names_the_culprit_with_every_probe(tmp_path: Path):
+    speeds = [1.0] * 11 + [1.05] * 5
+    repo, shas = history(tmp_path, speeds)
+    result = run_bisect(repo, shas[0], shas[-1], tmp_path, "--outcome", str(tmp_path / "outcome.json"))
+    assert result.exit_code == 0, result.output
+    outcome = _outcome(tmp_path)
+    assert (outcome.result, outcome.first_bad, outcome.candidates) == ("culprit", shas[11], [shas[11]])
+    assert (outcome.good, outcome.bad, outcome.range_size) == (shas[0], shas[-1], 16)
+    assert outcome.message == f"first bad commit: {shas[11]}"
+    probed = {p.sha: p for p in outcome.probes}
+    assert [p.sha for p in outcome.probes] == [s for s in shas if s in probed]  # oldest first
+    assert probed[shas[0]].verdict == "good" and probed[shas[11]].verdict == "bad"
+    assert probed[shas[11]].subject == "commit 11" and probed[shas[11]].samples == 15
+    assert 1.04 < probed[shas[-1]].median_ms < 1.06
+
+
+def test_the_outcome_file_says_when_the_step_does_not_reproduce(tmp_path: Path):
+    repo, shas = history(tmp_path, [1.0] * 8)
+    result = run_bisect(repo, shas[0], shas[-1], tmp_path, "--outcome", str(tmp_path / "outcome.json"))
+    assert result.exit_code == 2 and "not significantly slower" in result.output
+    outcome = _outcome(tmp_path)
+    assert (outcome.result, outcome.first_bad, outcome.candidates) == ("not-reproduced", None, [])
+    assert outcome.message.startswith(f"bad {shas[-1][:12]} is not significantly slower than good {shas[0][:12]}")
+    assert [p.sha for p in outcome.probes] == [shas[0], shas[-1]]  # the two ends, measured
+
+
+def test_the_outcome_file_names_no_culprit_when_unbuildable_commits_hide_it(tmp_path: Path):
+    repo, shas = history(tmp_path, [1.0] * 10 + [1.05] * 6, broken=(10,))
+    result = run_bisect(repo, shas[0], shas[-1], tmp_path, "--outcome", str(tmp_path / "outcome.json"))
+    assert result.exit_code == 3
+    outcome = _outcome(tmp_path)
+    assert (outcome.result, outcome.first_bad, outcome.candidates) == ("no-culprit", None, [shas[10], shas[11]])
+    assert outcome.message in result.output  # the line the bisect ended on
+    assert next(p for p in outcome.probes if p.sha == shas[10]).note.startswith("build exited 1")
+
+
+def test_the_outcome_file_says_why_a_bisect_failed(tmp_path: Path):
+    repo, shas = history(tmp_path, [1.0, 1.1, 1.2])
+    result = run_bisect(repo, shas[-1], shas[0], tmp_path, "--outcome", str(tmp_path / "outcome.json"))
+    assert result.exit_code == 2
+    outcome = _outcome(tmp_path)
+    assert (outcome.result, outcome.good, outcome.bad) == ("failed", shas[-1], shas[0])
+    assert "not an ancestor" in outcome.message and outcome.probes == []

@@ -246,3 +246,25 @@ def test_stopping_ends_kept_alive_connections() -> None:
         assert session.get(f"{fake.url}/rate_limit", headers={"Authorization": f"token {TOKEN}"}).ok
     with pytest.raises(requests.ConnectionError):
         session.get(f"{fake.url}/rate_limit", headers={"Authorization": f"token {TOKEN}"}, timeout=5)
+
+
+def test_issues_are_opened_and_listed_as_github_does(fake: FakeGitHub, gh: github3.GitHub) -> None:
+    fake.add_pull(REPO, 7, SHA)  # issues and pull requests share their numbers
+    repo = gh.repository("octo", "perfbot")
+    opened = repo.create_issue("perfbot: a slowdown", "body\n<!-- marker -->\n")
+    assert (opened.number, opened.state, opened.user.login) == (8, "open", "github-actions[bot]")
+    assert opened.html_url == f"{fake.url}/{REPO}/issues/8" and gh.issue("octo", "perfbot", 8).body == opened.body
+    closed = fake.add_issue(REPO, "fixed long ago", "old", state="closed")
+    assert [i.number for i in repo.issues()] == [8]  # open ones, as GitHub lists by default
+    assert [i.number for i in repo.issues(state="all")] == [closed["number"], 8]  # newest first
+    assert [i.number for i in repo.issues(state="closed")] == [closed["number"]]
+    fake.issues[REPO][0]["updated_at"] = "2020-01-01T00:00:00Z"
+    assert [i.number for i in repo.issues(state="all", since="2021-01-01T00:00:00Z")] == [closed["number"]]
+    for index in range(120):
+        fake.add_issue(REPO, f"issue {index}", "x")
+    assert len(list(repo.issues(state="all"))) == 122  # through pages of 100
+    with pytest.raises(github3.exceptions.UnprocessableEntity, match="Validation Failed"):
+        repo.create_issue("  ")
+    assert raw(fake, "POST", f"/repos/{REPO}/issues", {"title": "t", "body": "x" * 65537}).status_code == 422
+    found = list(urls(raw(fake, "GET", f"/repos/{REPO}/issues?state=all").json()))
+    assert found and {urlsplit(url).netloc for url in found} == {urlsplit(fake.url).netloc}

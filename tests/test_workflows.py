@@ -100,6 +100,7 @@ def test_least_privilege():
         "statuses": {"gpu-check.yml"},
         "contents": {"baseline.yml"},
         "actions": {"gpu-request.yml"},
+        "issues": {"baseline.yml"},
     }
 
 
@@ -384,15 +385,20 @@ def test_the_store_step_stores_the_run_of_every_gpu_kind_in_one_push(tmp_path: P
         )
     env = {
         "PATH": f"{BIN}:{os.environ['PATH']}",
+        "PYTHONPATH": str(ROOT),  # this checkout's perfbot
         "PERFBOT": str(BIN / "perfbot"),
         "PERFBOT_BASELINE_REMOTE": str(remote),
         "GITHUB_SHA": "c0ffee",
         "HOME": str(tmp_path),
         "RUNS": str(runs),
+        "STEPS": str(tmp_path / "steps"),
+        "GITHUB_OUTPUT": str(tmp_path / "output"),
     }
     script = _run_step("baseline.yml", "store", "Store on perfbot-baselines, check the history, rebuild the site")
     done = subprocess.run(["bash", "-e", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr
+    # No step yet: nothing for the bisect and issue jobs, and the job passes.
+    assert (tmp_path / "output").read_text() == "rc=0\nbisect-on=[]\nfailing=0\n"
     files = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-baselines").splitlines()
     assert {f.split("/")[1] for f in files if f.startswith("store/nvidia-")} == {"nvidia-a100-sxm4-80gb", "nvidia-h200"}
     assert _git("--git-dir", str(remote), "rev-list", "--count", "perfbot-baselines") == "1"
@@ -732,3 +738,166 @@ def _post_step(
         text=True,
         timeout=120,
     )
+
+
+def test_the_auto_bisect_jobs_wiring():
+    """After the store job: a bisect job on the GPU runner of each GPU kind with a failing step,
+    read-only, running the steps file's own commands; then the one job that may write issues,
+    on a GitHub-hosted runner, with nothing else to write."""
+    data = _load(ROOT / ".github" / "workflows" / "baseline.yml")
+    store, bisect, issues = data["jobs"]["store"], data["jobs"]["bisect"], data["jobs"]["issues"]
+    steps = {s.get("id") or s.get("name"): s for s in store["steps"]}
+    assert store["outputs"] == {
+        "bisect-on": "${{ steps.store.outputs.bisect-on }}",
+        "failing": "${{ steps.store.outputs.failing }}",
+    }
+    assert steps["store"]["env"]["STEPS"] == "${{ runner.temp }}/perfbot/steps"
+    assert 'PERFBOT_STEPS_JSON="$STEPS/steps.json" .github/perfbot/push-baseline.sh' in steps["store"]["run"]
+    upload = steps["Upload the new steps"]
+    assert upload["with"]["name"] == "perfbot-steps" and upload["with"]["path"].endswith("/perfbot/steps/steps.json")
+    # The run is stored, the steps handed on, and then the job fails on the slowdown, as before.
+    names = [s.get("name") for s in store["steps"]]
+    assert names.index("Upload the new steps") < names.index("Fail on a new slowdown") == len(names) - 1
+    assert steps["Fail on a new slowdown"]["if"] == "steps.store.outputs.rc == '1'"
+
+    assert bisect["needs"] == "store" and bisect["if"].startswith("!cancelled() && ")
+    assert "needs.store.outputs.bisect-on != '[]'" in bisect["if"]
+    assert bisect["strategy"]["matrix"] == {"gpu": "${{ fromJSON(needs.store.outputs.bisect-on) }}"}
+    assert bisect["runs-on"] == ["self-hosted", "linux", "gpu", "${{ matrix.gpu }}"]
+    assert bisect["permissions"] == {"contents": "read"}
+    checkout = bisect["steps"][0]
+    assert checkout["with"] == {"persist-credentials": False, "fetch-depth": 0}  # the commits to bisect
+    setup = next(s for s in bisect["steps"] if s.get("uses", "").endswith("gpu-setup"))
+    assert "save-cache" not in setup["with"]  # only the measuring job saves the wheel
+    run = next(s for s in bisect["steps"] if s.get("name") == "Bisect each new slowdown of this GPU kind")
+    assert run["env"]["GPU"] == "${{ matrix.gpu }}"
+    assert 'perfbot history bisect-steps --steps "$STEPS/steps.json" --runner "$GPU" --out out/bisect' in run["run"]
+    upload = next(s for s in bisect["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["with"]["name"] == "perfbot-bisect-${{ matrix.gpu }}" and upload["if"] == "always()"
+    assert upload["with"]["path"] == "out/bisect/"
+
+    assert issues["needs"] == ["store", "bisect"] and issues["runs-on"] == "ubuntu-latest"
+    assert issues["if"] == "!cancelled() && needs.store.outputs.failing != '' && needs.store.outputs.failing != '0'"
+    assert issues["permissions"] == {"contents": "read", "issues": "write"}
+    download = [s for s in issues["steps"] if s.get("uses", "").startswith("actions/download-artifact@")]
+    assert [d["with"].get("name") or d["with"]["pattern"] for d in download] == ["perfbot-steps", "perfbot-bisect-*"]
+    post = issues["steps"][-1]
+    assert post["env"]["OUTCOMES"] == download[1]["with"]["path"] and "merge-multiple" not in download[1]["with"]
+    assert ".venv/bin/perfbot history open-issues" in post["run"] and '--repo "$GITHUB_REPOSITORY"' in post["run"]
+    # No other job anywhere may write issues.
+    writers = [
+        (path.name, name)
+        for path in WORKFLOWS
+        for name, job in _load(path)["jobs"].items()
+        if job.get("permissions", {}).get("issues") == "write"
+    ]
+    assert writers == [("baseline.yml", "issues")]
+    text = (ROOT / ".github" / "workflows" / "baseline.yml").read_text()
+    uses = re.findall(r"uses: actions/download-artifact@[0-9a-f]{40} # (v\S+)", text)
+    assert uses and all(version.startswith("v4.") for version in uses), uses  # each artifact in its folder
+
+
+def _step_script(job: str, name: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """A step of baseline.yml, run as Actions runs it (bash -e), in `cwd`."""
+    return subprocess.run(
+        ["bash", "-e", "-c", _run_step("baseline.yml", job, name)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _outputs(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines())
+
+
+@pytest.mark.parametrize("reproduces", [True, False], ids=["culprit", "not-reproduced"])
+def test_a_new_slowdown_on_main_is_bisected_and_gets_one_issue_per_step(tmp_path: Path, reproduces: bool):
+    """The store, bisect and issue jobs' own scripts, in turn, as Actions runs them: a generated
+    repository whose commit 24 makes the fused kernel 3% slower (or, where the step does not
+    reproduce, no commit does), a store that measured every commit, and the loopback GitHub.
+    Only `perfbot sample` (the GPU) is faked. A re-run of the issue job opens nothing more."""
+    from perfbot import results, steps_file
+    from tests import step_repo
+    from tests.fake_github import FakeGitHub
+    from tests.history_store import write_store
+
+    repo = tmp_path / "repo"  # the checkout the bisect job works in: main, with its history
+    shas = step_repo.repository(repo, [1.0] * 24 + [1.03 if reproduces else 1.0] * 16)
+    runs = step_repo.measured(shas, 0.03, 24)
+    remote, seed = tmp_path / "remote.git", tmp_path / "seed"
+    _git("init", "--quiet", "--bare", str(remote))
+    _git("init", "--quiet", str(seed))
+    _git("checkout", "--quiet", "--orphan", "perfbot-baselines", cwd=seed)
+    write_store(seed / "store", runs[:-1])
+    _git("add", "store", cwd=seed)
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", "start", cwd=seed)
+    _git("push", "--quiet", str(remote), "HEAD:refs/heads/perfbot-baselines", cwd=seed)
+    (tmp_path / "runs" / "perfbot-baseline-h200").mkdir(parents=True)
+    results.save(runs[-1], tmp_path / "runs" / "perfbot-baseline-h200" / "main.json")
+    step_repo.shim(repo / ".venv" / "bin")  # what gpu-setup and install.sh would have installed
+    base = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PERFBOT_SHIM_LOG": str(tmp_path / "shim.log")}
+    steps = tmp_path / "steps"
+
+    # The store job: stores the run, fails on the new slowdown, hands on the steps.
+    stored = _step_script(
+        "store",
+        "Store on perfbot-baselines, check the history, rebuild the site",
+        ROOT,
+        {
+            **base,
+            "PYTHONPATH": str(ROOT),
+            "PERFBOT": str(BIN / "perfbot"),
+            "PERFBOT_BASELINE_REMOTE": str(remote),
+            "GITHUB_SHA": shas[-1],
+            "RUNS": str(tmp_path / "runs"),
+            "STEPS": str(steps),
+            "GITHUB_OUTPUT": str(tmp_path / "store.out"),
+        },
+    )
+    assert stored.returncode == 0 and "stored on perfbot-baselines" in stored.stdout, stored.stdout + stored.stderr
+    outputs = _outputs(tmp_path / "store.out")
+    records = steps_file.load(steps / "steps.json").steps
+    assert outputs == {"rc": "1", "bisect-on": '["h200"]', "failing": "2"} and len(records) == 2
+    assert all(r.fails and r.runner == "h200" and r.good.commit in shas for r in records)
+
+    # The bisect job, on the h200 runner, in the checkout.
+    bisected = _step_script(
+        "bisect", "Bisect each new slowdown of this GPU kind", repo, {**base, "GPU": "h200", "STEPS": str(steps)}
+    )
+    assert bisected.returncode == 0, bisected.stdout + bisected.stderr
+    ran = [argv for argv in step_repo.calls(tmp_path / "shim.log") if argv[0] == "bisect"]
+    assert [["perfbot", *argv[: len(r.bisect) - 1]] for argv, r in zip(ran, records, strict=True)] == [
+        r.bisect for r in records
+    ]  # each step's command, as the check printed it
+    outcomes = tmp_path / "downloaded"
+    shutil.copytree(repo / "out" / "bisect", outcomes / "perfbot-bisect-h200")  # as download-artifact lays it out
+
+    # The issue job, twice (a re-run), against the loopback GitHub.
+    token = "ghs_issuesJOBtoken"
+    with FakeGitHub(token=token) as fake:
+        env = {
+            **base,
+            "GITHUB_TOKEN": token,
+            "GITHUB_API_URL": fake.url,
+            "GITHUB_REPOSITORY": "octo/perfbot",
+            "STEPS": str(steps),
+            "OUTCOMES": str(outcomes),
+            "RUN_URL": "https://github.com/octo/perfbot/actions/runs/7",
+        }
+        first = _step_script("issues", "Open the issues", repo, env)
+        again = _step_script("issues", "Open the issues", repo, env)
+        issues = fake.issues.get("octo/perfbot", [])
+        requests = list(fake.requests)
+    assert first.returncode == 0 and again.returncode == 0, first.stdout + first.stderr + again.stderr
+    if not reproduces:
+        assert issues == [] and requests == []
+        assert first.stdout.count("the bisect did not reproduce it") == 2
+        return
+    assert len(issues) == 2 and again.stdout.count("exists, not opened again") == 2
+    for record, issue in zip(records, issues, strict=True):
+        assert f"**Culprit:** `{shas[24][:12]}` change 24 — the first bad commit `{shas[24]}`" in issue["body"]
+        assert issue["body"].rstrip().endswith(f"<!-- perfbot-step: {record.id} -->")
+        assert "actions/runs/7" in issue["body"] and token not in first.stdout + first.stderr

@@ -8,6 +8,9 @@
 # once the push is done: 1 when the newest runs start a slowdown of the subject's own code.
 #   .github/perfbot/push-baseline.sh RESULTS...
 # PERFBOT_HISTORY_GIT: a full clone of the repository, so the site links runs to their pull requests.
+# PERFBOT_STEPS_JSON: where the check writes the new steps as JSON (--steps-json), for the bisect
+# and issue jobs; a results file in a folder perfbot-baseline-LABEL (as the workflow downloads
+# them) was measured on runner LABEL, which bisects the steps of its GPU.
 # The remote is PERFBOT_BASELINE_REMOTE, or this repository on GitHub. With GITHUB_TOKEN set and
 # an http(s) remote, git authenticates with it through a header held in git's environment
 # (GIT_CONFIG_*), scoped to that remote: the token is on no command line (none shows it in the
@@ -25,6 +28,14 @@ if [ -n "${GITHUB_TOKEN:-}" ] && [[ "$remote" =~ ^https?:// ]]; then
   export GIT_CONFIG_VALUE_0="Authorization: Basic $basic"
   unset basic
 fi
+steps=()
+if [ -n "${PERFBOT_STEPS_JSON:-}" ]; then
+  steps=(--steps-json "$PERFBOT_STEPS_JSON")
+  for file in "${results[@]}"; do
+    folder=$(basename "$(dirname "$file")")
+    if [[ "$folder" == perfbot-baseline-* ]]; then steps+=(--runner "${folder#perfbot-baseline-}=$file"); fi
+  done
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for attempt in 1 2 3 4 5; do
@@ -38,7 +49,7 @@ for attempt in 1 2 3 4 5; do
   done
   check=0
   rm -rf "$work/site"
-  "$perfbot" history --store "$work/repo/store" --check --html "$work/site" \
+  "$perfbot" history --store "$work/repo/store" --check "${steps[@]}" --html "$work/site" \
     ${PERFBOT_HISTORY_GIT:+--git "$PERFBOT_HISTORY_GIT"} >"$work/steps.txt" 2>&1 || check=$?
   cat "$work/steps.txt"
   git -C "$work/repo" add -- store ':(exclude)store/.lock'

@@ -84,6 +84,15 @@ from .context import console, project_config, project_option
     help="Also write the table as markdown here.",
 )
 @click.option(
+    "--outcome",
+    "outcome_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write what the bisect concluded here, as JSON for a program (format 1, perfbot/bisect_outcome.py): "
+    "culprit, no-culprit (unbuildable commits hide it), not-reproduced (bad is not slower than good) or failed, "
+    "with every probe. Written however the bisect ends; the exit code is the same.",
+)
+@click.option(
     "--alpha",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     default=0.01,
@@ -126,6 +135,7 @@ def bisect_command(
     no_build_isolation: bool,
     state_path: Path | None,
     report_path: Path | None,
+    outcome_path: Path | None,
     alpha: float,
     min_slowdown: float,
     max_rounds: int,
@@ -141,60 +151,62 @@ def bisect_command(
 
     Example:
 
+    \b
         perfbot bisect --repo . --good v1 --bad main --build "make" --measure "./bench --ms"
+        perfbot bisect --repo . --good v1 --bad main --measure "./bench --ms" --outcome outcome.json
     """
+    from .. import bisect_outcome
     from ..bisect import CommandProber, Probe, Prober, TritonProber, bisect
 
-    if not (repo / ".git").exists() and not repo.is_dir():
-        raise BadInput(f"--repo {repo}: no such directory")
-    if build_command is not None and measure_command is None:
-        raise click.UsageError("--build needs --measure (the command that prints the samples)")
-    workdir = Path(tempfile.mkdtemp(prefix="perfbot-bisect-"))
-    try:
-        if measure_command is not None:
-            prober: Prober = CommandProber(repo, build_command or "true", measure_command, workdir)
-        else:
-            config = project_config(project)
-            chosen = {"--suite": suite_name, "--case": case_name, "--kernel": kernel}
-            sample_args = ["--project", str(config.root), "--samples", str(samples)]
-            sample_args += [part for option, value in chosen.items() if value for part in (option, value)]
-            sample_args += [part for variant in variants for part in ("--variant", variant)]
-            prober = TritonProber(
-                repo, cache or triton_build.default_cache(), sample_args, build_isolation=not no_build_isolation
-            )
+    # However the bisect ends from here on, --outcome says so.
+    with bisect_outcome.kept(outcome_path, good, bad) as keep:
+        if not (repo / ".git").exists() and not repo.is_dir():
+            raise BadInput(f"--repo {repo}: no such directory")
+        if build_command is not None and measure_command is None:
+            raise click.UsageError("--build needs --measure (the command that prints the samples)")
+        workdir = Path(tempfile.mkdtemp(prefix="perfbot-bisect-"))
+        try:
+            if measure_command is not None:
+                prober: Prober = CommandProber(repo, build_command or "true", measure_command, workdir)
+            else:
+                config = project_config(project)
+                chosen = {"--suite": suite_name, "--case": case_name, "--kernel": kernel}
+                sample_args = ["--project", str(config.root), "--samples", str(samples)]
+                sample_args += [part for option, value in chosen.items() if value for part in (option, value)]
+                sample_args += [part for variant in variants for part in ("--variant", variant)]
+                prober = TritonProber(
+                    repo, cache or triton_build.default_cache(), sample_args, build_isolation=not no_build_isolation
+                )
 
-        def shown(probe: Probe) -> None:
-            what = (
-                f"skipped ({probe.unusable})"
-                if probe.unusable
-                else f"{len(probe.samples)} samples, median {probe.median_ms:.4f} ms"
-            )
-            click.echo(f"probed {probe.sha[:12]} {probe.subject[:50]}: {what}", err=True)
+            def shown(probe: Probe) -> None:
+                what = (
+                    f"skipped ({probe.unusable})"
+                    if probe.unusable
+                    else f"{len(probe.samples)} samples, median {probe.median_ms:.4f} ms"
+                )
+                click.echo(f"probed {probe.sha[:12]} {probe.subject[:50]}: {what}", err=True)
 
-        outcome = bisect(
-            repo,
-            good,
-            bad,
-            prober,
-            state_path=state_path,
-            alpha=alpha,
-            min_slowdown_percent=min_slowdown,
-            max_rounds=max_rounds,
-            max_probes=max_probes,
-            on_probe=shown,
-        )
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    console().print(bisect_table(outcome))
-    click.echo(f"state: {outcome.state_path}", err=True)
-    if report_path is not None:
-        write_atomic(report_path, bisect_markdown(outcome, str(repo)))
-    for note in outcome.non_monotonic:
-        click.echo(f"not monotonic: {note}")
-    if outcome.first_bad is None:
-        raise EnvironmentFailure(
-            "the first bad commit is one of "
-            + ", ".join(c[:12] for c in outcome.candidates)
-            + ": the commits between could not be built or measured"
-        )
-    click.echo(f"first bad commit: {outcome.first_bad}")
+            outcome = bisect(
+                repo,
+                good,
+                bad,
+                prober,
+                state_path=state_path,
+                alpha=alpha,
+                min_slowdown_percent=min_slowdown,
+                max_rounds=max_rounds,
+                max_probes=max_probes,
+                on_probe=shown,
+            )
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        concluded = keep(outcome)
+        console().print(bisect_table(outcome))
+        click.echo(f"state: {outcome.state_path}", err=True)
+        if report_path is not None:
+            write_atomic(report_path, bisect_markdown(outcome, str(repo)))
+        for note in outcome.non_monotonic:
+            click.echo(f"not monotonic: {note}")
+        if outcome.first_bad is None:
+            raise EnvironmentFailure(concluded.message)
+        click.echo(f"first bad commit: {outcome.first_bad}")

@@ -17,6 +17,16 @@ from .context import console
 from .history_ack import ack_command
 
 
+def _runner_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[tuple[str, Path], ...]:
+    pairs = []
+    for value in values:
+        label, sep, path = value.partition("=")
+        if not sep or not label or not path:
+            raise click.BadParameter(f"must be LABEL=RESULTS, got {value!r}", ctx, param)
+        pairs.append((label, Path(path)))
+    return tuple(pairs)
+
+
 @click.group("history", invoke_without_command=True)
 @click.option(
     "--store",
@@ -48,6 +58,24 @@ from .history_ack import ack_command
     help="Where --check remembers the steps it reported. Default: STORE/reported-steps.json.",
 )
 @click.option(
+    "--steps-json",
+    "steps_json",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="With --check: also write the new steps here, as JSON records (format 1, perfbot/steps_file.py): "
+    "each with its id, benchmark, change, runs, commits, whether it fails, the bisect command as a list of "
+    "words, and the lines printed for it. Written whether or not there is a step.",
+)
+@click.option(
+    "--runner",
+    "runner_pairs",
+    multiple=True,
+    metavar="LABEL=RESULTS",
+    callback=_runner_pairs,
+    help="With --steps-json: the runner label that bisects the steps of a GPU, and the results file that label "
+    "measured (its GPU name decides). Repeat per GPU kind; of two labels of one GPU, the first given wins.",
+)
+@click.option(
     "--repo-url",
     default=None,
     help="Link each run to its commit there (https://github.com/OWNER/REPO). "
@@ -67,6 +95,8 @@ def history_command(
     html_dir: Path | None,
     check: bool,
     state_path: Path | None,
+    steps_json: Path | None,
+    runner_pairs: tuple[tuple[str, Path], ...],
     repo_url: str | None,
     git_repo: Path | None,
 ) -> None:
@@ -81,16 +111,22 @@ def history_command(
     \b
         perfbot history --store .perfbot/store --html site --repo-url https://github.com/o/r
         perfbot history --store .perfbot/store --check
+        perfbot history --store .perfbot/store --check --steps-json steps.json --runner h200=h200/main.json
     """
-    from .. import history, site, steps
+    from .. import history, site, steps, steps_file
 
     if context.invoked_subcommand is not None:
-        given = [p.opts[0] for p in context.command.params if context.params[p.name] not in (None, False)]
+        given = [p.opts[0] for p in context.command.params if context.params[p.name] not in (None, False, ())]
         if given:  # the subcommand has its own: say where they go rather than ignore them
             raise BadInput(f"{given[0]} goes after the subcommand: perfbot history {context.invoked_subcommand} --help")
         return
     if store_dir is None:
         raise BadInput("perfbot history needs --store DIR (the baseline store), or a subcommand")
+    if steps_json is not None and not check:
+        raise BadInput("--steps-json needs --check: it writes the steps the check reports")
+    if runner_pairs and steps_json is None:
+        raise BadInput("--runner needs --steps-json: it names who bisects the steps written there")
+    runners = steps_file.runners(list(runner_pairs))
     url = repo_url or _actions_repo_url()
     if url is not None and not re.fullmatch(r"https?://[^\s\"'<>]+", url):
         raise BadInput(f"--repo-url {url!r}: give the repository's http(s) address, like https://github.com/o/r")
@@ -104,9 +140,16 @@ def history_command(
         state_file = state_path or store_dir / steps.STATE_FILE
         state = steps.load_state(state_file)
         new = steps.new_steps(read, state)
+        printed: list[list[str]] = []  # each step's lines, also its evidence in the steps file
         for found in new:
-            for line in steps.describe(found, store_dir):
+            printed.append(steps.describe(found, store_dir))
+            for line in printed[-1]:
                 click.echo(line)
+        if steps_json is not None:  # before the state: a step is never recorded as reported but left out
+            records = [
+                steps_file.record(f, runners.get(f.series.gpu), lines) for f, lines in zip(new, printed, strict=True)
+            ]
+            steps_file.save(steps_json, records)
         try:
             steps.save_state(state_file, steps.State(reported=[*state.reported, *(f.reported() for f in new)]))
         except OSError as error:

@@ -1,0 +1,95 @@
+"""A generated git repository and a generated store of runs that measured its commits, for the
+auto-bisect tests: the store's history has a step, and the repository's commits have (or lack)
+the slowdown that made it.
+
+Only the GPU is faked: a `perfbot` on PATH that answers `perfbot sample` with samples drawn from
+the commit's speed.txt (what a GPU would measure there) and hands every other subcommand to the
+real perfbot of this checkout, logging each call's words."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from perfbot.results import Results
+from tests.conftest import ROOT
+from tests.history_store import make_runs
+
+# The fake GPU: samples around the commit's speed, 1% noise, seeded by the commit and the call.
+SAMPLE = """
+import os, pathlib, random, sys
+log = pathlib.Path(os.environ["PERFBOT_SHIM_LOG"])
+commit = os.environ.get("PERFBOT_BISECT_COMMIT", "")
+calls = log.read_text().count("sample " + commit) if log.exists() else 0
+with log.open("a") as handle:
+    handle.write("sample " + commit + "\\n")
+if pathlib.Path("BROKEN").exists():
+    sys.exit("perfbot: error: the kernel does not compile")
+speed = float(pathlib.Path("speed.txt").read_text())
+rng = random.Random(commit + str(calls))
+for _ in range(30):
+    print(f"{speed * (1 + 0.01 * rng.gauss(0, 1)):.6f}")
+"""
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {
+        "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+        "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", "/tmp"),
+    }
+    done = subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env)
+    return done.stdout.strip()
+
+
+def repository(path: Path, speeds: list[float], broken: tuple[int, ...] = ()) -> list[str]:
+    """One commit per speed (ms) at `path`; the commits in `broken` do not build. Their SHAs."""
+    path.mkdir(parents=True)
+    _git(path, "init", "-q")
+    shas = []
+    for index, speed in enumerate(speeds):
+        (path / "speed.txt").write_text(f"{speed}\n")
+        (path / "version.txt").write_text(f"{index}\n")  # every commit changes something
+        (path / "BROKEN").unlink(missing_ok=True)
+        if index in broken:
+            (path / "BROKEN").write_text("x\n")
+        _git(path, "add", "-A")
+        _git(path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", f"change {index}")
+        shas.append(_git(path, "rev-parse", "HEAD"))
+    return shas
+
+
+def measured(shas: list[str], step: float, at: int, seed: int = 11) -> list[Results]:
+    """A run per commit, oldest first, the fused kernel `step` slower from run `at` on."""
+    runs = make_runs(len(shas), step=step, at=at, seed=seed)
+    return [
+        replace(run, environment=replace(run.environment, kernels_commit=sha))
+        for run, sha in zip(runs, shas, strict=True)
+    ]
+
+
+def shim(folder: Path) -> Path:
+    """`folder/perfbot`: the fake GPU for `sample`, this checkout's perfbot for the rest. Every call's
+    words go to PERFBOT_SHIM_LOG as one JSON line."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "fake_sample.py").write_text(SAMPLE)
+    script = folder / "perfbot"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'{sys.executable} -c \'import json, sys; print(json.dumps(sys.argv[1:]))\' "$@" >> "$PERFBOT_SHIM_LOG.argv"\n'
+        f'if [ "$1" = sample ]; then exec {sys.executable} {folder / "fake_sample.py"}; fi\n'
+        f'PYTHONPATH={ROOT} exec {sys.executable} -m perfbot "$@"\n'
+    )
+    script.chmod(0o755)
+    return script
+
+
+def calls(log: Path) -> list[list[str]]:
+    """The words of every call the shim saw, in order."""
+    argv = Path(f"{log}.argv")
+    return [json.loads(line) for line in argv.read_text().splitlines()] if argv.exists() else []

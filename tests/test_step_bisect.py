@@ -1,0 +1,169 @@
+"""`perfbot history bisect-steps` on a generated repository whose commits a generated store
+measured: each failing step given to the runner is bisected with its command as printed, and its
+outcome lands where the issue job reads it. Only `perfbot sample` (the GPU) is faked."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from perfbot import bisect_outcome, results, steps_file
+from perfbot.cli import perfbot
+from tests import step_repo
+from tests.history_store import write_store
+
+SLOWER_FROM = 24  # the commit that makes the fused kernel 3% slower; the store's step starts at its run
+
+
+def _steps(tmp_path: Path, speeds: list[float]) -> tuple[Path, list[str], Path]:
+    """The repository, its commits, and the steps file the check wrote for a store that measured them."""
+    repo = tmp_path / "repo"
+    shas = step_repo.repository(repo, speeds)
+    runs = step_repo.measured(shas, 0.03, SLOWER_FROM)
+    store = write_store(tmp_path / "store", runs)
+    run_file = tmp_path / "h200.json"
+    results.save(runs[-1], run_file)
+    steps = tmp_path / "steps.json"
+    checked = CliRunner().invoke(
+        perfbot,
+        ["history", "--store", str(store), "--check", "--steps-json", str(steps), "--runner", f"h200={run_file}"],
+    )
+    assert checked.exit_code == 1, checked.output
+    return repo, shas, steps
+
+
+@pytest.fixture
+def gpu(tmp_path: Path, monkeypatch) -> Path:
+    """The fake GPU's perfbot first on PATH; its log."""
+    step_repo.shim(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setenv("PERFBOT_SHIM_LOG", str(tmp_path / "shim.log"))
+    return tmp_path / "shim.log"
+
+
+def bisect_steps(repo: Path, steps: Path, out: Path, runner: str = "h200", monkeypatch=None):
+    here = os.getcwd()
+    os.chdir(repo)  # the command's --repo is .
+    try:
+        return CliRunner().invoke(
+            perfbot, ["history", "bisect-steps", "--steps", str(steps), "--runner", runner, "--out", str(out)]
+        )
+    finally:
+        os.chdir(here)
+
+
+def test_each_failing_step_is_bisected_with_its_printed_command(tmp_path: Path, gpu: Path):
+    repo, shas, steps = _steps(tmp_path, [1.0] * SLOWER_FROM + [1.03] * 16)
+    status = step_repo._git(repo, "status", "--porcelain")
+    result = bisect_steps(repo, steps, tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    records = steps_file.load(steps).steps
+    assert len(records) == 2 and all(r.fails for r in records)
+    bisects = [argv for argv in step_repo.calls(gpu) if argv[0] == "bisect"]
+    for record, argv in zip(records, bisects, strict=True):
+        out = tmp_path / "out"
+        assert ["perfbot", *argv] == [
+            *record.bisect,
+            "--outcome",
+            str(out / f"{record.id}.json"),
+            "--report",
+            str(out / f"{record.id}.md"),
+            "--state",
+            str(out / f"{record.id}.state.json"),
+        ]
+        outcome = bisect_outcome.load(out / f"{record.id}.json")
+        assert (outcome.result, outcome.first_bad) == ("culprit", shas[SLOWER_FROM])
+        assert (outcome.good, outcome.bad) == (record.good.commit, record.bad.commit)
+        assert f"step {record.id} ({record.label} on NVIDIA H200): culprit {shas[SLOWER_FROM]}" in result.output
+        assert (out / f"{record.id}.md").is_file() and (out / f"{record.id}.state.json").is_file()
+    # The GPU measured commits of the steps' range only, each in a worktree; the clone is left as it was.
+    sampled = {line.split()[1] for line in gpu.read_text().splitlines()}
+    first, last = records[0].good.run - 1, records[0].bad.run - 1
+    assert shas[first] in sampled and shas[SLOWER_FROM] in sampled and sampled <= set(shas[first : last + 1])
+    assert step_repo._git(repo, "status", "--porcelain") == status
+
+
+def test_a_range_without_the_slowdown_is_not_reproduced_and_the_job_goes_on(tmp_path: Path, gpu: Path):
+    repo, _, steps = _steps(tmp_path, [1.0] * 40)
+    result = bisect_steps(repo, steps, tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    for record in steps_file.load(steps).steps:
+        outcome = bisect_outcome.load(tmp_path / "out" / f"{record.id}.json")
+        assert outcome.result == "not-reproduced" and outcome.first_bad is None
+    assert result.output.count(": not reproduced: bad ") == 2
+
+
+def test_only_the_steps_given_to_this_runner_are_bisected(tmp_path: Path, gpu: Path):
+    repo, _, steps = _steps(tmp_path, [1.0] * 40)
+    result = bisect_steps(repo, steps, tmp_path / "out", runner="a100")
+    assert result.exit_code == 0 and result.output == "no new slowdown to bisect on runner a100\n"
+    assert step_repo.calls(gpu) == [] and not (tmp_path / "out").exists()
+
+
+def test_an_earlier_outcome_never_stands_for_a_bisect_that_left_none(tmp_path: Path, gpu: Path, monkeypatch):
+    repo, _, steps = _steps(tmp_path, [1.0] * 40)
+    records = steps_file.load(steps).steps
+    (tmp_path / "out").mkdir()
+    stale = bisect_outcome.OutcomeFile("culprit", "a" * 40, "b" * 40, "first bad commit", "c" * 40)
+    bisect_outcome.save(tmp_path / "out" / f"{records[0].id}.json", stale)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "perfbot").write_text("#!/bin/sh\nexit 3\n")  # a bisect that dies before any outcome
+    (broken / "perfbot").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{broken}:{os.environ['PATH']}")
+    result = bisect_steps(repo, steps, tmp_path / "out")
+    assert result.exit_code == 3, result.output
+    assert result.output.strip().splitlines()[-1] == (
+        f"perfbot: error: 2 of 2 bisect(s) left no outcome: {records[0].id}, {records[1].id}"
+    )
+    assert not list((tmp_path / "out").glob("*.json"))
+
+
+def test_without_perfbot_on_path_it_says_so_in_one_line(tmp_path: Path, monkeypatch):
+    repo, _, steps = _steps(tmp_path, [1.0] * 40)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    result = bisect_steps(repo, steps, tmp_path / "out")
+    assert result.exit_code == 3 and "perfbot is not on PATH" in result.output
+
+
+def test_a_forged_steps_file_runs_nothing(tmp_path: Path, gpu: Path):
+    repo, _, steps = _steps(tmp_path, [1.0] * 40)
+    text = steps.read_text().replace("perfbot sample --suite pr", "touch pwned; perfbot sample --suite pr")
+    steps.write_text(text)
+    result = bisect_steps(repo, steps, tmp_path / "out")
+    assert result.exit_code == 2 and "is not the perfbot bisect command" in result.output
+    assert step_repo.calls(gpu) == [] and not (repo / "pwned").exists()
+
+
+def test_a_step_of_another_gpu_is_left_to_its_runner(tmp_path: Path, gpu: Path):
+    repo = tmp_path / "repo"
+    shas = step_repo.repository(repo, [1.0] * 40)
+    runs = step_repo.measured(shas, 0.03, SLOWER_FROM)
+    store = write_store(tmp_path / "store", runs)
+    other = tmp_path / "a100.json"
+    results.save(replace(runs[-1], environment=replace(runs[-1].environment, gpu_name="NVIDIA A100")), other)
+    steps = tmp_path / "steps.json"
+    CliRunner().invoke(
+        perfbot, ["history", "--store", str(store), "--check", "--steps-json", str(steps), "--runner", f"a100={other}"]
+    )
+    assert {r.runner for r in steps_file.load(steps).steps} == {None}  # no runner measured the H200
+    assert bisect_steps(repo, steps, tmp_path / "out", runner="a100").output.startswith("no new slowdown")
+
+
+def test_a_step_that_fails_nothing_is_not_bisected(tmp_path: Path, gpu: Path):
+    repo = tmp_path / "repo"
+    shas = step_repo.repository(repo, [1.0] * 40)
+    runs = step_repo.measured(shas, -0.03, SLOWER_FROM)  # faster: reported, fails nothing
+    store = write_store(tmp_path / "store", runs)
+    results.save(runs[-1], tmp_path / "h200.json")
+    steps = tmp_path / "steps.json"
+    args = ["history", "--store", str(store), "--check", "--steps-json", str(steps)]
+    assert CliRunner().invoke(perfbot, [*args, "--runner", f"h200={tmp_path / 'h200.json'}"]).exit_code == 0
+    records = steps_file.load(steps).steps
+    assert records and all(r.bisect and r.runner == "h200" and not r.fails for r in records)
+    result = bisect_steps(repo, steps, tmp_path / "out")
+    assert result.output == "no new slowdown to bisect on runner h200\n" and step_repo.calls(gpu) == []

@@ -1,0 +1,372 @@
+"""`perfbot history open-issues` against the loopback GitHub (tests/fake_github.py): one issue per
+failing step, none for a step its bisect did not reproduce, none twice, every value escaped, and
+one-line errors with the documented exit codes."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from perfbot import bisect_outcome, results, steps_file
+from perfbot.bisect_outcome import OutcomeFile, ProbeRecord
+from perfbot.cli import perfbot
+from perfbot.errors import BadInput
+from perfbot.github import ACTIONS_BOT, GitHub
+from perfbot.step_issues import BODY_LIMIT, marker
+from perfbot.steps_file import StepRecord
+from tests.fake_github import FakeGitHub
+from tests.history_store import make_runs, write_store
+
+TOKEN = "ghs_issuesTOKENvalue"
+REPO = "octo/perfbot"
+RUN_URL = "https://github.com/octo/perfbot/actions/runs/42"
+
+
+def _store_steps(tmp_path: Path, runs=None, runner: bool = True) -> Path:
+    runs = runs or make_runs(40, step=0.03, at=24, seed=11)
+    store = write_store(tmp_path / "store", runs)
+    run_file = tmp_path / "h200.json"
+    results.save(runs[-1], run_file)
+    steps = tmp_path / "steps.json"
+    args = ["history", "--store", str(store), "--check", "--steps-json", str(steps)]
+    CliRunner().invoke(perfbot, [*args, *(["--runner", f"h200={run_file}"] if runner else [])])
+    return steps
+
+
+@pytest.fixture(scope="module")
+def steps_text(tmp_path_factory) -> str:
+    """The steps file of a store with a 3% step in the fused kernel's two series, given to h200."""
+    return _store_steps(tmp_path_factory.mktemp("store")).read_text()
+
+
+@pytest.fixture
+def steps(tmp_path: Path, steps_text: str) -> Path:
+    path = tmp_path / "steps.json"
+    path.write_text(steps_text)
+    return path
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    with FakeGitHub(token=TOKEN) as server:
+        monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+        monkeypatch.setenv("GITHUB_API_URL", server.url)
+        yield server
+
+
+def _records(steps: Path) -> list[StepRecord]:
+    return steps_file.load(steps).steps
+
+
+def _probes(record: StepRecord, culprit: str, subject: str = "change 24: retile") -> list[ProbeRecord]:
+    return [
+        ProbeRecord(record.good.commit, "change 21", 30, 1.0, "good", None),
+        ProbeRecord(culprit, subject, 30, 1.03, "bad", None),
+        ProbeRecord(record.bad.commit, "change 26", 30, 1.031, "bad", None),
+    ]
+
+
+def outcome(folder: Path, record: StepRecord, result: str = "culprit", **fields) -> OutcomeFile:
+    """The outcome the bisect job would have left for the step, in the folder of its artifact."""
+    culprit = "c" * 40
+    made = {
+        "culprit": OutcomeFile(
+            "culprit", record.good.commit, record.bad.commit, f"first bad commit: {culprit}", culprit, [culprit], 6,
+            _probes(record, culprit),
+        ),
+        "no-culprit": OutcomeFile(
+            "no-culprit", record.good.commit, record.bad.commit,
+            "the first bad commit is one of cccccccccccc, dddddddddddd: the commits between could not be built or "
+            "measured", None, ["c" * 40, "d" * 40], 6, _probes(record, "c" * 40),
+        ),
+        "not-reproduced": OutcomeFile(
+            "not-reproduced", record.good.commit, record.bad.commit,
+            f"bad {record.bad.commit[:12]} is not significantly slower than good {record.good.commit[:12]}: medians "
+            "1.0003 vs 1.0001 ms (+0.02%, one-sided Mann-Whitney p=0.41; needs p < 0.01 and more than 1%)",
+        ),
+        "failed": OutcomeFile(
+            "failed", record.good.commit, record.bad.commit,
+            f"the good end {record.good.commit[:12]} cannot be measured: measure exited 1: the kernel does not compile",
+        ),
+    }[result]  # fmt: skip
+    made = replace(made, **fields)
+    bisect_outcome.save(folder / f"perfbot-bisect-{record.runner}" / f"{record.id}.json", made)
+    return made
+
+
+def open_issues(steps: Path, outcomes: Path, *extra: str):
+    return CliRunner().invoke(
+        perfbot,
+        ["history", "open-issues", "--steps", str(steps), "--outcomes", str(outcomes), "--repo", REPO, *extra],
+    )
+
+
+def _posts(fake: FakeGitHub) -> list:
+    return [r for r in fake.requests if r.method in ("POST", "PATCH")]
+
+
+def test_one_issue_per_step_with_its_culprit_and_evidence_and_none_twice(fake, steps, tmp_path: Path):
+    records = _records(steps)
+    for record in records:
+        outcome(tmp_path / "bisect", record)
+    first = open_issues(steps, tmp_path / "bisect", "--run-url", RUN_URL)
+    assert first.exit_code == 0, first.output
+    issues = fake.issues[REPO]
+    assert len(issues) == len(records) == 2 and first.output.count("opened: ") == 2
+    for record, issue in zip(records, issues, strict=True):
+        body = issue["body"]
+        assert body.rstrip().splitlines()[-1] == marker(record.id) and body.count("<!-- ") == 1
+        assert issue["user"]["login"] == ACTIONS_BOT and issue["state"] == "open"
+        assert issue["title"].startswith(
+            f"perfbot: fused/gemm {record.change_percent:+.2f}% on NVIDIA H200 from run 25"
+        )
+        assert "**Culprit:** `cccccccccccc` change 24: retile — the first bad commit `" + "c" * 40 in body
+        assert (
+            f"| from run | 25 (stored {record.after.stored}); the run before: 24 (stored {record.before.stored}) |"
+            in body
+        )
+        assert f"| commit range | `{record.good.commit[:12]}` (run 22) to `{record.bad.commit[:12]}` (run 27) |" in body
+        printed = f"{' '.join(record.bisect[:9])} '{record.bisect[9]}'"  # the command, as the check printed it
+        assert f"```sh\n{printed}\ngit show {'c' * 40}\n```" in body
+        for line in record.evidence:  # the check's lines, as list items (an @ is no mention there)
+            assert f"- {line.strip()}" in body.replace("\\_", "_").replace("\\|", "|").replace("@\u200d", "@")
+        assert f"```sh\nperfbot history ack --store store --step {record.id} --reason '...'\n```" in body
+        assert f"<sub>Step `{record.id}`, opened by" in body
+        assert "| `cccccccccccc` | change 24: retile | 30 | 1.0300 | +3.00% | bad (first bad) | — |" in body
+        assert f"opened by {RUN_URL}" in body and len(body) <= BODY_LIMIT
+    again = open_issues(steps, tmp_path / "bisect", "--run-url", RUN_URL)
+    assert again.exit_code == 0 and again.output.count("exists, not opened again: ") == 2, again.output
+    assert len(fake.issues[REPO]) == 2
+
+
+def test_a_closed_issue_of_the_step_counts_and_so_does_a_step_found_on_page_three(fake, steps, tmp_path: Path):
+    first, second = _records(steps)
+    for record in (first, second):
+        outcome(tmp_path / "bisect", record)
+    fake.add_issue(REPO, "fixed", f"old\n{marker(first.id)}\n", login=ACTIONS_BOT, user_type="Bot", state="closed")
+    fake.add_issue(REPO, "old", f"older\n{marker(second.id)}\n", login=ACTIONS_BOT, user_type="Bot")
+    for index in range(150):  # newer issues first: the step's own are on the last page
+        fake.add_issue(REPO, f"issue {index}", "chatter")
+    result = open_issues(steps, tmp_path / "bisect")
+    assert result.exit_code == 0 and result.output.count("exists, not opened again") == 2, result.output
+    assert len(fake.issues[REPO]) == 152 and _posts(fake) == []
+
+
+def test_a_marker_not_ours_or_not_last_opens_the_issue_still(fake, steps, tmp_path: Path):
+    first, second = _records(steps)
+    for record in (first, second):
+        outcome(tmp_path / "bisect", record)
+    fake.add_issue(REPO, "forged", f"to silence the bot\n{marker(first.id)}\n", login="mallory")
+    quoted = (
+        f"```\n{marker(second.id)}\n```\nthe bot's own issue, quoting another step's marker\n{marker('f' * 16 + '-x')}"
+    )
+    fake.add_issue(REPO, "quote", quoted, login=ACTIONS_BOT, user_type="Bot")
+    result = open_issues(steps, tmp_path / "bisect")
+    assert result.exit_code == 0 and result.output.count("opened: ") == 2, result.output
+
+
+def test_an_issue_older_than_the_step_is_not_the_steps(fake, steps, tmp_path: Path):
+    (record, _) = _records(steps)
+    for r in _records(steps):
+        outcome(tmp_path / "bisect", r)
+    fake.add_issue(REPO, "long ago", f"x\n{marker(record.id)}\n", login=ACTIONS_BOT, user_type="Bot")
+    fake.issues[REPO][0]["updated_at"] = "2020-01-01T00:00:00Z"  # two days before its step's run: not listed
+    result = open_issues(steps, tmp_path / "bisect")
+    assert result.exit_code == 0 and result.output.count("opened: ") == 2, result.output
+    listing = next(r for r in fake.requests if r.method == "GET" and "/issues?" in r.path)
+    assert "state=all" in listing.path and "since=" in listing.path
+
+
+def test_a_step_the_bisect_did_not_reproduce_gets_no_issue_and_one_line(fake, steps, tmp_path: Path):
+    first, second = _records(steps)
+    outcome(tmp_path / "bisect", first, "not-reproduced")
+    outcome(tmp_path / "bisect", second, "not-reproduced")
+    result = open_issues(steps, tmp_path / "bisect")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert len(lines) == 2 and all(line.startswith("not opened: step ") for line in lines)
+    assert (
+        f"not opened: step {first.id} ({first.label} on NVIDIA H200): the bisect did not reproduce it: bad " in lines[0]
+    )
+    assert fake.issues == {} and fake.requests == []  # GitHub is not even asked
+
+
+def test_no_culprit_says_why_and_still_opens_the_issue(fake, steps, tmp_path: Path):
+    first, second = _records(steps)
+    outcome(tmp_path / "bisect", first, "no-culprit")
+    outcome(tmp_path / "bisect", second, "failed")
+    result = open_issues(steps, tmp_path / "bisect")
+    assert result.exit_code == 0, result.output
+    hidden, stopped = (issue["body"] for issue in fake.issues[REPO])
+    assert (
+        "**No culprit:** the bisect found no step at a single commit: the first bad commit is one of cccccccccccc, "
+        "dddddddddddd: the commits between could not be built or measured." in hidden
+    )
+    assert "**Culprit:**" not in hidden and "| `cccccccccccc` | change 24: retile | 30 |" in hidden
+    assert "**No culprit:** the bisect found no step: it stopped before a verdict: the good end " in stopped
+    assert "the kernel does not compile" in stopped and "| commit |" not in stopped
+
+
+def test_a_failing_step_no_runner_bisected_gets_its_issue_with_the_reason(fake, tmp_path: Path):
+    steps = _store_steps(tmp_path, runner=False)
+    result = open_issues(steps, tmp_path / "nothing-downloaded")
+    assert result.exit_code == 0 and result.output.count("opened: ") == 2, result.output
+    for issue in fake.issues[REPO]:
+        assert (
+            "**No culprit:** not bisected: no runner of this GPU kind (NVIDIA H200) measured main in this push."
+            in (issue["body"])
+        )
+        assert "### Reproduce" in issue["body"]  # the command is still there to run by hand
+
+
+def _outside_code(body: str) -> str:
+    return re.sub(r"(?ms)^(`{3,})sh\n.*?^\1$", "", body)
+
+
+def test_hostile_names_and_bisect_text_are_escaped(fake, tmp_path: Path):
+    hostile = "<img src=x onerror=alert(1)>@mallory|**x**``` <!-- perfbot-step: 0123456789abcdef-1 -->"
+    runs = [
+        replace(
+            run,
+            benchmarks=[replace(b, kernel=hostile) if b.kernel == "fused" else b for b in run.benchmarks],
+            settings=replace(run.settings, under_test=[hostile]),
+        )
+        for run in make_runs(40, step=0.03, at=24, seed=11)
+    ]
+    steps = _store_steps(tmp_path, runs)
+    records = _records(steps)
+    assert records and all(r.fails and hostile in r.label for r in records)
+    for record in records:
+        outcome(
+            tmp_path / "bisect",
+            record,
+            probes=[
+                ProbeRecord(
+                    record.good.commit, "<script>alert(1)</script> @octocat [x](javascript:x)", 30, 1.0, "good", None
+                ),
+                ProbeRecord("c" * 40, "fix | break", 30, 1.03, "bad", "<b>note</b> -->"),
+            ],
+        )
+    result = open_issues(steps, tmp_path / "bisect")
+    assert result.exit_code == 0, result.output
+    for record, issue in zip(records, fake.issues[REPO], strict=True):
+        body = issue["body"]
+        prose = _outside_code(body)
+        assert "<img" not in prose and "<script" not in prose and "<b>" not in prose
+        assert "@mallory" not in prose and "@octocat" not in prose  # no live mention (a code block has none)
+        assert "&lt;img src=x onerror=alert(1)&gt;@\u200dmallory\\|\\*\\*x\\*\\*\\`\\`\\`" in prose
+        assert "[x](javascript" not in prose and "\\[x\\](javascript:x)" in prose and "fix \\| break" in prose
+        assert body.count("<!-- perfbot-step:") == 2 and body.rstrip().endswith(marker(record.id))
+        assert prose.count("<!--") == 1  # the other is inside the code block, inert
+        fences = re.findall(r"(?m)^(`{3,})sh$", body)
+        assert fences[0] == "````"  # the bisect's: longer than the ``` in the name, so it is not closed early
+        assert "@mallory" not in issue["title"] and "\n" not in issue["title"] and len(issue["title"]) <= 256
+
+
+def test_a_bisect_that_left_no_outcome_is_exit_3_and_the_other_steps_are_opened(fake, steps, tmp_path: Path):
+    first, second = _records(steps)
+    outcome(tmp_path / "bisect", second)
+    result = open_issues(steps, tmp_path / "bisect")
+    assert result.exit_code == 3
+    assert result.output.count("opened: ") == 1 and f"step {second.id})" in result.output
+    assert f"perfbot: error: step {first.id} (" in result.output and "left no outcome" in result.output
+    assert len(fake.issues[REPO]) == 1
+
+
+def test_an_outcome_of_another_range_or_a_symlink_is_refused(fake, steps, tmp_path: Path):
+    first, second = _records(steps)
+    outcome(tmp_path / "bisect", first, good="e" * 40)
+    elsewhere = outcome(tmp_path / "elsewhere", second)
+    assert elsewhere.result == "culprit"
+    link = tmp_path / "bisect" / "perfbot-bisect-h200" / f"{second.id}.json"
+    link.symlink_to(tmp_path / "elsewhere" / "perfbot-bisect-h200" / f"{second.id}.json")
+    result = open_issues(steps, tmp_path / "bisect")
+    assert result.exit_code == 2, result.output
+    assert f"bisects eeeeeeeeeeee..{first.bad.commit[:12]}, not the step's range" in result.output
+    assert "is a symlink" in result.output and fake.issues == {}
+
+
+def test_a_malformed_outcome_is_one_line_and_exit_2(fake, steps, tmp_path: Path):
+    first, second = _records(steps)
+    outcome(tmp_path / "bisect", second)
+    path = tmp_path / "bisect" / "perfbot-bisect-h200" / f"{first.id}.json"
+    path.write_text(json.dumps({"format": 1, "result": "culprit", "good": "x", "bad": "y", "message": "m\n"}))
+    result = open_issues(steps, tmp_path / "bisect")
+    assert result.exit_code == 2 and "message: must not hold control characters" in result.output
+    assert len(fake.issues[REPO]) == 1
+
+
+def _no_waiting(monkeypatch, waits: list[float]) -> None:
+    """The command's client, with its waits between attempts recorded instead of slept."""
+    made = GitHub.from_environment.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(GitHub, "from_environment", classmethod(lambda cls, **kw: made(cls, sleep=waits.append, **kw)))
+
+
+def test_github_failures_are_one_line_with_their_exit_code(fake, steps, tmp_path: Path, monkeypatch):
+    for record in _records(steps):
+        outcome(tmp_path / "bisect", record)
+    _no_waiting(monkeypatch, [])
+    fake.fail_next(503, count=5)  # every attempt
+    unreachable = open_issues(steps, tmp_path / "bisect")
+    assert unreachable.exit_code == 3 and unreachable.output.count("\n") == 1, unreachable.output
+    assert "perfbot: error: GitHub unreachable: " in unreachable.output and TOKEN not in unreachable.output
+    fake.forbid(f"/repos/{REPO}/issues")
+    forbidden = open_issues(steps, tmp_path / "bisect")
+    assert forbidden.exit_code == 3 and "the token needs issues: write" in forbidden.output
+    no_repo = CliRunner().invoke(
+        perfbot,
+        ["history", "open-issues", "--steps", str(steps), "--outcomes", str(tmp_path / "bisect"), "--repo", "o/none"],
+    )
+    assert no_repo.exit_code == 2 and "o/none: no such repository" in no_repo.output
+    monkeypatch.delenv("GITHUB_TOKEN")
+    no_token = open_issues(steps, tmp_path / "bisect")
+    assert no_token.exit_code == 3 and "GITHUB_TOKEN is not set" in no_token.output
+    assert fake.issues == {}
+
+
+def test_a_5xx_is_retried_and_opens_one_issue(fake, steps, tmp_path: Path, monkeypatch):
+    for record in _records(steps):
+        outcome(tmp_path / "bisect", record)
+    waits: list[float] = []
+    _no_waiting(monkeypatch, waits)
+    fake.fail_next(502, count=2)
+    result = open_issues(steps, tmp_path / "bisect")
+    assert result.exit_code == 0 and len(fake.issues[REPO]) == 2 and waits == [2.0, 4.0], result.output
+
+
+def test_without_a_failing_step_github_is_not_asked(fake, tmp_path: Path, monkeypatch):
+    runs = make_runs(40, step=-0.03, at=24, seed=2)  # faster: reported, fails nothing
+    steps = _store_steps(tmp_path, runs)
+    assert _records(steps) and not any(r.fails for r in _records(steps))
+    monkeypatch.delenv("GITHUB_TOKEN")
+    result = open_issues(steps, tmp_path / "bisect")
+    assert result.exit_code == 0 and result.output == "no new slowdown: no issue to open\n"
+    assert fake.requests == []
+
+
+def test_a_long_bisect_is_cut_to_fit_and_keeps_its_marker(fake, steps, tmp_path: Path):
+    first, second = _records(steps)
+    many = [ProbeRecord(f"{i:040x}", "&" * 1000, 30, 1.0, "good", "|" * 1000) for i in range(2000)]
+    outcome(tmp_path / "bisect", first, probes=many, non_monotonic=["<" * 2000] * 500)
+    outcome(tmp_path / "bisect", second)
+    result = open_issues(steps, tmp_path / "bisect")
+    assert result.exit_code == 0, result.output
+    body = fake.issues[REPO][0]["body"]
+    assert len(body) <= BODY_LIMIT and body.rstrip().endswith(marker(first.id))
+    assert "and 1940 more probes" in body and "cut here to fit" in body
+    assert "### Culprit" in body and "### Reproduce" in body
+
+
+def test_open_issue_needs_the_marker_at_the_end(fake):
+    with pytest.raises(BadInput, match="must end with its marker"):
+        GitHub(TOKEN, fake.url).open_issue(REPO, "t", "no marker", marker("0" * 16 + "-1"))
+
+
+def test_run_url_is_checked(fake, steps, tmp_path: Path):
+    result = open_issues(steps, tmp_path / "bisect", "--run-url", "javascript:alert(1)")
+    assert result.exit_code == 2 and "--run-url" in result.output and fake.requests == []
