@@ -1,21 +1,24 @@
-"""Whose step is it? A step in what the check watches for a subject's benchmark (its median over
-a reference, or its median) is the subject's own only when the subject's own time stepped the
-same way: a faster vendor library lifts the subject's ratio over it with no change to the subject's
-code, and a slower machine lifts the subject's median.
+"""Whose step is it? A step in what the check watches for a subject's benchmark is the subject's
+own only when the subject's own time stepped the same way: a faster vendor library lifts the
+subject's ratio over it with no change to the subject's code, and a slower machine lifts the
+subject's median with everything else's.
 
-The subject's own time is its median told by a witness measured in the same runs: the median of
-the case's other implementations that are neither under test nor the reference (a plain
-framework baseline beside a kernel watched over a library bound, say), so that what moved the
-whole run cancels in it too. A case without such
-an implementation tells the subject's time by what the check does not watch: its raw median when
-the ratio is watched, its ratio when the median is. The subject's own change is measured between
-the same runs as the step: from the step before it (or the first run) to the step, and from the
-step to the next (or the newest run).
+The subject's own time is its raw median, the only series no other implementation is in (the
+other baselines of a case may well run the same library as the reference, and move with it).
+It is noisier than the ratio, as it keeps what moved the whole run, so the verdict takes
+significance as well as size, between the same runs as the step (from the step or break before
+it to the next one, or the ends):
 
-It counts as the subject's when that change is in the step's direction and at least half its
-size, the midpoint between "all of the step is the subject's" and "none of it is": on the
-generated stores of docs/history.md a witness's change varies by a few tenths of a percent,
-far less than half of the 1% steps the check reports.
+- the ratio is watched: the step is the subject's when its raw median moved the step's way by
+  at least MIN_OWN (1%, whatever share of the step that is: a slowdown that lands with a faster
+  library is still a slowdown) and its runs after rank beyond those before (one-sided
+  Mann-Whitney at OWN_ALPHA); the reference's when its raw median moved the other way by at
+  least half the step, ranking apart likewise, while the subject's moved by less than MIN_OWN;
+- the median is watched: the subject's when its ratio over the reference moved the same way by
+  at least half the step; else the whole run moved;
+- anything else is not yet clear: the step is held back until later runs tell, and once
+  DECIDE_RUNS runs follow it, it is decided by size alone (the nearer of "all of it the
+  subject's" and "none of it").
 """
 
 from __future__ import annotations
@@ -28,100 +31,90 @@ from typing import Literal
 
 from scipy import stats
 
+from .changepoints import MIN_STEP
 from .history import Point, Series
 
-Cause = Literal["subject", "unclear", "reference", "run", "unknown"]
-# How surely the subject's own values after a step must rank beyond those before it (one-sided
-# Mann-Whitney U) for the step to be its own. Heavy-tailed noise in a few runs right after a
-# reference's step could otherwise pass the half-size rule by chance (docs/history.md).
-OWN_ALPHA = 0.01
+Cause = Literal["subject", "unclear", "reference", "run"]
 Reading = Callable[[Point], float | None]  # a value read from a run's point of the series
+MIN_OWN = MIN_STEP  # the least change of the subject's own time that makes a step its own
+OWN_ALPHA = 0.01  # how surely the raw medians after a step must rank beyond those before
+DECIDE_RUNS = 8  # runs after a step once which an unclear step is decided by size alone
 
 
 @dataclass(frozen=True)
 class Attribution:
-    cause: Cause  # the subject's own time; its reference; the whole run; or nothing to tell by
-    own_percent: float | None  # the subject's own change, told by `told_by`
-    reference_percent: float | None  # the reference's, told by the same (None: no reference)
-    told_by: str  # a baseline's name, "its raw median", ...
+    cause: Cause  # the subject's own time; not yet clear; its reference; the whole run
+    own_percent: float  # the change of the subject's own time: its raw median (or, median watched, its ratio)
+    other_percent: float | None  # the reference's raw median (ratio watched; None without a reference)
 
     def describe(self, series: Series) -> str:
         """One line for the report: whose step it is, and the figures that say so."""
         kernel, reference = series.bench.kernel, series.reference
-        if self.cause == "unknown":
-            return (
-                f"  nothing else was measured on the case to tell {kernel}'s own time from the machine's: "
-                "this fails no check"
-            )
-        own = f"{kernel} {self.own_percent:+.2f}% against {self.told_by}"
+        if not series.watches_ratio:
+            if self.cause == "subject":
+                moved = (
+                    f"over {reference} {self.own_percent:+.2f}%" if reference else "its median: nothing to tell it by"
+                )
+                return f"  {kernel}'s own time moved: {moved}"
+            moved = f"over {reference} {self.own_percent:+.2f}%"
+            return f"  the whole run moved, not {kernel} alone: {moved}; this fails no check"
+        medians = f"raw medians {kernel} {self.own_percent:+.2f}%, {reference} {self.other_percent:+.2f}%"
         if self.cause == "subject":
-            return f"  {kernel}'s own time moved: {own}"
-        if self.cause == "unclear":
-            return f"  not yet clear whose: {own}, not yet surely; held back until later runs tell"
+            return f"  {kernel}'s own time moved: {medians}"
         if self.cause == "reference":
-            moved = f"{reference} {self.reference_percent:+.2f}%" if self.reference_percent is not None else reference
-            return (
-                f"  the reference moved, not {kernel}: {moved}, {own}; not this repository's code: this fails no check"
-            )
-        return f"  the whole run moved, not {kernel} alone: {own}; this fails no check"
+            return f"  the reference moved, not {kernel}: {medians}; not this repository's code: this fails no check"
+        if self.cause == "unclear":
+            return f"  not yet clear whose: {medians}; held back until later runs tell"
+        return f"  the whole run moved, not {kernel} alone: {medians}; this fails no check"
 
 
 def attribute(series: Series, before: Sequence[int], after: Sequence[int], change: float) -> Attribution:
     """Whose step of `change` (after over before, minus 1) is it, between the runs `before` the
     step and those `after` it (run indexes)."""
     points = {p.run: p for p in series.points}
-    own, told_by = _own_time(series)
-    own_change = _change(points, before, after, own)
-    if own_change is None:
-        return Attribution("unknown", None, None, told_by)
-    reference_change = _change(points, before, after, _reference_time(series))
-    step, moved = math.log1p(change), math.log1p(own_change)
+    earlier, later = [points[run] for run in before if run in points], [points[run] for run in after if run in points]
+    step = math.log1p(change)
+    if not series.watches_ratio:
+        if series.reference is None:  # its own median stepped, and nothing else tells it
+            return Attribution("subject", 100 * change, None)
+        moved = _change(earlier, later, lambda p: p.ratio)
+        same = moved is not None and math.log1p(moved) * step > 0 and abs(math.log1p(moved)) >= abs(step) / 2
+        return Attribution("subject" if same else "run", 100 * (moved or 0.0), None)
+    own = _change(earlier, later, lambda p: p.median_ms) or 0.0
+    other = _change(earlier, later, lambda p: p.reference_ms) or 0.0
+    own_log, other_log = math.log1p(own), math.log1p(other)
     cause: Cause
-    if moved * step > 0 and abs(moved) >= abs(step) / 2:
-        cause = "subject" if _ranks_apart(points, before, after, own, slower=step > 0) else "unclear"
+    if own_log * step > 0 and abs(own) >= MIN_OWN and _ranks_apart(earlier, later, lambda p: p.median_ms, step > 0):
+        cause = "subject"
+    elif (
+        other_log * step < 0
+        and abs(other_log) >= abs(step) / 2
+        and abs(own) < MIN_OWN
+        and _ranks_apart(earlier, later, lambda p: p.reference_ms, step < 0)
+    ):
+        cause = "reference"
+    elif len(later) >= DECIDE_RUNS:  # long enough: the nearer of all of it and none of it
+        cause = "subject" if own_log * step > 0 and abs(own_log) >= abs(step) / 2 else "reference"
     else:
-        cause = "reference" if series.watches_ratio else "run"
-    return Attribution(cause, 100 * own_change, None if reference_change is None else 100 * reference_change, told_by)
+        cause = "unclear"
+    return Attribution(cause, 100 * own, 100 * other)
 
 
-def _own_time(series: Series) -> tuple[Reading, str]:
-    """How the subject's own time is read from a point, and what tells it, for people."""
-    if series.witnesses:
-        return (lambda p: p.median_ms / p.witness_ms if p.witness_ms else None), _names(series.witnesses)
-    if series.watches_ratio:
-        return (lambda p: p.median_ms), "its raw median (nothing else measured on the case)"
-    if series.reference is not None:
-        return (lambda p: p.ratio), f"{series.reference}"
-    return (lambda p: None), "nothing"
-
-
-def _reference_time(series: Series) -> Reading:
-    if series.reference is None:
-        return lambda p: None
-    if series.witnesses:
-        return lambda p: p.reference_ms / p.witness_ms if p.reference_ms and p.witness_ms else None
-    return lambda p: p.reference_ms
-
-
-def _change(points: dict[int, Point], before: Sequence[int], after: Sequence[int], value: Reading) -> float | None:
-    """The median of `value` over the runs after, over its median over the runs before, minus 1."""
+def _change(earlier: Sequence[Point], later: Sequence[Point], value: Reading) -> float | None:
+    """The median of `value` over the later points, over its median over the earlier, minus 1."""
     levels = []
-    for runs in (before, after):
-        values = [v for run in runs if run in points and (v := value(points[run])) is not None]
+    for points in (earlier, later):
+        values = [v for p in points if (v := value(p)) is not None]
         if not values:
             return None
         levels.append(statistics.median(values))
     return levels[1] / levels[0] - 1
 
 
-def _ranks_apart(
-    points: dict[int, Point], before: Sequence[int], after: Sequence[int], value: Reading, slower: bool
-) -> bool:
-    """The values after rank beyond those before, in the step's direction, at OWN_ALPHA."""
-    earlier, later = ([v for run in runs if (v := value(points[run])) is not None] for runs in (before, after))
-    test = stats.mannwhitneyu(later, earlier, alternative="greater" if slower else "less")
+def _ranks_apart(earlier: Sequence[Point], later: Sequence[Point], value: Reading, up: bool) -> bool:
+    """The values of the later points rank beyond the earlier's, up or down, at OWN_ALPHA."""
+    before, after = ([v for p in points if (v := value(p)) is not None] for points in (earlier, later))
+    if not before or not after:
+        return False
+    test = stats.mannwhitneyu(after, before, alternative="greater" if up else "less")
     return bool(test.pvalue < OWN_ALPHA)
-
-
-def _names(names: Sequence[str]) -> str:
-    return names[0] if len(names) == 1 else f"the median of {', '.join(names)}"

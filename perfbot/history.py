@@ -6,9 +6,8 @@ reference measured in the same run (its first bound on the case, else its first 
 which whatever moved the whole run (a slower machine, a warmer day) cancels. Each series is
 watched by whichever of the two varies less from run to run in the store: between separate H200
 runs that was the ratio, about half as noisy as a median (docs/history.md). A benchmark without
-a reference is watched by its median. Beside them each point keeps the median of the case's
-other implementations (neither under test nor the reference), the witness that tells a step of
-the subject's own time from its reference's (perfbot/attribution.py).
+a reference is watched by its median. Whose a step is, the subject's own or its reference's, is
+told by both raw medians (perfbot/attribution.py).
 
 A step a user acknowledged (`perfbot history ack`, perfbot/acknowledgements.py) is a known break
 in its series: the steps are searched for on each side of it apart.
@@ -19,7 +18,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -63,9 +61,6 @@ class Point:
     high_ms: float
     ratio: float | None  # the median over the reference's in the same run
     ratios: tuple[tuple[str, float], ...] = ()  # the median over each other implementation's, same run
-    # The median of the medians of the case's other implementations, neither under test nor the
-    # reference, in the same run: what the subject's and the reference's own times are told by.
-    witness_ms: float | None = None
 
     @property
     def reference_ms(self) -> float | None:
@@ -79,7 +74,6 @@ class Series:
     under_test: bool
     reference: str | None  # the implementation its ratio is over
     points: tuple[Point, ...]
-    witnesses: tuple[str, ...] = ()  # the implementations Point.witness_ms is the median of
     # The steps acknowledged in it: (the run that starts the step, the record), oldest first.
     acknowledged: tuple[tuple[int, Acknowledgement], ...] = ()
 
@@ -104,11 +98,13 @@ class Series:
     @functools.cached_property
     def watches_ratio(self) -> bool:
         """Whether the check watches the ratio over the reference rather than the median: the one
-        with less run-to-run noise in the store (the ratio on a tie, or too few runs to tell)."""
-        if self.reference is None:
+        with less run-to-run noise over the runs that have both (the ratio on a tie), given
+        enough runs with a ratio to find a step in."""
+        both = [p for p in self.points if p.ratio is not None]
+        if self.reference is None or len(both) < 2 * changepoints.MIN_SEGMENT:
             return False
-        ratios = [p.ratio for p in self.points if p.ratio is not None]
-        return changepoints.noise(ratios) <= changepoints.noise([p.median_ms for p in self.points])
+        ratios = [p.ratio for p in both if p.ratio is not None]
+        return changepoints.noise(ratios) <= changepoints.noise([p.median_ms for p in both])
 
     @property
     def watched(self) -> list[tuple[int, float]]:
@@ -125,10 +121,13 @@ class Series:
     @property
     def watched_why(self) -> str:
         """Why that series: the run-to-run noise of both, for the report."""
-        median = changepoints.noise([p.median_ms for p in self.points])
-        if self.reference is None:
-            return f"the median (nothing to divide it by; run-to-run noise {100 * median:.2f}%)"
-        ratio = changepoints.noise([p.ratio for p in self.points if p.ratio is not None])
+        both = [p for p in self.points if p.ratio is not None]
+        if self.reference is None or len(both) < 2 * changepoints.MIN_SEGMENT:
+            noise = changepoints.noise([p.median_ms for p in self.points])
+            why = "nothing to divide it by" if self.reference is None else "too few runs with a ratio"
+            return f"the median ({why}; run-to-run noise {100 * noise:.2f}%)"
+        ratio = changepoints.noise([p.ratio for p in both if p.ratio is not None])
+        median = changepoints.noise([p.median_ms for p in both])
         noises = f"run-to-run noise over {self.reference} {100 * ratio:.2f}%, median {100 * median:.2f}%"
         return f"{'the ratio' if self.watches_ratio else 'the median'}, the quieter ({noises})"
 
@@ -205,7 +204,6 @@ def _series(gpu: str, runs: Sequence[Run]) -> list[Series]:
         for bench in run.results.benchmarks:
             newest[bench.key] = (bench, run.results)
     references = {key: _reference(results, bench) for key, (bench, results) in newest.items()}
-    witnesses = {key: _witnesses(results, bench, references[key]) for key, (bench, results) in newest.items()}
     for run in runs:
         for bench in run.results.benchmarks:
             reference_name = references[bench.key]
@@ -213,11 +211,7 @@ def _series(gpu: str, runs: Sequence[Run]) -> list[Series]:
             low, high = stats.median_interval(bench.samples_ms)
             ratio = bench.median_ms / reference.median_ms if reference is not None else None
             ratios = _ratios(run.results, bench) if reference_name else ()
-            present = [peer.median_ms for name in witnesses[bench.key] if (peer := run.results.peer(bench, name))]
-            witness = statistics.median(present) if present else None
-            points.setdefault(bench.key, []).append(
-                Point(run.index, bench.median_ms, low, high, ratio, ratios, witness)
-            )
+            points.setdefault(bench.key, []).append(Point(run.index, bench.median_ms, low, high, ratio, ratios))
     return [
         Series(
             gpu,
@@ -225,21 +219,9 @@ def _series(gpu: str, runs: Sequence[Run]) -> list[Series]:
             bench.kernel in results.settings.under_test,
             references[key],
             tuple(points[key]),
-            witnesses[key],
         )
         for key, (bench, results) in newest.items()
     ]
-
-
-def _witnesses(results: Results, bench: Benchmark, reference: str | None) -> tuple[str, ...]:
-    """The implementations that tell a step of the subject's own time from its reference's: the
-    case's others that are neither under test (a change to shared code moves them with it) nor
-    the reference. None for a benchmark that is not the subject's own."""
-    own = results.settings.under_test
-    if bench.kernel not in own:
-        return ()
-    present = dict.fromkeys(b.kernel for b in results.benchmarks if results.peer(bench, b.kernel) is not None)
-    return tuple(k for k in present if k not in own and k != reference)
 
 
 def _ratios(results: Results, bench: Benchmark) -> tuple[tuple[str, float], ...]:

@@ -94,6 +94,10 @@ class Found:
         return self.attribution is not None and self.attribution.cause == "subject"
 
     @property
+    def unclear(self) -> bool:
+        return self.attribution is not None and self.attribution.cause == "unclear"
+
+    @property
     def fails(self) -> bool:
         """A slowdown of the subject's own time, found while it is news."""
         return self.slower and self.own and self.recent
@@ -157,8 +161,17 @@ def find_all(history: History) -> list[Found]:
 
 
 def new_steps(history: History, state: State) -> list[Found]:
-    """The steps no earlier check reported, but for those whose cause is not yet clear: they are
-    held back until later runs tell (perfbot/attribution.py)."""
+    """The steps no earlier check reported, but for those whose cause is not yet clear (held_back)."""
+    return [f for f in _unreported(history, state) if not f.unclear]
+
+
+def held_back(history: History, state: State) -> list[Found]:
+    """The steps no earlier check reported whose cause is not yet clear: reported, and recorded,
+    only once later runs tell (perfbot/attribution.py)."""
+    return [f for f in _unreported(history, state) if f.unclear]
+
+
+def _unreported(history: History, state: State) -> list[Found]:
     index = {(run.stored, gpu): run.index for gpu, runs in history.runs.items() for run in runs}
     reported: dict[tuple[str, str], list[int]] = {}
     for r in state.reported:
@@ -169,8 +182,7 @@ def new_steps(history: History, state: State) -> list[Found]:
     return [
         f
         for f in find_all(history)
-        if not (f.attribution is not None and f.attribution.cause == "unclear")
-        and all(abs(f.after.index - at) > SAME_STEP_RUNS for at in reported.get((f.series.gpu, f.series.identity), []))
+        if all(abs(f.after.index - at) > SAME_STEP_RUNS for at in reported.get((f.series.gpu, f.series.identity), []))
     ]
 
 

@@ -156,12 +156,18 @@ def history_command(
             raise EnvironmentFailure(
                 f"{state_file}: cannot record the reported steps: {error.strerror or error}"
             ) from None
+        held = steps.held_back(read, state)
+        for found in held:  # shown, not recorded: a later check reports it once it is clear
+            click.echo(f"held back: {steps.describe(found, store_dir)[0]}")
+            if found.attribution is not None:
+                click.echo(found.attribution.describe(found.series))
         failing = [f for f in new if f.fails]
-        click.echo(
-            f"perfbot history: {len(new)} new step(s), {len(failing)} of them a recent slowdown of the subject's own"
+        summary = (
+            f"{len(new)} new step(s), {len(failing)} of them a recent slowdown of the subject's own"
             if new
-            else "perfbot history: no new step"
+            else "no new step"
         )
+        click.echo(f"perfbot history: {summary}" + (f"; {len(held)} held back until it is clear whose" if held else ""))
         if failing:
             sys.exit(EXIT_REGRESSION)
     if html_dir is None and not check:
