@@ -12,14 +12,16 @@ it to the next one, or the ends):
 - the ratio is watched: the step is the subject's when its raw median moved the step's way by
   at least MIN_OWN (1%, whatever share of the step that is: a slowdown that lands with a faster
   library is still a slowdown) and its runs after rank beyond those before (one-sided
-  Mann-Whitney at OWN_ALPHA); the reference's when its raw median moved the other way by at
-  least half the step, ranking apart likewise, while the subject's moved by less than MIN_OWN;
+  Mann-Whitney at OWN_ALPHA, 0.001); the reference's when its raw median moved the other way by
+  at least half the step, ranking apart likewise, while the subject's moved by less than MIN_OWN;
 - the median is watched: the subject's when its ratio over the reference moved the same way by
   at least half the step; else the whole run moved;
-- anything else is not yet clear: the step is held back until later runs tell, and once
-  DECIDE_RUNS runs follow it, it is decided by the sizes alone: the nearer of "all of it the
-  subject's" and "none of it" (a raw median is noisy enough that 1% of it, unsure, is not
-  enough to fail main on).
+- anything else is not yet clear: the step is held back until later runs tell. Once
+  DECIDE_RUNS runs follow it, it is decided: the subject's if its raw median moved MIN_OWN its
+  way ranking apart at DECIDE_ALPHA (0.01), or by at least half the step; else the reference's.
+
+Why two levels of significance: docs/history.md, "Whose step it is" (run-wide noise in the few
+runs right after a step made too many steps the subject's at 0.01).
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ from .history import Point, Series
 Cause = Literal["subject", "unclear", "reference", "run"]
 Reading = Callable[[Point], float | None]  # a value read from a run's point of the series
 MIN_OWN = MIN_STEP  # the least change of the subject's own time that makes a step its own
-OWN_ALPHA = 0.01  # how surely the raw medians after a step must rank beyond those before
-DECIDE_RUNS = 8  # runs after a step once which an unclear step is decided by size alone
+OWN_ALPHA = 0.001  # how surely the raw medians after a step must rank beyond those before
+DECIDE_RUNS = 8  # runs after a step once which an unclear step is decided
+DECIDE_ALPHA = 0.01  # then, how surely 1% of the subject's own still makes it the subject's
 
 
 @dataclass(frozen=True)
@@ -94,8 +97,9 @@ def attribute(series: Series, before: Sequence[int], after: Sequence[int], chang
         and _ranks_apart(earlier, later, lambda p: p.reference_ms, step < 0)
     ):
         cause = "reference"
-    elif len(later) >= DECIDE_RUNS:  # long enough to go by the sizes alone: the nearer of all and none
-        cause = "subject" if own_log * step > 0 and abs(own_log) >= abs(step) / 2 else "reference"
+    elif len(later) >= DECIDE_RUNS:  # long enough: 1% of its own less surely, or the nearer of all and none
+        surely = abs(own) >= MIN_OWN and _ranks_apart(earlier, later, lambda p: p.median_ms, step > 0, DECIDE_ALPHA)
+        cause = "subject" if own_log * step > 0 and (surely or abs(own_log) >= abs(step) / 2) else "reference"
     else:
         cause = "unclear"
     return Attribution(cause, 100 * own, 100 * other)
@@ -112,10 +116,12 @@ def _change(earlier: Sequence[Point], later: Sequence[Point], value: Reading) ->
     return levels[1] / levels[0] - 1
 
 
-def _ranks_apart(earlier: Sequence[Point], later: Sequence[Point], value: Reading, up: bool) -> bool:
-    """The values of the later points rank beyond the earlier's, up or down, at OWN_ALPHA."""
+def _ranks_apart(
+    earlier: Sequence[Point], later: Sequence[Point], value: Reading, up: bool, alpha: float = OWN_ALPHA
+) -> bool:
+    """The values of the later points rank beyond the earlier's, up or down, at `alpha`."""
     before, after = ([v for p in points if (v := value(p)) is not None] for points in (earlier, later))
     if not before or not after:
         return False
     test = stats.mannwhitneyu(after, before, alternative="greater" if up else "less")
-    return bool(test.pvalue < OWN_ALPHA)
+    return bool(test.pvalue < alpha)

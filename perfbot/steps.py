@@ -204,7 +204,7 @@ def describe(found: Found, store: Path | None = None) -> list[str]:
         if found.own and not found.recent:
             lines.append(f"  it started more than {RECENT_RUNS} runs ago: reported as history, it fails no check")
     for run, change in found.environment:
-        lines.append(f"  environment changed at the step, at run {run.index + 1}: {change}")
+        lines.append(f"  environment changed in the step's range, at run {run.index + 1}: {change}")
     good, bad = found.good.commit, found.bad.commit
     if good and bad and good != bad:
         lines.append(

@@ -94,7 +94,7 @@ def test_a_step_of_the_subjects_own_at_an_environment_change_fails_and_names_the
     result = invoke("--store", str(directory), "--check")
     assert result.exit_code == 1, result.output
     assert "fused's own time moved: raw medians fused +" in result.output
-    assert "environment changed at the step, at run 25: torch 2.11.0 → 2.12.0" in result.output
+    assert "environment changed in the step's range, at run 25: torch 2.11.0 → 2.12.0" in result.output
     assert "find the commit: perfbot bisect" in result.output
     assert "if the bisect finds no commit, the environment's change is the cause" in result.output
     assert "watched: the ratio, the quieter (run-to-run noise over gemm " in result.output
@@ -110,7 +110,7 @@ def test_a_faster_reference_at_an_environment_change_fails_nothing_and_offers_no
         assert "perfbot bisect" not in result.output, result.output
         if "the reference moved, not fused: raw medians fused " in result.output:
             named += 1
-            assert "environment changed at the step, at run 25: torch 2.11.0 → 2.12.0" in result.output
+            assert "environment changed in the step's range, at run 25: torch 2.11.0 → 2.12.0" in result.output
     assert named >= 17, f"the reference named as the cause in {named} of {len(SEEDS)} stores"
 
 
