@@ -9,6 +9,12 @@ It is noisier than the ratio, as it keeps what moved the whole run, so the verdi
 significance as well as size, between the same runs as the step (from the step or break before
 it to the next one, or the ends):
 
+- the ratio is watched, first: the reference's when, against the case's other implementations
+  that are neither under test nor the reference (Series.witnesses), the reference alone moved
+  the other way by at least half the step, ranking apart (an exact test, so three runs can
+  tell), the subject by less than MIN_OWN, and the reference's raw median moved that way too
+  (others that moved with the subject, through shared code, must not make a still reference
+  look faster). Others that run the reference's library move with it and tell nothing; then:
 - the ratio is watched: the step is the subject's when its raw median moved the step's way by
   at least MIN_OWN (1%, whatever share of the step that is: a slowdown that lands with a faster
   library is still a slowdown) and its runs after rank beyond those before (one-sided
@@ -50,6 +56,9 @@ class Attribution:
     cause: Cause  # the subject's own time; not yet clear; its reference; the whole run
     own_percent: float  # the change of the subject's own time: its raw median (or, median watched, its ratio)
     other_percent: float | None  # the reference's raw median (ratio watched; None without a reference)
+    # When the case's other implementations told it: their names, and the subject's and the
+    # reference's changes against them.
+    witnessed: tuple[str, float, float] | None = None
 
     def describe(self, series: Series) -> str:
         """One line for the report: whose step it is, and the figures that say so."""
@@ -63,6 +72,9 @@ class Attribution:
             moved = f"over {reference} {self.own_percent:+.2f}%"
             return f"  the whole run moved, not {kernel} alone: {moved}; this fails no check"
         medians = f"raw medians {kernel} {self.own_percent:+.2f}%, {reference} {self.other_percent:+.2f}%"
+        if self.witnessed is not None:
+            names, own, other = self.witnessed
+            medians = f"against {names}: {reference} {other:+.2f}%, {kernel} {own:+.2f}%; {medians}"
         if self.cause == "subject":
             return f"  {kernel}'s own time moved: {medians}"
         if self.cause == "reference":
@@ -87,6 +99,19 @@ def attribute(series: Series, before: Sequence[int], after: Sequence[int], chang
     own = _change(earlier, later, lambda p: p.median_ms) or 0.0
     other = _change(earlier, later, lambda p: p.reference_ms) or 0.0
     own_log, other_log = math.log1p(own), math.log1p(other)
+    witnessed = _against_witnesses(series, earlier, later)
+    if witnessed is not None and other_log * step < 0 and abs(other_log) >= abs(step) / 2:
+        # The reference alone moved against the case's other implementations, as it did in its
+        # raw median, and the subject did not: precise, where the raw medians are noisy.
+        names, own_against, other_against, apart = witnessed
+        if (
+            other_against * step < 0
+            and abs(other_against) >= abs(step) / 2
+            and abs(own_against) < math.log1p(MIN_OWN)
+            and apart(step > 0)  # the reference down against them when the ratio went up
+        ):
+            told = (names, 100 * math.expm1(own_against), 100 * math.expm1(other_against))
+            return Attribution("reference", 100 * own, 100 * other, told)
     cause: Cause
     if own_log * step > 0 and abs(own) >= MIN_OWN and _ranks_apart(earlier, later, lambda p: p.median_ms, step > 0):
         cause = "subject"
@@ -103,6 +128,40 @@ def attribute(series: Series, before: Sequence[int], after: Sequence[int], chang
     else:
         cause = "unclear"
     return Attribution(cause, 100 * own, 100 * other)
+
+
+def _against_witnesses(
+    series: Series, earlier: Sequence[Point], later: Sequence[Point]
+) -> tuple[str, float, float, Callable[[bool], bool]] | None:
+    """The subject's and the reference's log changes against the case's other implementations
+    (the median, run by run, over those measured in every run of both segments), and a test of
+    whether the reference's values rank apart, down or up; None without such an implementation."""
+    points = [*earlier, *later]
+    names = [n for n in series.witnesses if all(n in dict(p.ratios) for p in points)]
+    if not names or not earlier or not later or any(p.ratio is None for p in points):
+        return None
+
+    def own(p: Point) -> float:  # log(subject / witness)
+        return statistics.median(math.log(dict(p.ratios)[n]) for n in names)
+
+    def other(p: Point) -> float:  # log(reference / witness) = log(subject / witness) - log(subject / reference)
+        return own(p) - math.log(p.ratio or 1.0)
+
+    def shift(value: Callable[[Point], float]) -> float:
+        return statistics.median(map(value, later)) - statistics.median(map(value, earlier))
+
+    def apart(down: bool) -> bool:
+        # Exact: the normal approximation cannot reach OWN_ALPHA from the third run after a step.
+        test = stats.mannwhitneyu(
+            [other(p) for p in later],
+            [other(p) for p in earlier],
+            alternative="less" if down else "greater",
+            method="exact",
+        )
+        return bool(test.pvalue < OWN_ALPHA)
+
+    label = names[0] if len(names) == 1 else f"the median of {', '.join(names)}"
+    return label, shift(own), shift(other), apart
 
 
 def _change(earlier: Sequence[Point], later: Sequence[Point], value: Reading) -> float | None:

@@ -76,6 +76,9 @@ class Series:
     points: tuple[Point, ...]
     # The steps acknowledged in it: (the run that starts the step, the record), oldest first.
     acknowledged: tuple[tuple[int, Acknowledgement], ...] = ()
+    # The case's other implementations that are neither under test nor the reference: what tells
+    # the reference's own move apart from the subject's (perfbot/attribution.py).
+    witnesses: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -219,9 +222,20 @@ def _series(gpu: str, runs: Sequence[Run]) -> list[Series]:
             bench.kernel in results.settings.under_test,
             references[key],
             tuple(points[key]),
+            witnesses=_witnesses(results, bench, references[key]),
         )
         for key, (bench, results) in newest.items()
     ]
+
+
+def _witnesses(results: Results, bench: Benchmark, reference: str | None) -> tuple[str, ...]:
+    """The case's implementations that are neither under test (a change to shared code moves them
+    with the subject) nor the reference; none for a benchmark that is not the subject's own."""
+    own = results.settings.under_test
+    if bench.kernel not in own or reference is None:
+        return ()
+    present = dict.fromkeys(b.kernel for b in results.benchmarks if results.peer(bench, b.kernel) is not None)
+    return tuple(k for k in present if k not in own and k != reference)
 
 
 def _ratios(results: Results, bench: Benchmark) -> tuple[tuple[str, float], ...]:

@@ -23,7 +23,9 @@ def _whole(run: int, by: float = 0.02) -> float:
     return 1 + by if run % 2 else 1 - by
 
 
-def _series(subject, reference, *, ratio_watched: bool = True, runs: int = 30, whole: float = 0.02) -> Series:
+def _series(
+    subject, reference, *, ratio_watched: bool = True, runs: int = 30, whole: float = 0.02, witness=None
+) -> Series:
     """Runs of fused and its reference from functions of the run, each with a wobble of 0.1% so
     that ranks are not ties. Unless told otherwise the whole run moves (the ratio is watched);
     told otherwise, the reference alone takes that noise, and the median is the quieter."""
@@ -31,8 +33,9 @@ def _series(subject, reference, *, ratio_watched: bool = True, runs: int = 30, w
     for run in range(runs):
         median = subject(run) * (1 + 0.001 * (run % 3)) * (_whole(run, whole) if ratio_watched else 1)
         over = reference(run) * (1 + 0.001 * ((run + 1) % 3)) * _whole(run, whole)
-        points.append(Point(run, median, median, median, median / over))
-    return Series("NVIDIA H200", BENCH, True, "gemm", tuple(points))
+        seen = () if witness is None else (("eager", median / (witness(run) * _whole(run, whole))),)
+        points.append(Point(run, median, median, median, median / over, seen))
+    return Series("NVIDIA H200", BENCH, True, "gemm", tuple(points), witnesses=("eager",) if witness else ())
 
 
 def _step(size: float, at: int = 20):
@@ -129,3 +132,33 @@ def test_the_check_shows_a_held_step_without_recording_it_and_reports_it_once_it
     later = CliRunner().invoke(perfbot, ["history", "--store", str(directory), "--check"])
     assert later.exit_code == 1, later.output  # decided: the subject's, and reported now
     assert "fused's own time moved" in later.output and "held back" not in later.output
+
+
+def test_a_witness_tells_the_references_move_from_the_first_runs_when_the_raw_medians_cannot():
+    # The whole run's ±2% hides fused's flat raw median in three runs; eager, measured beside
+    # them, shows gemm alone 4% faster.
+    flat = _step(0.0)
+    series = _series(flat, _step(-0.04), witness=flat)
+    found = attribution.attribute(series, BEFORE, range(20, 23), 1 / 0.96 - 1)
+    assert found.cause == "reference" and found.witnessed is not None
+    assert "the reference moved, not fused: against eager: gemm -4.0" in found.describe(series)
+    without = attribution.attribute(_series(flat, _step(-0.04)), BEFORE, range(20, 23), 1 / 0.96 - 1)
+    assert without.cause == "unclear" and without.witnessed is None
+
+
+def test_a_witness_that_moved_with_the_subject_does_not_excuse_it():
+    # Shared code: fused and eager both 3% slower, gemm flat. Against eager, gemm looks 3%
+    # faster, but its raw median did not move: the witness moved, and the step is fused's.
+    slower = _step(0.03)
+    series = _series(slower, _step(0.0), witness=slower, whole=0.005)
+    found = attribution.attribute(series, BEFORE, AFTER, 0.03)
+    assert found.cause == "subject" and found.witnessed is None
+
+
+def test_a_witness_that_moved_with_the_reference_leaves_it_to_the_raw_medians():
+    # A faster library under gemm and eager alike: against eager gemm did not move, so the
+    # witness cannot tell; the raw medians do (fused flat, gemm 4% faster).
+    faster = _step(-0.04)
+    series = _series(_step(0.0), faster, witness=faster, whole=0.005)
+    found = attribution.attribute(series, BEFORE, AFTER, 1 / 0.96 - 1)
+    assert found.cause == "reference" and found.witnessed is None

@@ -18,12 +18,15 @@ from tests.history_store import make_runs
 
 PAD = 15
 repo, directory, culprit = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
-commits = subprocess.run(["git", "-C", str(repo), "rev-list", "--reverse", "HEAD"], capture_output=True, text=True,
-                         check=True).stdout.split()
+commits = subprocess.run(
+    ["git", "-C", str(repo), "rev-list", "--reverse", "HEAD"], capture_output=True, text=True, check=True
+).stdout.split()
 measured = [commits[0]] * (PAD - 1) + commits
 at = PAD - 1 + culprit
 for index, run in enumerate(make_runs(len(measured), step=0.10, at=at, seed=1)):
     benchmarks = [replace(b, suite="quick", case="odd") for b in run.benchmarks if b.case == "t5-v1.1-xl"]
-    store.add(directory, replace(run, benchmarks=benchmarks,
-                                 environment=replace(run.environment, kernels_commit=measured[index])))
+    store.add(
+        directory,
+        replace(run, benchmarks=benchmarks, environment=replace(run.environment, kernels_commit=measured[index])),
+    )
 print(f"{len(measured)} runs stored in {directory}; fused 10% slower from run {at + 1}, commit {measured[at]}")
