@@ -47,7 +47,7 @@ Cause = Literal["subject", "unclear", "reference", "run"]
 Reading = Callable[[Point], float | None]  # a value read from a run's point of the series
 MIN_OWN = MIN_STEP  # the least change of the subject's own time that makes a step its own
 OWN_ALPHA = 0.001  # how surely the raw medians after a step must rank beyond those before
-DECIDE_RUNS = 8  # runs after a step once which an unclear step is decided
+DECIDE_RUNS = 12  # runs after a step once which an unclear step is decided
 DECIDE_ALPHA = 0.01  # then, how surely 1% of the subject's own still makes it the subject's
 
 

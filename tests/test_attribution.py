@@ -15,7 +15,7 @@ from perfbot.history import Point, Series
 from tests.history_store import make_runs, write_store
 
 BENCH = next(b for b in make_runs(1)[0].benchmarks if b.kernel == "fused")
-BEFORE, AFTER = range(20), range(20, 30)
+BEFORE, AFTER = range(20), range(20, 40)
 
 
 def _whole(run: int, by: float = 0.02) -> float:
@@ -24,7 +24,7 @@ def _whole(run: int, by: float = 0.02) -> float:
 
 
 def _series(
-    subject, reference, *, ratio_watched: bool = True, runs: int = 30, whole: float = 0.02, witness=None
+    subject, reference, *, ratio_watched: bool = True, runs: int = 40, whole: float = 0.02, witness=None
 ) -> Series:
     """Runs of fused and its reference from functions of the run, each with a wobble of 0.1% so
     that ranks are not ties. Unless told otherwise the whole run moves (the ratio is watched);
@@ -63,7 +63,8 @@ def test_a_ratio_step_is_the_references_when_only_the_reference_moved():
     )
     assert attribution.attribute(_series(_step(0.014), _step(-0.03), **quiet), BEFORE, AFTER, 0.045).cause == "subject"
     # Unsure (the whole run's ±2% in the raw median) and under half the step: not the subject's.
-    assert attribution.attribute(_series(_step(0.014), _step(-0.03)), BEFORE, AFTER, 0.045).cause == "reference"
+    decided = range(20, 20 + attribution.DECIDE_RUNS)
+    assert attribution.attribute(_series(_step(0.014), _step(-0.03)), BEFORE, decided, 0.045).cause == "reference"
 
 
 def test_a_step_both_took_faster_is_not_a_slowdown_of_the_subjects():
@@ -83,14 +84,14 @@ def test_with_the_median_watched_a_step_of_the_whole_run_is_not_the_subjects():
     own = _series(slower, _step(0.0), ratio_watched=False)
     assert attribution.attribute(own, BEFORE, AFTER, 0.04).cause == "subject"
     alone = Series(
-        "NVIDIA H200", BENCH, True, None, tuple(Point(r, 1.0 + 0.04 * (r >= 20), 1, 1, None) for r in range(30))
+        "NVIDIA H200", BENCH, True, None, tuple(Point(r, 1.0 + 0.04 * (r >= 20), 1, 1, None) for r in range(40))
     )
     assert attribution.attribute(alone, BEFORE, AFTER, 0.04).cause == "subject"  # its median is all there is
 
 
 def test_the_ratio_is_watched_only_with_enough_runs_that_have_one():
     series = _series(_step(0.0), _step(0.0))
-    few = replace(series, points=tuple(replace(p, ratio=None) if p.run < 25 else p for p in series.points))
+    few = replace(series, points=tuple(replace(p, ratio=None) if p.run < 35 else p for p in series.points))
     assert series.watches_ratio and not few.watches_ratio  # five runs with a ratio: too few
     assert "too few runs with a ratio" in few.watched_why
 
