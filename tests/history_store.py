@@ -15,6 +15,7 @@ import datetime
 import hashlib
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -88,6 +89,21 @@ def make_runs(
             )
         )
     return runs
+
+
+def scaled(runs: list[Results], kernel: str, factor: float, start: int) -> list[Results]:
+    """The runs with `kernel`'s samples multiplied by `factor` from run `start` on (a baseline that
+    moved, say)."""
+    return [
+        replace(
+            run,
+            benchmarks=[
+                replace(b, samples_ms=[v * factor for v in b.samples_ms]) if b.kernel == kernel and i >= start else b
+                for b in run.benchmarks
+            ],
+        )
+        for i, run in enumerate(runs)
+    ]
 
 
 def write_store(directory: Path, runs: list[Results]) -> Path:

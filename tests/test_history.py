@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from perfbot import changepoints, history, site, stats, steps
 from perfbot.cli import perfbot
-from tests.history_store import commit, make_runs, write_store
+from tests.history_store import commit, make_runs, scaled, write_store
 
 RUNS, AT = 40, 24  # AT is 0-based: the step starts at run 25
 # Stores generated with the noise measured between H200 runs, the first twenty seeds as they
@@ -163,16 +163,7 @@ def test_an_unwritable_state_file_is_exit_3_not_a_slowdown(tmp_path: Path):
 
 def test_a_baseline_that_moved_is_reported_and_fails_nothing(tmp_path: Path):
     runs = make_runs(RUNS, seed=8)
-    slower = [
-        replace(
-            run,
-            benchmarks=[
-                replace(b, samples_ms=[v * 1.04 for v in b.samples_ms]) if b.kernel == "eager" and i >= AT else b
-                for b in run.benchmarks
-            ],
-        )
-        for i, run in enumerate(runs)
-    ]
+    slower = scaled(runs, "eager", 1.04, AT)
     directory = write_store(tmp_path / "store", slower)
     result = invoke("--store", str(directory), "--check")
     assert result.exit_code == 0, result.output

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from perfbot import results, steps, steps_file
 from perfbot.cli import perfbot
 from perfbot.errors import BadInput
-from tests.history_store import commit, make_runs, write_store
+from tests.history_store import commit, make_runs, scaled, write_store
 
 RUNS, AT = 40, 24
 
@@ -74,16 +74,7 @@ def test_the_id_is_the_series_and_the_stamp_of_the_steps_first_run(tmp_path: Pat
 
 def test_a_baseline_that_moved_is_recorded_without_a_command_and_fails_nothing(tmp_path: Path):
     runs = make_runs(RUNS, seed=8)
-    slower = [
-        replace(
-            run,
-            benchmarks=[
-                replace(b, samples_ms=[v * 1.04 for v in b.samples_ms]) if b.kernel == "eager" and i >= AT else b
-                for b in run.benchmarks
-            ],
-        )
-        for i, run in enumerate(runs)
-    ]
+    slower = scaled(runs, "eager", 1.04, AT)
     directory = write_store(tmp_path / "store", slower)
     result = check(directory, tmp_path / "steps.json")
     assert result.exit_code == 0, result.output
