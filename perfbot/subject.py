@@ -49,7 +49,7 @@ from typing import Annotated, Any, NotRequired
 from pydantic import ConfigDict, Field, TypeAdapter
 from typing_extensions import TypedDict
 
-from . import isolation, provenance
+from . import guard, isolation, provenance
 from .config import find_project_root
 from .errors import BadInput
 from .schema import MAX_DIM, MAX_ITEMS, Name, Text, clean, load_yaml, validate
@@ -253,14 +253,15 @@ def without_repeats(suites: Sequence[Suite]) -> list[Suite]:
     return kept
 
 
-def load_subject(package: Path, instance: str = "") -> Loaded:
+def load_subject(package: Path, instance: str = "", limit: float | None = None) -> Loaded:
     """Import the package at `package` by path and take its `subject`. Under a name unique to its
     path, so that two checkouts (an A/B run, a bisect) can be loaded side by side in one process,
     with the checkout's own packages that it imports by name imported from the checkout
     (isolation.py); another `instance` imports the same files again, those packages too, as
     modules of their own (whose kernels Triton then loads anew). Everything the subject declares
     is checked here, so that a mistake in it is one line naming it (exit 2), not a failure in the
-    middle of a run."""
+    middle of a run. Importing may take `limit` seconds at most (guard.py; by default
+    guard.IMPORT_LIMIT_S)."""
     init = package / "__init__.py"
     if not init.is_file():
         raise BadInput(
@@ -273,7 +274,7 @@ def load_subject(package: Path, instance: str = "") -> Loaded:
     module = sys.modules.get(name)
     if module is None:
         with isolation.own_imports(root) as imported:
-            module = _import(package, name, init)
+            module = _import(package, name, init, guard.IMPORT_LIMIT_S if limit is None else limit)
         _OWN_IMPORTS[name] = imported
     subject = getattr(module, "subject", None)
     if not isinstance(subject, Subject):
@@ -309,23 +310,24 @@ def _checkout(package: Path) -> Path:
         return package.parent.resolve()
 
 
-def _import(package: Path, name: str, init: Path) -> Any:
+def _import(package: Path, name: str, init: Path, limit: float) -> Any:
     spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(package)])
     if spec is None or spec.loader is None:
         raise BadInput(f"{package}: cannot be imported as a package")
+    loader = spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        guard.call(f"{package}: importing the package", lambda: loader.exec_module(module), limit)
     except ModuleNotFoundError as error:
         _forget(name)
         if error.name in ("torch", "triton"):
             raise  # the CLI says which extra to install
         raise BadInput(f"{package}: the package does not import: {error}") from None
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, guard.Refused):  # Ctrl-C; sys.exit, or out of time: said by the guard
         _forget(name)
         raise
-    except BaseException as error:  # noqa: BLE001 -- the subject's own code (sys.exit included): its failure, in one line
+    except Exception as error:  # noqa: BLE001 -- the subject's own code: its failure, in one line
         _forget(name)
         message = clean(str(error).splitlines()[0], 300) if str(error) else ""
         raise BadInput(f"{package}: the package does not import: {type(error).__name__}: {message}") from None
