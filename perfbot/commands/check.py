@@ -102,7 +102,7 @@ def check_command(
             lambda label: bar.update(task, advance=1, description=label),
             limit=time_limit,
         )
-    table = Table(title=f"perfbot check: {subject.subject.name} on {chosen_device}", title_justify="left")
+    table = Table(title=f"perfbot check: {escape(subject.subject.name)} on {chosen_device}", title_justify="left")
     for column in ("suite", "case", "dtype", "implementation", "rel. error", "bound", "result"):
         table.add_column(column, justify="right" if column in ("rel. error", "bound") else "left")
     for c in checked:

@@ -247,7 +247,7 @@ def console() -> Console:
 
 def progress() -> Progress:
     return Progress(
-        TextColumn("{task.description:<28}"),
+        TextColumn("{task.description:<28}", markup=False),  # case names, not markup
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
