@@ -417,7 +417,7 @@ def _check_variants(where: str, variants: Any) -> None:
         for value in values:
             _name(where, f"a value of variants[{parameter!r}]", value)
         if len(set(values)) != len(values):
-            raise BadInput(f"{where}: variants[{parameter!r}] lists a value twice: {list(values)}")
+            raise BadInput(f"{where}: variants[{parameter!r}] lists a value twice: {shown(list(values))}")
 
 
 class _SuiteFields(TypedDict):
@@ -474,17 +474,16 @@ def _checked_suite(where: str, key: str, suite: Any, subject: Subject) -> Suite:
     _name(where, "a suite's name", key)
     _name(where, "a suite's about", suite.about, _TEXT)
     known = subject.implementations
-    if not isinstance(suite.implementations, tuple | list) or not all(
-        isinstance(n, str) for n in suite.implementations
-    ):
-        raise BadInput(f"{where}: implementations must be a tuple of names, got {shown(suite.implementations)}")
+    timed = suite.implementations
+    if not isinstance(timed, tuple | list) or not all(isinstance(n, str) for n in timed):
+        raise BadInput(f"{where}: implementations must be a tuple of names, got {shown(timed)}")
     if not suite.implementations:
         raise BadInput(f"{where}: names no implementations")
-    for implementation in suite.implementations:
+    for implementation in timed:
         if implementation not in known:
-            raise BadInput(f"{where}: unknown implementation {implementation!r}; known: {list(known)}")
-    if len(set(suite.implementations)) != len(suite.implementations):
-        raise BadInput(f"{where}: names an implementation twice: {list(suite.implementations)}")
+            raise BadInput(f"{where}: unknown implementation {shown(implementation)}; known: {shown(list(known))}")
+    if len(set(timed)) != len(timed):
+        raise BadInput(f"{where}: names an implementation twice: {shown(list(timed))}")
     if not isinstance(suite.cases, tuple | list) or len(suite.cases) > MAX_ITEMS:
         raise BadInput(f"{where}: cases must be a tuple of at most {MAX_ITEMS:,} cases, got {shown(suite.cases)}")
     if not suite.cases:
@@ -500,7 +499,7 @@ def _checked_suite(where: str, key: str, suite: Any, subject: Subject) -> Suite:
         if not isinstance(case.dtype, str) or case.dtype not in subject.tolerance:
             raise BadInput(
                 f"{where} case {case.name!r}: dtype must be one the subject has a tolerance for "
-                f"({', '.join(subject.tolerance)}), got {shown(case.dtype)}"
+                f"({shown(list(subject.tolerance))}), got {shown(case.dtype)}"
             )
         bad = [
             k for k, v in case.params.items() if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_DIM

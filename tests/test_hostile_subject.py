@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from perfbot import guard
 from perfbot.cli import perfbot
@@ -367,3 +369,102 @@ def test_names_no_record_could_hold_are_refused_at_load(tmp_path: Path, parts: d
 def test_a_name_of_200_characters_is_a_name(tmp_path: Path):
     done = _check(_project(tmp_path, case="c" * 200))
     assert done.exit_code == 0, done.output
+
+
+# --- property: any declaration loads, or is refused in one line ---
+
+NAMES = st.text(max_size=8) | st.sampled_from(["quick", "a[/]b", "x" * 201, "a\nb", "c", "float32"])
+VALUES = st.one_of(
+    NAMES.map(repr),
+    st.integers(-3, 2**41).map(repr),
+    st.sampled_from(["None", "True", "1.5", "float('nan')", "float('inf')", "10**5000", "[]", "()", "{}", "object()"]),
+)
+
+
+def _tuple(items: list[str]) -> str:
+    return "(" + "".join(f"{item}, " for item in items) + ")"
+
+
+AT_IMPORT = [
+    "sys.exit(0)",
+    "sys.exit(1)",
+    "raise SystemExit('x' * 5000)",
+    "raise Quit()",
+    "1/0",
+    "raise ValueError('a\\nb' * 3000)",
+    "import not_a_module_anywhere",
+    "subject = 5",
+    "del subject",
+    "subject.implementations = 5",
+    "subject.implementations['mine'] = 5",
+]
+
+
+def _dict(keys: st.SearchStrategy[str], values: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.dictionaries(keys, values, max_size=3).map(
+        lambda d: "{" + "".join(f"{k}: {v}, " for k, v in d.items()) + "}"
+    )
+
+
+# Each part of a subject's source: its right form first, then what may be drawn instead.
+PARTS: dict[str, tuple[str, st.SearchStrategy[str]]] = {
+    "name": ("'t'", VALUES),
+    "inputs": ("lambda c, g: ()", st.sampled_from(["5", "None", "len"])),
+    "reference": ("lambda *a, **k: 0", st.sampled_from(["5", "None"])),
+    "tolerance": ("{'float32': 1e-5}", _dict(NAMES.map(repr), VALUES | st.just("1e-3")) | VALUES),
+    "variants": (
+        "{'v': ('a', 'b')}",
+        _dict(NAMES.map(repr), st.lists(VALUES, max_size=3).map(_tuple) | VALUES) | VALUES,
+    ),
+    "flops": ("None", st.sampled_from(["len", "3", "'x'"])),
+    "default_case": ("None", st.sampled_from(["('s', 'c')", "(1, 2)", "'nope'", "('s',)", "('s', 'zz')", "[]"])),
+    "suites": ("{'s': SUITE}", st.sampled_from(["'nope.yaml'", "{5: SUITE}", "{'t': SUITE}", "[SUITE]"]) | VALUES),
+    "suite": ("'s'", VALUES),
+    "about": ("''", VALUES),
+    "timed": ("('mine', 'other')", st.lists(VALUES, max_size=2).map(_tuple) | VALUES),
+    "case": ("'c'", VALUES),
+    "params": ("{'n': 8}", _dict(NAMES.map(repr), VALUES) | VALUES),
+    "dtype": ("'float32'", VALUES),
+    "mine": ("'mine'", VALUES),
+    "takes": ("None", st.sampled_from(["()", "('v',)", "('w',)", "'v'", "5"])),
+    "at_import": ("", st.sampled_from(AT_IMPORT)),
+}
+
+
+@st.composite
+def declarations(draw) -> str:
+    """The source of a subject package, right but for up to three parts drawn wrong or absurd."""
+    part = {name: good for name, (good, _) in PARTS.items()}
+    for name in draw(st.lists(st.sampled_from(sorted(PARTS)), max_size=3, unique=True)):
+        part[name] = draw(PARTS[name][1])
+    case = f"Case('s', {part['case']}, {part['params']}, {part['dtype']})"
+    suite = f"Suite({part['suite']}, {part['about']}, {part['timed']}, ({case},))"
+    fields = ["name", "inputs", "reference", "tolerance", "suites", "variants", "default_case", "flops"]
+    declared = ", ".join(f"{field}={part[field].replace('SUITE', suite)}" for field in fields)
+    return (
+        "import sys\nfrom perfbot import Case, Subject, Suite\n\nclass Quit(BaseException):\n    pass\n\n"
+        f"subject = Subject({declared})\n"
+        f"subject.implementation({part['mine']}, under_test=True, variants={part['takes']})(lambda *a, **k: 0)\n"
+        f"subject.implementation('other')(lambda *a, **k: 0)\n{part['at_import']}\n"
+    )
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+@given(source=declarations())
+def test_any_declaration_loads_or_is_refused_in_one_line(tmp_path_factory, source: str):
+    from perfbot.errors import BadInput
+    from perfbot.subject import load_subject
+
+    package = tmp_path_factory.mktemp("declared") / "pk"
+    package.mkdir()
+    (package / "__init__.py").write_text(source)
+    try:
+        loaded = load_subject(package)
+    except BadInput as error:
+        line = str(error)
+        assert "\n" not in line and "\r" not in line, line
+        assert len(line) <= len(str(package)) + 600, line
+    else:
+        assert loaded.suites and loaded.implementations
