@@ -204,6 +204,7 @@ def _interrupt() -> None:
         ("reference", "y = x.double(); y[3] = -float('inf'); return y", "in 1 of 8 elements"),
         ("own_reference", "y = x.double(); y[0] = float('nan'); return y", "other's own reference (case quick/c)"),
         ("reference", "return [1.0] * 8", "the reference (case quick/c) returned a list, not a tensor"),
+        ("inputs", "return torch.ones(8)", "subject 't': inputs(case quick/c) returned a Tensor, not a tuple"),
     ],
 )
 def test_a_reference_that_is_not_finite_is_the_subjects_mistake(tmp_path: Path, part: str, code: str, words: str):
@@ -212,7 +213,8 @@ def test_a_reference_that_is_not_finite_is_the_subjects_mistake(tmp_path: Path, 
     done = _check(_project(tmp_path, **{part: code}))
     assert done.exit_code == 2, done.output
     line = _one_line(done.stderr)
-    assert words in line and "subject 't'" in line and "no result can be checked against it" in line
+    assert words in line and "subject 't'" in line
+    assert ("no result can be checked against it" in line) == (part != "inputs")
 
 
 def test_a_nan_output_is_the_kernels_wrong_result(tmp_path: Path):
