@@ -54,8 +54,10 @@ def check(
     settings: RunSettings,
     device: str,
     on_case: Callable[[str], None] = lambda label: None,
+    limit: float | None = None,
 ) -> list[Checked]:
-    """Check the suites' cases on `device`, case by case; `on_case(label)` is told of each done."""
+    """Check the suites' cases on `device`, case by case; `on_case(label)` is told of each done.
+    Each call into the subject may take `limit` seconds at most (guard.py)."""
     from .runner import check_group, plan  # imports triton: after choose_device
 
     generator = torch.Generator(device=device).manual_seed(settings.seed)
@@ -63,7 +65,7 @@ def check(
     checked = []
     for group in plan(loaded, suites, settings):
         case = group[0].case
-        ready, failed = check_group(group, generator, loaded.subject)
+        ready, failed = check_group(group, generator, loaded.subject, limit)
         outcomes = {
             variant_name(r.planned.kernel, r.planned.variant): Checked(
                 case, variant_name(r.planned.kernel, r.planned.variant), r.check.relative_error, r.check.bound

@@ -20,6 +20,17 @@ class Check:
         return self.relative_error <= self.bound  # False for NaN
 
 
+def untrusted(expected: Any) -> str | None:
+    """Why a reference's result cannot be trusted, or None: it is no tensor, or holds a NaN or an
+    infinity (against which every output would be wrong, whoever computed it)."""
+    if not isinstance(expected, torch.Tensor):
+        return f"returned a {type(expected).__name__}, not a tensor"
+    finite = torch.isfinite(expected)
+    if not finite.all():
+        return f"returned a non-finite value (NaN or inf) in {int((~finite).sum())} of {finite.numel()} elements"
+    return None
+
+
 def check(output: Any, expected: Any, bound: float) -> Check:
     if not isinstance(output, torch.Tensor) or output.shape != expected.shape:
         return Check(float("nan"), bound)

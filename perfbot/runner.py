@@ -17,11 +17,11 @@ from typing import Any, Protocol
 
 import torch
 
-from . import correctness, git, isolation, loads, measure, sequential
+from . import correctness, git, guard, isolation, loads, measure, sequential
 from .environment import GpuMonitor, collect_environment, stability
 from .errors import BadInput, EnvironmentFailure
 from .results import Benchmark, Environment, Failure, GpuStates, Results, Settings, variant_name
-from .schema import clean
+from .schema import clean, shown
 from .sequential import Stopping
 from .subject import Case, Loaded, Subject, Suite
 
@@ -510,12 +510,17 @@ def describe(subject: Subject) -> dict[str, Any]:
 
 
 def check_group(
-    group: list[Planned], generator: torch.Generator, subject: Subject
+    group: list[Planned], generator: torch.Generator, subject: Subject, limit: float | None = None
 ) -> tuple[list[_Ready], list[tuple[str, Failure]]]:
     """Run every planned implementation of one case once, on fresh inputs, and compare its output
-    with the trusted result: the ones that are right, and a failure for each that is not (or raised)."""
+    with the trusted result: the ones that are right, and a failure for each that is not (or raised).
+    Each call into the subject's code may take `limit` seconds at most, if given (guard.py)."""
     case = group[0].case
-    inputs = tuple(_subjects_own(f"inputs(case {case.suite}/{case.name})", subject, subject.inputs, case, generator))
+    label = f"case {case.suite}/{case.name}"
+    made = _subjects_own(f"inputs({label})", subject, functools.partial(subject.inputs, case, generator), limit)
+    if not isinstance(made, tuple | list):
+        raise BadInput(f"subject {subject.name!r}: inputs({label}) returned a {type(made).__name__}, not a tuple")
+    inputs = tuple(made)
     references: dict[tuple[int, tuple[tuple[str, str], ...]], Any] = {}
     bound = subject.tolerance[case.dtype]
     ready, failures = [], []
@@ -523,14 +528,20 @@ def check_group(
         impl = planned.impl
         reference = impl.reference or subject.reference
         key = (id(reference), planned.values)
+        values = dict(planned.values)
         if key not in references:
-            what = f"the reference of {impl.name} (case {case.suite}/{case.name})"
-            references[key] = _subjects_own(what, subject, reference, *inputs, **dict(planned.values))
-        call = functools.partial(impl.fn, *inputs, **dict(planned.values))
+            what = f"{impl.name}'s own reference ({label})" if impl.reference else f"the reference ({label})"
+            expected = _subjects_own(what, subject, functools.partial(reference, *inputs, **values), limit)
+            untrusted = correctness.untrusted(expected)
+            if untrusted:
+                raise BadInput(f"subject {subject.name!r}: {what} {untrusted}: no result can be checked against it")
+            references[key] = expected
+        name = f"subject {subject.name!r}: implementation {variant_name(planned.kernel, planned.variant)!r} ({label})"
+        call = guard.guarded(name, impl.fn, *inputs, **values)
         try:
-            output = call()
-            if generator.device.type == "cuda":
-                torch.cuda.synchronize()
+            output = guard.call(name, functools.partial(_synchronized, call, generator.device.type), limit)
+        except guard.Refused:
+            raise
         except Exception as error:  # noqa: BLE001 -- any failure of the subject is reported, never timed
             failures.append((planned.side, _failure(planned, f"raised {type(error).__name__}: {_first_line(error)}")))
             continue
@@ -539,7 +550,13 @@ def check_group(
             failures.append((planned.side, _failure(planned, "wrong result", check)))
             continue
         try:
-            config = impl.config(*inputs) if impl.config is not None else None
+            config = (
+                None
+                if impl.config is None
+                else guard.call(f"{name}: config", functools.partial(impl.config, *inputs), limit)
+            )
+        except guard.Refused:
+            raise
         except Exception as error:  # noqa: BLE001 -- reported as this implementation's failure, the run goes on
             failures.append(
                 (planned.side, _failure(planned, f"its config raised {type(error).__name__}: {_first_line(error)}"))
@@ -549,11 +566,21 @@ def check_group(
     return ready, failures
 
 
-def _subjects_own(what: str, subject: Subject, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call a function of the subject's (its inputs, a reference): a failure there is the
+def _synchronized(call: Callable[[], Any], device: str) -> Any:
+    """The call's output once the GPU has computed it, so that its time is the call's."""
+    output = call()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return output
+
+
+def _subjects_own(what: str, subject: Subject, fn: Callable[[], Any], limit: float | None = None) -> Any:
+    """Call a function of the subject's (its inputs, a reference, a count): a failure there is the
     subject's mistake, said in one line (exit 2); a GPU out of memory is the environment's."""
     try:
-        return fn(*args, **kwargs)
+        return guard.call(f"subject {subject.name!r}: {what}", fn, limit)
+    except guard.Refused:
+        raise
     except torch.cuda.OutOfMemoryError as error:
         raise EnvironmentFailure(
             f"subject {subject.name!r}: {what}: the GPU ran out of memory: {_first_line(error)}"
@@ -575,6 +602,8 @@ def capture_group(
     for r in placement.sample(ready, len(ready)):
         try:
             captured[r.planned.key] = measure.capture(r.call, settings.warmup_calls)
+        except guard.Refused:
+            raise
         except Exception as error:  # noqa: BLE001 -- e.g. a kernel that cannot run inside CUDA-graph capture
             failures.append(
                 (
@@ -637,7 +666,14 @@ def _count(planned: Planned, what: str) -> int:
     count = getattr(planned.impl, what)
     if count is None and not planned.impl.bound:
         count = getattr(planned.subject, what)
-    return int(count(planned.case)) if count is not None else 0
+    if count is None:
+        return 0
+    case = planned.case
+    where = f"{what} of {planned.kernel} (case {case.suite}/{case.name})"
+    value = _subjects_own(where, planned.subject, functools.partial(count, case))
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 2**63:
+        raise BadInput(f"subject {planned.subject.name!r}: {where} must be a number of at least 0, got {shown(value)}")
+    return int(value)
 
 
 def _first_line(error: Exception) -> str:

@@ -45,7 +45,10 @@ _SHOWN.maxlong = 40
 
 def shown(value: Any) -> str:
     """A value for an error message: never longer than a line, however large the value."""
-    return _SHOWN.repr(value)
+    try:
+        return _SHOWN.repr(value)
+    except ValueError:  # an integer of more digits than Python turns into text
+        return f"an integer of {value.bit_length():,} bits" if isinstance(value, int) else type(value).__name__
 
 
 def clean(text: str, limit: int = MAX_TEXT) -> str:

@@ -46,13 +46,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Annotated, Any, NotRequired
 
-from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
-from . import isolation, provenance
+from . import guard, isolation, provenance
 from .config import find_project_root
 from .errors import BadInput
-from .schema import MAX_DIM, MAX_ITEMS, Name, Text, clean, load_yaml, validate
+from .schema import MAX_DIM, MAX_ITEMS, MAX_NAME, MAX_TEXT, Name, Text, clean, load_yaml, shown, validate
 
 Params = dict[str, int]
 
@@ -253,14 +253,15 @@ def without_repeats(suites: Sequence[Suite]) -> list[Suite]:
     return kept
 
 
-def load_subject(package: Path, instance: str = "") -> Loaded:
+def load_subject(package: Path, instance: str = "", limit: float | None = None) -> Loaded:
     """Import the package at `package` by path and take its `subject`. Under a name unique to its
     path, so that two checkouts (an A/B run, a bisect) can be loaded side by side in one process,
     with the checkout's own packages that it imports by name imported from the checkout
     (isolation.py); another `instance` imports the same files again, those packages too, as
     modules of their own (whose kernels Triton then loads anew). Everything the subject declares
     is checked here, so that a mistake in it is one line naming it (exit 2), not a failure in the
-    middle of a run."""
+    middle of a run. Importing may take `limit` seconds at most (guard.py; by default
+    guard.IMPORT_LIMIT_S)."""
     init = package / "__init__.py"
     if not init.is_file():
         raise BadInput(
@@ -273,7 +274,7 @@ def load_subject(package: Path, instance: str = "") -> Loaded:
     module = sys.modules.get(name)
     if module is None:
         with isolation.own_imports(root) as imported:
-            module = _import(package, name, init)
+            module = _import(package, name, init, guard.IMPORT_LIMIT_S if limit is None else limit)
         _OWN_IMPORTS[name] = imported
     subject = getattr(module, "subject", None)
     if not isinstance(subject, Subject):
@@ -281,7 +282,7 @@ def load_subject(package: Path, instance: str = "") -> Loaded:
     _check_subject(package, subject)
     if isinstance(subject.suites, Mapping):
         suites = {
-            key: _checked_suite(f"{package}: suite {key!r}", key, suite, subject)
+            key: _checked_suite(f"{package}: suite {shown(key)}", key, suite, subject)
             for key, suite in subject.suites.items()
         }
         if not suites:
@@ -309,23 +310,24 @@ def _checkout(package: Path) -> Path:
         return package.parent.resolve()
 
 
-def _import(package: Path, name: str, init: Path) -> Any:
+def _import(package: Path, name: str, init: Path, limit: float) -> Any:
     spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(package)])
     if spec is None or spec.loader is None:
         raise BadInput(f"{package}: cannot be imported as a package")
+    loader = spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        guard.call(f"{package}: importing the package", lambda: loader.exec_module(module), limit)
     except ModuleNotFoundError as error:
         _forget(name)
         if error.name in ("torch", "triton"):
             raise  # the CLI says which extra to install
         raise BadInput(f"{package}: the package does not import: {error}") from None
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, guard.Refused):  # Ctrl-C; sys.exit, or out of time: said by the guard
         _forget(name)
         raise
-    except BaseException as error:  # noqa: BLE001 -- the subject's own code (sys.exit included): its failure, in one line
+    except Exception as error:  # noqa: BLE001 -- the subject's own code: its failure, in one line
         _forget(name)
         message = clean(str(error).splitlines()[0], 300) if str(error) else ""
         raise BadInput(f"{package}: the package does not import: {type(error).__name__}: {message}") from None
@@ -337,29 +339,85 @@ def _forget(name: str) -> None:
         del sys.modules[loaded]
 
 
+_NAME, _TEXT = TypeAdapter(Name), TypeAdapter(Text)
+
+
+def _name(where: str, what: str, value: Any, adapter: TypeAdapter[str] = _NAME) -> None:
+    """A name given in Python meets the rule the YAML files' names meet (docs/files.md): results
+    record it, and reports print it."""
+    try:
+        adapter.validate_python(value, strict=True)
+    except ValidationError:
+        rule = f"1 to {MAX_NAME}" if adapter is _NAME else f"at most {MAX_TEXT:,}"
+        raise BadInput(
+            f"{where}: {what} must be a string of {rule} characters, no control characters, got {shown(value)}"
+        ) from None
+
+
 def _check_subject(package: Path, subject: Subject) -> None:
+    """Everything the subject declares, of the types and within the limits the rest relies on."""
+    _name(str(package), "the subject's name", subject.name)
     where = f"{package}: subject {subject.name!r}"
-    if not subject.implementations:
-        raise BadInput(f"{where} has no implementations")
     for what in ("inputs", "reference"):
         if not callable(getattr(subject, what)):
             raise BadInput(f"{where}: {what} must be a function")
-    if not isinstance(subject.tolerance, Mapping) or not subject.tolerance:
+    for what in ("flops", "bytes"):
+        if getattr(subject, what) is not None and not callable(getattr(subject, what)):
+            raise BadInput(f"{where}: {what} must be a function of the case, or None")
+    _check_implementations(where, subject)
+    _check_tolerance(where, subject.tolerance)
+    _check_variants(where, subject.variants)
+    if not isinstance(subject.suites, str | Path | Mapping):
+        raise BadInput(f"{where}: suites must be a file name or a dict of perfbot.Suite, got {shown(subject.suites)}")
+    default = subject.default_case
+    if default is not None and not (isinstance(default, tuple) and len(default) == 2):
+        raise BadInput(f"{where}: default_case must be a (suite, case) pair, got {shown(default)}")
+    for part in default or ():
+        _name(where, "default_case", part)
+
+
+def _check_implementations(where: str, subject: Subject) -> None:
+    implementations = subject.implementations
+    if not isinstance(implementations, dict) or not implementations:
+        raise BadInput(f"{where} has no implementations")
+    for key, implementation in implementations.items():
+        _name(where, "an implementation's name", key)
+        if not isinstance(implementation, Implementation) or implementation.name != key:
+            raise BadInput(f"{where}: implementation {key!r} must be registered with @subject.implementation")
+        if not callable(implementation.fn):
+            raise BadInput(f"{where}: implementation {key!r} must be a function")
+        for what in ("reference", "flops", "bytes", "config"):
+            if getattr(implementation, what) is not None and not callable(getattr(implementation, what)):
+                raise BadInput(f"{where}: implementation {key!r}: {what}= must be a function, or None")
+
+
+def _check_tolerance(where: str, tolerance: Any) -> None:
+    if not isinstance(tolerance, Mapping) or not tolerance:
         raise BadInput(f"{where}: tolerance must map each dtype to the largest relative error accepted")
-    if len(subject.tolerance) > 16:
-        raise BadInput(f"{where}: at most 16 dtypes in tolerance, got {len(subject.tolerance)}")
-    for dtype, bound in subject.tolerance.items():
-        if not isinstance(dtype, str) or isinstance(bound, bool) or not isinstance(bound, int | float):
-            raise BadInput(f"{where}: tolerance[{dtype!r}] must be a number, got {bound!r}")
+    if len(tolerance) > 16:
+        raise BadInput(f"{where}: at most 16 dtypes in tolerance, got {len(tolerance)}")
+    for dtype, bound in tolerance.items():
+        _name(where, "a dtype of the tolerance", dtype)
+        if isinstance(bound, bool) or not isinstance(bound, int | float):
+            raise BadInput(f"{where}: tolerance[{dtype!r}] must be a number, got {shown(bound)}")
         if not 0 <= bound < float("inf"):
             raise BadInput(f"{where}: tolerance[{dtype!r}] must be a finite number of at least 0, got {bound!r}")
-    for parameter, values in subject.variants.items():
-        if isinstance(values, str) or not values or not all(isinstance(v, str) and v for v in values):
+
+
+def _check_variants(where: str, variants: Any) -> None:
+    if not isinstance(variants, Mapping) or len(variants) > 16:
+        raise BadInput(f"{where}: variants must map at most 16 parameters to their values, got {shown(variants)}")
+    for parameter, values in variants.items():
+        _name(where, "a variant parameter's name", parameter)
+        if not isinstance(values, tuple | list) or not values or not all(isinstance(v, str) and v for v in values):
             raise BadInput(
-                f"{where}: variants[{parameter!r}] must list its values as strings, the default first, got {values!r}"
+                f"{where}: variants[{parameter!r}] must list its values as strings, the default first, "
+                f"got {shown(values)}"
             )
+        for value in values:
+            _name(where, f"a value of variants[{parameter!r}]", value)
         if len(set(values)) != len(values):
-            raise BadInput(f"{where}: variants[{parameter!r}] lists a value twice: {list(values)}")
+            raise BadInput(f"{where}: variants[{parameter!r}] lists a value twice: {shown(list(values))}")
 
 
 class _SuiteFields(TypedDict):
@@ -412,24 +470,36 @@ def _checked_suite(where: str, key: str, suite: Any, subject: Subject) -> Suite:
     names exists (once), every case has a unique name, a dtype the subject has a tolerance for
     and 1 to 16 integer parameters from 1 to 2^40."""
     if not isinstance(suite, Suite) or suite.name != key:
-        raise BadInput(f"{where}: must be a perfbot.Suite named {key!r}")
+        raise BadInput(f"{where}: must be a perfbot.Suite named {shown(key)}")
+    _name(where, "a suite's name", key)
+    _name(where, "a suite's about", suite.about, _TEXT)
     known = subject.implementations
+    timed = suite.implementations
+    if not isinstance(timed, tuple | list) or not all(isinstance(n, str) for n in timed):
+        raise BadInput(f"{where}: implementations must be a tuple of names, got {shown(timed)}")
     if not suite.implementations:
         raise BadInput(f"{where}: names no implementations")
-    for implementation in suite.implementations:
+    for implementation in timed:
         if implementation not in known:
-            raise BadInput(f"{where}: unknown implementation {implementation!r}; known: {list(known)}")
-    if len(set(suite.implementations)) != len(suite.implementations):
-        raise BadInput(f"{where}: names an implementation twice: {list(suite.implementations)}")
+            raise BadInput(f"{where}: unknown implementation {shown(implementation)}; known: {shown(list(known))}")
+    if len(set(timed)) != len(timed):
+        raise BadInput(f"{where}: names an implementation twice: {shown(list(timed))}")
+    if not isinstance(suite.cases, tuple | list) or len(suite.cases) > MAX_ITEMS:
+        raise BadInput(f"{where}: cases must be a tuple of at most {MAX_ITEMS:,} cases, got {shown(suite.cases)}")
     if not suite.cases:
         raise BadInput(f"{where}: has no cases")
     for case in suite.cases:
         if not isinstance(case, Case) or case.suite != key:
-            raise BadInput(f"{where}: every case must be a perfbot.Case of suite {key!r}, got {case!r}")
-        if case.dtype not in subject.tolerance:
+            raise BadInput(f"{where}: every case must be a perfbot.Case of suite {key!r}, got {shown(case)}")
+        _name(where, "a case's name", case.name)
+        if not isinstance(case.params, Mapping):
+            raise BadInput(f"{where} case {case.name!r}: parameters must be a dict, got {shown(case.params)}")
+        for parameter in case.params:
+            _name(f"{where} case {case.name!r}", "a parameter's name", parameter)
+        if not isinstance(case.dtype, str) or case.dtype not in subject.tolerance:
             raise BadInput(
                 f"{where} case {case.name!r}: dtype must be one the subject has a tolerance for "
-                f"({', '.join(subject.tolerance)}), got {case.dtype!r}"
+                f"({shown(list(subject.tolerance))}), got {shown(case.dtype)}"
             )
         bad = [
             k for k, v in case.params.items() if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_DIM
@@ -437,7 +507,7 @@ def _checked_suite(where: str, key: str, suite: Any, subject: Subject) -> Suite:
         if bad or not case.params or len(case.params) > 16:
             raise BadInput(
                 f"{where} case {case.name!r}: parameters must be 1 to 16 integers from 1 to 2^40"
-                + (f", got {bad[0]}={case.params[bad[0]]!r}" if bad else f", got {len(case.params)}")
+                + (f", got {bad[0]}={shown(case.params[bad[0]])}" if bad else f", got {len(case.params)}")
             )
     names = [case.name for case in suite.cases]
     duplicates = sorted({n for n in names if names.count(n) > 1})

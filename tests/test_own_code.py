@@ -358,3 +358,75 @@ def test_a_dry_run_warns_of_a_kernel_it_cannot_follow(clean_imports, tmp_path):
     assert result.exit_code == 0, result.output
     assert "note: triton reaches no file beyond the subject package" in result.output
     assert "note: torch" not in result.output  # a baseline: not the code under test
+
+
+# The subject package imported by its own name, from inside it: each form of the import.
+SELF_IMPORTS = {
+    "from selfish.kern import scale": "scale(x)",
+    "from selfish import kern": "kern.scale(x)",
+    "import selfish.kern": "selfish.kern.scale(x)",
+    "from . import kern": "kern.scale(x)",  # the relative form, for comparison
+}
+
+
+def self_importing_repo(root: Path, statement: str, late: bool = False) -> Path:
+    """A project whose subject package `selfish` imports its own module kern.py by the package's
+    name (`statement`), at module level or, `late`, when the implementation first runs; committed
+    twice: base, then head, which differ only in kern.py."""
+    commit = load_project_config(ROOT).triton_commit
+    (root / "selfish").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(f'[tool.perfbot]\ntriton-commit = "{commit}"\nkernels = "selfish"\n')
+    shutil.copy(ROOT / "thresholds.yaml", root / "thresholds.yaml")
+    call = SELF_IMPORTS[statement]
+    body = f"    {statement}\n    return {call}" if late else f"    return {call}"
+    subject = SUBJECT.replace("from tinyops.ops.k import scale\n", "" if late else statement + "\n")
+    subject = subject.replace("    return scale(x)", body)
+    (root / "selfish" / "__init__.py").write_text(subject)
+    (root / "selfish" / "kern.py").write_text(BASE_KERNEL)
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "base")
+    (root / "selfish" / "kern.py").write_text(HEAD_KERNEL)
+    _git(root, "commit", "-qam", "head")
+    return root
+
+
+@pytest.fixture
+def clean_self_imports():
+    yield
+    for name in [n for n in sys.modules if n.partition(".")[0] == "selfish"]:
+        del sys.modules[name]
+
+
+@pytest.mark.parametrize("statement", sorted(SELF_IMPORTS))
+def test_a_subject_that_imports_itself_by_name_runs_each_sides_own_copy(gpu, clean_self_imports, tmp_path, statement):
+    """`from selfish import kern` and `from selfish.kern import scale` alike (and the relative
+    form): each side of the A/B runs, and records, its own checkout's kern.py."""
+    repo = self_importing_repo(tmp_path / "repo", statement)
+    dry = CliRunner().invoke(perfbot, ["ab", "HEAD~1", "--project", str(repo), "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    base, head = dry.output.split("head's implementations")
+    assert f"selfish/kern.py {_sha(BASE_KERNEL)}" in base and f"selfish/kern.py {_sha(HEAD_KERNEL)}" in head
+    _slower_where_the_head_kernel_ran(gpu, tmp_path)
+    result = _ab(repo, tmp_path / "ab")
+    assert result.exit_code == 1, result.output  # the head's kernel, slower, ran on the head's side only
+    for side, kernel in (("base", BASE_KERNEL), ("head", HEAD_KERNEL)):
+        recorded = json.loads((tmp_path / "ab" / f"{side}.json").read_text())["settings"]["sources"]
+        assert recorded["triton"]["selfish/kern.py"] == _sha(kernel)
+    assert not [n for n in sys.modules if n.partition(".")[0] == "selfish"]  # none left behind
+
+
+@pytest.mark.parametrize("statement", ["from selfish.kern import scale", "from selfish import kern"])
+def test_a_subject_importing_itself_by_name_only_when_it_runs_is_refused(gpu, clean_self_imports, tmp_path, statement):
+    """Imported at the implementation's first call, both forms would give both sides whichever
+    copy Python finds: both refused in one line (exit 2), with the repository on sys.path (where
+    Python finds the head's copy)."""
+    repo = self_importing_repo(tmp_path / "repo", statement, late=True)
+    sys.path.insert(0, str(repo))
+    try:
+        result = _ab(repo, tmp_path / "ab")
+    finally:
+        sys.path.remove(str(repo))
+    assert result.exit_code == 2, result.output
+    assert "selfish" in result.output and "was imported when an implementation first ran" in result.output
+    assert len(result.output.strip().splitlines()) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import EXIT_REGRESSION
+from ..guard import CALL_LIMIT_S
 from .context import (
     choice_options,
     chosen,
@@ -22,6 +24,14 @@ from .context import (
     run_settings,
 )
 
+MOST_LIMIT_S = 86_400.0  # a day
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):  # nan passes a FloatRange
+        raise click.BadParameter(f"must be a number of seconds, got {value}")
+    return value
+
 
 @click.command("check")
 @choice_options
@@ -31,6 +41,15 @@ from .context import (
     default=None,
     help="Where to run. Default: the GPU if there is one, else the CPU, with Triton kernels in Triton's "
     "interpreter (slow: keep small cases for it, a suite named quick).",
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(0, MOST_LIMIT_S, min_open=True),
+    default=CALL_LIMIT_S,
+    show_default=True,
+    callback=lambda ctx, param, value: _finite(value),
+    help="Seconds that importing the subject, and each call into it (its inputs, a reference, an "
+    "implementation), may take at most; one that takes longer is refused (exit 2).",
 )
 @kernels_option
 @project_option
@@ -42,11 +61,14 @@ def check_command(
     variants: tuple[str, ...],
     seed: int,
     device: str | None,
+    time_limit: float,
     kernels: Path | None,
     project: Path | None,
 ) -> None:
     """Run every implementation once on every case and compare its output with the subject's
-    trusted result; nothing is timed. Exits 1 if any is wrong or raises.
+    trusted result; nothing is timed. Exits 1 if any is wrong or raises; exits 2 if the subject's
+    own code fails (its inputs or reference raise, a reference holds NaN or inf), quits
+    (sys.exit) or takes longer than --time-limit.
 
     The default suite is quick, where the subject has one (else as for run), with every value of
     every variant parameter.
@@ -56,11 +78,12 @@ def check_command(
     \b
         perfbot check                        # the quick suite, on the CPU where there is no GPU
         perfbot check --suite pr --variant NAME=VALUE --device cuda
+        perfbot check --time-limit 1800      # a subject whose calls take long in the interpreter
     """
     from ..checking import check, choose_device
 
     chosen_device = choose_device(device)  # before the subject's Triton kernels are defined
-    subject = load_kernels(project_config(project), kernels)
+    subject = load_kernels(project_config(project), kernels, time_limit)
     if not suite_names and "quick" in subject.suites:
         suite_names = ("quick",)
     suites = chosen(subject, suite_names, case_names)
@@ -72,9 +95,14 @@ def check_command(
     with progress() as bar:
         task = bar.add_task("checking", total=total)
         checked = check(
-            subject, suites, settings, chosen_device, lambda label: bar.update(task, advance=1, description=label)
+            subject,
+            suites,
+            settings,
+            chosen_device,
+            lambda label: bar.update(task, advance=1, description=label),
+            limit=time_limit,
         )
-    table = Table(title=f"perfbot check: {subject.subject.name} on {chosen_device}", title_justify="left")
+    table = Table(title=f"perfbot check: {escape(subject.subject.name)} on {chosen_device}", title_justify="left")
     for column in ("suite", "case", "dtype", "implementation", "rel. error", "bound", "result"):
         table.add_column(column, justify="right" if column in ("rel. error", "bound") else "left")
     for c in checked:

@@ -232,10 +232,11 @@ def project_policy(config: ProjectConfig, thresholds_path: Path | None) -> Polic
     return load_policy(thresholds_path or config.root / "thresholds.yaml")
 
 
-def load_kernels(config: ProjectConfig, kernels: Path | None) -> Loaded:
+def load_kernels(config: ProjectConfig, kernels: Path | None, limit: float | None = None) -> Loaded:
+    """The subject, its import limited to `limit` seconds (by default guard.IMPORT_LIMIT_S)."""
     from ..subject import load_subject
 
-    return load_subject(kernels if kernels is not None else config.kernels_dir)
+    return load_subject(kernels if kernels is not None else config.kernels_dir, limit=limit)
 
 
 def console() -> Console:
@@ -246,7 +247,7 @@ def console() -> Console:
 
 def progress() -> Progress:
     return Progress(
-        TextColumn("{task.description:<28}"),
+        TextColumn("{task.description:<28}", markup=False),  # case names, not markup
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),

@@ -8,6 +8,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from .. import results as results_file
 from ..errors import EXIT_REGRESSION, WrongResult
@@ -97,7 +98,7 @@ def run_command(
         terminal.print(failures_table(result))
         sys.exit(EXIT_REGRESSION)
     if out is not None:
-        terminal.print(f"results written to {out}")
+        terminal.print(f"results written to {escape(str(out))}")
 
 
 @click.command("show")

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from rich.markup import escape
 
 from ..files import write_atomic
 from .context import (
@@ -178,7 +179,7 @@ def selftest_command(
             bar.update(task, total=1, completed=1)
     result = selftest.tally(collected, parsed, policy)
     table = Table(
-        title=f"perfbot selftest: {kernel} on {case.suite}/{case.name} ({result.kernel_ms:.4f} ms), "
+        title=f"perfbot selftest: {escape(f'{kernel} on {case.suite}/{case.name}')} ({result.kernel_ms:.4f} ms), "
         f"{checks} checks of {samples} to {max_samples} rounds{f' on {len(gpus)} GPUs' if len(gpus) > 1 else ''}; "
         f"{result.rule}",
         title_justify="left",
@@ -240,15 +241,15 @@ def print_interference(crossed: Interference, warn_percent: float) -> None:
 
     slowed = crossed.slowed
     table = Table(
-        title=f"interference: {slowed.label} slowed by {slowed.percent:+.2f}% (measured) on one side of an A/A; "
-        f"every other benchmark's ratio, {crossed.confidence:.0%} interval",
+        title=f"interference: {escape(slowed.label)} slowed by {slowed.percent:+.2f}% (measured) on one side of an "
+        f"A/A; every other benchmark's ratio, {crossed.confidence:.0%} interval",
         title_justify="left",
     )
     for column in ("benchmark", "moved", "interval", "rounds"):
         table.add_column(column, justify="left" if column == "benchmark" else "right")
     for moved in sorted(crossed.others, key=lambda m: -abs(m.percent)):
         interval = f"[{moved.low_percent:+.2f}%, {moved.high_percent:+.2f}%]"
-        table.add_row(moved.label, f"{moved.percent:+.2f}%", interval, str(moved.rounds))
+        table.add_row(escape(moved.label), f"{moved.percent:+.2f}%", escape(interval), str(moved.rounds))
     console().print(table)
     largest = crossed.largest
     if largest is None:
@@ -261,6 +262,8 @@ def print_interference(crossed: Interference, warn_percent: float) -> None:
     unsure = abs(largest.percent) >= warn_percent and not largest.surely_moved
     hint = "; its interval cannot tell it from no change: more --interference-rounds narrow it" if unsure else ""
     console().print(
-        f"largest cross-talk: {abs(largest.percent):.2f}% ({largest.label}), {below} the interleaved "
-        f"warn threshold of {warn_percent:g}%; {surely}{hint}"
+        escape(
+            f"largest cross-talk: {abs(largest.percent):.2f}% ({largest.label}), {below} the interleaved "
+            f"warn threshold of {warn_percent:g}%; {surely}{hint}"
+        )
     )
