@@ -53,9 +53,7 @@ def load_project_config(root: Path) -> ProjectConfig:
         raise BadInput(f"{path}: [tool.perfbot] has unknown key {unknown[0][:100]!r}; allowed: {sorted(_KEYS)}")
     commit = table.get("triton-commit")
     if not isinstance(commit, str) or not _SHA.fullmatch(commit):
-        raise BadInput(
-            f"{path}: [tool.perfbot] triton-commit must be a full 40-hex-digit SHA, got {_shown(commit)}"
-        )
+        raise BadInput(f"{path}: [tool.perfbot] triton-commit must be a full 40-hex-digit SHA, got {_shown(commit)}")
     for key in ("kernels", "store"):
         if key in table and not (isinstance(table[key], str) and _PATH.fullmatch(table[key])):
             raise BadInput(

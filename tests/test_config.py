@@ -80,11 +80,11 @@ def test_a_pyproject_found_by_searching_upwards_is_checked_too(tmp_path: Path, m
 
 def test_non_utf8_and_a_directory_named_pyproject_are_refused(tmp_path: Path):
     (tmp_path / "pyproject.toml").write_bytes(b'[tool.perfbot]\nstore = "\xff\xfe"\n')
-    with pytest.raises(BadInput, match="pyproject.toml: cannot read it as TOML: 'utf-8' codec"):
+    with pytest.raises(BadInput, match=r"pyproject\.toml: cannot read it as TOML: 'utf-8' codec"):
         load_project_config(tmp_path)
     (tmp_path / "pyproject.toml").unlink()
     (tmp_path / "pyproject.toml").mkdir()
-    with pytest.raises(BadInput, match="pyproject.toml: is a directory, not a file"):
+    with pytest.raises(BadInput, match=r"pyproject\.toml: is a directory, not a file"):
         load_project_config(tmp_path)
 
 
