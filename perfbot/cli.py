@@ -74,9 +74,15 @@ class _PerfbotGroup(click.Group):
 
 
 def _error_line(text: str) -> None:
-    """`perfbot: error: TEXT` on stderr, as one line of at most MAX_LINE characters."""
+    """`perfbot: error: TEXT` on stderr, as one line of at most MAX_LINE characters: a longer one
+    loses its middle, since its end usually says why (a long file name, then "no such file")."""
     line = f"perfbot: error: {' '.join(text.split())}"
-    click.echo(line if len(line) <= MAX_LINE else f"{line[: MAX_LINE - 3]}...", err=True)
+    if len(line) > MAX_LINE:
+        line = f"{line[: MAX_LINE - _KEPT_END - 5]} ... {line[-_KEPT_END:]}"
+    click.echo(line, err=True)
+
+
+_KEPT_END = 200
 
 
 def _usage_error(error: click.ClickException) -> NoReturn:

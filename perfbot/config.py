@@ -38,9 +38,13 @@ def find_project_root(start: Path) -> Path:
 
 def load_project_config(root: Path) -> ProjectConfig:
     path = root / "pyproject.toml"
-    if path.is_dir():
+    try:
+        directory, found = path.is_dir(), path.is_file()
+    except OSError as error:  # a --project name too long for the system, say
+        raise BadInput(f"{path}: cannot read it: {error.strerror or error}") from None
+    if directory:
         raise BadInput(f"{path}: is a directory, not a file")
-    if not path.is_file():
+    if not found:
         raise BadInput(f"{path}: not found; pass --project with a perfbot checkout")
     tool = _tool_table(path, _read_toml(path))
     if "perfbot" not in tool:

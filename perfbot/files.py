@@ -20,9 +20,9 @@ from .errors import BadInput, EnvironmentFailure
 
 def read_text(path: Path, kind: str) -> str:
     """The text of a file the user named; a directory, a missing or unreadable file is BadInput."""
-    if path.is_dir():
-        raise BadInput(f"{path}: is a directory, not a {kind}")
     try:
+        if path.is_dir():  # inside: a name too long for the system is an OSError here already
+            raise BadInput(f"{path}: is a directory, not a {kind}")
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise BadInput(f"{path}: no such file") from None

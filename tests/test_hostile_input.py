@@ -425,9 +425,8 @@ def test_any_error_line_is_cut_at_the_limit_and_stays_one_line(tmp_path: Path):
     result = CliRunner().invoke(perfbot, ["show", str(path), "--by-case", asked])
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and len(result.stderr) == MAX_LINE + 1
-    assert result.stderr.startswith("perfbot: error: the results have no benchmark of") and result.stderr.endswith(
-        "...\n"
-    )
+    assert result.stderr.startswith("perfbot: error: the results have no benchmark of") and " ... " in result.stderr
+    assert result.stderr.endswith("x\\n'; they have eager, fused, gemm\n")  # the end, which says why, is kept
     usage = CliRunner().invoke(perfbot, ["show", str(path), "--bogus" + "y" * 5000])
     assert usage.exit_code == 2 and usage.stderr.count("\n") == 1 and len(usage.stderr) == MAX_LINE + 1
     assert usage.stderr.startswith("perfbot: error: No such option")
@@ -529,3 +528,13 @@ def test_arbitrary_arguments_are_taken_or_refused_in_one_short_line(cli_files: d
         assert result.stderr.startswith("perfbot: error: ") and result.stderr.count("\n") == 1, (argv, result.stderr)
         assert len(result.stderr) <= MAX_LINE + 1
         assert "internal error" not in result.stderr, (argv, result.stderr)  # 3 only where the machine failed
+
+
+@pytest.mark.parametrize(
+    "args", [["show", "{long}"], ["suites", "--project", "{long}"], ["compare", "{long}", "{long}"]]
+)
+def test_a_name_too_long_for_the_system_is_refused_in_one_line(tmp_path: Path, args: list[str]):
+    long = str(tmp_path / ("x" * 3000))  # ENAMETOOLONG from the first stat, found by the property above
+    result = CliRunner().invoke(perfbot, [a.format(long=long) for a in args])
+    assert result.exit_code == 2, result.output
+    assert "File name too long" in result.stderr and result.stderr.count("\n") == 1

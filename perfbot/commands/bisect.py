@@ -119,7 +119,8 @@ from .context import FiniteRange, console, project_config, project_option
     "--max-probes",
     type=click.IntRange(min=0, max=100_000),
     default=None,
-    help="Stop after measuring this many new commits (resume by running the same command again).",
+    help="Stop after measuring this many new commits (resume by running the same command again, with --overwrite "
+    "once it wrote --report or --outcome).",
 )
 @project_option
 def bisect_command(
