@@ -23,7 +23,7 @@ from .commands.history import history_command
 from .commands.run import env_command, run_command, sample_command, show_command, suites_command
 from .commands.selftest import selftest_command
 from .commands.triton import triton_group
-from .errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, PerfbotError
+from .errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EnvironmentFailure, PerfbotError
 
 MEASURING_MODULES = ("torch", "triton")
 
@@ -32,6 +32,10 @@ MEASURING_MODULES = ("torch", "triton")
 EXIT_INTERRUPTED = 130
 # An error line at most this long: a message that lists a file's names is cut, not printed whole.
 MAX_LINE = 1000
+# A longer line loses its middle, keeping this much of its end, which usually says why.
+_KEPT_END = 200
+# An environment failure may carry a tool's output below its line (the end of a build log).
+MAX_TOOL_LINES = 40
 
 
 class _PerfbotGroup(click.Group):
@@ -49,7 +53,13 @@ class _PerfbotGroup(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
-        except PerfbotError as error:
+        except EnvironmentFailure as error:
+            first, *output = str(error).split("\n")  # a tool's output below the line: a build log's end
+            _error_line(first)
+            for line in output[-MAX_TOOL_LINES:]:
+                click.echo(_bounded(line), err=True)
+            ctx.exit(error.exit_code)
+        except PerfbotError as error:  # a refusal, or a wrong result: one line, whatever the message holds
             _error_line(str(error))
             ctx.exit(error.exit_code)
         except ModuleNotFoundError as error:
@@ -76,13 +86,12 @@ class _PerfbotGroup(click.Group):
 def _error_line(text: str) -> None:
     """`perfbot: error: TEXT` on stderr, as one line of at most MAX_LINE characters: a longer one
     loses its middle, since its end usually says why (a long file name, then "no such file")."""
-    line = f"perfbot: error: {' '.join(text.split())}"
-    if len(line) > MAX_LINE:
-        line = f"{line[: MAX_LINE - _KEPT_END - 5]} ... {line[-_KEPT_END:]}"
-    click.echo(line, err=True)
+    click.echo(_bounded(f"perfbot: error: {' '.join(text.split())}"), err=True)
 
 
-_KEPT_END = 200
+def _bounded(line: str) -> str:
+    """At most MAX_LINE characters: a longer line loses its middle."""
+    return line if len(line) <= MAX_LINE else f"{line[: MAX_LINE - _KEPT_END - 5]} ... {line[-_KEPT_END:]}"
 
 
 def _usage_error(error: click.ClickException) -> NoReturn:

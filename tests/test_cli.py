@@ -242,3 +242,28 @@ def test_an_abort_inside_a_command_is_an_interruption_not_a_slowdown(monkeypatch
     monkeypatch.setattr(results, "load", aborted)
     result = invoke("show", str(tmp_path / "r.json"))
     assert result.exit_code == 130 and result.stderr == "perfbot: interrupted\n"
+
+
+def test_a_refusal_is_one_line_and_a_tools_output_keeps_its_lines_each_bounded(monkeypatch, tmp_path: Path):
+    from perfbot import results
+    from perfbot.cli import MAX_LINE, MAX_TOOL_LINES
+    from perfbot.errors import BadInput, EnvironmentFailure
+
+    def refused(path):
+        raise BadInput("first\nsecond")
+
+    monkeypatch.setattr(results, "load", refused)
+    result = invoke("show", str(tmp_path / "r.json"))
+    assert result.exit_code == 2 and result.stderr == "perfbot: error: first second\n"
+
+    log = [f"log line {i} " + "y" * (2000 if i == 99 else 0) for i in range(100)]
+
+    def failed(path):
+        raise EnvironmentFailure("building failed; full log: L\n" + "\n".join(log))
+
+    monkeypatch.setattr(results, "load", failed)
+    result = invoke("show", str(tmp_path / "r.json"))
+    lines = result.stderr.splitlines()
+    assert result.exit_code == 3 and lines[0] == "perfbot: error: building failed; full log: L"
+    assert len(lines) == 1 + MAX_TOOL_LINES and lines[1] == "log line 60 "  # the end of the log
+    assert len(lines[-1]) == MAX_LINE and lines[-1].startswith("log line 99 yyy")
