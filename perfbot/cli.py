@@ -9,7 +9,7 @@ only the core install, and a measuring command run there says which extra it nee
 from __future__ import annotations
 
 import os
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -23,33 +23,86 @@ from .commands.history import history_command
 from .commands.run import env_command, run_command, sample_command, show_command, suites_command
 from .commands.selftest import selftest_command
 from .commands.triton import triton_group
-from .errors import EXIT_ENVIRONMENT, PerfbotError
+from .errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EnvironmentFailure, PerfbotError
 
 MEASURING_MODULES = ("torch", "triton")
 
 
+# Exit code of a command interrupted by Ctrl-C: 128 + SIGINT, the shell's convention.
+EXIT_INTERRUPTED = 130
+# An error line at most this long: a message that lists a file's names is cut, not printed whole.
+MAX_LINE = 1000
+# A longer line loses its middle, keeping this much of its end, which usually says why.
+_KEPT_END = 200
+# An environment failure may carry a tool's output below its line (the end of a build log).
+MAX_TOOL_LINES = 40
+
+
 class _PerfbotGroup(click.Group):
-    """Turns a PerfbotError from any command into its one-line message and exit code."""
+    """Turns a PerfbotError from any command into its one-line message and exit code; click's own
+    usage errors into one line too; Ctrl-C into exit 130 (never 1, which means a slowdown)."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:  # the group's own options: `perfbot --bogus`
+            return super().make_context(*args, **kwargs)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.ClickException as error:
+            _usage_error(error)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
-        except PerfbotError as error:
-            click.echo(f"perfbot: error: {error}", err=True)
+        except EnvironmentFailure as error:
+            first, *output = str(error).split("\n")  # a tool's output below the line: a build log's end
+            _error_line(first)
+            for line in output[-MAX_TOOL_LINES:]:
+                click.echo(_bounded(line), err=True)
+            ctx.exit(error.exit_code)
+        except PerfbotError as error:  # a refusal, or a wrong result: one line, whatever the message holds
+            _error_line(str(error))
             ctx.exit(error.exit_code)
         except ModuleNotFoundError as error:
             if error.name not in MEASURING_MODULES:
                 _internal_error(ctx, error)
-            click.echo(
-                f"perfbot: error: this command measures, and {error.name} is not installed; "
-                "install the measuring extra: pip install 'perfbot[gpu]'",
-                err=True,
+            _error_line(
+                f"this command measures, and {error.name} is not installed; "
+                "install the measuring extra: pip install 'perfbot[gpu]'"
             )
             ctx.exit(EXIT_ENVIRONMENT)
-        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+        except click.exceptions.NoArgsIsHelpError:
+            raise  # `perfbot baseline` alone: its help, as click prints it
+        except click.ClickException as error:
+            _usage_error(error)
+        except (KeyboardInterrupt, click.exceptions.Abort):
+            click.echo("perfbot: interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+        except click.exceptions.Exit:
             raise
         except Exception as error:  # noqa: BLE001 -- never a traceback, and never exit 1 (a slowdown)
             _internal_error(ctx, error)
+
+
+def _error_line(text: str) -> None:
+    """`perfbot: error: TEXT` on stderr, as one line of at most MAX_LINE characters: a longer one
+    loses its middle, since its end usually says why (a long file name, then "no such file")."""
+    click.echo(_bounded(f"perfbot: error: {' '.join(text.split())}"), err=True)
+
+
+def _bounded(line: str) -> str:
+    """At most MAX_LINE characters: a longer line loses its middle."""
+    return line if len(line) <= MAX_LINE else f"{line[: MAX_LINE - _KEPT_END - 5]} ... {line[-_KEPT_END:]}"
+
+
+def _usage_error(error: click.ClickException) -> NoReturn:
+    """A bad argument, in one line with where to read more; exit 2 (click gives some of its
+    errors, a file it cannot open, 1, which means a slowdown here)."""
+    context = getattr(error, "ctx", None)
+    message = error.format_message()
+    if isinstance(error, click.UsageError) and context is not None:
+        message = f"{message.rstrip('.')}; see {context.command_path} --help"
+    _error_line(message)
+    raise click.exceptions.Exit(EXIT_BAD_INPUT)
 
 
 def _internal_error(ctx: click.Context, error: BaseException) -> NoReturn:
@@ -58,10 +111,9 @@ def _internal_error(ctx: click.Context, error: BaseException) -> NoReturn:
     if os.environ.get("PERFBOT_DEBUG"):
         raise error
     text = " ".join(str(error).split())[:300]
-    click.echo(
-        f"perfbot: error: internal error ({type(error).__name__}: {text}); please report it, with the "
-        "command; PERFBOT_DEBUG=1 shows where",
-        err=True,
+    _error_line(
+        f"internal error ({type(error).__name__}: {text}); please report it, with the command; "
+        "PERFBOT_DEBUG=1 shows where"
     )
     ctx.exit(EXIT_ENVIRONMENT)
 

@@ -6,11 +6,14 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import BadInput
 
 _KEYS = {"triton-commit", "kernels", "store"}
 _SHA = re.compile(r"[0-9a-f]{40}")
+# A path the table names: one line of text, as long as a path may be (PATH_MAX).
+_PATH = re.compile(r"[^\x00-\x1f\x7f]{1,4096}")
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,7 @@ def find_project_root(start: Path) -> Path:
     """The nearest directory at or above `start` whose pyproject.toml has a [tool.perfbot] table."""
     for directory in (start.resolve(), *start.resolve().parents):
         candidate = directory / "pyproject.toml"
-        if candidate.is_file() and "perfbot" in _read_toml(candidate).get("tool", {}):
+        if candidate.is_file() and "perfbot" in _tool_table(candidate, _read_toml(candidate)):
             return directory
     raise BadInput(
         f"no pyproject.toml with a [tool.perfbot] table in {start.resolve()} or its parents; "
@@ -35,20 +38,32 @@ def find_project_root(start: Path) -> Path:
 
 def load_project_config(root: Path) -> ProjectConfig:
     path = root / "pyproject.toml"
-    if not path.is_file():
+    try:
+        directory, found = path.is_dir(), path.is_file()
+    except OSError as error:  # a --project name too long for the system, say
+        raise BadInput(f"{path}: cannot read it: {error.strerror or error}") from None
+    if directory:
+        raise BadInput(f"{path}: is a directory, not a file")
+    if not found:
         raise BadInput(f"{path}: not found; pass --project with a perfbot checkout")
-    table = _read_toml(path).get("tool", {}).get("perfbot")
-    if not isinstance(table, dict):
+    tool = _tool_table(path, _read_toml(path))
+    if "perfbot" not in tool:
         raise BadInput(f"{path}: no [tool.perfbot] table")
+    table = tool["perfbot"]
+    if not isinstance(table, dict):
+        raise BadInput(f"{path}: tool.perfbot must be a table ([tool.perfbot]), got {_shown(table)}")
     unknown = sorted(set(table) - _KEYS)
     if unknown:
-        raise BadInput(f"{path}: [tool.perfbot] has unknown key {unknown[0]!r}; allowed: {sorted(_KEYS)}")
+        raise BadInput(f"{path}: [tool.perfbot] has unknown key {unknown[0][:100]!r}; allowed: {sorted(_KEYS)}")
     commit = table.get("triton-commit")
     if not isinstance(commit, str) or not _SHA.fullmatch(commit):
-        raise BadInput(f"{path}: [tool.perfbot] triton-commit must be a full 40-hex-digit SHA, got {commit!r}")
+        raise BadInput(f"{path}: [tool.perfbot] triton-commit must be a full 40-hex-digit SHA, got {_shown(commit)}")
     for key in ("kernels", "store"):
-        if key in table and not isinstance(table[key], str):
-            raise BadInput(f"{path}: [tool.perfbot] {key} must be a path string, got {table[key]!r}")
+        if key in table and not (isinstance(table[key], str) and _PATH.fullmatch(table[key])):
+            raise BadInput(
+                f"{path}: [tool.perfbot] {key} must be a path: one line of 1 to 4096 characters, without "
+                f"control characters, got {_shown(table[key])}"
+            )
     return ProjectConfig(
         root=root,
         triton_commit=commit,
@@ -57,8 +72,23 @@ def load_project_config(root: Path) -> ProjectConfig:
     )
 
 
-def _read_toml(path: Path) -> dict:
+def _tool_table(path: Path, document: dict[str, Any]) -> dict[str, Any]:
+    tool = document.get("tool", {})
+    if not isinstance(tool, dict):
+        raise BadInput(f"{path}: tool must be a table ([tool]), got {_shown(tool)}")
+    return tool
+
+
+def _shown(value: object) -> str:
+    """A value from the file, cut short: a message stays one readable line."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise BadInput(f"{path}: cannot read it as TOML: {error}") from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise BadInput(f"{path}: cannot read it as TOML: nested too deeply") from None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 # Exit codes of every command (DESIGN.md).
 EXIT_OK = 0
 EXIT_REGRESSION = 1
@@ -31,3 +33,11 @@ class EnvironmentFailure(PerfbotError):
     """The machine cannot do the job: no CUDA GPU, a tool missing, a service unreachable (exit 3)."""
 
     exit_code = EXIT_ENVIRONMENT
+
+
+def listed(names: Iterable[object], shown: int = 5) -> str:
+    """Names for a message, the first `shown` of them (each cut to 60 characters) and how many
+    more: a file with thousands of long names still gives a line that can be read."""
+    items = [text if len(text := str(name)) <= 60 else f"{text[:57]}..." for name in names]
+    more = len(items) - shown
+    return ", ".join(items[:shown]) + (f" and {more} more" if more > 0 else "")

@@ -1,9 +1,17 @@
 """Files the user gives or perfbot keeps: read with one-line errors, written atomically with the
-mode the user's umask gives any new file."""
+mode the user's umask gives any new file, and only ever as regular files.
+
+The output rule, for every file a user names as an output: a name that is free is written; an
+existing regular file is replaced only with --overwrite; a symlink is a name taken like a file
+(with --overwrite the link itself is replaced, its target never written through); anything else
+at the name (a directory, a device, a fifo, a socket, or a symlink to one) is refused, with
+--overwrite too. perfbot's own files (the store, state files) replace themselves without asking,
+and are never written over anything but a regular file either."""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -12,9 +20,9 @@ from .errors import BadInput, EnvironmentFailure
 
 def read_text(path: Path, kind: str) -> str:
     """The text of a file the user named; a directory, a missing or unreadable file is BadInput."""
-    if path.is_dir():
-        raise BadInput(f"{path}: is a directory, not a {kind}")
     try:
+        if path.is_dir():  # inside: a name too long for the system is an OSError here already
+            raise BadInput(f"{path}: is a directory, not a {kind}")
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise BadInput(f"{path}: no such file") from None
@@ -22,11 +30,46 @@ def read_text(path: Path, kind: str) -> str:
         raise BadInput(f"{path}: cannot read it: {error}") from None
 
 
+def check_output(path: Path, *, overwrite: bool) -> None:
+    """The output rule (above), checked before any work is done for the output; writing checks
+    it again. A refusal is BadInput naming the path."""
+    special = _not_regular(path)
+    if special is not None:
+        raise BadInput(f"{path}: is {special}; perfbot writes only regular files, so give another name")
+    if not overwrite and os.path.lexists(path):
+        raise BadInput(f"{path}: already exists; choose another name or pass --overwrite")
+
+
+def _not_regular(path: Path) -> str | None:
+    """What stands at `path` if it is neither free nor a regular file (a symlink is followed to say
+    so), else None. A dangling symlink is a name taken, like a file."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:  # a loop of links, a NUL in the name, a part that is a file
+        return f"not a place a file can be written ({getattr(error, 'strerror', None) or error})"
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return f"a symlink to {kind}" if os.path.islink(path) else kind
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a fifo"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
 def write_atomic(path: Path, text: str, *, replace: bool = True) -> None:
     """Write through a synced temporary file in the same folder, so a crash leaves the old file
     or the new one, never half of either. With replace=False an existing file is never touched
     (the final step is a hard link, which fails if the name was taken meanwhile). A path that
-    names a directory is BadInput; a place that cannot be written is EnvironmentFailure."""
+    names anything but a regular file is BadInput; a place that cannot be written is
+    EnvironmentFailure."""
     write_all({path: text}, replace=replace)
 
 
@@ -52,8 +95,9 @@ def write_all(texts: dict[Path, str], *, replace: bool = True) -> None:
 
 
 def _stage(path: Path, text: str) -> Path:
-    if path.is_dir():
-        raise BadInput(f"{path}: is a directory; give a file name")
+    special = _not_regular(path)
+    if special is not None:  # os.replace would put a file in its place: never a device, a fifo...
+        raise BadInput(f"{path}: is {special}; perfbot writes only regular files, so give another name")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

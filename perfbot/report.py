@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .comparison import ENVIRONMENT_KEYS, Summary, label, shape_text
-from .errors import BadInput
+from .errors import BadInput, listed
 from .results import Benchmark, Merge, Results, variant_name
 
 # The hidden line by which the bot finds its own PR comment again. Rendered text can never
@@ -173,7 +173,7 @@ def case_markdown(results: Results, kernel: str | None = None) -> str:
         kernel = results.settings.under_test[0]
     if not any(b.kernel == kernel for b in results.benchmarks):
         known = sorted({b.kernel for b in results.benchmarks})
-        raise BadInput(f"the results have no benchmark of {kernel!r}; they have {', '.join(known)}")
+        raise BadInput(f"the results have no benchmark of {kernel!r}; they have {listed(known)}")
     others = list(dict.fromkeys(b.kernel for b in results.benchmarks if b.kernel != kernel))
     columns = (
         ["case", "shape", "dtype", "variant", f"{kernel} ms"]

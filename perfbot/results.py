@@ -24,7 +24,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError, with_config
 
 from .errors import BadInput
-from .files import write_atomic
+from .files import check_output, write_atomic
 from .schema import (
     MAX_ITEMS,
     MAX_JSON_BYTES,
@@ -299,9 +299,9 @@ class Results:
 
 
 def save(results: Results, path: Path, *, overwrite: bool = False) -> None:
-    """Write atomically: a crash leaves the old file or the new one, never half of either."""
-    if path.exists() and not path.is_dir() and not overwrite:
-        raise BadInput(f"{path}: already exists; choose another name or pass --overwrite")
+    """Write atomically: a crash leaves the old file or the new one, never half of either. The
+    output rule (files.py) holds."""
+    check_output(path, overwrite=overwrite)
     write_atomic(path, to_text(results), replace=overwrite)
 
 

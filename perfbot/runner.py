@@ -19,7 +19,7 @@ import torch
 
 from . import correctness, git, guard, isolation, loads, measure, sequential
 from .environment import GpuMonitor, collect_environment, stability
-from .errors import BadInput, EnvironmentFailure
+from .errors import BadInput, EnvironmentFailure, listed
 from .results import Benchmark, Environment, Failure, GpuStates, Results, Settings, variant_name
 from .schema import clean, shown
 from .sequential import Stopping
@@ -81,11 +81,11 @@ def chosen_variants(subject: Subject, requested: Sequence[str]) -> tuple[tuple[s
     for text in requested:
         name, _, value = text.partition("=")
         if name not in subject.variants:
-            known = ", ".join(subject.variants) or "none"
+            known = listed(subject.variants) or "none"
             raise BadInput(f"--variant {text!r}: subject {subject.name!r} has no variant {name!r} (it has {known})")
         values = [str(v) for v in subject.variants[name]]
         if value != "all" and value not in values:
-            raise BadInput(f"--variant {text!r}: {name} is one of {', '.join(values)} (or all)")
+            raise BadInput(f"--variant {text!r}: {name} is one of {listed(values, 10)} (or all)")
         for picked in values if value == "all" else [value]:
             chosen.setdefault(name, [])
             if picked not in chosen[name]:

@@ -119,9 +119,9 @@ Record = Annotated[dict[str, Any], AfterValidator(_bounded)]
 def read_limited(path: Path, kind: str, limit: int) -> bytes:
     """The bytes of a file the user named; missing, unreadable, a directory or over `limit`
     bytes is BadInput."""
-    if path.is_dir():
-        raise BadInput(f"{path}: is a directory, not a {kind}")
     try:
+        if path.is_dir():  # inside: a name too long for the system is an OSError here already
+            raise BadInput(f"{path}: is a directory, not a {kind}")
         with path.open("rb") as handle:
             data = handle.read(limit + 1)
     except FileNotFoundError:

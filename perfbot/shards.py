@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Protocol
@@ -118,6 +120,8 @@ _worker: dict[str, Any] = {}
 def _pin(gpu: Gpu, setup: Callable[[], None] | None) -> None:
     """Runs first in each worker process, before anything touches CUDA."""
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu.cuda_visible
+    # A Ctrl-C reaches the whole process group; the driving process alone decides (_interruptible).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker["gpu"] = gpu
     if setup is not None:
         setup()  # the CPU tests put their stand-in for the GPU here
@@ -233,10 +237,11 @@ def measure_sharded(
             for gpu in gpus:
                 with _naming(gpu):
                     on_gpu[gpu] = _WorkerPair(gpu, WorkerSides(pinned[gpu], job.settings), job)
+            stop_workers = [process.kill for pair in pinned.values() for process in pair.values()]
         else:
-            on_gpu = {
-                gpu: _InWorker(gpu, pool, job) for gpu, pool in zip(gpus, _workers(stack, gpus, setup), strict=True)
-            }
+            pools = _workers(stack, gpus, setup)
+            on_gpu = {gpu: _InWorker(gpu, pool, job) for gpu, pool in zip(gpus, pools, strict=True)}
+            stop_workers = [partial(_terminate, pool) for pool in pools]
 
         def drive(gpu: Gpu) -> None:
             while (turn := turns.take(gpu)) is not None:
@@ -251,7 +256,7 @@ def measure_sharded(
                     (case,) = cases[turn.index].cases
                     on_progress(f"{case.suite}/{case.name} on GPU {gpu.index}", steps)
 
-        with ThreadPoolExecutor(len(gpus)) as threads:
+        with ThreadPoolExecutor(len(gpus)) as threads, _interruptible(turns.stop, *stop_workers):
             for future in [threads.submit(drive, gpu) for gpu in gpus]:
                 future.result()  # a worker's error, raised here
         environments, described, timing = on_gpu[gpus[0]].describe()
@@ -287,6 +292,27 @@ def _workers(stack: ExitStack, gpus: Sequence[Gpu], setup: Callable[[], None] | 
     ]
 
 
+@contextmanager
+def _interruptible(*stops: Callable[[], None]) -> Iterator[None]:
+    """Ctrl-C while the GPUs' threads wait on their workers: hand out no more cases and stop the
+    workers now (they ignore SIGINT, _pin), so that the threads end and the interrupt goes on up
+    (exit 130), rather than every case being waited for."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        for stop in stops:
+            stop()
+        raise
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """The pool's worker processes killed at once; what they were asked fails as a broken pool."""
+    # ProcessPoolExecutor has no public way to stop a running call before Python 3.14.
+    for process in list((pool._processes or {}).values()):
+        process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
 def _ask(gpu: Gpu, pool: ProcessPoolExecutor, fn: Callable[..., Any], *args: Any) -> Any:
     """`fn(*args)` in the GPU's worker process. Its perfbot errors come back as they are; a
     worker that died (a crashed kernel, a setup that failed) is the environment's failure."""
@@ -313,5 +339,5 @@ def on_each_gpu(
             on_done(gpus[index])
             return result
 
-        with ThreadPoolExecutor(len(gpus)) as threads:
+        with ThreadPoolExecutor(len(gpus)) as threads, _interruptible(*(partial(_terminate, p) for p in pools)):
             return list(threads.map(one, range(len(gpus))))

@@ -26,7 +26,7 @@ import jinja2
 
 from . import git
 from .acknowledgements import Acknowledgement
-from .files import write_all
+from .files import check_output, write_all
 from .history import History, Run, Series
 from .steps import Found, find_all
 
@@ -78,8 +78,9 @@ def pull_requests_of(repo: Path | None) -> dict[str, int]:
     return found
 
 
-def build(history: History, out: Path, links: Links) -> int:
-    """Write the site; returns the number of pages."""
+def build(history: History, out: Path, links: Links, *, overwrite: bool = False) -> int:
+    """Write the site; returns the number of pages. Over an existing site only with `overwrite`
+    (the output rule, files.py), every page checked before one is written."""
     steps: dict[int, list[Found]] = {}
     for found in find_all(history):
         steps.setdefault(id(found.series), []).append(found)
@@ -91,10 +92,12 @@ def build(history: History, out: Path, links: Links) -> int:
     }
     pages[out / "index.html"] = _index(history, steps)
     pages[out / ".nojekyll"] = ""  # GitHub Pages serves the files as they are
-    write_all(pages)
-    # A benchmark no longer in the store loses its page (the site is rebuilt whole each time).
-    for stale in set((out / "b").glob("*.html")) - set(pages):
-        stale.unlink()
+    for page in pages:
+        check_output(page, overwrite=overwrite)
+    write_all(pages, replace=overwrite)
+    if overwrite:  # a benchmark no longer in the store loses its page: a site is rebuilt whole
+        for stale in set((out / "b").glob("*.html")) - set(pages):
+            stale.unlink()
     return len(pages) - 1
 
 

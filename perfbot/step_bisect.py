@@ -30,7 +30,8 @@ def command(step: StepRecord, out: Path) -> list[str]:
     if step.bisect is None:
         raise ValueError(f"step {step.id} has no bisect command")
     written = ["--outcome", out / f"{step.id}.json", "--report", out / f"{step.id}.md"]
-    return [*step.bisect, *map(str, written), "--state", str(out / f"{step.id}.state.json")]
+    # The folder is this command's own: a re-run replaces the report and resumes from the state.
+    return [*step.bisect, *map(str, written), "--overwrite", "--state", str(out / f"{step.id}.state.json")]
 
 
 def run(step: StepRecord, out: Path) -> OutcomeFile | None:

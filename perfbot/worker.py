@@ -28,6 +28,7 @@ import argparse
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -125,6 +126,11 @@ class WorkerProcess:
                 self._process.wait()
         self._log.close()
 
+    def kill(self) -> None:
+        """Stop it now, mid-request (Ctrl-C in the coordinator)."""
+        self._process.kill()
+        self._process.wait()
+
     def _exit_status(self) -> str:
         try:
             return f"exit {self._process.wait(timeout=10)}"
@@ -146,16 +152,21 @@ def workers(
     """Started workers by side, from (kernels, triton environment or None, Triton commit or None),
     pinned to `gpu` (a CUDA_VISIBLE_DEVICES entry) if given; all stopped afterwards."""
     with ExitStack() as stack:
-        started = {}
+        started: dict[str, WorkerProcess] = {}
         base = specs["base"][0] if "base" in specs else None
-        for side, (kernels, triton_env, commit) in specs.items():
-            # The head runs under the base's declarations (declarations.py): its worker loads both.
-            declared_by = base if side == "head" else None
-            started[side] = WorkerProcess(
-                side, kernels, triton_env, command or WORKER_COMMAND, commit, gpu, declared_by
-            )
-            stack.callback(started[side].close)
-        yield started
+        try:
+            for side, (kernels, triton_env, commit) in specs.items():
+                # The head runs under the base's declarations (declarations.py): its worker loads both.
+                declared_by = base if side == "head" else None
+                started[side] = WorkerProcess(
+                    side, kernels, triton_env, command or WORKER_COMMAND, commit, gpu, declared_by
+                )
+                stack.callback(started[side].close)
+            yield started
+        except KeyboardInterrupt:  # the workers ignore Ctrl-C (main): they stop now, not after a request
+            for process in started.values():
+                process.kill()
+            raise
 
 
 class WorkerSides:
@@ -372,6 +383,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--side", required=True, help="base or head")
     parser.add_argument("--declared-by", type=Path, help="the base's kernels/ package, whose declarations judge")
     arguments = parser.parse_args(argv)
+    # A Ctrl-C reaches the whole process group; the coordinator alone decides, and stops this one.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     serve(arguments.kernels, arguments.side, declared_by=arguments.declared_by)
 
 

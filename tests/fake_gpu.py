@@ -114,7 +114,8 @@ def install_in_worker():
     index of the GPU the worker was pinned to (CUDA_VISIBLE_DEVICES), with the head side 2%
     slower on GPU 1 only: a timing shows where it was taken. Setting DIE_IN_WORKER kills the
     worker on GPU 1 at its first sample, as a crashing kernel would; NOISY_GEMM_IN_WORKER spreads
-    gemm's samples by 5%."""
+    gemm's samples by 5%; HANG_IN_WORKER=DIR makes every worker leave its pid in DIR and hang at
+    its first sample."""
     import os
 
     from perfbot import shards
@@ -126,9 +127,18 @@ def install_in_worker():
     die = os.environ.get("DIE_IN_WORKER") and index == 1
     noisy = os.environ.get("NOISY_GEMM_IN_WORKER")  # gemm's samples spread by 5%: slow to decide
 
+    hang = os.environ.get("HANG_IN_WORKER")
+
     def ms(name, call):
         if die:
             os._exit(9)
+        if hang:
+            import time
+            from pathlib import Path
+
+            (Path(hang) / str(os.getpid())).touch()
+            while True:
+                time.sleep(0.1)
         spread = 1 + 0.05 * fake.rng.gauss(0, 1) if noisy and name.endswith(":gemm") else 1.0
         return (1 + index / 10) * (1.02 if index == 1 and name.startswith("head:") else 1.0) * spread
 

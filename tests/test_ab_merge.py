@@ -216,7 +216,7 @@ def test_a_refusal_names_a_few_conflicts_and_counts_the_rest(gpu, trick: Path, o
 def test_a_later_run_over_the_same_out_dir_takes_the_error_file_for_an_output(gpu, trick: Path, out: Path):
     _conflicting(trick, ["NOTES"])
     _refused(_ab(trick, out, "main", "clash", "--merge"))
-    _refused(_ab(trick, out, "main", "pr", "--merge"), "error.txt already exists", "--overwrite")
+    _refused(_ab(trick, out, "main", "pr", "--merge"), "error.txt: already exists", "--overwrite")
     assert _ab(trick, out, "main", "pr", "--merge", "--overwrite").exit_code == 0
     assert not (out / "error.txt").exists()  # the earlier run's reason does not outlive it
 

@@ -1,6 +1,7 @@
 """The command line: help everywhere, exit codes, and nothing stored is ever lost."""
 
 import json
+import subprocess
 from pathlib import Path
 
 import click
@@ -8,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from perfbot.cli import perfbot
-from tests.conftest import HAS_GPU
+from tests.conftest import HAS_GPU, ROOT
 
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()):
@@ -108,7 +109,6 @@ def test_env_works_without_a_gpu_and_as_json():
 
 
 def test_console_script_is_installed():
-    import subprocess
     import sys
 
     exe = Path(sys.executable).parent / "perfbot"
@@ -131,3 +131,139 @@ def test_show_prints_a_stored_results_file(tmp_path: Path):
     bad.write_text("{")
     result = invoke("show", str(bad))
     assert result.exit_code == 2 and "not valid JSON" in result.output
+
+
+def _numeric_options():
+    for path, command in _commands(perfbot):
+        for param in command.params:
+            if isinstance(param, click.Option) and isinstance(
+                param.type, (click.types.IntParamType, click.types.FloatParamType)
+            ):
+                yield path, param
+
+
+def test_every_number_an_option_takes_has_a_range_and_a_float_is_finite():
+    from perfbot.commands.context import FiniteRange
+
+    found = list(_numeric_options())
+    assert len(found) > 20  # every command's counts, seeds, limits and levels
+    for path, param in found:
+        assert isinstance(param.type, (click.IntRange, FiniteRange)), (path, param.opts)
+        assert param.type.min is not None and param.type.max is not None, (path, param.opts)
+
+
+@pytest.mark.parametrize("value", ["1180591620717411303424", "-1180591620717411303424"])
+def test_a_huge_number_for_any_option_is_a_bad_argument_in_one_line(value: str):
+    for path, param in _numeric_options():
+        result = invoke(*path, param.opts[0], value)
+        assert result.exit_code == 2, (path, param.opts, result.output)
+        assert result.stderr.startswith("perfbot: error: ") and result.stderr.count("\n") == 1, result.stderr
+        assert "not in the range" in result.stderr and f"see perfbot {' '.join(path)} --help" in result.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_nan_and_inf_are_refused_where_an_option_takes_a_fraction(value: str):
+    for path, param in _numeric_options():
+        if isinstance(param.type, click.types.FloatParamType):
+            result = invoke(*path, param.opts[0], value)
+            assert result.exit_code == 2, (path, param.opts, result.output)
+            assert "not a finite number" in result.stderr or "not in the range" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("seed,refused", [("-1", True), ("0", False), ("4294967295", False), ("4294967296", True)])
+def test_the_seed_is_from_0_to_2_to_the_32_less_1(project: Path, seed: str, refused: bool):
+    result = invoke("check", "--project", str(project), "--seed", seed, "--suite", "nope")
+    assert result.exit_code == 2
+    assert ("Invalid value for '--seed'" in result.stderr) == refused, result.stderr
+    assert ("unknown suite 'nope'" in result.stderr) != refused
+
+
+def _interrupted(argv: list[str], started) -> subprocess.CompletedProcess:
+    """Run perfbot in a process of its own, wait until `started()`, send it SIGINT (as Ctrl-C
+    does, to the process alone: the group's other members are the test's)."""
+    import signal
+    import sys
+    import time
+
+    process = subprocess.Popen([sys.executable, "-m", "perfbot", *argv], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not started() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert process.poll() is None, process.communicate()[1]
+        time.sleep(0.5)  # well inside the wait
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return subprocess.CompletedProcess(argv, process.returncode, "", stderr)
+
+
+def test_ctrl_c_while_a_subject_hangs_at_import_exits_130_in_one_line(project: Path, tmp_path: Path):
+    marker = tmp_path / "importing"
+    init = project / "kernels" / "__init__.py"
+    init.write_text(f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\nwhile True:\n    time.sleep(0.1)\n")
+    done = _interrupted(["check", "--project", str(project)], marker.exists)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "perfbot: interrupted\n"
+
+
+def test_ctrl_c_while_reading_an_input_exits_130_in_one_line(tmp_path: Path):
+    import os
+
+    fifo = tmp_path / "run.json"
+    os.mkfifo(fifo)
+    writer: list[int] = []
+
+    def reading() -> bool:
+        """Whether perfbot opened the fifo to read it: then it waits for bytes that never come."""
+        try:
+            writer.append(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # ENXIO: no reader yet
+            return False
+        return True
+
+    try:
+        done = _interrupted(["compare", str(fifo), str(fifo)], reading)
+    finally:
+        for fd in writer:
+            os.close(fd)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "perfbot: interrupted\n"
+
+
+def test_an_abort_inside_a_command_is_an_interruption_not_a_slowdown(monkeypatch, tmp_path: Path):
+    from perfbot import results
+
+    def aborted(path):
+        raise click.exceptions.Abort()
+
+    monkeypatch.setattr(results, "load", aborted)
+    result = invoke("show", str(tmp_path / "r.json"))
+    assert result.exit_code == 130 and result.stderr == "perfbot: interrupted\n"
+
+
+def test_a_refusal_is_one_line_and_a_tools_output_keeps_its_lines_each_bounded(monkeypatch, tmp_path: Path):
+    from perfbot import results
+    from perfbot.cli import MAX_LINE, MAX_TOOL_LINES
+    from perfbot.errors import BadInput, EnvironmentFailure
+
+    def refused(path):
+        raise BadInput("first\nsecond")
+
+    monkeypatch.setattr(results, "load", refused)
+    result = invoke("show", str(tmp_path / "r.json"))
+    assert result.exit_code == 2 and result.stderr == "perfbot: error: first second\n"
+
+    log = [f"log line {i} " + "y" * (2000 if i == 99 else 0) for i in range(100)]
+
+    def failed(path):
+        raise EnvironmentFailure("building failed; full log: L\n" + "\n".join(log))
+
+    monkeypatch.setattr(results, "load", failed)
+    result = invoke("show", str(tmp_path / "r.json"))
+    lines = result.stderr.splitlines()
+    assert result.exit_code == 3 and lines[0] == "perfbot: error: building failed; full log: L"
+    assert len(lines) == 1 + MAX_TOOL_LINES and lines[1] == "log line 60 "  # the end of the log
+    assert len(lines[-1]) == MAX_LINE and lines[-1].startswith("log line 99 yyy")

@@ -37,3 +37,57 @@ def test_unreadable_toml(tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text("[tool.perfbot\n")
     with pytest.raises(BadInput, match="TOML"):
         load_project_config(tmp_path)
+
+
+GOOD_COMMIT = 'triton-commit = "' + "a" * 40 + '"'
+
+
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("tool = 5\n", "tool must be a table ([tool]), got 5"),
+        ("[tool]\nperfbot = 5\n", "tool.perfbot must be a table ([tool.perfbot]), got 5"),
+        ("[tool.perfbot]\n" + GOOD_COMMIT + "\nx = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply"),
+        ("[tool.perfbot]\n" + GOOD_COMMIT + '\nstore = "a\\u0000b"\n', "store must be a path"),
+        ("[tool.perfbot]\n" + GOOD_COMMIT + '\nkernels = ""\n', "kernels must be a path"),
+        ("[tool.perfbot]\n" + GOOD_COMMIT + '\nstore = "a\\nb"\n', "store must be a path"),
+        ("[tool.perfbot]\n" + GOOD_COMMIT + f'\nstore = "{"s" * 5000}"\n', "store must be a path"),
+        ("[tool.perfbot]\n" + 'triton-commit = "' + "a" * 5000 + '"\n', "40-hex-digit SHA, got 'aaaa"),
+    ],
+)
+def test_a_malformed_pyproject_is_refused_naming_the_file(tmp_path: Path, text: str, words: str):
+    from click.testing import CliRunner
+
+    from perfbot.cli import perfbot
+
+    (tmp_path / "pyproject.toml").write_text(text)
+    result = CliRunner().invoke(perfbot, ["suites", "--project", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert words in result.stderr and str(tmp_path / "pyproject.toml") in result.stderr
+    assert result.stderr.count("\n") == 1 and len(result.stderr) < 400
+
+
+def test_a_pyproject_found_by_searching_upwards_is_checked_too(tmp_path: Path, monkeypatch):
+    from click.testing import CliRunner
+
+    from perfbot.cli import perfbot
+
+    (tmp_path / "pyproject.toml").write_text("tool = 5\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(perfbot, ["suites"])
+    assert result.exit_code == 2 and "tool must be a table" in result.stderr, result.output
+
+
+def test_non_utf8_and_a_directory_named_pyproject_are_refused(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_bytes(b'[tool.perfbot]\nstore = "\xff\xfe"\n')
+    with pytest.raises(BadInput, match=r"pyproject\.toml: cannot read it as TOML: 'utf-8' codec"):
+        load_project_config(tmp_path)
+    (tmp_path / "pyproject.toml").unlink()
+    (tmp_path / "pyproject.toml").mkdir()
+    with pytest.raises(BadInput, match=r"pyproject\.toml: is a directory, not a file"):
+        load_project_config(tmp_path)
+
+
+def test_a_good_path_value_is_taken_as_it_is(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text(f'[tool.perfbot]\n{GOOD_COMMIT}\nstore = "{"s" * 4096}"\n')
+    assert load_project_config(tmp_path).store_dir == tmp_path / ("s" * 4096)

@@ -1,3 +1,6 @@
+import os
+import socket
+import stat
 from pathlib import Path
 
 import pytest
@@ -27,3 +30,142 @@ def test_read_text_errors(tmp_path: Path):
     (tmp_path / "bin").write_bytes(b"\xff\xfe\x00")
     with pytest.raises(BadInput, match="cannot read it"):
         read_text(tmp_path / "bin", "thing")
+
+
+# --- the output rule, for every command that writes a file the user names -----------------
+
+# Each command with {o} where the output goes ({o} a folder where the command takes one, the file
+# then `inside` it), and whether it can run to the end here (no GPU, no git): those also show that
+# --overwrite replaces a regular file. The others are refused before any work, which is what counts.
+OUTPUTS = {
+    "compare --markdown": (["compare", "{r}", "{r}", "--thresholds", "{t}", "--markdown", "{o}"], "", True),
+    "compare --json": (["compare", "{r}", "{r}", "--thresholds", "{t}", "--json", "{o}"], "", True),
+    "export --out": (["export", "{r}", "--out", "{o}"], "", True),
+    "history --steps-json": (["history", "--store", "{s}", "--check", "--steps-json", "{o}"], "", True),
+    "history --html": (["history", "--store", "{s}", "--html", "{o}"], "index.html", True),
+    "run --out": (["run", "--project", "{p}", "--out", "{o}"], "", False),
+    "ab --out-dir": (["ab", "HEAD", "--project", "{p}", "--out-dir", "{o}"], "comparison.json", False),
+    "selftest --out": (["selftest", "--project", "{p}", "--out", "{o}"], "", False),
+    "bisect --report": (
+        ["bisect", "--repo", "{p}", "--good", "a", "--bad", "b", "--measure", "true", "--report", "{o}"],
+        "",
+        False,
+    ),
+    "bisect --outcome": (
+        ["bisect", "--repo", "{p}", "--good", "a", "--bad", "b", "--measure", "true", "--outcome", "{o}"],
+        "",
+        False,
+    ),
+}
+
+
+def _output_run(name: str, project: Path, tmp_path: Path, place, overwrite: bool):
+    """Run the command with `place(target)` having put something at its output's name."""
+    from click.testing import CliRunner
+
+    from perfbot import results
+    from perfbot.cli import perfbot
+    from tests.conftest import ROOT
+    from tests.helpers import make_results
+
+    args, inside, _ = OUTPUTS[name]
+    run, store, out = tmp_path / "r.json", tmp_path / "store", tmp_path / "out"
+    results.save(make_results(seed=1), run)
+    if name.startswith("history"):
+        assert CliRunner().invoke(perfbot, ["baseline", "update", str(run), "--store", str(store)]).exit_code == 0
+    target = out / inside if inside else out
+    target.parent.mkdir(parents=True, exist_ok=True)
+    place(target)
+    values = {"r": run, "t": ROOT / "thresholds.yaml", "o": out, "s": store, "p": project}
+    argv = [a.format(**values) for a in args] + (["--overwrite"] if overwrite else [])
+    return CliRunner().invoke(perfbot, argv), target
+
+
+SPECIAL = {
+    "a fifo": (lambda t: os.mkfifo(t), "is a fifo", stat.S_ISFIFO),
+    "a symlink to a fifo": (
+        lambda t: (os.mkfifo(f"{t}.fifo"), t.symlink_to(f"{t}.fifo")),
+        "is a symlink to a fifo",
+        stat.S_ISFIFO,
+    ),
+    "a symlink to a character device": (
+        lambda t: t.symlink_to(os.devnull),
+        "is a symlink to a character device",
+        stat.S_ISCHR,
+    ),
+    "a socket": (lambda t: socket.socket(socket.AF_UNIX).bind(str(t)), "is a socket", stat.S_ISSOCK),
+}
+
+
+@pytest.mark.parametrize("special", sorted(SPECIAL))
+@pytest.mark.parametrize("name", sorted(OUTPUTS))
+def test_an_output_is_never_put_in_place_of_anything_but_a_regular_file(
+    project: Path, tmp_path: Path, name: str, special: str
+):
+    place, words, still = SPECIAL[special]
+    if special == "a socket" and len(str(tmp_path)) > 80:
+        pytest.skip("a unix socket's path is limited to 108 bytes")
+    result, target = _output_run(name, project, tmp_path, place, overwrite=True)
+    assert result.exit_code == 2, result.output
+    assert f"{target}: {words}; perfbot writes only regular files" in result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert still(os.stat(target).st_mode)  # left where it was, with --overwrite too
+    assert special.startswith("a symlink") == target.is_symlink()
+
+
+@pytest.mark.parametrize("name", sorted(OUTPUTS))
+def test_an_existing_output_is_kept_without_overwrite(project: Path, tmp_path: Path, name: str):
+    result, target = _output_run(name, project, tmp_path, lambda t: t.write_text("precious"), overwrite=False)
+    assert result.exit_code == 2, result.output
+    assert f"{target}: already exists; choose another name or pass --overwrite" in result.stderr
+    assert target.read_text() == "precious"
+    linked, target = _output_run(name, project, tmp_path / "l", _link_to_precious, overwrite=False)
+    assert linked.exit_code == 2 and "already exists" in linked.stderr, linked.output
+    assert target.is_symlink() and target.read_text() == "precious"
+
+
+def _link_to_precious(target: Path) -> None:
+    (target.parent / "precious.txt").write_text("precious")
+    target.symlink_to(target.parent / "precious.txt")
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (_, _, runs) in OUTPUTS.items() if runs))
+def test_overwrite_replaces_a_file_and_a_link_itself_never_its_target(project: Path, tmp_path: Path, name: str):
+    result, target = _output_run(name, project, tmp_path, lambda t: t.write_text("old"), overwrite=True)
+    assert result.exit_code == 0, result.output
+    assert target.read_text() != "old" and not target.is_symlink()
+    linked, target = _output_run(name, project, tmp_path / "l", _link_to_precious, overwrite=True)
+    assert linked.exit_code == 0, linked.output
+    assert not target.is_symlink() and target.read_text() != "precious"
+    assert (target.parent / "precious.txt").read_text() == "precious"  # never written through
+
+
+def test_check_output_follows_the_rule(tmp_path: Path):
+    from perfbot.files import check_output
+
+    free, file, dangling = tmp_path / "free", tmp_path / "file", tmp_path / "dangling"
+    file.write_text("x")
+    dangling.symlink_to(tmp_path / "nowhere")
+    check_output(free, overwrite=False)
+    check_output(file, overwrite=True)
+    check_output(dangling, overwrite=True)
+    for taken in (file, dangling):  # a dangling link is a name taken too
+        with pytest.raises(BadInput, match="already exists"):
+            check_output(taken, overwrite=False)
+    with pytest.raises(BadInput, match="is a directory"):
+        check_output(tmp_path, overwrite=True)
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    with pytest.raises(BadInput, match="not a place a file can be written"):
+        check_output(loop, overwrite=True)
+
+
+def test_own_state_files_are_replaced_but_never_over_a_fifo(tmp_path: Path):
+    state = tmp_path / "state.json"
+    write_atomic(state, "one")
+    write_atomic(state, "two")  # perfbot's own files replace themselves
+    assert state.read_text() == "two"
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(BadInput, match="is a fifo"):
+        write_atomic(tmp_path / "fifo", "x")
+    assert stat.S_ISFIFO(os.stat(tmp_path / "fifo").st_mode)

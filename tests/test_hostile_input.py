@@ -392,3 +392,149 @@ def test_the_documented_limits_are_the_enforced_ones():
     assert schema.MAX_DIM == 2**40
     for line, name in documented.items():
         assert line in text, f"docs/files.md does not state {name} as enforced: {line}"
+
+
+# --- error lines stay short ---------------------------------------------------------------
+
+
+def _many_names(tmp_path: Path, count: int) -> Path:
+    run = make_results(seed=1)
+    first = run.benchmarks[0]
+    names = [replace(first, kernel=f"impl-{i:05d}-" + "n" * 180) for i in range(count)]
+    path = tmp_path / "many.json"
+    results.save(replace(run, benchmarks=names), path)
+    return path
+
+
+def test_a_file_with_many_names_gives_a_short_error_line(tmp_path: Path):
+    from perfbot.cli import MAX_LINE
+
+    result = CliRunner().invoke(perfbot, ["show", str(_many_names(tmp_path, 3000)), "--by-case", "nope"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and len(result.stderr) <= MAX_LINE + 1, len(result.stderr)
+    assert "the results have no benchmark of 'nope'; they have impl-00000-" in result.stderr
+    assert result.stderr.rstrip().endswith(" and 2995 more"), result.stderr[-80:]
+
+
+def test_any_error_line_is_cut_at_the_limit_and_stays_one_line(tmp_path: Path):
+    from perfbot.cli import MAX_LINE
+
+    path = tmp_path / "run.json"
+    results.save(make_results(seed=1), path)
+    asked = "x\n" * 3000  # a name given on the command line goes into the message as it is
+    result = CliRunner().invoke(perfbot, ["show", str(path), "--by-case", asked])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and len(result.stderr) == MAX_LINE + 1
+    assert result.stderr.startswith("perfbot: error: the results have no benchmark of") and " ... " in result.stderr
+    assert result.stderr.endswith("x\\n'; they have eager, fused, gemm\n")  # the end, which says why, is kept
+    usage = CliRunner().invoke(perfbot, ["show", str(path), "--bogus" + "y" * 5000])
+    assert usage.exit_code == 2 and usage.stderr.count("\n") == 1 and len(usage.stderr) == MAX_LINE + 1
+    assert usage.stderr.startswith("perfbot: error: No such option")
+
+
+# --- property-based: arbitrary arguments are taken or refused in one line -----------------
+
+# What a command line can carry: any text but NUL (argv cannot hold it) and lone surrogates.
+ARG_TEXT = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=30
+) | st.sampled_from(
+    ["soft[/]max[bold]", "[red]x[/red]", "-", "--", "..", "/", "~", "x" * 3000, "@all", "<!--", "a=b", "fused"]
+)
+ARG_INT = (
+    st.integers(-(2**80), 2**80) | st.sampled_from([0, -1, 1, 9, 10, 2**32 - 1, 2**32, 2**63, 2**70, 10**40])
+).map(str)
+ARG_NUMBER = ARG_INT | st.sampled_from(["nan", "inf", "-inf", "1e309", "0.5", "1e-300", "0x10", ""])
+
+
+@st.composite
+def command_lines(draw, files: dict[str, str]) -> list[str]:
+    """One of the commands that need no GPU and no git, its arguments drawn: the real files
+    (a results file, the store, the thresholds, an output place) or odd text and numbers."""
+
+    def path(kind: str) -> str:
+        return files[kind] if draw(st.booleans()) else str(Path(files["tmp"]) / draw(ARG_TEXT).replace("\x00", ""))
+
+    def maybe(*args: str) -> list[str]:
+        return list(args) if draw(st.booleans()) else []
+
+    run, out = files["run"], str(Path(files["tmp"]) / f"out-{draw(st.integers(0, 10**9))}")
+    choice = draw(st.sampled_from(["show", "compare", "export", "suites", "history", "run", "numbers"]))
+    if choice == "show":
+        return ["show", path("run"), *maybe("--markdown"), *maybe("--by-case", draw(ARG_TEXT))]
+    if choice == "compare":
+        return ["compare", path("run"), run, "--thresholds", path("thresholds"), *maybe("--markdown", out + ".md")]
+    if choice == "export":
+        return ["export", path("run"), "--out", out, *maybe("--format", draw(ARG_TEXT)), *maybe("--overwrite")]
+    if choice == "suites":
+        return ["suites", "--project", path("project")]
+    if choice == "history":
+        return ["history", "--store", path("store"), *maybe("--repo-url", draw(ARG_TEXT)), *maybe("--html", out)]
+    if choice == "run":  # refused before measuring: an unknown suite, or a bad number first
+        numbers = [
+            part for option in ("--samples", "--seed", "--warmup", "--gpus") for part in maybe(option, draw(ARG_INT))
+        ]
+        return ["run", "--project", files["project"], *numbers, "--suite", "no-such-suite"]
+    option = draw(st.sampled_from(["--alpha", "--min-slowdown", "--max-rounds", "--max-probes", "--samples"]))
+    return [
+        "bisect",
+        "--repo",
+        files["tmp"],
+        "--good",
+        "a",
+        "--bad",
+        "b",
+        "--measure",
+        "true",
+        option,
+        draw(ARG_NUMBER),
+    ]
+
+
+@pytest.fixture(scope="module")
+def cli_files(tmp_path_factory) -> dict[str, str]:
+    import shutil
+
+    work = tmp_path_factory.mktemp("cli")
+    run = work / "run.json"
+    results.save(make_results(seed=1), run)
+    project = work / "project"
+    project.mkdir()
+    for name in ("pyproject.toml", "thresholds.yaml"):
+        shutil.copy(ROOT / name, project / name)
+    shutil.copytree(ROOT / "kernels", project / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    assert CliRunner().invoke(perfbot, ["baseline", "update", str(run), "--store", str(work / "store")]).exit_code == 0
+    return {
+        "tmp": str(work),
+        "run": str(run),
+        "store": str(work / "store"),
+        "thresholds": str(ROOT / "thresholds.yaml"),
+        "project": str(project),
+    }
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+@given(data=st.data())
+def test_arbitrary_arguments_are_taken_or_refused_in_one_short_line(cli_files: dict[str, str], data):
+    from perfbot.cli import MAX_LINE
+
+    argv = data.draw(command_lines(cli_files))
+    result = CliRunner().invoke(perfbot, argv)
+    assert result.exit_code in (0, 2, 3), (argv, result.output, result.exception)  # never 1: nothing got slower
+    assert result.exception is None or isinstance(result.exception, SystemExit), (argv, result.exception)
+    assert "Traceback" not in result.output
+    if result.exit_code != 0:
+        assert result.stderr.startswith("perfbot: error: ") and result.stderr.count("\n") == 1, (argv, result.stderr)
+        assert len(result.stderr) <= MAX_LINE + 1
+        assert "internal error" not in result.stderr, (argv, result.stderr)  # 3 only where the machine failed
+
+
+@pytest.mark.parametrize(
+    "args", [["show", "{long}"], ["suites", "--project", "{long}"], ["compare", "{long}", "{long}"]]
+)
+def test_a_name_too_long_for_the_system_is_refused_in_one_line(tmp_path: Path, args: list[str]):
+    long = str(tmp_path / ("x" * 3000))  # ENAMETOOLONG from the first stat, found by the property above
+    result = CliRunner().invoke(perfbot, [a.format(long=long) for a in args])
+    assert result.exit_code == 2, result.output
+    assert "File name too long" in result.stderr and result.stderr.count("\n") == 1

@@ -3,6 +3,13 @@ worker processes, one per (stand-in) GPU, each pinned with CUDA_VISIBLE_DEVICES 
 real kernels (the fused one in Triton's interpreter); only the GPU's primitives are replaced
 (tests/fake_gpu.install_in_worker), with timings that show which GPU took them."""
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -11,6 +18,7 @@ from perfbot.cli import perfbot
 from perfbot.errors import BadInput
 from perfbot.runner import RunSettings
 from perfbot.subject import load_subject
+from tests.conftest import ROOT
 from tests.fake_gpu import install_in_worker, install_selftest_in_worker
 
 H200 = "NVIDIA H200"
@@ -175,3 +183,63 @@ def test_a_sharded_ab_judges_the_head_by_the_base_s_declarations(project, tmp_pa
     measured = shards.measure_sharded(job, [subject.suites["tiny"]], TWO, setup=install_in_worker)
     assert {(f.kernel, f.reason) for f in measured["head"].failures} == {("fused", "wrong result")}
     assert not measured["base"].failures
+
+
+SHARDED_SCRIPT = """
+import sys
+sys.path.insert(0, {root!r})
+from pathlib import Path
+from perfbot import shards
+from perfbot.runner import RunSettings
+from perfbot.subject import load_subject
+from tests.fake_gpu import install_in_worker
+from tests.test_shards import TWO
+
+if __name__ == "__main__":
+    subject = load_subject(Path({kernels!r}))
+    job = shards.Job({{"": subject.path}}, RunSettings(samples=10))
+    try:
+        shards.measure_sharded(job, [subject.suites["tiny"]], TWO, setup=install_in_worker)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(0)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")  # ended, waiting to be reaped by whoever inherited it
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["the driver alone", "the whole process group"])
+def test_ctrl_c_stops_a_sharded_run_at_once_and_its_workers_with_it(project, tmp_path, group: bool):
+    """Ctrl-C in a terminal reaches every process of the group; `kill -INT` the driver alone.
+    Either way the workers, hung mid-sample, are gone and the driver ends with KeyboardInterrupt."""
+    (project / "kernels" / "suites.yaml").write_text(SUITES)
+    script = tmp_path / "sharded.py"
+    script.write_text(SHARDED_SCRIPT.format(root=str(ROOT), kernels=str(project / "kernels")))
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    env = {**os.environ, "HANG_IN_WORKER": str(pids), "TRITON_INTERPRET": "1"}
+    process = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.1)
+        workers = [int(p.name) for p in pids.iterdir()]
+        assert len(workers) == 2, "both workers hang in their first sample"
+        if group:
+            os.killpg(process.pid, signal.SIGINT)
+        else:
+            process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 130
+        deadline = time.monotonic() + 10
+        while not all(_gone(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert all(_gone(pid) for pid in workers)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)

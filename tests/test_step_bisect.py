@@ -72,6 +72,7 @@ def test_each_failing_step_is_bisected_with_its_printed_command(tmp_path: Path, 
             str(out / f"{record.id}.json"),
             "--report",
             str(out / f"{record.id}.md"),
+            "--overwrite",
             "--state",
             str(out / f"{record.id}.state.json"),
         ]
@@ -85,6 +86,9 @@ def test_each_failing_step_is_bisected_with_its_printed_command(tmp_path: Path, 
     first, last = records[0].good.run - 1, records[0].bad.run - 1
     assert shas[first] in sampled and shas[SLOWER_FROM] in sampled and sampled <= set(shas[first : last + 1])
     assert step_repo._git(repo, "status", "--porcelain") == status
+    # A re-run of the job over its own folder: the reports are replaced, the states resumed.
+    again = bisect_steps(repo, steps, tmp_path / "out")
+    assert again.exit_code == 0 and again.output.count(f"culprit {shas[SLOWER_FROM]}") == 2, again.output
 
 
 def test_a_range_without_the_slowdown_is_not_reproduced_and_the_job_goes_on(tmp_path: Path, gpu: Path):

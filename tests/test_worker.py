@@ -286,3 +286,54 @@ def test_the_head_s_worker_judges_by_the_base_s_declarations(repo: Path, tmp_pat
     head = results.load(out / "head.json")
     assert {(f.kernel, f.reason) for f in head.failures} == {("fused", "wrong result")}
     assert {b.kernel for b in head.benchmarks} == {"eager"}
+
+
+# A worker busy with a request that does not end, ignoring SIGINT as a real worker does.
+BUSY_WORKER = (
+    sys.executable,
+    "-c",
+    "import signal, sys, time; signal.signal(signal.SIGINT, signal.SIG_IGN); sys.stdin.readline(); time.sleep(600)",
+)
+
+
+def test_ctrl_c_in_the_coordinator_stops_a_busy_worker_at_once(tmp_path: Path):
+    import time
+
+    started_at = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        with worker.workers({"base": (tmp_path, None, None)}, command=BUSY_WORKER) as started:
+            process = started["base"]._process
+            started["base"]._requests.write("{}\n")  # now it is busy
+            started["base"]._requests.flush()
+            raise KeyboardInterrupt  # Ctrl-C, while waiting for its answer
+    assert process.poll() is not None
+    assert time.monotonic() - started_at < 20  # not the minute a worker gets to finish on a plain stop
+
+
+def test_a_worker_leaves_ctrl_c_to_its_coordinator(tmp_path: Path):
+    """SIGINT reaches the whole process group; the worker goes on until the coordinator stops it
+    (here: the end of its requests)."""
+    import signal
+    import time
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "perfbot.worker", "--kernels", str(tmp_path), "--side", "base"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write('{"op": "nope"}\n')  # answered once it serves, its handler set
+        process.stdin.flush()
+        assert "unknown request" in process.stdout.readline()
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        assert process.poll() is None, process.communicate()[1]
+        _, stderr = process.communicate("", timeout=30)  # no more requests: it ends on its own
+        assert process.returncode == 0 and "KeyboardInterrupt" not in stderr, stderr
+    finally:
+        if process.poll() is None:
+            process.kill()

@@ -12,8 +12,9 @@ import click
 
 from .. import results as results_file
 from ..errors import EXIT_REGRESSION, BadInput, PerfbotError
-from ..files import write_atomic
+from ..files import check_output, write_atomic
 from .context import (
+    FiniteRange,
     chosen,
     chosen_gpus,
     emit,
@@ -97,7 +98,7 @@ ERROR_FILE = "error.txt"
 @max_samples_option
 @click.option(
     "--time-budget",
-    type=click.FloatRange(min=1),
+    type=FiniteRange(min=1, max=7 * 24 * 3600),
     default=180.0,
     show_default=True,
     help="Seconds of sampling for the whole run (checking, compiling and capturing not counted), shared out "
@@ -184,9 +185,8 @@ def ab_command(
     gpus = chosen_gpus(gpu_count, mixed_gpus)
     if out_dir.exists() and not out_dir.is_dir():
         raise BadInput(f"--out-dir {out_dir}: is a file")
-    existing = [name for name in (*_OUTPUTS, ERROR_FILE) if (out_dir / name).exists()]
-    if existing and not overwrite:
-        raise BadInput(f"{out_dir / existing[0]} already exists; choose another --out-dir or pass --overwrite")
+    for name in (*_OUTPUTS, ERROR_FILE):
+        check_output(out_dir / name, overwrite=overwrite)
 
     def keep(base: results_file.Results, head: results_file.Results) -> None:
         for name, loaded in (("base.json", base), ("head.json", head)):
@@ -211,7 +211,7 @@ def ab_command(
             gpus=gpus,
             merge=merge,
         )
-        emit(outcome.report, out_dir / "comment.md", out_dir / "comparison.json")
+        emit(outcome.report, out_dir / "comment.md", out_dir / "comparison.json", overwrite=overwrite)
     if outcome.report.fails:
         sys.exit(EXIT_REGRESSION)
 

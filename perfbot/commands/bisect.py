@@ -10,9 +10,10 @@ import click
 
 from .. import triton_build
 from ..errors import BadInput, EnvironmentFailure
-from ..files import write_atomic
+from ..files import check_output, write_atomic
 from ..report import bisect_markdown, bisect_table
-from .context import console, project_config, project_option
+from ..schema import MAX_SAMPLES
+from .context import FiniteRange, console, project_config, project_option
 
 
 @click.command("bisect")
@@ -53,7 +54,7 @@ from .context import console, project_config, project_option
 )
 @click.option(
     "--samples",
-    type=click.IntRange(min=10),
+    type=click.IntRange(min=10, max=MAX_SAMPLES),
     default=20,
     show_default=True,
     help="Triton mode: samples per measurement round.",
@@ -83,6 +84,7 @@ from .context import console, project_config, project_option
     default=None,
     help="Also write the table as markdown here.",
 )
+@click.option("--overwrite", is_flag=True, help="Replace --report and --outcome if they exist (--state is resumed).")
 @click.option(
     "--outcome",
     "outcome_path",
@@ -94,30 +96,31 @@ from .context import console, project_config, project_option
 )
 @click.option(
     "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=FiniteRange(0, 1, min_open=True, max_open=True),
     default=0.01,
     show_default=True,
     help="Significance level of the one-sided Mann-Whitney U tests.",
 )
 @click.option(
     "--min-slowdown",
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0, max=1000),
     default=1.0,
     show_default=True,
     help="Percent by which bad must be slower than good to bisect at all.",
 )
 @click.option(
     "--max-rounds",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=100),
     default=3,
     show_default=True,
     help="Measurement rounds for a commit before an ambiguous one is classified by the nearer median.",
 )
 @click.option(
     "--max-probes",
-    type=click.IntRange(min=0),
+    type=click.IntRange(min=0, max=100_000),
     default=None,
-    help="Stop after measuring this many new commits (resume by running the same command again).",
+    help="Stop after measuring this many new commits (resume by running the same command again, with --overwrite "
+    "once it wrote --report or --outcome).",
 )
 @project_option
 def bisect_command(
@@ -136,6 +139,7 @@ def bisect_command(
     state_path: Path | None,
     report_path: Path | None,
     outcome_path: Path | None,
+    overwrite: bool,
     alpha: float,
     min_slowdown: float,
     max_rounds: int,
@@ -158,6 +162,9 @@ def bisect_command(
     from .. import bisect_outcome
     from ..bisect import CommandProber, Probe, Prober, TritonProber, bisect
 
+    for output in (report_path, outcome_path):  # refused before a commit is built
+        if output is not None:
+            check_output(output, overwrite=overwrite)
     # However the bisect ends from here on, --outcome says so.
     with bisect_outcome.kept(outcome_path, good, bad) as keep:
         if not (repo / ".git").exists() and not repo.is_dir():
@@ -204,7 +211,7 @@ def bisect_command(
         console().print(bisect_table(outcome))
         click.echo(f"state: {outcome.state_path}", err=True)
         if report_path is not None:
-            write_atomic(report_path, bisect_markdown(outcome, str(repo)))
+            write_atomic(report_path, bisect_markdown(outcome, str(repo)), replace=overwrite)
         for note in outcome.non_monotonic:
             click.echo(f"not monotonic: {note}")
         if outcome.first_bad is None:

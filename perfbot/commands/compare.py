@@ -13,9 +13,9 @@ from .. import store as baseline_store
 from ..compare import compare
 from ..errors import EXIT_REGRESSION, BadInput
 from ..export import to_pytest_benchmark
-from ..files import write_atomic
+from ..files import check_output, write_atomic
 from ..thresholds import load_policy
-from .context import emit, project_config, project_option, thresholds_option
+from .context import check_outputs, emit, project_config, project_option, thresholds_option
 
 
 def _store_dir(store: Path | None, project: Path | None) -> Path:
@@ -49,6 +49,7 @@ _store_option = click.option(
 @click.option(
     "--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write every comparison as JSON here."
 )
+@click.option("--overwrite", is_flag=True, help="Replace --markdown and --json if they exist.")
 @click.option("--force", is_flag=True, help="Compare runs from different GPU models anyway.")
 @project_option
 def compare_command(
@@ -57,6 +58,7 @@ def compare_command(
     thresholds_path: Path | None,
     markdown_path: Path | None,
     json_path: Path | None,
+    overwrite: bool,
     force: bool,
     project: Path | None,
 ) -> None:
@@ -73,6 +75,7 @@ def compare_command(
         raise click.UsageError("with --store, give only CURRENT (the baseline comes from the store)")
     if store is None and len(files) != 2:
         raise click.UsageError("give BASELINE and CURRENT, or --store DIR and CURRENT")
+    check_outputs(overwrite, markdown=markdown_path, json=json_path)
     current = results_file.load(files[-1])
     if store is not None:
         gpu = current.environment.gpu_name
@@ -84,7 +87,7 @@ def compare_command(
         baseline = results_file.load(files[0])
     policy_path = thresholds_path if thresholds_path is not None else project_config(project).root / "thresholds.yaml"
     report = compare(baseline, current, load_policy(policy_path), force=force)
-    emit(report, markdown_path, json_path)
+    emit(report, markdown_path, json_path, overwrite=overwrite)
     for item in report.added:
         click.echo(f"added (no baseline): {item.kernel} {item.shape} {item.dtype}")
     for item in report.removed:
@@ -176,8 +179,7 @@ def export_command(results_path: Path, export_format: str, out: Path, overwrite:
 
         perfbot export results.json --out results.pytest-benchmark.json
     """
+    check_output(out, overwrite=overwrite)
     loaded = results_file.load(results_path)
-    if out.exists() and not overwrite:
-        raise BadInput(f"{out}: already exists; choose another name or pass --overwrite")
-    write_atomic(out, json.dumps(to_pytest_benchmark(loaded), indent=1) + "\n")
+    write_atomic(out, json.dumps(to_pytest_benchmark(loaded), indent=1) + "\n", replace=overwrite)
     click.echo(f"wrote {out} ({export_format})")

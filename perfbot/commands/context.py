@@ -3,6 +3,7 @@ measure, the terminal it writes to, and where a comparison's report goes."""
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -15,8 +16,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .. import comparison as comparison_file
 from ..compare import Report
 from ..config import ProjectConfig, find_project_root, load_project_config
-from ..errors import BadInput, EnvironmentFailure
-from ..files import write_all
+from ..errors import BadInput, EnvironmentFailure, listed
+from ..files import check_output, write_all
 from ..report import comment_markdown, compare_table
 from ..schema import MAX_SAMPLES
 from ..thresholds import Policy, load_policy
@@ -24,6 +25,23 @@ from ..thresholds import Policy, load_policy
 if TYPE_CHECKING:
     from ..runner import RunSettings
     from ..subject import Loaded, Suite
+
+# Every number an option takes has a range, so that a huge or odd one is refused as a bad argument
+# (exit 2) rather than met deep inside (a seed past 2^64 is torch's error).
+MAX_SEED = 2**32 - 1
+MAX_GPUS = 1024
+MAX_WARMUP = 1000
+
+
+class FiniteRange(click.FloatRange):
+    """click.FloatRange, refusing nan and inf too: nan passes every bound, being never less nor more."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
 
 project_option = click.option(
     "--project",
@@ -87,20 +105,22 @@ _CHOICE_OPTIONS = (
 _TIMING_OPTIONS = (
     click.option(
         "--samples",
-        type=click.IntRange(min=10),
+        type=click.IntRange(min=10, max=MAX_SAMPLES),
         default=30,
         show_default=True,
         help="Timed samples per benchmark, each one CUDA-graph replay after an L2 flush.",
     ),
     click.option(
         "--warmup",
-        type=click.IntRange(min=1),
+        type=click.IntRange(min=1, max=MAX_WARMUP),
         default=3,
         show_default=True,
         help="Untimed calls per implementation before capture (compiles and autotunes).",
     ),
 )
-_SEED_OPTION = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+_SEED_OPTION = click.option(
+    "--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True, help="Seed of the random inputs."
+)
 max_samples_option = click.option(
     "--max-samples",
     type=click.IntRange(min=10, max=MAX_SAMPLES),
@@ -113,7 +133,7 @@ _GPU_OPTIONS = (
     click.option(
         "--gpus",
         "gpu_count",
-        type=click.IntRange(min=1),
+        type=click.IntRange(min=1, max=MAX_GPUS),
         default=None,
         help="Shard the cases across the first N visible GPUs, one worker process each (both sides of an A/B "
         "pair stay on one GPU). Default: every visible GPU (CUDA_VISIBLE_DEVICES narrows them).",
@@ -170,9 +190,7 @@ def chosen(
         suite_names = ("pr",) if "pr" in subject.suites and not every_suite else tuple(subject.suites)
     unknown = [name for name in suite_names if name not in subject.suites]
     if unknown:
-        raise click.BadParameter(
-            f"unknown suite {unknown[0]!r}; known: {', '.join(subject.suites)}", param_hint="--suite"
-        )
+        raise click.BadParameter(f"unknown suite {unknown[0]!r}; known: {listed(subject.suites)}", param_hint="--suite")
     suites = without_repeats([subject.suites[name] for name in dict.fromkeys(suite_names)])
     if not case_names:
         return suites
@@ -180,7 +198,7 @@ def chosen(
     missing = [name for name in case_names if name not in known]
     if missing:
         raise click.BadParameter(
-            f"no case {missing[0]!r} in the chosen suites; they have {', '.join(sorted(known))}", param_hint="--case"
+            f"no case {missing[0]!r} in the chosen suites; they have {listed(sorted(known))}", param_hint="--case"
         )
     return restrict(
         suites, {(suite.name, case.name) for suite in suites for case in suite.cases if case.name in case_names}
@@ -256,13 +274,26 @@ def progress() -> Progress:
     )
 
 
-def emit(report: Report, markdown_path: Path | None, json_path: Path | None) -> None:
+def check_outputs(overwrite: bool, **paths: Path | None) -> None:
+    """The output rule (files.py) for each output a command was given, by its option's name, before
+    any work is done; two options naming one file are refused."""
+    given = {option: path for option, path in paths.items() if path is not None}
+    for path in given.values():
+        check_output(path, overwrite=overwrite)
+    names = list(given)
+    for index, option in enumerate(names):
+        for other in names[index + 1 :]:
+            if Path(os.path.abspath(given[option])) == Path(os.path.abspath(given[other])):
+                raise BadInput(f"--{option} and --{other} name one file, {given[option]}; give each its own")
+
+
+def emit(report: Report, markdown_path: Path | None, json_path: Path | None, *, overwrite: bool) -> None:
     """The PR comment and the comparison file (written together, or neither), the job summary
     when on Actions, then the terminal table."""
     summary = comparison_file.summarize(report)
     comment = comment_markdown(summary)
     outputs = {markdown_path: comment, json_path: comparison_file.to_text(summary)}
-    write_all({path: text for path, text in outputs.items() if path is not None})
+    write_all({path: text for path, text in outputs.items() if path is not None}, replace=overwrite)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         try:

@@ -44,7 +44,7 @@ def _sections(ctx: click.Context, param: click.Parameter, values: tuple[str, ...
 
 @click.command("comment")
 @click.option("--repo", required=True, help="Repository as OWNER/NAME.")
-@click.option("--pr", type=click.IntRange(min=1), required=True, help="Pull request number.")
+@click.option("--pr", type=click.IntRange(min=1, max=2**31 - 1), required=True, help="Pull request number.")
 @click.option(
     "--comparison",
     "comparison_path",
@@ -165,7 +165,7 @@ def comment_command(
 
 @click.command("verify-head")
 @click.option("--repo", required=True, help="Repository as OWNER/NAME.")
-@click.option("--pr", type=click.IntRange(min=1), required=True, help="Pull request number.")
+@click.option("--pr", type=click.IntRange(min=1, max=2**31 - 1), required=True, help="Pull request number.")
 @click.option("--sha", required=True, help="The commit that must be the pull request's head.")
 @click.option(
     "--same-repository",

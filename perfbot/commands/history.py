@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import EXIT_REGRESSION, BadInput, EnvironmentFailure
+from ..files import check_output
 from .context import console
 from .history_ack import ack_command
 
@@ -66,6 +67,7 @@ def _runner_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str,
     "each with its id, benchmark, change, runs, commits, whether it fails, the bisect command as a list of "
     "words, and the lines printed for it. Written whether or not there is a step.",
 )
+@click.option("--overwrite", is_flag=True, help="Rebuild the site over an existing one, and replace --steps-json.")
 @click.option(
     "--runner",
     "runner_pairs",
@@ -96,6 +98,7 @@ def history_command(
     check: bool,
     state_path: Path | None,
     steps_json: Path | None,
+    overwrite: bool,
     runner_pairs: tuple[tuple[str, Path], ...],
     repo_url: str | None,
     git_repo: Path | None,
@@ -126,6 +129,8 @@ def history_command(
         raise BadInput("--steps-json needs --check: it writes the steps the check reports")
     if runner_pairs and steps_json is None:
         raise BadInput("--runner needs --steps-json: it names who bisects the steps written there")
+    if steps_json is not None:
+        check_output(steps_json, overwrite=overwrite)
     runners = steps_file.runners(list(runner_pairs))
     url = repo_url or _actions_repo_url()
     if url is not None and not re.fullmatch(r"https?://[^\s\"'<>]+", url):
@@ -133,7 +138,10 @@ def history_command(
     read = history.read(store_dir)
     if html_dir is not None:
         pages = site.build(
-            read, html_dir, site.Links(url.rstrip("/") if url else None, site.pull_requests_of(git_repo))
+            read,
+            html_dir,
+            site.Links(url.rstrip("/") if url else None, site.pull_requests_of(git_repo)),
+            overwrite=overwrite,
         )
         click.echo(f"wrote {pages} pages to {html_dir} ({sum(len(r) for r in read.runs.values())} runs)", err=True)
     if check:

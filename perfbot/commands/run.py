@@ -11,8 +11,10 @@ import click
 from rich.markup import escape
 
 from .. import results as results_file
-from ..errors import EXIT_REGRESSION, WrongResult
+from ..errors import EXIT_REGRESSION, WrongResult, listed
+from ..files import check_output
 from ..report import case_markdown, failures_table, run_markdown, run_table
+from ..schema import MAX_SAMPLES
 from .context import (
     chosen,
     chosen_gpus,
@@ -75,8 +77,8 @@ def run_command(
 
     subject = load_kernels(project_config(project), kernels)
     suites = chosen(subject, suite_names, case_names)
-    if out is not None and out.exists() and not overwrite:  # checked again by save(); fail before measuring
-        raise click.BadParameter(f"{out} already exists; choose another name or pass --overwrite", param_hint="--out")
+    if out is not None:  # checked again by save(); refused before measuring
+        check_output(out, overwrite=overwrite)
     settings = run_settings(subject, samples, warmup, seed, variants, kernel_names, skipped_kernels)
     gpus = chosen_gpus(gpu_count, mixed_gpus)
     total = progress_steps(plan(subject, suites, settings), settings)
@@ -209,7 +211,9 @@ def suites_command(project: Path | None) -> None:
     metavar="NAME=VALUE",
     help="A variant parameter's value (repeat for several parameters). Default: the defaults.",
 )
-@click.option("--samples", type=click.IntRange(min=10), default=20, show_default=True, help="Samples to print.")
+@click.option(
+    "--samples", type=click.IntRange(min=10, max=MAX_SAMPLES), default=20, show_default=True, help="Samples to print."
+)
 @kernels_option
 @project_option
 def sample_command(
@@ -235,7 +239,7 @@ def sample_command(
     kernel = kernel or own_implementation(subject)
     if kernel not in subject.implementations:
         raise click.BadParameter(
-            f"unknown implementation {kernel!r}; known: {', '.join(subject.implementations)}", param_hint="--kernel"
+            f"unknown implementation {kernel!r}; known: {listed(subject.implementations)}", param_hint="--kernel"
         )
     case = subject.case(suite_name, case_name)
     suite = subject.suites[case.suite]

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 import click
 from rich.markup import escape
 
-from ..files import write_atomic
+from ..files import check_output, write_atomic
+from ..schema import MAX_SAMPLES
 from .context import (
+    FiniteRange,
     chosen_gpus,
     console,
     gpu_options,
@@ -36,14 +38,14 @@ if TYPE_CHECKING:
 @click.option("--kernel", default=None, help="Implementation to time. Default: the subject's (first) own.")
 @click.option(
     "--checks",
-    type=click.IntRange(min=4),
+    type=click.IntRange(min=4, max=100_000),
     default=100,
     show_default=True,
     help="Sequential A/B checks per row (A/A, and A/B at each level), each one as `perfbot ab` takes it.",
 )
 @click.option(
     "--samples",
-    type=click.IntRange(min=10),
+    type=click.IntRange(min=10, max=MAX_SAMPLES),
     default=30,
     show_default=True,
     help="Rounds of a check before its first look, as `perfbot ab --samples`.",
@@ -56,12 +58,13 @@ if TYPE_CHECKING:
 @click.option(
     "--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the table as JSON here."
 )
+@click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
 @click.option(
     "--keep-samples", is_flag=True, help="With --out: also write every sample of every round (ms), for a closer look."
 )
 @click.option(
     "--interference-rounds",
-    type=click.IntRange(min=0),
+    type=click.IntRange(min=0, max=100_000),
     default=1600,
     show_default=True,
     help="Rounds of the interference check (0: none): the benchmark slowed on one side of an A/A of its case "
@@ -70,7 +73,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--interference-percent",
-    type=click.FloatRange(min=0, min_open=True, max=100),
+    type=FiniteRange(min=0, min_open=True, max=100),
     default=10.0,
     show_default=True,
     help="How much the interference check slows the benchmark.",
@@ -93,6 +96,7 @@ def selftest_command(
     levels: str,
     thresholds_path: Path | None,
     out: Path | None,
+    overwrite: bool,
     keep_samples: bool,
     interference_rounds: int,
     interference_percent: float,
@@ -133,6 +137,8 @@ def selftest_command(
         raise click.BadParameter("every level must be a percentage between 0 and 100", param_hint="--levels")
     if len({selftest.slowed(v) for v in parsed}) < len(parsed):
         raise click.BadParameter(f"a level is given twice: {levels}", param_hint="--levels")
+    if out is not None:  # refused before hours of measuring, not after
+        check_output(out, overwrite=overwrite)
     config = project_config(project)
     policy = project_policy(config, thresholds_path)
     subject = load_kernels(config, None)
@@ -231,7 +237,7 @@ def selftest_command(
             "interference": crossed.to_json() if crossed is not None else None,
             **({"checks_ms": collected} if keep_samples else {}),
         }
-        write_atomic(out, json.dumps(record, indent=1) + "\n")
+        write_atomic(out, json.dumps(record, indent=1) + "\n", replace=overwrite)
 
 
 def print_interference(crossed: Interference, warn_percent: float) -> None:
