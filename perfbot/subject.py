@@ -51,7 +51,7 @@ from typing_extensions import TypedDict
 
 from . import guard, isolation, provenance
 from .config import find_project_root
-from .errors import BadInput
+from .errors import BadInput, listed
 from .schema import MAX_DIM, MAX_ITEMS, MAX_NAME, MAX_TEXT, Name, Text, clean, load_yaml, shown, validate
 
 Params = dict[str, int]
@@ -200,17 +200,17 @@ class Loaded:
             if default_suite in having:
                 having = [default_suite]
             if len(having) > 1:
-                raise BadInput(f"case {name!r} is in suites {', '.join(having)}: name one with --suite")
+                raise BadInput(f"case {name!r} is in suites {listed(having)}: name one with --suite")
             if not having:
                 raise BadInput(f"no suite has a case {name!r}; `perfbot suites` lists them")
             suite = having[0]
         suite = suite or default_suite
         if suite not in self.suites:
-            raise BadInput(f"unknown suite {suite!r}; known: {', '.join(self.suites)}")
+            raise BadInput(f"unknown suite {suite!r}; known: {listed(self.suites)}")
         cases = self.suites[suite].cases
         found = next((c for c in cases if c.name == name), None) if name else cases[0]
         if found is None:
-            raise BadInput(f"suite {suite} has no case {name!r}; it has {', '.join(c.name for c in cases)}")
+            raise BadInput(f"suite {suite} has no case {name!r}; it has {listed(c.name for c in cases)}")
         return found
 
 

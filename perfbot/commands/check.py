@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from rich.table import Table
 from ..errors import EXIT_REGRESSION
 from ..guard import CALL_LIMIT_S
 from .context import (
+    FiniteRange,
     choice_options,
     chosen,
     console,
@@ -27,12 +27,6 @@ from .context import (
 MOST_LIMIT_S = 86_400.0  # a day
 
 
-def _finite(value: float) -> float:
-    if not math.isfinite(value):  # nan passes a FloatRange
-        raise click.BadParameter(f"must be a number of seconds, got {value}")
-    return value
-
-
 @click.command("check")
 @choice_options
 @click.option(
@@ -44,10 +38,9 @@ def _finite(value: float) -> float:
 )
 @click.option(
     "--time-limit",
-    type=click.FloatRange(0, MOST_LIMIT_S, min_open=True),
+    type=FiniteRange(0, MOST_LIMIT_S, min_open=True),
     default=CALL_LIMIT_S,
     show_default=True,
-    callback=lambda ctx, param, value: _finite(value),
     help="Seconds that importing the subject, and each call into it (its inputs, a reference, an "
     "implementation), may take at most; one that takes longer is refused (exit 2).",
 )
