@@ -901,3 +901,81 @@ def test_a_new_slowdown_on_main_is_bisected_and_gets_one_issue_per_step(tmp_path
         assert f"**Culprit:** `{shas[24][:12]}` change 24 — the first bad commit `{shas[24]}`" in issue["body"]
         assert issue["body"].rstrip().endswith(f"<!-- perfbot-step: {record.id} -->")
         assert "actions/runs/7" in issue["body"] and token not in first.stdout + first.stderr
+
+
+SHA40 = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.mark.parametrize(
+    ("source", "accepted"),
+    [
+        (None, True),  # unset: this checkout, which is perfbot
+        ("", True),
+        (".", True),
+        (f"git+https://github.com/octo/perfbot@{SHA40}", True),
+        (f"git+https://github.com/my-org-2/perf.bot_fork-1@{SHA40}", True),
+        (f"git+https://github.com/{'a' * 39}/perfbot@{SHA40}", True),
+        (f"git+https://github.com/octo/{'r' * 100}@{SHA40}", True),
+        (f"git+https://github.com/{'a' * 40}/perfbot@{SHA40}", False),  # no such owner
+        (f"git+https://github.com/octo/{'r' * 101}@{SHA40}", False),
+        ("git+https://github.com/octo/perfbot@main", False),
+        (f"git+https://github.com/octo/perfbot@main#x=@{SHA40}", False),
+        (f"git+https://github.com/octo/perfbot@{SHA40}#egg=perfbot", False),
+        (f"git+https://github.com/octo/perfbot@{SHA40}?x=1", False),
+        (f"https://evil.example/perfbot.tar.gz#@{SHA40}", False),
+        (f"https://github.com/octo/perfbot/archive/{SHA40}.tar.gz", False),
+        (f"file:///tmp/perfbot@{SHA40}", False),
+        ("file:///tmp/perfbot-0.1.0-py3-none-any.whl", False),
+        (f"git+ssh://git@github.com/octo/perfbot@{SHA40}", False),
+        (f"git+http://github.com/octo/perfbot@{SHA40}", False),
+        (f"git+https://github.com.evil.example/octo/perfbot@{SHA40}", False),
+        (f"git+https://evil.example/github.com/octo/perfbot@{SHA40}", False),
+        (f"git+https://user@github.com/octo/perfbot@{SHA40}", False),
+        (f"git+https://github.com:443/octo/perfbot@{SHA40}", False),
+        (f"git+https://github.com/octo/perfbot/sub@{SHA40}", False),
+        (f"git+https://github.com/octo/..@{SHA40}", False),
+        (f"git+https://github.com/octo/.@{SHA40}", False),
+        (f"git+https://github.com/-octo/perfbot@{SHA40}", False),
+        (f"git+https://github.com/octo-/perfbot@{SHA40}", False),
+        (f"git+https://github.com/oc--to/perfbot@{SHA40}", False),
+        (f"git+https://github.com/octo/perfbot@{SHA40.upper()}", False),
+        (f"git+https://github.com/octo/perfbot@{SHA40[:39]}", False),
+        (f"git+https://github.com/octo/perfbot@{SHA40}0", False),
+        (f"git+https://github.com/octo/perfbot@{SHA40}\n", False),
+        (f"git+https://github.com/octo/perfbot@{SHA40} ", False),
+        (f" git+https://github.com/octo/perfbot@{SHA40}", False),
+        (f"git+https://github.com/octo/perfbot@{SHA40}\n::warning::injected", False),
+        (f"perfbot @ git+https://github.com/octo/perfbot@{SHA40}", False),
+        (f"GIT+HTTPS://GITHUB.COM/octo/perfbot@{SHA40}", False),
+        ("./perfbot", False),
+    ],
+)
+def test_install_takes_perfbot_only_from_a_github_repository_at_a_full_commit(source, accepted, tmp_path: Path):
+    """install.sh check: the validation alone, which core and gpu run first (nothing installed)."""
+    env = {k: v for k, v in os.environ.items() if k != "PERFBOT_SOURCE"}
+    if source is not None:
+        env["PERFBOT_SOURCE"] = source
+    done = subprocess.run(
+        ["bash", str(ROOT / ".github" / "perfbot" / "install.sh"), "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == (0 if accepted else 2), done.stdout + done.stderr
+    if not accepted:
+        assert done.stderr.startswith("::error::PERFBOT_SOURCE must be perfbot pinned to a full commit, exactly")
+        assert (source or ".") not in done.stderr  # never echoed: no workflow commands
+        # core and gpu refuse it the same way, before making anything
+        project = tmp_path / "project"
+        project.mkdir()
+        for kind in ("core", "gpu"):
+            refused = subprocess.run(
+                ["bash", str(ROOT / ".github" / "perfbot" / "install.sh"), kind],
+                cwd=project,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            assert refused.returncode == 2 and refused.stderr == done.stderr
+        assert list(project.iterdir()) == []
