@@ -153,7 +153,7 @@ def test_gpu_check_shape():
     verify = names.index("Check that the commit is the pull request's head")
     assert verify < names.index("Check out the head (only its kernels are measured)")
     step = check["steps"][verify]
-    assert step["env"]["BY_A_WORKFLOW"] == "${{ github.triggering_actor == 'github-actions[bot]' }}"
+    assert step["env"]["BY_A_MAINTAINER"] == "${{ needs.gpus.outputs.by-a-maintainer }}"
     assert "verify-head" in step["run"] and "--same-repository" in step["run"]
     request = _load(ROOT / ".github" / "workflows" / "gpu-request.yml")
     assert request["jobs"]["request"]["if"].startswith(
@@ -225,7 +225,7 @@ def test_bisect_runs_on_one_gpu_kind():
     data = _load(ROOT / ".github" / "workflows" / "bisect.yml")
     job = data["jobs"]["bisect"]
     assert "strategy" not in job
-    assert job["runs-on"][-1] == "${{ inputs.gpu || fromJSON(vars.PERFBOT_GPU_LABELS || '[\"a100\"]')[0] }}"
+    assert job["runs-on"][-1] == "${{ needs.allowed.outputs.gpu }}"  # the input, else the first label, checked
     assert _triggers(data)["workflow_dispatch"]["inputs"]["gpu"]["required"] is False
 
 
@@ -979,3 +979,249 @@ def test_install_takes_perfbot_only_from_a_github_repository_at_a_full_commit(so
             )
             assert refused.returncode == 2 and refused.stderr == done.stderr
         assert list(project.iterdir()) == []
+
+
+def test_codeowners_cover_what_runs_on_the_gpu_and_what_judges():
+    """.github/CODEOWNERS: every line a pattern and the maintainers' team, the patterns exactly
+    the workflows and their scripts, perfbot, the thresholds, pyproject.toml and the subject;
+    each names something that exists, and SECURITY.md says so and how to set the team."""
+    import tomllib
+
+    owners = {}
+    for line in (ROOT / ".github" / "CODEOWNERS").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            pattern, *team = line.split()
+            owners[pattern] = team
+    subject = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["perfbot"]["kernels"]
+    covered = {"/.github/", "/perfbot/", "/thresholds.yaml", "/pyproject.toml", f"/{subject}/"}
+    assert set(owners) == covered and all(team == ["@OWNER/perfbot-maintainers"] for team in owners.values())
+    assert all((ROOT / pattern.strip("/")).exists() for pattern in owners)
+    security = (ROOT / "SECURITY.md").read_text()
+    assert "`.github/CODEOWNERS`" in security and "`@OWNER/perfbot-maintainers`" in security
+    for pattern in covered:
+        assert f"`{pattern.lstrip('/')}`" in security, pattern
+
+
+def _maintainer(fake, tmp_path: Path, *args: str, token: str | None = None) -> tuple[subprocess.CompletedProcess, str]:
+    """maintainer.sh against the loopback GitHub, with a curl that logs its arguments first."""
+    shims = tmp_path / "shims"
+    shims.mkdir(exist_ok=True)
+    real_curl = shutil.which("curl")
+    (shims / "curl").write_text(f'#!/bin/sh\nprintf "%s\\n" "curl $*" >> {tmp_path}/argv.log\nexec {real_curl} "$@"\n')
+    (shims / "curl").chmod(0o755)
+    output = tmp_path / "output"
+    output.write_text("")
+    done = subprocess.run(
+        ["bash", str(ROOT / ".github" / "perfbot" / "maintainer.sh"), *args],
+        env={
+            "PATH": f"{shims}:{os.environ['PATH']}",
+            "GITHUB_TOKEN": token or fake.token,
+            "GITHUB_API_URL": fake.url,
+            "GITHUB_REPOSITORY": "octo/perfbot",
+            "GITHUB_OUTPUT": str(output),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return done, output.read_text()
+
+
+@pytest.mark.parametrize(
+    ("logins", "maintainer"),
+    [
+        (["alice"], True),  # maintain
+        (["carol"], True),  # admin
+        (["bob"], False),  # write: may dispatch, is no maintainer
+        (["trish"], False),  # triage
+        (["stranger"], False),  # no collaborator
+        (["github-actions[bot]"], False),
+        (["perfbot-app[bot]"], False),
+        (["dependabot[bot]"], False),
+        (["alice", "carol"], True),
+        (["alice", "bob"], False),  # a maintainer's run re-run by a writer
+        (["github-actions[bot]", "alice"], False),  # a workflow's run re-run by a maintainer
+        (["alice\n::warning::x"], False),
+        (["../alice"], False),
+        ([""], False),
+    ],
+)
+def test_a_maintainer_is_admin_or_maintain(logins: list[str], maintainer: bool, tmp_path: Path):
+    from tests.fake_github import FakeGitHub
+
+    with FakeGitHub(token="ghs_maintainerTOKEN") as fake:
+        for login, role in (("alice", "maintain"), ("carol", "admin"), ("bob", "write"), ("trish", "triage")):
+            fake.add_collaborator("octo/perfbot", login, role)
+        done, output = _maintainer(fake, tmp_path, *logins)
+        asked = [r.path for r in fake.requests]
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert output == f"maintainer={'true' if maintainer else 'false'}\n"
+        required, _ = _maintainer(fake, tmp_path, "--require", *logins)
+    # Only users' logins are asked about (a bot, or anything else, is not one), and the token
+    # is on no command line.
+    users = [login for login in logins if re.fullmatch(r"[A-Za-z0-9]+(-[A-Za-z0-9]+)*", login)]
+    assert asked == [f"/repos/octo/perfbot/collaborators/{login}/permission" for login in users]
+    if users:
+        assert "curl " in (tmp_path / "argv.log").read_text()
+        assert "ghs_maintainerTOKEN" not in (tmp_path / "argv.log").read_text()
+    assert "::warning::x" not in done.stdout + done.stderr
+    assert required.returncode == (0 if maintainer else 2), required.stdout + required.stderr
+    if not maintainer:
+        assert "::error::only a maintainer of this repository" in required.stderr
+
+
+def test_a_maintainer_check_that_github_cannot_answer_fails(tmp_path: Path):
+    from tests.fake_github import FakeGitHub
+
+    with FakeGitHub(token="ghs_maintainerTOKEN") as fake:
+        fake.add_collaborator("octo/perfbot", "alice", "maintain")
+        fake.fail_next(500, count=4)  # the first try and curl's three retries
+        failed, output = _maintainer(fake, tmp_path, "alice")
+        refused, _ = _maintainer(fake, tmp_path, "alice", token="ghs_wrongTOKEN")  # 401
+        answered, _ = _maintainer(fake, tmp_path, "alice")
+    assert failed.returncode == 3 and "could not read the permission of alice" in failed.stderr and output == ""
+    assert refused.returncode == 3 and answered.returncode == 0
+
+
+def _verify_step(fake, tmp_path: Path, by_a_maintainer: str, sha: str) -> subprocess.CompletedProcess:
+    """The check job's verify step, as Actions runs it, with this checkout's perfbot as .venv's."""
+    work = tmp_path / "work"
+    (work / ".venv" / "bin").mkdir(parents=True, exist_ok=True)
+    if not (work / ".venv" / "bin" / "perfbot").exists():
+        (work / ".venv" / "bin" / "perfbot").symlink_to(BIN / "perfbot")
+    return subprocess.run(
+        ["bash", "-e", "-c", _run_step("gpu-check.yml", "check", "Check that the commit is the pull request's head")],
+        cwd=work,
+        env={
+            "PATH": os.environ["PATH"],
+            "PYTHONPATH": str(ROOT),
+            "HOME": str(tmp_path),
+            "GITHUB_TOKEN": fake.token,
+            "GITHUB_API_URL": fake.url,
+            "GITHUB_REPOSITORY": "octo/perfbot",
+            "PR_NUMBER": "7",
+            "HEAD_SHA": sha,
+            "BY_A_MAINTAINER": by_a_maintainer,
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("actor", "fork", "measured"),
+    [
+        ("github-actions[bot]", False, True),  # gpu-request.yml, a branch of this repository
+        ("github-actions[bot]", True, False),  # a fork's head dispatched by a workflow; any re-run of it
+        ("perfbot-app[bot]", True, False),
+        ("bob", False, True),  # a writer, by hand, a branch of this repository
+        ("bob", True, False),  # a writer is no maintainer: not a fork's head
+        ("alice", True, True),  # a maintainer, by hand: the commit they read, on every re-run
+        ("carol", True, True),
+    ],
+)
+def test_a_forks_head_is_measured_only_in_a_run_a_maintainer_dispatched(
+    actor: str, fork: bool, measured: bool, tmp_path: Path
+):
+    """The gpus job's dispatcher step decides from github.actor (who dispatched the run, the same
+    on every re-run), never from github.triggering_actor (who re-ran it); the check job's verify
+    step then asks for a head of this repository's own branches unless a maintainer dispatched."""
+    from tests.fake_github import FakeGitHub
+
+    data = _load(ROOT / ".github" / "workflows" / "gpu-check.yml")
+    gpus, check = data["jobs"]["gpus"], data["jobs"]["check"]
+    dispatcher = next(s for s in gpus["steps"] if s.get("id") == "dispatcher")
+    assert dispatcher["env"]["ACTOR"] == "${{ github.actor }}"
+    assert dispatcher["run"] == '.github/perfbot/maintainer.sh "$ACTOR"'
+    assert gpus["outputs"]["by-a-maintainer"] == "${{ steps.dispatcher.outputs.maintainer }}"
+    verify = next(s for s in check["steps"] if s.get("name") == "Check that the commit is the pull request's head")
+    assert verify["env"]["BY_A_MAINTAINER"] == "${{ needs.gpus.outputs.by-a-maintainer }}"
+    assert "triggering_actor" not in "".join(f"{k}{v}" for s in check["steps"] for k, v in s.get("env", {}).items())
+    assert "triggering_actor" not in json.dumps(gpus)
+
+    sha = "c" * 40
+    with FakeGitHub(token="ghs_checkTOKEN") as fake:
+        fake.add_collaborator("octo/perfbot", "alice", "maintain")
+        fake.add_collaborator("octo/perfbot", "carol", "admin")
+        fake.add_collaborator("octo/perfbot", "bob", "write")
+        fake.add_pull("octo/perfbot", 7, sha, head_repo="mallory/perfbot" if fork else None)
+        done, output = _maintainer(fake, tmp_path, actor)
+        assert done.returncode == 0, done.stdout + done.stderr
+        verified = _verify_step(fake, tmp_path, output.strip().removeprefix("maintainer="), sha)
+        # Whatever the dispatcher step said, anything but "true" asks for a branch of this repository.
+        unsure = _verify_step(fake, tmp_path, "", sha)
+    assert verified.returncode == (0 if measured else 2), verified.stdout + verified.stderr
+    assert unsure.returncode == (2 if fork else 0), unsure.stdout + unsure.stderr
+
+
+def test_bisect_waits_for_a_maintainer_and_checked_inputs_on_a_github_hosted_runner():
+    """No GPU runner is asked for before the allowed job has passed: it runs on GitHub's
+    runners, requires the dispatcher and the re-runner to be maintainers, and checks the inputs;
+    the GPU job runs on the label it checked, for at most six hours."""
+    data = _load(ROOT / ".github" / "workflows" / "bisect.yml")
+    allowed, bisect = data["jobs"]["allowed"], data["jobs"]["bisect"]
+    assert set(data["jobs"]) == {"allowed", "bisect"}
+    assert allowed["runs-on"] == "ubuntu-latest" and allowed["permissions"] == {"contents": "read"}
+    gate = allowed["steps"][1]
+    assert gate["run"] == '.github/perfbot/maintainer.sh --require "$ACTOR" "$TRIGGERING_ACTOR"'
+    assert gate["env"]["ACTOR"] == "${{ github.actor }}"
+    assert gate["env"]["TRIGGERING_ACTOR"] == "${{ github.triggering_actor }}"
+    assert [s.get("id") for s in allowed["steps"][2:]] == ["labels", "inputs"]
+    assert allowed["outputs"] == {"gpu": "${{ steps.inputs.outputs.gpu }}"}
+    assert bisect["needs"] == "allowed" and "if" not in bisect
+    assert bisect["runs-on"] == ["self-hosted", "linux", "gpu", "${{ needs.allowed.outputs.gpu }}"]
+    assert bisect["timeout-minutes"] <= 360
+    assert bisect["concurrency"] == {"group": "bisect-triton", "cancel-in-progress": False}
+    assert "inputs.gpu" not in json.dumps(bisect)  # only the checked label names a runner
+
+
+def _bisect_inputs(tmp_path: Path, good: str, bad: str, name: str, gpu: str, labels: str | None):
+    output = tmp_path / "labels.out"
+    output.write_text("")
+    env = {"PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(output)}
+    if labels is not None:
+        env["PERFBOT_GPU_LABELS"] = labels
+    subprocess.run(["bash", str(ROOT / ".github" / "perfbot" / "gpu-labels.sh")], env=env, check=True)
+    checked = _outputs(output)["labels"]
+    output.write_text("")
+    steps = _load(ROOT / ".github" / "workflows" / "bisect.yml")["jobs"]["allowed"]["steps"]
+    script = next(s for s in steps if s.get("id") == "inputs")["run"]
+    done = subprocess.run(
+        ["bash", "-e", "-c", script],
+        env={**env, "GOOD": good, "BAD": bad, "BENCHMARK": name, "GPU": gpu, "LABELS": checked},
+        capture_output=True,
+        text=True,
+    )
+    return done, output.read_text()
+
+
+@pytest.mark.parametrize(
+    ("good", "bad", "name", "gpu", "outcome"),
+    [
+        ("v3.5.0", "v3.6.0", "pr/gemma-2b/fused", "", "a100"),  # the first label
+        ("a" * 40, "b" * 40, "pr/gemma-2b/fused", "h200", "h200"),
+        ("release/3.6.x", "main", "pr/gemma-2b/fused", "a100", "a100"),
+        ("v3.5.0", "v3.6.0", "pr/gemma-2b/fused", "b200", None),  # not a listed GPU
+        ("v3.5.0", "v3.6.0", "pr/gemma-2b/fused", "a100 h200", None),
+        ("v3.5.0", "v3.6.0", "pr/gemma-2b/fused", '"a100"', None),
+        ("v3.5.0..v3.6.0", "v3.6.0", "pr/gemma-2b/fused", "", None),
+        ("-v", "v3.6.0", "pr/gemma-2b/fused", "", None),
+        ("v3.5.0", "main@{1}", "pr/gemma-2b/fused", "", None),
+        ("v3.5.0", "main/", "pr/gemma-2b/fused", "", None),
+        ("v3.5.0", "x" * 101, "pr/gemma-2b/fused", "", None),
+        ("v3.5.0", "v3.6.0\n", "pr/gemma-2b/fused", "", None),
+        ("v3.5.0", "v3.6.0", "pr/gemma-2b", "", None),
+        ("v3.5.0", "v3.6.0", "pr/gemma-2b/fused/x", "", None),
+        ("v3.5.0", "v3.6.0", "pr/gemma 2b/fused", "", None),
+    ],
+)
+def test_bisects_inputs_are_checked_before_a_gpu_runner_is_asked_for(
+    good: str, bad: str, name: str, gpu: str, outcome: str | None, tmp_path: Path
+):
+    """name: SUITE/CASE/KERNEL (pytest-benchmark owns the argument name `benchmark`)."""
+    done, output = _bisect_inputs(tmp_path, good, bad, name, gpu, '["a100", "h200"]')
+    if outcome is None:
+        assert done.returncode == 2 and "::error::" in done.stderr and output == "", done.stdout + done.stderr
+    else:
+        assert done.returncode == 0 and output == f"gpu={outcome}\n", done.stdout + done.stderr
