@@ -101,6 +101,8 @@ def test_least_privilege():
         "contents": {"baseline.yml"},
         "actions": {"gpu-request.yml"},
         "issues": {"baseline.yml"},
+        "pages": {"baseline.yml"},
+        "id-token": {"baseline.yml"},
     }
 
 
@@ -392,13 +394,16 @@ def test_the_store_step_stores_the_run_of_every_gpu_kind_in_one_push(tmp_path: P
         "HOME": str(tmp_path),
         "RUNS": str(runs),
         "STEPS": str(tmp_path / "steps"),
+        "PERFBOT_SITE_DIR": str(tmp_path / "site"),
         "GITHUB_OUTPUT": str(tmp_path / "output"),
     }
     script = _run_step("baseline.yml", "store", "Store on perfbot-baselines, check the history, rebuild the site")
     done = subprocess.run(["bash", "-e", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr
     # No step yet: nothing for the bisect and issue jobs, and the job passes.
-    assert (tmp_path / "output").read_text() == "rc=0\nbisect-on=[]\nfailing=0\n"
+    # The site is built, for the pages job.
+    assert (tmp_path / "output").read_text() == "rc=0\nsite=true\nbisect-on=[]\nfailing=0\n"
+    assert (tmp_path / "site" / "index.html").is_file()
     files = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-baselines").splitlines()
     assert {f.split("/")[1] for f in files if f.startswith("store/nvidia-")} == {"nvidia-a100-sxm4-80gb", "nvidia-h200"}
     assert _git("--git-dir", str(remote), "rev-list", "--count", "perfbot-baselines") == "1"
@@ -461,10 +466,14 @@ def test_push_baseline_retries_after_losing_a_race(tmp_path: Path, existing_bran
     hook.chmod(0o755)
     run_file = tmp_path / "main.json"
     results.save(make_results(seed=1), run_file)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "stale.html").write_text("from an earlier run\n")
     env = {
         "PATH": f"{BIN}:/usr/bin:/bin",
         "PERFBOT": str(BIN / "perfbot"),
         "PERFBOT_BASELINE_REMOTE": str(remote),
+        "PERFBOT_SITE_DIR": str(site),
         "GITHUB_SHA": "c0ffee",
         "HOME": str(tmp_path),
     }
@@ -480,8 +489,9 @@ def test_push_baseline_retries_after_losing_a_race(tmp_path: Path, existing_bran
     files = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-baselines").splitlines()
     assert [f for f in files if f.startswith("store/nvidia-h200/")] and ("README" in files) == existing_branch
     assert "store/reported-steps.json" in files and not [f for f in files if f.startswith("docs/")]
-    site = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-site").splitlines()
-    assert {"index.html", ".nojekyll"} <= set(site) and [f for f in site if f.startswith("b/")]
+    # The site is left for the pages job to deploy, rebuilt whole; no branch is pushed for it.
+    assert (site / "index.html").is_file() and list(site.glob("b/*")) and not (site / "stale.html").exists()
+    assert _git("--git-dir", str(remote), "for-each-ref", "--format=%(refname)") == "refs/heads/perfbot-baselines"
     assert _git("--git-dir", str(remote), "log", "-1", "--format=%s", "perfbot-baselines") == "baseline: c0ffee"
 
 
@@ -504,6 +514,7 @@ def test_push_baseline_fails_the_job_once_for_a_step_after_storing_the_run(tmp_p
         "PATH": f"{BIN}:/usr/bin:/bin",
         "PERFBOT": str(BIN / "perfbot"),
         "PERFBOT_BASELINE_REMOTE": str(remote),
+        "PERFBOT_SITE_DIR": str(tmp_path / "site"),
         "HOME": str(tmp_path),
         "GITHUB_STEP_SUMMARY": str(summary),
     }
@@ -529,9 +540,8 @@ def test_push_baseline_fails_the_job_once_for_a_step_after_storing_the_run(tmp_p
     assert 1 <= codes.count(1) <= len(reported) <= 2, codes
     files = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-baselines").splitlines()
     assert len([f for f in files if f.startswith("store/nvidia-h200/")]) == 42
-    site = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-site").splitlines()
-    assert "index.html" in site and len([f for f in site if f.startswith("b/")]) == 6
-    assert _git("--git-dir", str(remote), "rev-list", "--count", "perfbot-site") == "1"  # no history kept
+    site = tmp_path / "site"
+    assert (site / "index.html").is_file() and len(list((site / "b").iterdir())) == 6
     assert "find the commit: perfbot bisect" in summary.read_text()
 
 
@@ -563,6 +573,7 @@ def test_push_baseline_keeps_the_acknowledged_steps_and_reports_none_of_them(tmp
         "HOME": str(tmp_path),
         "GITHUB_SHA": "run40",
         "PYTHONPATH": str(ROOT),  # this checkout's perfbot, whatever the environment has installed
+        "PERFBOT_SITE_DIR": str(tmp_path / "site"),
     }
     done = subprocess.run(
         ["bash", str(ROOT / ".github" / "perfbot" / "push-baseline.sh"), str(run_file)],
@@ -574,9 +585,8 @@ def test_push_baseline_keeps_the_acknowledged_steps_and_reports_none_of_them(tmp
     assert done.returncode == 0, done.stdout + done.stderr
     assert "perfbot history: no new step" in done.stdout
     assert _git("--git-dir", str(remote), "show", f"perfbot-baselines:store/{acknowledgements.FILE}") == kept.strip()
-    site = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-site").splitlines()
-    page = next(name for name in site if name.startswith(f"b/{found[0].series.slug}"))
-    assert "acknowledged by alice" in _git("--git-dir", str(remote), "show", f"perfbot-site:{page}")
+    page = next((tmp_path / "site" / "b").glob(f"{found[0].series.slug}*"))
+    assert "acknowledged by alice" in (page / "index.html" if page.is_dir() else page).read_text()
 
 
 def test_push_baseline_authenticates_over_http_without_the_token_on_a_command_line(tmp_path: Path):
@@ -715,13 +725,14 @@ def test_the_example_project_installs_as_its_one_package(tmp_path: Path):
 
 
 def _post_step(
-    home: Path, api: str, token: str, sha: str, labels: str, reports: Path, run: int
+    home: Path, api: str, token: str, sha: str, labels: str, reports: Path, run: int, app_slug: str = ""
 ) -> subprocess.CompletedProcess:
     """The comment job's post step, run as Actions runs it, for PR 7 of octo/perfbot whose check failed."""
     return subprocess.run(
         ["bash", "-e", "-c", _run_step("gpu-check.yml", "comment", "Post the comment and set the status")],
         cwd=ROOT,
         env={
+            "APP_SLUG": app_slug,
             "PATH": os.environ["PATH"],
             "HOME": str(home),
             "GITHUB_TOKEN": token,
@@ -1225,3 +1236,95 @@ def test_bisects_inputs_are_checked_before_a_gpu_runner_is_asked_for(
         assert done.returncode == 2 and "::error::" in done.stderr and output == "", done.stdout + done.stderr
     else:
         assert done.returncode == 0 and output == f"gpu={outcome}\n", done.stdout + done.stderr
+
+
+def test_the_history_site_is_deployed_to_pages_by_one_job_under_the_github_pages_environment():
+    """The store job uploads the site it built as the Pages artifact; the pages job, on a
+    GitHub-hosted runner, alone holds pages: write and id-token: write, in the environment
+    github-pages (limited to main in the repository's settings); no workflow pushes a branch
+    for the site."""
+    data = _load(ROOT / ".github" / "workflows" / "baseline.yml")
+    store, pages = data["jobs"]["store"], data["jobs"]["pages"]
+    assert store["permissions"] == {"contents": "write"}
+    assert store["outputs"]["site"] == "${{ steps.store.outputs.site }}"
+    step = next(s for s in store["steps"] if s.get("id") == "store")
+    assert step["env"]["PERFBOT_SITE_DIR"] == "${{ runner.temp }}/perfbot/site"
+    names = [s.get("name") for s in store["steps"]]
+    upload = store["steps"][names.index("Upload the history site")]
+    assert (
+        upload["uses"].startswith("actions/upload-pages-artifact@")
+        and upload["if"] == "steps.store.outputs.site == 'true'"
+    )
+    assert upload["with"] == {"path": step["env"]["PERFBOT_SITE_DIR"]}
+    assert names.index("Upload the history site") < names.index(
+        "Fail on a new slowdown"
+    )  # a failing check still publishes
+
+    assert pages["needs"] == "store" and pages["runs-on"] == "ubuntu-latest"
+    assert pages["if"] == "!cancelled() && needs.store.outputs.site == 'true'"
+    assert pages["environment"] == {"name": "github-pages", "url": "${{ steps.deploy.outputs.page_url }}"}
+    assert pages["permissions"] == {"pages": "write", "id-token": "write"}
+    assert [s["uses"].split("@")[0] for s in pages["steps"]] == ["actions/deploy-pages"]
+    for path in WORKFLOWS:
+        for name, job in _load(path)["jobs"].items():
+            if {"pages", "id-token"} & set(job.get("permissions", {})):
+                assert (path.name, name) == ("baseline.yml", "pages")
+    scripts = [p.read_text() for p in (ROOT / ".github").rglob("*") if p.is_file()]
+    assert not any("perfbot-site" in text for text in scripts)
+
+
+def test_the_comment_job_posts_as_the_github_app_where_one_is_set():
+    """With the variable PERFBOT_APP_CLIENT_ID, the comment job mints the App's token (its key a
+    secret of the environment perfbot-post, which the settings limit to main), scoped to the
+    comment and the status, and posts with it; without, it posts with the job's own token."""
+    data = _load(ROOT / ".github" / "workflows" / "gpu-check.yml")
+    comment = data["jobs"]["comment"]
+    assert comment["environment"] == "perfbot-post"
+    app = next(s for s in comment["steps"] if s.get("id") == "app")
+    assert app["if"] == "vars.PERFBOT_APP_CLIENT_ID != ''"
+    assert app["uses"].startswith("actions/create-github-app-token@")
+    assert app["with"] == {
+        "client-id": "${{ vars.PERFBOT_APP_CLIENT_ID }}",
+        "private-key": "${{ secrets.PERFBOT_APP_PRIVATE_KEY }}",
+        "permission-pull-requests": "write",
+        "permission-statuses": "write",
+    }
+    post = comment["steps"][-1]
+    assert post["env"]["GITHUB_TOKEN"] == "${{ steps.app.outputs.token || github.token }}"
+    assert post["env"]["APP_SLUG"] == "${{ steps.app.outputs.app-slug }}"
+    # The App's key is read in that one step, of that one job, and nowhere else.
+    for path in WORKFLOWS:
+        for name, job in _load(path)["jobs"].items():
+            for step in job.get("steps", []):
+                if "secrets." in json.dumps(step):
+                    assert (path.name, name, step.get("id")) == ("gpu-check.yml", "comment", "app")
+
+
+def test_the_post_step_edits_the_apps_own_comment(tmp_path: Path):
+    """An App's token cannot read GET /user: the post step names the App's login (APP_SLUG[bot]),
+    so a second report edits the App's comment instead of adding one; the status is the App's."""
+    from perfbot import comparison
+    from perfbot.compare import compare
+    from perfbot.thresholds import load_policy
+    from tests.fake_github import FakeGitHub, Identity
+
+    reports = tmp_path / "reports" / "perfbot-report-a100"
+    reports.mkdir(parents=True)
+    summary = comparison.summarize(
+        compare(make_results(seed=1), make_results(seed=2), load_policy(ROOT / "thresholds.yaml"))
+    )
+    (reports / "comparison.json").write_text(comparison.to_text(summary))
+    sha, token = "d" * 40, "ghs_appINSTALLATIONtoken"
+    app = Identity("perfbot-app[bot]", "Bot", reads_user=False)
+    with FakeGitHub(token=token, identity=app) as fake:
+        fake.add_pull("octo/perfbot", 7, sha)
+        fake.add_comment(
+            "octo/perfbot", 7, "an old report\n<!-- perfbot-report -->", login="github-actions[bot]", user_type="Bot"
+        )
+        for run in (1, 2):
+            done = _post_step(tmp_path, fake.url, token, sha, '["a100"]', tmp_path / "reports", run, "perfbot-app")
+            assert done.returncode == 0, done.stdout + done.stderr
+        posted = [c for c in fake.comments[("octo/perfbot", 7)] if c["user"]["login"] == "perfbot-app[bot]"]
+        statuses = fake.statuses[("octo/perfbot", sha)]
+    assert len(posted) == 1 and posted[0]["body"].rstrip().endswith("<!-- perfbot-report -->")
+    assert {s["creator"]["login"] for s in statuses} == {"perfbot-app[bot]"}
