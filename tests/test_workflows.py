@@ -761,6 +761,7 @@ def test_the_auto_bisect_jobs_wiring():
     assert store["outputs"] == {
         "bisect-on": "${{ steps.store.outputs.bisect-on }}",
         "failing": "${{ steps.store.outputs.failing }}",
+        "site-artifact": "${{ steps.site.outputs.artifact_id }}",  # for the pages job
     }
     assert steps["store"]["env"]["STEPS"] == "${{ runner.temp }}/perfbot/steps"
     assert 'PERFBOT_STEPS_JSON="$STEPS/steps.json" .github/perfbot/push-baseline.sh' in steps["store"]["run"]
