@@ -3,7 +3,8 @@
 Markdown is safe by construction: every value a template prints goes through `markdown_escape`
 (jinja2's `finalize`), except the few strings perfbot formats itself and marks `Markdown`
 (numbers, verdict names, the marker). So no file perfbot reads can put live HTML, an HTML
-comment, a forged marker, a live @mention or a broken table into what it writes.
+comment, a forged marker, a live @mention, a bare URL that GitHub would link, or a broken table
+into what it writes.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ class Markdown(str):
 def markdown_escape(value: Any, limit: int = MAX_SHOWN) -> str:
     """Any value as inert inline markdown: on one line, at most `limit` characters, no HTML (so
     no comment opened and no marker forged), no table cell ended, no emphasis, link, heading or
-    code span started, and no live @mention (a zero-width joiner follows every @, and GitHub
-    notifies no one for "@\u200duser")."""
+    code span started, no live @mention (a zero-width joiner follows every @, and GitHub
+    notifies no one for "@\u200duser") and no bare URL that GitHub's autolinks would make a
+    link of (one follows the ":" of every "://" and the "www" of every "www.")."""
     if value is None:
         return "—"
     text = " ".join(re.sub(r"[\x00-\x1f\x7f]", " ", str(value)).split())
@@ -45,6 +47,8 @@ def markdown_escape(value: Any, limit: int = MAX_SHOWN) -> str:
         text = text[: limit - 1] + "…"
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = re.sub(r"([\\`*_\[\]|#!~])", r"\\\1", text)
+    text = text.replace("://", ":\u200d//")
+    text = re.sub(r"(?i)(www)\.", "\\1\u200d.", text)
     return text.replace("@", "@\u200d")
 
 

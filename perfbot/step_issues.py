@@ -134,7 +134,9 @@ def issue(step: StepRecord, outcome: OutcomeFile | None, run_url: str | None = N
     if outcome is not None:
         evidence += ["", *_probes(step, outcome)]
     # A code span: the id is copied from here as it is (hex, @ and a stamp's characters).
-    tail = ["", f"<sub>Step `{step.id}`{f', opened by {_e(run_url)}' if run_url else ''}.</sub>", marker(step.id)]
+    # The run's address is the workflow's own, checked by the command (http(s), no space, quote or
+    # bracket): an autolink in <>, not escaped, since escaping breaks every bare URL's link.
+    tail = ["", f"<sub>Step `{step.id}`{f', opened by <{run_url}>' if run_url else ''}.</sub>", marker(step.id)]
     body = _fit(head, evidence, tail)
     return Issue(step, title, body, marker(step.id), _since(step.after.stored))
 

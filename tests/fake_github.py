@@ -148,6 +148,7 @@ class FakeGitHub:
         self.statuses: dict[tuple[str, str], list[dict]] = {}
         self.pulls: dict[tuple[str, int], dict] = {}
         self.issues: dict[str, list[dict]] = {}  # repository -> its issues (not pull requests), oldest first
+        self.roles: dict[tuple[str, str], str] = {}  # (repository, login) -> role: admin, maintain, write, ...
         self.forbidden: list[str] = []
         self._pushes: list[tuple[str, str, str, int, str]] = []  # (method, path prefix, repo, PR, new head)
         self._forced: deque[Callable[[], _Reply]] = deque()
@@ -216,6 +217,10 @@ class FakeGitHub:
                 "commits": [*earlier, head_sha],
                 "head_repo": head_repo or repo,
             }
+
+    def add_collaborator(self, repo: str, login: str, role: str) -> None:
+        """`login` gets `role` (admin, maintain, write, triage, read) in `repo`."""
+        self.roles[(repo, login.lower())] = role
 
     def push_after(self, method: str, path_prefix: str, repo: str, number: int, new_head: str) -> None:
         """Once a `method` request under `path_prefix` has been answered, PR `number` gets a new
@@ -365,7 +370,19 @@ class FakeGitHub:
             return self._edit_comment(comment, request.body) if request.method == "PATCH" else _Reply(200, comment)
         if (m := re.fullmatch(r"/statuses/([^/]+)", rest)) and request.method == "POST":
             return self._create_status(repo, m[1], request.body, identity)
+        if (m := re.fullmatch(r"/collaborators/([^/]+)/permission", rest)) and request.method == "GET":
+            return self._permission(repo, m[1])
         return _not_found()
+
+    def _permission(self, repo: str, login: str) -> _Reply:
+        """GET /repos/{owner}/{repo}/collaborators/{username}/permission: `permission` is the
+        legacy level (maintain reads as write, triage as read), `role_name` the role itself; a
+        user who is no collaborator has none (a public repository: read)."""
+        if not re.fullmatch(r"[A-Za-z0-9]+(-[A-Za-z0-9]+)*", login):
+            return _not_found()
+        role = self.roles.get((repo, login.lower()), "none")
+        legacy = {"maintain": "write", "triage": "read"}.get(role, role)
+        return _Reply(200, {"permission": legacy, "role_name": role, "user": self._user(login, "User")})
 
     def _known_repo(self, owner: str, name: str) -> str | None:
         """The configured spelling of owner/name; GitHub matches repository names case-insensitively."""

@@ -8,6 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from rich.console import Console
 
 from perfbot.compare import compare
@@ -86,6 +88,37 @@ def test_names_from_files_cannot_break_the_table_or_forge_the_marker():
     assert table_rows and all(line.count(" | ") == 8 for line in table_rows)  # 9 cells, no extra column
     assert "](http" not in text.replace("\\]", "")
     assert markdown_escape("a|b<c>") == "a\\|b&lt;c&gt;"
+
+
+# What GitHub's autolink extension makes a link of in plain text: a scheme followed by "://"
+# (http, https and ftp in cmark-gfm) and "www." (https://github.github.com/gfm/#autolinks-extension-).
+_AUTOLINK = re.compile(r"://|www\.", re.IGNORECASE)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["https://evil.example/login", "see www.evil.example/x", "HTTPS://EVIL.EXAMPLE", "(ftp://a.b/c)", "*WwW.e.com*"],
+)
+def test_a_bare_url_in_a_name_is_not_a_link(name: str):
+    """A kernel named like a login page stays text: a zero-width joiner after the ":" of "://"
+    and the "www" of "www." (checked once by hand with cmark-gfm, GitHub's renderer: no <a>)."""
+    escaped = markdown_escape(name)
+    assert _AUTOLINK.search(name) and not _AUTOLINK.search(escaped)
+    assert escaped.replace("\u200d", "").replace("\\", "") == name  # only the joiners added: it reads the same
+    base, head = make_results(seed=1), make_results({("fused", "gemma-2b"): 1.10}, seed=2)
+
+    def rename(r):
+        return replace(
+            r, benchmarks=[replace(b, kernel=name if b.kernel == "fused" else b.kernel) for b in r.benchmarks]
+        )
+
+    text = comment_markdown(summarize(compare(rename(base), rename(head), POLICY)))
+    assert escaped in text and not _AUTOLINK.search(text)
+
+
+@given(st.text(alphabet="htpsfw:/.wWHTPS @x", max_size=40))
+def test_no_escaped_value_autolinks(text: str):
+    assert not _AUTOLINK.search(markdown_escape(text))
 
 
 def _many(r, f):

@@ -138,7 +138,7 @@ def test_one_issue_per_step_with_its_culprit_and_evidence_and_none_twice(fake, s
         assert f"```sh\nperfbot history ack --store store --step {record.id} --reason '...'\n```" in body
         assert f"<sub>Step `{record.id}`, opened by" in body
         assert "| `cccccccccccc` | change 24: retile | 30 | 1.0300 | +3.00% | bad (first bad) | — |" in body
-        assert f"opened by {RUN_URL}" in body and len(body) <= BODY_LIMIT
+        assert f"opened by <{RUN_URL}>" in body and len(body) <= BODY_LIMIT
     again = open_issues(steps, tmp_path / "bisect", "--run-url", RUN_URL)
     assert again.exit_code == 0 and again.output.count("exists, not opened again: ") == 2, again.output
     assert len(fake.issues[REPO]) == 2

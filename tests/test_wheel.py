@@ -246,28 +246,44 @@ def test_another_repository_checks_its_kernels_with_the_wheels_perfbot(measuring
 INSTALL = ROOT / ".github" / "perfbot" / "install.sh"
 
 
-def test_the_workflows_install_step_takes_perfbot_from_a_pinned_source(wheel: Path, tmp_path: Path):
+def test_the_workflows_install_step_takes_perfbot_from_a_pinned_source(tmp_path: Path):
     """What a job of another repository runs (.github/perfbot/install.sh core), with perfbot's
-    source a file here in place of git+https://github.com/ORG/perfbot@SHA."""
+    source git+https://github.com/octo/perfbot@SHA: git, which pip runs, is told to fetch that
+    address from a repository here holding a clean copy of this checkout (url.insteadOf)."""
     project = tmp_path / "project"
     shutil.copytree(ROOT / "examples" / "rmsnorm", project, ignore=shutil.ignore_patterns("__pycache__", "results"))
+    origin = _clean_copy(tmp_path / "origin")
+    git = ["git", "-C", str(origin), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "--quiet"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "--quiet", "-m", "perfbot"], check=True)
+    sha = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    env = {
+        **os.environ,
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": f"url.{origin.as_uri()}.insteadOf",
+        "GIT_CONFIG_VALUE_0": "https://github.com/octo/perfbot",
+    }
     unpinned = subprocess.run(
         ["bash", str(INSTALL), "core"],
         cwd=project,
-        env={**os.environ, "PERFBOT_SOURCE": "git+https://github.com/octo/perfbot@main"},
+        env={**env, "PERFBOT_SOURCE": "git+https://github.com/octo/perfbot@main"},
         capture_output=True,
         text=True,
     )
-    assert unpinned.returncode == 2 and "must pin perfbot to a full commit" in unpinned.stderr
+    assert unpinned.returncode == 2 and "must be perfbot pinned to a full commit" in unpinned.stderr
     assert not (project / ".venv").exists()
     done = subprocess.run(
         ["bash", str(INSTALL), "core"],
         cwd=project,
-        env={**os.environ, "PERFBOT_SOURCE": wheel.as_uri()},
+        env={**env, "PERFBOT_SOURCE": f"git+https://github.com/octo/perfbot@{sha}"},
         capture_output=True,
         text=True,
         timeout=900,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    (record,) = (project / ".venv").glob("lib/python*/site-packages/perfbot-*.dist-info/direct_url.json")
+    installed = json.loads(record.read_text())
+    assert installed["url"] == "https://github.com/octo/perfbot" and installed["vcs_info"]["commit_id"] == sha
     version = _perfbot(project / ".venv" / "bin", "--version", cwd=project)
     assert version.returncode == 0 and "0.1.0" in version.stdout, version.stderr

@@ -101,6 +101,8 @@ def test_least_privilege():
         "contents": {"baseline.yml"},
         "actions": {"gpu-request.yml"},
         "issues": {"baseline.yml"},
+        "pages": {"baseline.yml"},
+        "id-token": {"baseline.yml"},
     }
 
 
@@ -153,7 +155,7 @@ def test_gpu_check_shape():
     verify = names.index("Check that the commit is the pull request's head")
     assert verify < names.index("Check out the head (only its kernels are measured)")
     step = check["steps"][verify]
-    assert step["env"]["BY_A_WORKFLOW"] == "${{ github.triggering_actor == 'github-actions[bot]' }}"
+    assert step["env"]["BY_A_MAINTAINER"] == "${{ needs.gpus.outputs.by-a-maintainer }}"
     assert "verify-head" in step["run"] and "--same-repository" in step["run"]
     request = _load(ROOT / ".github" / "workflows" / "gpu-request.yml")
     assert request["jobs"]["request"]["if"].startswith(
@@ -225,7 +227,7 @@ def test_bisect_runs_on_one_gpu_kind():
     data = _load(ROOT / ".github" / "workflows" / "bisect.yml")
     job = data["jobs"]["bisect"]
     assert "strategy" not in job
-    assert job["runs-on"][-1] == "${{ inputs.gpu || fromJSON(vars.PERFBOT_GPU_LABELS || '[\"a100\"]')[0] }}"
+    assert job["runs-on"][-1] == "${{ needs.allowed.outputs.gpu }}"  # the input, else the first label, checked
     assert _triggers(data)["workflow_dispatch"]["inputs"]["gpu"]["required"] is False
 
 
@@ -392,13 +394,16 @@ def test_the_store_step_stores_the_run_of_every_gpu_kind_in_one_push(tmp_path: P
         "HOME": str(tmp_path),
         "RUNS": str(runs),
         "STEPS": str(tmp_path / "steps"),
+        "PERFBOT_SITE_DIR": str(tmp_path / "site"),
         "GITHUB_OUTPUT": str(tmp_path / "output"),
     }
     script = _run_step("baseline.yml", "store", "Store on perfbot-baselines, check the history, rebuild the site")
     done = subprocess.run(["bash", "-e", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr
     # No step yet: nothing for the bisect and issue jobs, and the job passes.
-    assert (tmp_path / "output").read_text() == "rc=0\nbisect-on=[]\nfailing=0\n"
+    # The site is built, for the pages job.
+    assert (tmp_path / "output").read_text() == "rc=0\nsite=true\nbisect-on=[]\nfailing=0\n"
+    assert (tmp_path / "site" / "index.html").is_file()
     files = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-baselines").splitlines()
     assert {f.split("/")[1] for f in files if f.startswith("store/nvidia-")} == {"nvidia-a100-sxm4-80gb", "nvidia-h200"}
     assert _git("--git-dir", str(remote), "rev-list", "--count", "perfbot-baselines") == "1"
@@ -461,10 +466,14 @@ def test_push_baseline_retries_after_losing_a_race(tmp_path: Path, existing_bran
     hook.chmod(0o755)
     run_file = tmp_path / "main.json"
     results.save(make_results(seed=1), run_file)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "stale.html").write_text("from an earlier run\n")
     env = {
         "PATH": f"{BIN}:/usr/bin:/bin",
         "PERFBOT": str(BIN / "perfbot"),
         "PERFBOT_BASELINE_REMOTE": str(remote),
+        "PERFBOT_SITE_DIR": str(site),
         "GITHUB_SHA": "c0ffee",
         "HOME": str(tmp_path),
     }
@@ -480,8 +489,9 @@ def test_push_baseline_retries_after_losing_a_race(tmp_path: Path, existing_bran
     files = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-baselines").splitlines()
     assert [f for f in files if f.startswith("store/nvidia-h200/")] and ("README" in files) == existing_branch
     assert "store/reported-steps.json" in files and not [f for f in files if f.startswith("docs/")]
-    site = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-site").splitlines()
-    assert {"index.html", ".nojekyll"} <= set(site) and [f for f in site if f.startswith("b/")]
+    # The site is left for the pages job to deploy, rebuilt whole; no branch is pushed for it.
+    assert (site / "index.html").is_file() and list(site.glob("b/*")) and not (site / "stale.html").exists()
+    assert _git("--git-dir", str(remote), "for-each-ref", "--format=%(refname)") == "refs/heads/perfbot-baselines"
     assert _git("--git-dir", str(remote), "log", "-1", "--format=%s", "perfbot-baselines") == "baseline: c0ffee"
 
 
@@ -504,6 +514,7 @@ def test_push_baseline_fails_the_job_once_for_a_step_after_storing_the_run(tmp_p
         "PATH": f"{BIN}:/usr/bin:/bin",
         "PERFBOT": str(BIN / "perfbot"),
         "PERFBOT_BASELINE_REMOTE": str(remote),
+        "PERFBOT_SITE_DIR": str(tmp_path / "site"),
         "HOME": str(tmp_path),
         "GITHUB_STEP_SUMMARY": str(summary),
     }
@@ -529,9 +540,8 @@ def test_push_baseline_fails_the_job_once_for_a_step_after_storing_the_run(tmp_p
     assert 1 <= codes.count(1) <= len(reported) <= 2, codes
     files = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-baselines").splitlines()
     assert len([f for f in files if f.startswith("store/nvidia-h200/")]) == 42
-    site = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-site").splitlines()
-    assert "index.html" in site and len([f for f in site if f.startswith("b/")]) == 6
-    assert _git("--git-dir", str(remote), "rev-list", "--count", "perfbot-site") == "1"  # no history kept
+    site = tmp_path / "site"
+    assert (site / "index.html").is_file() and len(list((site / "b").iterdir())) == 6
     assert "find the commit: perfbot bisect" in summary.read_text()
 
 
@@ -563,6 +573,7 @@ def test_push_baseline_keeps_the_acknowledged_steps_and_reports_none_of_them(tmp
         "HOME": str(tmp_path),
         "GITHUB_SHA": "run40",
         "PYTHONPATH": str(ROOT),  # this checkout's perfbot, whatever the environment has installed
+        "PERFBOT_SITE_DIR": str(tmp_path / "site"),
     }
     done = subprocess.run(
         ["bash", str(ROOT / ".github" / "perfbot" / "push-baseline.sh"), str(run_file)],
@@ -574,9 +585,8 @@ def test_push_baseline_keeps_the_acknowledged_steps_and_reports_none_of_them(tmp
     assert done.returncode == 0, done.stdout + done.stderr
     assert "perfbot history: no new step" in done.stdout
     assert _git("--git-dir", str(remote), "show", f"perfbot-baselines:store/{acknowledgements.FILE}") == kept.strip()
-    site = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-site").splitlines()
-    page = next(name for name in site if name.startswith(f"b/{found[0].series.slug}"))
-    assert "acknowledged by alice" in _git("--git-dir", str(remote), "show", f"perfbot-site:{page}")
+    page = next((tmp_path / "site" / "b").glob(f"{found[0].series.slug}*"))
+    assert "acknowledged by alice" in (page / "index.html" if page.is_dir() else page).read_text()
 
 
 def test_push_baseline_authenticates_over_http_without_the_token_on_a_command_line(tmp_path: Path):
@@ -715,13 +725,14 @@ def test_the_example_project_installs_as_its_one_package(tmp_path: Path):
 
 
 def _post_step(
-    home: Path, api: str, token: str, sha: str, labels: str, reports: Path, run: int
+    home: Path, api: str, token: str, sha: str, labels: str, reports: Path, run: int, app_slug: str = ""
 ) -> subprocess.CompletedProcess:
     """The comment job's post step, run as Actions runs it, for PR 7 of octo/perfbot whose check failed."""
     return subprocess.run(
         ["bash", "-e", "-c", _run_step("gpu-check.yml", "comment", "Post the comment and set the status")],
         cwd=ROOT,
         env={
+            "APP_SLUG": app_slug,
             "PATH": os.environ["PATH"],
             "HOME": str(home),
             "GITHUB_TOKEN": token,
@@ -750,6 +761,7 @@ def test_the_auto_bisect_jobs_wiring():
     assert store["outputs"] == {
         "bisect-on": "${{ steps.store.outputs.bisect-on }}",
         "failing": "${{ steps.store.outputs.failing }}",
+        "site-artifact": "${{ steps.site.outputs.artifact_id }}",  # for the pages job
     }
     assert steps["store"]["env"]["STEPS"] == "${{ runner.temp }}/perfbot/steps"
     assert 'PERFBOT_STEPS_JSON="$STEPS/steps.json" .github/perfbot/push-baseline.sh' in steps["store"]["run"]
@@ -901,3 +913,421 @@ def test_a_new_slowdown_on_main_is_bisected_and_gets_one_issue_per_step(tmp_path
         assert f"**Culprit:** `{shas[24][:12]}` change 24 — the first bad commit `{shas[24]}`" in issue["body"]
         assert issue["body"].rstrip().endswith(f"<!-- perfbot-step: {record.id} -->")
         assert "actions/runs/7" in issue["body"] and token not in first.stdout + first.stderr
+
+
+SHA40 = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.mark.parametrize(
+    ("source", "accepted"),
+    [
+        (None, True),  # unset: this checkout, which is perfbot
+        ("", True),
+        (".", True),
+        (f"git+https://github.com/octo/perfbot@{SHA40}", True),
+        (f"git+https://github.com/my-org-2/perf.bot_fork-1@{SHA40}", True),
+        (f"git+https://github.com/{'a' * 39}/perfbot@{SHA40}", True),
+        (f"git+https://github.com/octo/{'r' * 100}@{SHA40}", True),
+        (f"git+https://github.com/{'a' * 40}/perfbot@{SHA40}", False),  # no such owner
+        (f"git+https://github.com/octo/{'r' * 101}@{SHA40}", False),
+        ("git+https://github.com/octo/perfbot@main", False),
+        (f"git+https://github.com/octo/perfbot@main#x=@{SHA40}", False),
+        (f"git+https://github.com/octo/perfbot@{SHA40}#egg=perfbot", False),
+        (f"git+https://github.com/octo/perfbot@{SHA40}?x=1", False),
+        (f"https://evil.example/perfbot.tar.gz#@{SHA40}", False),
+        (f"https://github.com/octo/perfbot/archive/{SHA40}.tar.gz", False),
+        (f"file:///tmp/perfbot@{SHA40}", False),
+        ("file:///tmp/perfbot-0.1.0-py3-none-any.whl", False),
+        (f"git+ssh://git@github.com/octo/perfbot@{SHA40}", False),
+        (f"git+http://github.com/octo/perfbot@{SHA40}", False),
+        (f"git+https://github.com.evil.example/octo/perfbot@{SHA40}", False),
+        (f"git+https://evil.example/github.com/octo/perfbot@{SHA40}", False),
+        (f"git+https://user@github.com/octo/perfbot@{SHA40}", False),
+        (f"git+https://github.com:443/octo/perfbot@{SHA40}", False),
+        (f"git+https://github.com/octo/perfbot/sub@{SHA40}", False),
+        (f"git+https://github.com/octo/..@{SHA40}", False),
+        (f"git+https://github.com/octo/.@{SHA40}", False),
+        (f"git+https://github.com/-octo/perfbot@{SHA40}", False),
+        (f"git+https://github.com/octo-/perfbot@{SHA40}", False),
+        (f"git+https://github.com/oc--to/perfbot@{SHA40}", False),
+        (f"git+https://github.com/octo/perfbot@{SHA40.upper()}", False),
+        (f"git+https://github.com/octo/perfbot@{SHA40[:39]}", False),
+        (f"git+https://github.com/octo/perfbot@{SHA40}0", False),
+        (f"git+https://github.com/octo/perfbot@{SHA40}\n", False),
+        (f"git+https://github.com/octo/perfbot@{SHA40} ", False),
+        (f" git+https://github.com/octo/perfbot@{SHA40}", False),
+        (f"git+https://github.com/octo/perfbot@{SHA40}\n::warning::injected", False),
+        (f"perfbot @ git+https://github.com/octo/perfbot@{SHA40}", False),
+        (f"GIT+HTTPS://GITHUB.COM/octo/perfbot@{SHA40}", False),
+        ("./perfbot", False),
+    ],
+)
+def test_install_takes_perfbot_only_from_a_github_repository_at_a_full_commit(source, accepted, tmp_path: Path):
+    """install.sh check: the validation alone, which core and gpu run first (nothing installed)."""
+    env = {k: v for k, v in os.environ.items() if k != "PERFBOT_SOURCE"}
+    if source is not None:
+        env["PERFBOT_SOURCE"] = source
+    done = subprocess.run(
+        ["bash", str(ROOT / ".github" / "perfbot" / "install.sh"), "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == (0 if accepted else 2), done.stdout + done.stderr
+    if not accepted:
+        assert done.stderr.startswith("::error::PERFBOT_SOURCE must be perfbot pinned to a full commit, exactly")
+        assert (source or ".") not in done.stderr  # never echoed: no workflow commands
+        # core and gpu refuse it the same way, before making anything
+        project = tmp_path / "project"
+        project.mkdir()
+        for kind in ("core", "gpu"):
+            refused = subprocess.run(
+                ["bash", str(ROOT / ".github" / "perfbot" / "install.sh"), kind],
+                cwd=project,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            assert refused.returncode == 2 and refused.stderr == done.stderr
+        assert list(project.iterdir()) == []
+
+
+def test_codeowners_cover_what_runs_on_the_gpu_and_what_judges():
+    """.github/CODEOWNERS: every line a pattern and the maintainers' team, the patterns exactly
+    the workflows and their scripts, perfbot, the thresholds, pyproject.toml and the subject;
+    each names something that exists, and SECURITY.md says so and how to set the team."""
+    import tomllib
+
+    owners = {}
+    for line in (ROOT / ".github" / "CODEOWNERS").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            pattern, *team = line.split()
+            owners[pattern] = team
+    subject = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["perfbot"]["kernels"]
+    covered = {"/.github/", "/perfbot/", "/thresholds.yaml", "/pyproject.toml", f"/{subject}/"}
+    assert set(owners) == covered and all(team == ["@OWNER/perfbot-maintainers"] for team in owners.values())
+    assert all((ROOT / pattern.strip("/")).exists() for pattern in owners)
+    security = (ROOT / "SECURITY.md").read_text()
+    assert "`.github/CODEOWNERS`" in security and "`@OWNER/perfbot-maintainers`" in security
+    for pattern in covered:
+        assert f"`{pattern.lstrip('/')}`" in security, pattern
+
+
+def _maintainer(fake, tmp_path: Path, *args: str, token: str | None = None) -> tuple[subprocess.CompletedProcess, str]:
+    """maintainer.sh against the loopback GitHub, with a curl that logs its arguments first."""
+    shims = tmp_path / "shims"
+    shims.mkdir(exist_ok=True)
+    real_curl = shutil.which("curl")
+    (shims / "curl").write_text(f'#!/bin/sh\nprintf "%s\\n" "curl $*" >> {tmp_path}/argv.log\nexec {real_curl} "$@"\n')
+    (shims / "curl").chmod(0o755)
+    output = tmp_path / "output"
+    output.write_text("")
+    done = subprocess.run(
+        ["bash", str(ROOT / ".github" / "perfbot" / "maintainer.sh"), *args],
+        env={
+            "PATH": f"{shims}:{os.environ['PATH']}",
+            "GITHUB_TOKEN": token or fake.token,
+            "GITHUB_API_URL": fake.url,
+            "GITHUB_REPOSITORY": "octo/perfbot",
+            "GITHUB_OUTPUT": str(output),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return done, output.read_text()
+
+
+@pytest.mark.parametrize(
+    ("logins", "maintainer"),
+    [
+        (["alice"], True),  # maintain
+        (["carol"], True),  # admin
+        (["bob"], False),  # write: may dispatch, is no maintainer
+        (["trish"], False),  # triage
+        (["stranger"], False),  # no collaborator
+        (["github-actions[bot]"], False),
+        (["perfbot-app[bot]"], False),
+        (["dependabot[bot]"], False),
+        (["alice", "carol"], True),
+        (["alice", "bob"], False),  # a maintainer's run re-run by a writer
+        (["github-actions[bot]", "alice"], False),  # a workflow's run re-run by a maintainer
+        (["alice\n::warning::x"], False),
+        (["../alice"], False),
+        ([""], False),
+    ],
+)
+def test_a_maintainer_is_admin_or_maintain(logins: list[str], maintainer: bool, tmp_path: Path):
+    from tests.fake_github import FakeGitHub
+
+    with FakeGitHub(token="ghs_maintainerTOKEN") as fake:
+        for login, role in (("alice", "maintain"), ("carol", "admin"), ("bob", "write"), ("trish", "triage")):
+            fake.add_collaborator("octo/perfbot", login, role)
+        done, output = _maintainer(fake, tmp_path, *logins)
+        asked = [r.path for r in fake.requests]
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert output == f"maintainer={'true' if maintainer else 'false'}\n"
+        required, _ = _maintainer(fake, tmp_path, "--require", *logins)
+    # Only users' logins are asked about (a bot, or anything else, is not one), and the token
+    # is on no command line.
+    users = [login for login in logins if re.fullmatch(r"[A-Za-z0-9]+(-[A-Za-z0-9]+)*", login)]
+    assert asked == [f"/repos/octo/perfbot/collaborators/{login}/permission" for login in users]
+    if users:
+        assert "curl " in (tmp_path / "argv.log").read_text()
+        assert "ghs_maintainerTOKEN" not in (tmp_path / "argv.log").read_text()
+    assert "::warning::x" not in done.stdout + done.stderr
+    assert required.returncode == (0 if maintainer else 2), required.stdout + required.stderr
+    if not maintainer:
+        assert "::error::only a maintainer of this repository" in required.stderr
+
+
+def test_a_maintainer_check_that_github_cannot_answer_fails(tmp_path: Path):
+    from tests.fake_github import FakeGitHub
+
+    with FakeGitHub(token="ghs_maintainerTOKEN") as fake:
+        fake.add_collaborator("octo/perfbot", "alice", "maintain")
+        fake.fail_next(500, count=4)  # the first try and curl's three retries
+        failed, output = _maintainer(fake, tmp_path, "alice")
+        refused, _ = _maintainer(fake, tmp_path, "alice", token="ghs_wrongTOKEN")  # 401
+        answered, _ = _maintainer(fake, tmp_path, "alice")
+    assert failed.returncode == 3 and "could not read the permission of alice" in failed.stderr and output == ""
+    assert refused.returncode == 3 and answered.returncode == 0
+
+
+def _verify_step(fake, tmp_path: Path, by_a_maintainer: str, sha: str) -> subprocess.CompletedProcess:
+    """The check job's verify step, as Actions runs it, with this checkout's perfbot as .venv's."""
+    work = tmp_path / "work"
+    (work / ".venv" / "bin").mkdir(parents=True, exist_ok=True)
+    if not (work / ".venv" / "bin" / "perfbot").exists():
+        (work / ".venv" / "bin" / "perfbot").symlink_to(BIN / "perfbot")
+    return subprocess.run(
+        ["bash", "-e", "-c", _run_step("gpu-check.yml", "check", "Check that the commit is the pull request's head")],
+        cwd=work,
+        env={
+            "PATH": os.environ["PATH"],
+            "PYTHONPATH": str(ROOT),
+            "HOME": str(tmp_path),
+            "GITHUB_TOKEN": fake.token,
+            "GITHUB_API_URL": fake.url,
+            "GITHUB_REPOSITORY": "octo/perfbot",
+            "PR_NUMBER": "7",
+            "HEAD_SHA": sha,
+            "BY_A_MAINTAINER": by_a_maintainer,
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("actor", "fork", "measured"),
+    [
+        ("github-actions[bot]", False, True),  # gpu-request.yml, a branch of this repository
+        ("github-actions[bot]", True, False),  # a fork's head dispatched by a workflow; any re-run of it
+        ("perfbot-app[bot]", True, False),
+        ("bob", False, True),  # a writer, by hand, a branch of this repository
+        ("bob", True, False),  # a writer is no maintainer: not a fork's head
+        ("alice", True, True),  # a maintainer, by hand: the commit they read, on every re-run
+        ("carol", True, True),
+    ],
+)
+def test_a_forks_head_is_measured_only_in_a_run_a_maintainer_dispatched(
+    actor: str, fork: bool, measured: bool, tmp_path: Path
+):
+    """The gpus job's dispatcher step decides from github.actor (who dispatched the run, the same
+    on every re-run), never from github.triggering_actor (who re-ran it); the check job's verify
+    step then asks for a head of this repository's own branches unless a maintainer dispatched."""
+    from tests.fake_github import FakeGitHub
+
+    data = _load(ROOT / ".github" / "workflows" / "gpu-check.yml")
+    gpus, check = data["jobs"]["gpus"], data["jobs"]["check"]
+    dispatcher = next(s for s in gpus["steps"] if s.get("id") == "dispatcher")
+    assert dispatcher["env"]["ACTOR"] == "${{ github.actor }}"
+    assert dispatcher["run"] == '.github/perfbot/maintainer.sh "$ACTOR"'
+    assert gpus["outputs"]["by-a-maintainer"] == "${{ steps.dispatcher.outputs.maintainer }}"
+    verify = next(s for s in check["steps"] if s.get("name") == "Check that the commit is the pull request's head")
+    assert verify["env"]["BY_A_MAINTAINER"] == "${{ needs.gpus.outputs.by-a-maintainer }}"
+    assert "triggering_actor" not in "".join(f"{k}{v}" for s in check["steps"] for k, v in s.get("env", {}).items())
+    assert "triggering_actor" not in json.dumps(gpus)
+
+    sha = "c" * 40
+    with FakeGitHub(token="ghs_checkTOKEN") as fake:
+        fake.add_collaborator("octo/perfbot", "alice", "maintain")
+        fake.add_collaborator("octo/perfbot", "carol", "admin")
+        fake.add_collaborator("octo/perfbot", "bob", "write")
+        fake.add_pull("octo/perfbot", 7, sha, head_repo="mallory/perfbot" if fork else None)
+        done, output = _maintainer(fake, tmp_path, actor)
+        assert done.returncode == 0, done.stdout + done.stderr
+        verified = _verify_step(fake, tmp_path, output.strip().removeprefix("maintainer="), sha)
+        # Whatever the dispatcher step said, anything but "true" asks for a branch of this repository.
+        unsure = _verify_step(fake, tmp_path, "", sha)
+    assert verified.returncode == (0 if measured else 2), verified.stdout + verified.stderr
+    assert unsure.returncode == (2 if fork else 0), unsure.stdout + unsure.stderr
+
+
+def test_bisect_waits_for_a_maintainer_and_checked_inputs_on_a_github_hosted_runner():
+    """No GPU runner is asked for before the allowed job has passed: it runs on GitHub's
+    runners, requires the dispatcher and the re-runner to be maintainers, and checks the inputs;
+    the GPU job runs on the label it checked, for at most six hours."""
+    data = _load(ROOT / ".github" / "workflows" / "bisect.yml")
+    allowed, bisect = data["jobs"]["allowed"], data["jobs"]["bisect"]
+    assert set(data["jobs"]) == {"allowed", "bisect"}
+    assert allowed["runs-on"] == "ubuntu-latest" and allowed["permissions"] == {"contents": "read"}
+    gate = allowed["steps"][1]
+    assert gate["run"] == '.github/perfbot/maintainer.sh --require "$ACTOR" "$TRIGGERING_ACTOR"'
+    assert gate["env"]["ACTOR"] == "${{ github.actor }}"
+    assert gate["env"]["TRIGGERING_ACTOR"] == "${{ github.triggering_actor }}"
+    assert [s.get("id") for s in allowed["steps"][2:]] == ["labels", "inputs"]
+    assert allowed["outputs"] == {"gpu": "${{ steps.inputs.outputs.gpu }}"}
+    assert bisect["needs"] == "allowed" and "if" not in bisect
+    assert bisect["runs-on"] == ["self-hosted", "linux", "gpu", "${{ needs.allowed.outputs.gpu }}"]
+    assert bisect["timeout-minutes"] <= 360
+    assert bisect["concurrency"] == {"group": "bisect-triton", "cancel-in-progress": False}
+    assert "inputs.gpu" not in json.dumps(bisect)  # only the checked label names a runner
+
+
+def _bisect_inputs(tmp_path: Path, good: str, bad: str, name: str, gpu: str, labels: str | None):
+    output = tmp_path / "labels.out"
+    output.write_text("")
+    env = {"PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(output)}
+    if labels is not None:
+        env["PERFBOT_GPU_LABELS"] = labels
+    subprocess.run(["bash", str(ROOT / ".github" / "perfbot" / "gpu-labels.sh")], env=env, check=True)
+    checked = _outputs(output)["labels"]
+    output.write_text("")
+    steps = _load(ROOT / ".github" / "workflows" / "bisect.yml")["jobs"]["allowed"]["steps"]
+    script = next(s for s in steps if s.get("id") == "inputs")["run"]
+    done = subprocess.run(
+        ["bash", "-e", "-c", script],
+        env={**env, "GOOD": good, "BAD": bad, "BENCHMARK": name, "GPU": gpu, "LABELS": checked},
+        capture_output=True,
+        text=True,
+    )
+    return done, output.read_text()
+
+
+@pytest.mark.parametrize(
+    ("good", "bad", "name", "gpu", "outcome"),
+    [
+        ("v3.5.0", "v3.6.0", "pr/gemma-2b/fused", "", "a100"),  # the first label
+        ("a" * 40, "b" * 40, "pr/gemma-2b/fused", "h200", "h200"),
+        ("release/3.6.x", "main", "pr/gemma-2b/fused", "a100", "a100"),
+        ("v3.5.0", "v3.6.0", "pr/gemma-2b/fused", "b200", None),  # not a listed GPU
+        ("v3.5.0", "v3.6.0", "pr/gemma-2b/fused", "a100 h200", None),
+        ("v3.5.0", "v3.6.0", "pr/gemma-2b/fused", '"a100"', None),
+        ("v3.5.0..v3.6.0", "v3.6.0", "pr/gemma-2b/fused", "", None),
+        ("-v", "v3.6.0", "pr/gemma-2b/fused", "", None),
+        ("v3.5.0", "main@{1}", "pr/gemma-2b/fused", "", None),
+        ("v3.5.0", "main/", "pr/gemma-2b/fused", "", None),
+        ("v3.5.0", "x" * 101, "pr/gemma-2b/fused", "", None),
+        ("v3.5.0", "v3.6.0\n", "pr/gemma-2b/fused", "", None),
+        ("v3.5.0", "v3.6.0", "pr/gemma-2b", "", None),
+        ("v3.5.0", "v3.6.0", "pr/gemma-2b/fused/x", "", None),
+        ("v3.5.0", "v3.6.0", "pr/gemma 2b/fused", "", None),
+    ],
+)
+def test_bisects_inputs_are_checked_before_a_gpu_runner_is_asked_for(
+    good: str, bad: str, name: str, gpu: str, outcome: str | None, tmp_path: Path
+):
+    """name: SUITE/CASE/KERNEL (pytest-benchmark owns the argument name `benchmark`)."""
+    done, output = _bisect_inputs(tmp_path, good, bad, name, gpu, '["a100", "h200"]')
+    if outcome is None:
+        assert done.returncode == 2 and "::error::" in done.stderr and output == "", done.stdout + done.stderr
+    else:
+        assert done.returncode == 0 and output == f"gpu={outcome}\n", done.stdout + done.stderr
+
+
+def test_the_history_site_is_deployed_to_pages_by_one_job_under_the_github_pages_environment():
+    """The store job uploads the site it built as the Pages artifact; the pages job, on a
+    GitHub-hosted runner, alone holds pages: write and id-token: write, in the environment
+    github-pages (limited to main in the repository's settings); no workflow pushes a branch
+    for the site."""
+    data = _load(ROOT / ".github" / "workflows" / "baseline.yml")
+    store, pages = data["jobs"]["store"], data["jobs"]["pages"]
+    assert store["permissions"] == {"contents": "write"}
+    assert store["outputs"]["site-artifact"] == "${{ steps.site.outputs.artifact_id }}"
+    step = next(s for s in store["steps"] if s.get("id") == "store")
+    assert step["env"]["PERFBOT_SITE_DIR"] == "${{ runner.temp }}/perfbot/site"
+    names = [s.get("name") for s in store["steps"]]
+    upload = store["steps"][names.index("Upload the history site")]
+    assert (
+        upload["uses"].startswith("actions/upload-pages-artifact@")
+        and upload["if"] == "steps.store.outputs.site == 'true'"
+    )
+    assert upload["with"] == {"path": step["env"]["PERFBOT_SITE_DIR"]}
+    assert names.index("Upload the history site") < names.index(
+        "Fail on a new slowdown"
+    )  # a failing check still publishes
+
+    assert pages["needs"] == "store" and pages["runs-on"] == "ubuntu-latest"
+    # Only the artifact the store job uploaded itself: a GPU job of the run that took its name first
+    # makes that upload fail, and then nothing is deployed.
+    assert upload["id"] == "site" and pages["if"] == "!cancelled() && needs.store.outputs.site-artifact != ''"
+    assert pages["environment"] == {"name": "github-pages", "url": "${{ steps.deploy.outputs.page_url }}"}
+    assert pages["permissions"] == {"pages": "write", "id-token": "write"}
+    assert [s["uses"].split("@")[0] for s in pages["steps"]] == ["actions/deploy-pages"]
+    for path in WORKFLOWS:
+        for name, job in _load(path)["jobs"].items():
+            if {"pages", "id-token"} & set(job.get("permissions", {})):
+                assert (path.name, name) == ("baseline.yml", "pages")
+    scripts = [p.read_text() for p in (ROOT / ".github").rglob("*") if p.is_file()]
+    assert not any("perfbot-site" in text for text in scripts)
+
+
+def test_the_comment_job_posts_as_the_github_app_where_one_is_set():
+    """With the variable PERFBOT_APP_CLIENT_ID, the comment job mints the App's token (its key a
+    secret of the environment perfbot-post, which the settings limit to main), scoped to the
+    comment and the status, and posts with it; without, it posts with the job's own token."""
+    data = _load(ROOT / ".github" / "workflows" / "gpu-check.yml")
+    comment = data["jobs"]["comment"]
+    assert comment["environment"] == "perfbot-post"
+    app = next(s for s in comment["steps"] if s.get("id") == "app")
+    assert app["if"] == "vars.PERFBOT_APP_CLIENT_ID != ''"
+    assert app["uses"].startswith("actions/create-github-app-token@")
+    assert app["with"] == {
+        "client-id": "${{ vars.PERFBOT_APP_CLIENT_ID }}",
+        "private-key": "${{ secrets.PERFBOT_APP_PRIVATE_KEY }}",
+        "permission-pull-requests": "write",
+        "permission-statuses": "write",
+    }
+    post = comment["steps"][-1]
+    assert post["env"]["GITHUB_TOKEN"] == "${{ steps.app.outputs.token || github.token }}"
+    assert post["env"]["APP_SLUG"] == "${{ steps.app.outputs.app-slug }}"
+    # The App's key is read in that one step, of that one job, and nowhere else.
+    for path in WORKFLOWS:
+        for name, job in _load(path)["jobs"].items():
+            for step in job.get("steps", []):
+                if "secrets." in json.dumps(step):
+                    assert (path.name, name, step.get("id")) == ("gpu-check.yml", "comment", "app")
+
+
+def test_the_post_step_edits_the_apps_own_comment(tmp_path: Path):
+    """An App's token cannot read GET /user: the post step names the App's login (APP_SLUG[bot]),
+    so a second report edits the App's comment instead of adding one; the status is the App's."""
+    from perfbot import comparison
+    from perfbot.compare import compare
+    from perfbot.thresholds import load_policy
+    from tests.fake_github import FakeGitHub, Identity
+
+    reports = tmp_path / "reports" / "perfbot-report-a100"
+    reports.mkdir(parents=True)
+    summary = comparison.summarize(
+        compare(make_results(seed=1), make_results(seed=2), load_policy(ROOT / "thresholds.yaml"))
+    )
+    (reports / "comparison.json").write_text(comparison.to_text(summary))
+    sha, token = "d" * 40, "ghs_appINSTALLATIONtoken"
+    app = Identity("perfbot-app[bot]", "Bot", reads_user=False)
+    with FakeGitHub(token=token, identity=app) as fake:
+        fake.add_pull("octo/perfbot", 7, sha)
+        fake.add_comment(
+            "octo/perfbot", 7, "an old report\n<!-- perfbot-report -->", login="github-actions[bot]", user_type="Bot"
+        )
+        for run in (1, 2):
+            done = _post_step(tmp_path, fake.url, token, sha, '["a100"]', tmp_path / "reports", run, "perfbot-app")
+            assert done.returncode == 0, done.stdout + done.stderr
+        posted = [c for c in fake.comments[("octo/perfbot", 7)] if c["user"]["login"] == "perfbot-app[bot]"]
+        statuses = fake.statuses[("octo/perfbot", sha)]
+    assert len(posted) == 1 and posted[0]["body"].rstrip().endswith("<!-- perfbot-report -->")
+    assert {s["creator"]["login"] for s in statuses} == {"perfbot-app[bot]"}

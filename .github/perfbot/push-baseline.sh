@@ -2,10 +2,10 @@
 # Store results files (one per GPU kind; the store files each under its GPU) as the newest
 # baselines on the perfbot-baselines branch, in one commit, check the store's history for a step
 # no earlier check reported, and push, retrying when another run pushed first (each attempt
-# starts again from the branch's tip). Then rebuild the history site and publish it
-# as the one commit of the branch perfbot-site (force-pushed: the site is rebuilt whole, so it
-# keeps no history of its own; GitHub Pages serves it from there). Exits as the history check did
-# once the push is done: 1 when the newest runs start a slowdown of the subject's own code.
+# starts again from the branch's tip). The history site, rebuilt whole from the store that was
+# pushed, goes to the folder PERFBOT_SITE_DIR (the workflow deploys it to GitHub Pages; nothing
+# is pushed for it). Exits as the history check did once the push is done: 1 when the newest runs
+# start a slowdown of the subject's own code.
 #   .github/perfbot/push-baseline.sh RESULTS...
 # PERFBOT_HISTORY_GIT: a full clone of the repository, so the site links runs to their pull requests.
 # PERFBOT_STEPS_JSON: where the check writes the new steps as JSON (--steps-json), for the bisect
@@ -60,18 +60,12 @@ for attempt in 1 2 3 4 5; do
     if [ -n "${GITHUB_STEP_SUMMARY:-}" ] && [ -f "$GITHUB_STEP_SUMMARY" ]; then
       { echo '```'; cat "$work/steps.txt"; echo '```'; } >>"$GITHUB_STEP_SUMMARY"
     fi
-    if [ -f "$work/site/index.html" ]; then
-      git -C "$work/site" init --quiet
-      git -C "$work/site" checkout --quiet --orphan perfbot-site
-      git -C "$work/site" add -A
-      git -C "$work/site" -c user.name=perfbot -c user.email=perfbot@users.noreply.github.com \
-        commit --quiet -m "history site: ${GITHUB_SHA:-$(basename "${results[0]}")}"
-      if git -C "$work/site" push --quiet --force "$remote" HEAD:refs/heads/perfbot-site; then
-        echo "published the history site on perfbot-site"
-      else
-        echo "perfbot: error: could not publish the history site on perfbot-site (the run is stored)" >&2
-        [ "$check" -ne 0 ] || check=3
-      fi
+    # The site of the store just pushed, never of an attempt that lost the race.
+    if [ -n "${PERFBOT_SITE_DIR:-}" ] && [ -f "$work/site/index.html" ]; then
+      rm -rf "$PERFBOT_SITE_DIR"
+      mkdir -p "$(dirname "$PERFBOT_SITE_DIR")"
+      cp -R "$work/site" "$PERFBOT_SITE_DIR"
+      echo "the history site is in $PERFBOT_SITE_DIR"
     fi
     exit "$check"
   fi
