@@ -474,6 +474,7 @@ def test_push_baseline_retries_after_losing_a_race(tmp_path: Path, existing_bran
         "PERFBOT": str(BIN / "perfbot"),
         "PERFBOT_BASELINE_REMOTE": str(remote),
         "PERFBOT_SITE_DIR": str(site),
+        "PERFBOT_STEPS_JSON": str(tmp_path / "steps.json"),  # written by each attempt: the second one too
         "GITHUB_SHA": "c0ffee",
         "HOME": str(tmp_path),
     }
@@ -486,6 +487,7 @@ def test_push_baseline_retries_after_losing_a_race(tmp_path: Path, existing_bran
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "attempt 2" in done.stdout and "push rejected (attempt 1)" in done.stderr
+    assert json.loads((tmp_path / "steps.json").read_text())["steps"] == []
     files = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-baselines").splitlines()
     assert [f for f in files if f.startswith("store/nvidia-h200/")] and ("README" in files) == existing_branch
     assert "store/reported-steps.json" in files and not [f for f in files if f.startswith("docs/")]

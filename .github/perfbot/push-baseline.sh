@@ -49,6 +49,8 @@ for attempt in 1 2 3 4 5; do
   done
   check=0
   rm -rf "$work/site"
+  # A lost race's steps are of a store that was never pushed: this attempt writes them anew.
+  if [ -n "${PERFBOT_STEPS_JSON:-}" ]; then rm -f "$PERFBOT_STEPS_JSON"; fi
   "$perfbot" history --store "$work/repo/store" --check "${steps[@]}" --html "$work/site" \
     ${PERFBOT_HISTORY_GIT:+--git "$PERFBOT_HISTORY_GIT"} >"$work/steps.txt" 2>&1 || check=$?
   cat "$work/steps.txt"
