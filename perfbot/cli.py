@@ -24,6 +24,7 @@ from .commands.run import env_command, run_command, sample_command, show_command
 from .commands.selftest import selftest_command
 from .commands.triton import triton_group
 from .errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EnvironmentFailure, PerfbotError
+from .schema import clean
 
 MEASURING_MODULES = ("torch", "triton")
 
@@ -40,7 +41,8 @@ MAX_TOOL_LINES = 40
 
 class _PerfbotGroup(click.Group):
     """Turns a PerfbotError from any command into its one-line message and exit code; click's own
-    usage errors into one line too; Ctrl-C into exit 130 (never 1, which means a slowdown)."""
+    usage errors into one line too; Ctrl-C into exit 130 (never 1, which means a slowdown); a stray
+    sys.exit, which only the subject's code makes, into a refusal (exit 2)."""
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         try:  # the group's own options: `perfbot --bogus`
@@ -78,9 +80,20 @@ class _PerfbotGroup(click.Group):
             click.echo("perfbot: interrupted", err=True)
             ctx.exit(EXIT_INTERRUPTED)
         except click.exceptions.Exit:
-            raise
+            raise  # the commands' own exit codes: a slowdown's 1 leaves through here, never sys.exit
+        except SystemExit as error:  # the subject's code, run by perfbot outside a guarded call
+            _error_line(f"{_stray_exit(error)}; refused (exit 2), whatever code it asked for")
+            ctx.exit(EXIT_BAD_INPUT)
         except Exception as error:  # noqa: BLE001 -- never a traceback, and never exit 1 (a slowdown)
             _internal_error(ctx, error)
+
+
+def _stray_exit(error: SystemExit) -> str:
+    """What quit: every command leaves through click, so a SystemExit comes from the subject's code
+    in something perfbot ran for it (a method of an object it returned) outside guard.call."""
+    code = error.code
+    shown = "" if code is None else clean(repr(code), 100) if type(code) in (int, str) else "..."  # no method of its
+    return f"code perfbot ran for the subject called sys.exit({shown}) outside a guarded call"
 
 
 def _error_line(text: str) -> None:

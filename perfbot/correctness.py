@@ -1,6 +1,11 @@
 """Is an implementation's output right? Compared with the subject's trusted result (float64, as a
 rule) computed from the same inputs, by the relative error ||out - ref|| / ||ref|| (Frobenius
-norms), against the subject's tolerance for the dtype."""
+norms), against the subject's tolerance for the dtype.
+
+Both are the subject's objects: a Tensor subclass runs the subject's `__torch_function__` in every
+operation on it, so each becomes a plain tensor first (`plain`), and the runner calls these
+functions under guard.call. Only real, dense, materialized tensors are compared: a meta tensor
+holds no values, and a complex one's imaginary part would be dropped by `.double()`."""
 
 from __future__ import annotations
 
@@ -14,25 +19,55 @@ import torch
 class Check:
     relative_error: float  # NaN when the output holds a NaN or an infinity, or has another shape
     bound: float
+    why: str | None = None  # what the output was, when it could not be compared at all
 
     @property
     def passed(self) -> bool:
         return self.relative_error <= self.bound  # False for NaN
 
 
+def plain(value: Any) -> Any:
+    """`value` as a torch.Tensor, if it is a subclass of one: what perfbot does with it then runs
+    none of the subclass's methods. Anything else as it is."""
+    if isinstance(value, torch.Tensor) and type(value) is not torch.Tensor:
+        with torch._C.DisableTorchFunctionSubclass():
+            return torch.Tensor.as_subclass(value, torch.Tensor)
+    return value
+
+
+def uncomparable(tensor: torch.Tensor) -> str | None:
+    """Why a tensor's values cannot be compared, or None."""
+    if tensor.is_meta:
+        return "a meta tensor, which holds no values"
+    if tensor.layout != torch.strided or tensor.is_nested:
+        return f"a tensor of layout {tensor.layout}, not a dense one"
+    if tensor.is_complex() or tensor.is_quantized:
+        return f"a tensor of dtype {tensor.dtype}, which perfbot does not compare"
+    return None
+
+
 def untrusted(expected: Any) -> str | None:
-    """Why a reference's result cannot be trusted, or None: it is no tensor, or holds a NaN or an
-    infinity (against which every output would be wrong, whoever computed it)."""
+    """Why a reference's result cannot be trusted, or None: it is no tensor, a tensor whose values
+    cannot be compared, or holds a NaN or an infinity (against which every output would be wrong,
+    whoever computed it)."""
     if not isinstance(expected, torch.Tensor):
         return f"returned a {type(expected).__name__}, not a tensor"
+    if why := uncomparable(expected):
+        return f"returned {why}"
     finite = torch.isfinite(expected)
     if not finite.all():
         return f"returned a non-finite value (NaN or inf) in {int((~finite).sum())} of {finite.numel()} elements"
     return None
 
 
-def check(output: Any, expected: Any, bound: float) -> Check:
-    if not isinstance(output, torch.Tensor) or output.shape != expected.shape:
+def check(output: Any, expected: torch.Tensor, bound: float) -> Check:
+    """`output` against `expected`, a plain tensor that `untrusted` accepted."""
+    output = plain(output)
+    if not isinstance(output, torch.Tensor):
+        return Check(float("nan"), bound, f"a {type(output).__name__}, not a tensor")
+    if why := uncomparable(output):
+        return Check(float("nan"), bound, why)
+    if output.shape != expected.shape:
         return Check(float("nan"), bound)
     out = output.double()
     if not torch.isfinite(out).all():
@@ -41,4 +76,4 @@ def check(output: Any, expected: Any, bound: float) -> Check:
     scale = torch.linalg.vector_norm(reference)
     difference = torch.linalg.vector_norm(out - reference)
     error = (difference / scale).item() if scale > 0 else difference.item()
-    return Check(error, bound)
+    return Check(float(error), bound)

@@ -531,8 +531,9 @@ def check_group(
         values = dict(planned.values)
         if key not in references:
             what = f"{impl.name}'s own reference ({label})" if impl.reference else f"the reference ({label})"
-            expected = _subjects_own(what, subject, functools.partial(reference, *inputs, **values), limit)
-            untrusted = correctness.untrusted(expected)
+            expected, untrusted = _subjects_own(
+                what, subject, functools.partial(_trusted, reference, inputs, values), limit
+            )
             if untrusted:
                 raise BadInput(f"subject {subject.name!r}: {what} {untrusted}: no result can be checked against it")
             references[key] = expected
@@ -543,11 +544,22 @@ def check_group(
         except guard.Refused:
             raise
         except Exception as error:  # noqa: BLE001 -- any failure of the subject is reported, never timed
-            failures.append((planned.side, _failure(planned, f"raised {type(error).__name__}: {_first_line(error)}")))
+            failures.append(
+                (planned.side, _failure(planned, f"raised {type(error).__name__}: {_first_line(error, limit)}"))
+            )
             continue
-        check = correctness.check(output, references[key], bound)
+        try:  # a Tensor subclass's methods are the subject's code
+            check = guard.call(
+                f"{name}: its output", functools.partial(correctness.check, output, references[key], bound), limit
+            )
+        except guard.Refused:
+            raise
+        except Exception as error:  # noqa: BLE001 -- this implementation's output, not perfbot, failed
+            reason = f"its output could not be checked: {type(error).__name__}: {_first_line(error, limit)}"
+            failures.append((planned.side, _failure(planned, reason)))
+            continue
         if not check.passed:
-            failures.append((planned.side, _failure(planned, "wrong result", check)))
+            failures.append((planned.side, _failure(planned, _wrong("wrong result", check), check)))
             continue
         try:
             config = (
@@ -559,11 +571,25 @@ def check_group(
             raise
         except Exception as error:  # noqa: BLE001 -- reported as this implementation's failure, the run goes on
             failures.append(
-                (planned.side, _failure(planned, f"its config raised {type(error).__name__}: {_first_line(error)}"))
+                (
+                    planned.side,
+                    _failure(planned, f"its config raised {type(error).__name__}: {_first_line(error, limit)}"),
+                )
             )
             continue
         ready.append(_Ready(planned, call, references[key], check, config))
     return ready, failures
+
+
+def _trusted(reference: Callable[..., Any], inputs: tuple[Any, ...], values: dict[str, Any]) -> tuple[Any, str | None]:
+    """The reference's result, a plain tensor if it is one, and why it cannot be trusted (or None):
+    both under the reference's guard, since a Tensor subclass's methods are the subject's code."""
+    expected = correctness.plain(reference(*inputs, **values))
+    return expected, correctness.untrusted(expected)
+
+
+def _wrong(reason: str, check: correctness.Check) -> str:
+    return f"{reason}: it returned {check.why}" if check.why else reason
 
 
 def _synchronized(call: Callable[[], Any], device: str) -> Any:
@@ -630,11 +656,20 @@ def finish_group(
                 (r.planned.side, _failure(r.planned, "not timed: it passed its check only on a second try"))
             )
             continue
-        replayed = correctness.check(captured[r.planned.key].output, r.expected, r.check.bound)
-        if not replayed.passed:
-            failures.append(
-                (r.planned.side, _failure(r.planned, "wrong result when replayed from a CUDA graph", replayed))
+        what = f"subject {r.planned.subject.name!r}: implementation {r.planned.kernel!r}'s replayed output"
+        try:
+            replayed = guard.call(
+                what, functools.partial(correctness.check, captured[r.planned.key].output, r.expected, r.check.bound)
             )
+        except guard.Refused:
+            raise
+        except Exception as error:  # noqa: BLE001 -- the implementation's output, not perfbot, failed
+            reason = f"its replayed output could not be checked: {type(error).__name__}: {_first_line(error)}"
+            failures.append((r.planned.side, _failure(r.planned, reason)))
+            continue
+        if not replayed.passed:
+            reason = _wrong("wrong result when replayed from a CUDA graph", replayed)
+            failures.append((r.planned.side, _failure(r.planned, reason, replayed)))
             continue
         benchmarks.append(
             (
@@ -676,8 +711,17 @@ def _count(planned: Planned, what: str) -> int:
     return int(value)
 
 
-def _first_line(error: Exception) -> str:
-    text = str(error).strip()
+def _first_line(error: Exception, limit: float | None = guard.CALL_LIMIT_S) -> str:
+    """The first line of an exception's message. Its `__str__` may be the subject's code: run
+    under guard.call, within `limit` seconds; one that raises gives no message, not a failure of
+    perfbot's."""
+    try:
+        text = guard.call(f"the message of a {type(error).__name__} from the subject", lambda: str(error), limit)
+    except guard.Refused:
+        raise
+    except Exception as failure:  # noqa: BLE001 -- the subject's __str__
+        return f"(its message could not be read: its __str__ raised {type(failure).__name__})"
+    text = text.strip() if type(text) is str else ""
     return clean(text.splitlines()[0], 300) if text else "(no message)"
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -213,7 +212,7 @@ def ab_command(
         )
         emit(outcome.report, out_dir / "comment.md", out_dir / "comparison.json", overwrite=overwrite)
     if outcome.report.fails:
-        sys.exit(EXIT_REGRESSION)
+        raise click.exceptions.Exit(EXIT_REGRESSION)
 
 
 @contextmanager

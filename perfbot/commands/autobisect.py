@@ -5,7 +5,6 @@ jobs."""
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import click
@@ -146,4 +145,4 @@ def open_issues_command(
     if problems:
         for problem in problems:
             click.echo(f"perfbot: error: {problem}", err=True)
-        sys.exit(max(problems, key=lambda e: e.exit_code).exit_code)
+        raise click.exceptions.Exit(max(problems, key=lambda e: e.exit_code).exit_code)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -109,4 +108,4 @@ def check_command(
     wrong = [c for c in checked if not c.right]
     terminal.print(f"{len(checked) - len(wrong)} right, {len(wrong)} wrong, of {len(checked)}")
     if wrong:
-        sys.exit(EXIT_REGRESSION)
+        raise click.exceptions.Exit(EXIT_REGRESSION)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -93,7 +92,7 @@ def compare_command(
     for item in report.removed:
         click.echo(f"removed (baseline only): {item.kernel} {item.shape} {item.dtype}")
     if report.fails:
-        sys.exit(EXIT_REGRESSION)
+        raise click.exceptions.Exit(EXIT_REGRESSION)
 
 
 @click.group("baseline")

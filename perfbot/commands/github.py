@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import click
@@ -160,7 +159,7 @@ def comment_command(
         worst = max(problems, key=lambda e: e.exit_code)
         for problem in problems:
             click.echo(f"perfbot: error: {problem}", err=True)
-        sys.exit(worst.exit_code)
+        raise click.exceptions.Exit(worst.exit_code)
 
 
 @click.command("verify-head")

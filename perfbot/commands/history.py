@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import sys
 from pathlib import Path
 
 import click
@@ -177,7 +176,7 @@ def history_command(
         )
         click.echo(f"perfbot history: {summary}" + (f"; {len(held)} held back until it is clear whose" if held else ""))
         if failing:
-            sys.exit(EXIT_REGRESSION)
+            raise click.exceptions.Exit(EXIT_REGRESSION)
     if html_dir is None and not check:
         _print_steps(steps.find_all(read), store_dir)
 

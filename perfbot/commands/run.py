@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -98,7 +97,7 @@ def run_command(
     terminal.print(run_table(result))
     if result.failures:
         terminal.print(failures_table(result))
-        sys.exit(EXIT_REGRESSION)
+        raise click.exceptions.Exit(EXIT_REGRESSION)
     if out is not None:
         terminal.print(f"results written to {escape(str(out))}")
 
