@@ -7,6 +7,7 @@ meta, complex or sparse output is wrong, such a reference refused."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
@@ -129,3 +130,13 @@ def test_a_stray_sys_exit_is_refused_never_its_code():
         done = CliRunner().invoke(group, ["quits", str(code)])
         assert done.exit_code == 2, done.output
         assert f"called sys.exit({code}) outside a guarded call; refused" in _one_line(done.stderr)
+
+
+def test_the_last_line_is_the_summary_a_ci_can_require(tmp_path: Path):
+    """docs/subject.md: a CI can require `N right, 0 wrong, of N`, the last line check prints,
+    since a subject that ends the process itself (os._exit) decides the exit code."""
+    summary = re.compile(r"([0-9]+) right, 0 wrong, of \1")
+    right = _check(_project(tmp_path / "right"))
+    assert right.exit_code == 0 and summary.fullmatch(right.stdout.strip().splitlines()[-1]), right.stdout
+    wrong = _check(_project(tmp_path / "wrong", mine_body="return x * 3"))
+    assert wrong.exit_code == 1 and wrong.stdout.strip().splitlines()[-1] == "1 right, 1 wrong, of 2", wrong.stdout
