@@ -114,10 +114,9 @@ def _limited(what: str, limit: float | None, expired: threading.Event) -> Iterat
         yield
         return
     done = threading.Event()
-    grace = min(MOST_GRACE_S, limit)
     in_main = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     watchdog = threading.Thread(
-        target=_watch, args=(done, limit + grace if in_main else limit, f"{what} {_late(limit)}"), daemon=True
+        target=_watch, args=(done, limit + grace(limit) if in_main else limit, f"{what} {_late(limit)}"), daemon=True
     )
 
     def expire(signum: int, frame: Any) -> None:
@@ -135,6 +134,12 @@ def _limited(what: str, limit: float | None, expired: threading.Event) -> Iterat
         if in_main:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
+
+
+def grace(limit: float) -> float:
+    """How long the watchdog waits past a call's limit before it ends the process: as long as the
+    limit, MOST_GRACE_S at most (docs/subject.md, 'Time limits')."""
+    return min(MOST_GRACE_S, limit)
 
 
 def _watch(done: threading.Event, seconds: float, line: str) -> None:

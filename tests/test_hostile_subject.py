@@ -322,6 +322,13 @@ def test_the_defaults_are_the_documented_ones():
     assert "`perfbot check --time-limit SECONDS` sets both (up to a day)" in text
 
 
+@pytest.mark.parametrize("limit,waits", [(0.5, 0.5), (3.0, 3.0), (10.0, 10.0), (600.0, 10.0), (86_400.0, 10.0)])
+def test_the_grace_is_as_long_as_the_limit_10_s_at_most(limit: float, waits: float):
+    """The watchdog ends the process this long after a limit; never sooner than a short limit's
+    own length, never later than 10 s after it."""
+    assert guard.grace(limit) == waits
+
+
 # --- names: markup printed as it is; what no report could hold refused at load ---
 
 MARKUP = {"name": "soft[/]max[bold]", "suite": "q[/]uick", "case": "c[red]", "mine": "mi[/]ne[link=x]"}
