@@ -609,11 +609,11 @@ def _subjects_own(what: str, subject: Subject, fn: Callable[[], Any], limit: flo
         raise
     except torch.cuda.OutOfMemoryError as error:
         raise EnvironmentFailure(
-            f"subject {subject.name!r}: {what}: the GPU ran out of memory: {_first_line(error)}"
+            f"subject {subject.name!r}: {what}: the GPU ran out of memory: {_first_line(error, limit)}"
         ) from None
     except Exception as error:  # noqa: BLE001 -- the subject's code
         raise BadInput(
-            f"subject {subject.name!r}: {what} raised {type(error).__name__}: {_first_line(error)}"
+            f"subject {subject.name!r}: {what} raised {type(error).__name__}: {_first_line(error, limit)}"
         ) from None
 
 
@@ -711,12 +711,13 @@ def _count(planned: Planned, what: str) -> int:
     return int(value)
 
 
-def _first_line(error: Exception, limit: float | None = guard.CALL_LIMIT_S) -> str:
+def _first_line(error: Exception, limit: float | None = None) -> str:
     """The first line of an exception's message. Its `__str__` may be the subject's code: run
-    under guard.call, within `limit` seconds; one that raises gives no message, not a failure of
-    perfbot's."""
+    under guard.call, within `limit` seconds (the default call limit if None); one that raises
+    gives no message, not a failure of perfbot's."""
+    within = guard.CALL_LIMIT_S if limit is None else limit
     try:
-        text = guard.call(f"the message of a {type(error).__name__} from the subject", lambda: str(error), limit)
+        text = guard.call(f"the message of a {type(error).__name__} from the subject", lambda: str(error), within)
     except guard.Refused:
         raise
     except Exception as failure:  # noqa: BLE001 -- the subject's __str__

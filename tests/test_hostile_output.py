@@ -47,6 +47,11 @@ class QuitsInStr(Exception):
 class FailsInStr(Exception):
     def __str__(self):
         raise ValueError("no message")
+
+class HangsInStr(Exception):
+    def __str__(self):
+        time.sleep(60)
+        return "late"
 """
 
 
@@ -111,6 +116,15 @@ def test_what_a_reference_returns_or_raises_is_refused_if_unusable(tmp_path: Pat
         return
     assert done.exit_code == 2, done.output
     assert words in _one_line(done.stderr)
+
+
+@pytest.mark.parametrize("part", ["mine_body", "reference"])
+def test_a_message_that_never_comes_is_refused_at_the_limit(tmp_path: Path, part: str):
+    """An exception's `__str__` is read within the same limit as the call that raised it."""
+    done = _check(_project(tmp_path, at_import=CLASSES, **{part: "raise HangsInStr()"}), "--time-limit", "1")
+    assert done.exit_code == 2, done.output
+    line = _one_line(done.stderr)
+    assert "the message of a HangsInStr from the subject did not finish within its time limit of 1 s" in line
 
 
 def test_a_stray_sys_exit_is_refused_never_its_code():
