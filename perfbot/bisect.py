@@ -17,13 +17,14 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import median
-from typing import Annotated, Final, Literal, Protocol
+from typing import Annotated, Any, Final, Literal, Protocol
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
 
@@ -350,15 +351,31 @@ class CommandProber:
             env = dict(os.environ, PERFBOT_BISECT_COMMIT=sha)
             try:
                 for name, command in (("build", self.build), ("measure", self.measure_command)):
-                    done = subprocess.run(
-                        command, shell=True, cwd=tree, env=env, capture_output=True, text=True, timeout=self.timeout_s
-                    )
+                    done = run_in_group(command, shell=True, cwd=tree, env=env, timeout=self.timeout_s)
                     if done.returncode != 0:
                         last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [""]
                         raise Unusable(f"{name} exited {done.returncode}: {last[0][:200]}")
             except subprocess.TimeoutExpired as error:
                 raise Unusable(f"timed out after {error.timeout:.0f} s") from None
             return parse_samples(done.stdout)
+
+
+def run_in_group(args: str | list[str], timeout: float, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """`subprocess.run(args, capture_output=True, text=True, timeout=timeout)`, with the command in
+    a session (and process group) of its own that is killed whole however the call ends: past its
+    timeout, on Ctrl-C (which the terminal sends perfbot's group, not this one), on any error, or
+    done. A shell's children (`sleep`, a benchmark) never outlive perfbot, nor hold its pipes."""
+    with subprocess.Popen(
+        args, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        finally:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass  # the group is gone already
+    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
 
 
 def parse_samples(text: str) -> list[float]:
@@ -404,12 +421,8 @@ class TritonProber:
             PYTHONPATH=os.pathsep.join(filter(None, [str(environment), os.environ.get("PYTHONPATH")])),
             PERFBOT_TRITON_COMMIT=sha,
         )
-        done = subprocess.run(
-            [sys.executable, "-m", "perfbot", "sample", *self.sample_args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=self.timeout_s,
+        done = run_in_group(
+            [sys.executable, "-m", "perfbot", "sample", *self.sample_args], env=env, timeout=self.timeout_s
         )
         if done.returncode == 3:
             raise EnvironmentFailure(f"perfbot sample could not run: {done.stderr.strip()[-300:]}")

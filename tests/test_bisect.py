@@ -5,6 +5,7 @@ import json
 import math
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -348,3 +349,32 @@ def test_the_outcome_file_says_why_a_bisect_failed(tmp_path: Path):
     outcome = _outcome(tmp_path)
     assert (outcome.result, outcome.good, outcome.bad) == ("failed", shas[-1], shas[0])
     assert "not an ancestor" in outcome.message and outcome.probes == []
+
+
+def _alive(pid: int) -> bool:
+    """Whether the process runs (a zombie that no one has reaped yet does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def test_ctrl_c_ends_the_measure_commands_children_too(tmp_path: Path):
+    """Ctrl-C reaches perfbot alone here (the measure command runs in a session of its own): the
+    bisect exits 130, and the command's processes, a shell's `sleep` included, end with it."""
+    from tests.test_cli import _interrupted
+
+    repo, shas = history(tmp_path, [1.0, 2.0])
+    pid_file = tmp_path / "sleep.pid"
+    measure = f"sleep 100 & echo $! > {pid_file}; wait"
+    argv = ["bisect", "--repo", str(repo), "--good", shas[0], "--bad", shas[1], "--measure", measure]
+    done = _interrupted([*argv, "--state", str(tmp_path / "state.json")], lambda: pid_file.exists())
+    assert done.returncode == 130, done.stderr
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = _alive(pid)
+    if left:
+        os.kill(pid, 9)  # the test's own leftover, not the next test's
+    assert not left, f"the measure command's sleep ({pid}) outlived perfbot"
