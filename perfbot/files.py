@@ -19,15 +19,44 @@ from .errors import BadInput, EnvironmentFailure
 
 
 def read_text(path: Path, kind: str) -> str:
-    """The text of a file the user named; a directory, a missing or unreadable file is BadInput."""
+    """The text of a file the user named; anything but a readable regular file of UTF-8 text is
+    BadInput."""
     try:
-        if path.is_dir():  # inside: a name too long for the system is an OSError here already
-            raise BadInput(f"{path}: is a directory, not a {kind}")
-        return path.read_text(encoding="utf-8")
+        return read_bytes(path, kind).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadInput(f"{path}: cannot read it: {error}") from None
+
+
+def read_bytes(path: Path, kind: str, limit: int = -1) -> bytes:
+    """The bytes of a file the user named, at most `limit` + 1 of them (all with -1). Only a
+    regular file is read: a fifo would make perfbot wait forever for a writer, a device might
+    never end. A directory, a missing or unreadable file, or anything but a regular file is
+    BadInput."""
+    try:
+        _check_readable(path, os.stat(path).st_mode, kind)
+        # Not blocking, so that a fifo put at the name after the check opens at once; the
+        # descriptor's own file is checked again before a byte is read.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise BadInput(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise BadInput(f"{path}: cannot read it: {error}") from None
+    except (OSError, ValueError) as error:  # a name too long for the system, a NUL in it
+        raise BadInput(f"{path}: cannot read it: {getattr(error, 'strerror', None) or error}") from None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            _check_readable(path, os.fstat(fd).st_mode, kind)
+            os.set_blocking(fd, True)
+            return handle.read(limit + 1 if limit >= 0 else -1)
+        except OSError as error:
+            raise BadInput(f"{path}: cannot read it: {error.strerror or error}") from None
+
+
+def _check_readable(path: Path, mode: int, kind: str) -> None:
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):
+        raise BadInput(f"{path}: is a directory, not a {kind}")
+    found = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    raise BadInput(f"{path}: is {found}, not a {kind}; perfbot reads only regular files")
 
 
 def check_output(path: Path, *, overwrite: bool) -> None:
