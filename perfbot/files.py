@@ -76,6 +76,8 @@ def _not_regular(path: Path) -> str | None:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
         return None
+    except NotADirectoryError:
+        return f"not a place a file can be written ({blocking_part(path.parent)})"
     except (OSError, ValueError) as error:  # a loop of links, a NUL in the name, a part that is a file
         return f"not a place a file can be written ({getattr(error, 'strerror', None) or error})"
     if stat.S_ISREG(mode):
@@ -131,7 +133,7 @@ def _stage(path: Path, text: str) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except (NotADirectoryError, FileExistsError):
-        raise BadInput(f"{path}: a part of its folder is a file") from None
+        raise BadInput(f"{path}: cannot make its folder: {blocking_part(path.parent)}") from None
     try:
         os.fchmod(fd, 0o666 & ~umask())  # mkstemp makes 0600; a file perfbot writes is like any other
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -142,6 +144,17 @@ def _stage(path: Path, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return Path(tmp)
+
+
+def blocking_part(folder: Path) -> str:
+    """The part of `folder` that stands where a folder must be, and what it is."""
+    for part in (folder, *folder.parents):
+        if os.path.lexists(part) and not part.is_dir():
+            if not part.exists():
+                return f"{part} is a symlink that leads nowhere, not a folder"
+            kind = _not_regular(part) or ("a symlink to a file" if part.is_symlink() else "a file")
+            return f"{part} is {kind}, not a folder"
+    return f"{folder} is not a folder"
 
 
 def umask() -> int:

@@ -29,7 +29,7 @@ import jinja2
 from . import git
 from .acknowledgements import Acknowledgement
 from .errors import BadInput
-from .files import check_output, write_all
+from .files import blocking_part, check_output, write_all
 from .history import History, Run, Series
 from .steps import Found, find_all
 
@@ -117,6 +117,8 @@ def _check_pages_folder(folder: Path) -> None:
         mode = os.lstat(folder).st_mode
     except FileNotFoundError:
         return
+    except NotADirectoryError:
+        raise BadInput(f"{folder.parent}: cannot be the site's folder: {blocking_part(folder.parent)}") from None
     except OSError as error:
         raise BadInput(f"{folder}: cannot use it for the site's pages: {error.strerror or error}") from None
     if stat.S_ISLNK(mode):

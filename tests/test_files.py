@@ -239,3 +239,33 @@ def test_read_text_refuses_what_is_not_a_regular_file(tmp_path: Path):
         read_text(Path(os.devnull), "thing")
     with pytest.raises(BadInput, match="cannot read it: File name too long"):
         read_text(tmp_path / ("q" * 100_000), "thing")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["history", "--store", "{s}", "--html", "{o}"], ["export", "{r}", "--out", "{o}/r.json"]],
+    ids=["history --html", "export --out"],
+)
+def test_an_output_folder_that_is_a_dangling_symlink_is_named_as_one(tmp_path: Path, argv: list[str]):
+    from click.testing import CliRunner
+
+    from perfbot import results
+    from perfbot.cli import perfbot
+    from tests.helpers import make_results
+
+    run, store, out = tmp_path / "r.json", tmp_path / "store", tmp_path / "out"
+    results.save(make_results(seed=1), run)
+    assert CliRunner().invoke(perfbot, ["baseline", "update", str(run), "--store", str(store)]).exit_code == 0
+    out.symlink_to(tmp_path / "nowhere")
+    done = CliRunner().invoke(perfbot, [a.format(r=run, s=store, o=out) for a in argv])
+    assert done.exit_code == 2, done.output
+    assert done.stderr.endswith(f": cannot make its folder: {out} is a symlink that leads nowhere, not a folder\n")
+    assert done.stderr.count("\n") == 1 and not (tmp_path / "nowhere").exists()
+
+
+def test_an_output_inside_a_missing_folder_makes_the_folder(tmp_path: Path):
+    write_atomic(tmp_path / "new" / "deep" / "a.txt", "x")
+    assert (tmp_path / "new" / "deep" / "a.txt").read_text() == "x"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(BadInput, match=r"a.txt: is not a place .*\(.*/file is a file, not a folder\)"):
+        write_atomic(tmp_path / "file" / "deep" / "a.txt", "x")
