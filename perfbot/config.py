@@ -90,5 +90,11 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise BadInput(f"{path}: cannot read it as TOML: {error}") from None
+    except ValueError as error:  # an integer of more digits than Python turns into a number (4300)
+        raise BadInput(f"{path}: cannot read it as TOML: {_one_line(str(error))}") from None
     except RecursionError:  # tomllib parses nested arrays and tables recursively
         raise BadInput(f"{path}: cannot read it as TOML: nested too deeply") from None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:300]

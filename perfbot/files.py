@@ -19,15 +19,44 @@ from .errors import BadInput, EnvironmentFailure
 
 
 def read_text(path: Path, kind: str) -> str:
-    """The text of a file the user named; a directory, a missing or unreadable file is BadInput."""
+    """The text of a file the user named; anything but a readable regular file of UTF-8 text is
+    BadInput."""
     try:
-        if path.is_dir():  # inside: a name too long for the system is an OSError here already
-            raise BadInput(f"{path}: is a directory, not a {kind}")
-        return path.read_text(encoding="utf-8")
+        return read_bytes(path, kind).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadInput(f"{path}: cannot read it: {error}") from None
+
+
+def read_bytes(path: Path, kind: str, limit: int = -1) -> bytes:
+    """The bytes of a file the user named, at most `limit` + 1 of them (all with -1). Only a
+    regular file is read: a fifo would make perfbot wait forever for a writer, a device might
+    never end. A directory, a missing or unreadable file, or anything but a regular file is
+    BadInput."""
+    try:
+        _check_readable(path, os.stat(path).st_mode, kind)
+        # Not blocking, so that a fifo put at the name after the check opens at once; the
+        # descriptor's own file is checked again before a byte is read.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise BadInput(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise BadInput(f"{path}: cannot read it: {error}") from None
+    except (OSError, ValueError) as error:  # a name too long for the system, a NUL in it
+        raise BadInput(f"{path}: cannot read it: {getattr(error, 'strerror', None) or error}") from None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            _check_readable(path, os.fstat(fd).st_mode, kind)
+            os.set_blocking(fd, True)
+            return handle.read(limit + 1 if limit >= 0 else -1)
+        except OSError as error:
+            raise BadInput(f"{path}: cannot read it: {error.strerror or error}") from None
+
+
+def _check_readable(path: Path, mode: int, kind: str) -> None:
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):
+        raise BadInput(f"{path}: is a directory, not a {kind}")
+    found = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    raise BadInput(f"{path}: is {found}, not a {kind}; perfbot reads only regular files")
 
 
 def check_output(path: Path, *, overwrite: bool) -> None:
@@ -47,6 +76,8 @@ def _not_regular(path: Path) -> str | None:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
         return None
+    except NotADirectoryError:
+        return f"not a place a file can be written ({blocking_part(path.parent)})"
     except (OSError, ValueError) as error:  # a loop of links, a NUL in the name, a part that is a file
         return f"not a place a file can be written ({getattr(error, 'strerror', None) or error})"
     if stat.S_ISREG(mode):
@@ -102,7 +133,7 @@ def _stage(path: Path, text: str) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except (NotADirectoryError, FileExistsError):
-        raise BadInput(f"{path}: a part of its folder is a file") from None
+        raise BadInput(f"{path}: cannot make its folder: {blocking_part(path.parent)}") from None
     try:
         os.fchmod(fd, 0o666 & ~umask())  # mkstemp makes 0600; a file perfbot writes is like any other
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -113,6 +144,17 @@ def _stage(path: Path, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return Path(tmp)
+
+
+def blocking_part(folder: Path) -> str:
+    """The part of `folder` that stands where a folder must be, and what it is."""
+    for part in (folder, *folder.parents):
+        if os.path.lexists(part) and not part.is_dir():
+            if not part.exists():
+                return f"{part} is a symlink that leads nowhere, not a folder"
+            kind = _not_regular(part) or ("a symlink to a file" if part.is_symlink() else "a file")
+            return f"{part} is {kind}, not a folder"
+    return f"{folder} is not a folder"
 
 
 def umask() -> int:

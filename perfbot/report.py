@@ -4,7 +4,8 @@ Markdown is safe by construction: every value a template prints goes through `ma
 (jinja2's `finalize`), except the few strings perfbot formats itself and marks `Markdown`
 (numbers, verdict names, the marker). So no file perfbot reads can put live HTML, an HTML
 comment, a forged marker, a live @mention, a bare URL that GitHub would link, or a broken table
-into what it writes.
+into what it writes. Text shown as one (a suite and its case) is joined before it is escaped:
+two halves escaped apart can still make a link between them ("https:" and "/evil.example").
 """
 
 from __future__ import annotations

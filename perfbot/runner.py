@@ -137,7 +137,7 @@ def plan(
 
 def require_gpu() -> None:
     if not torch.cuda.is_available():
-        raise EnvironmentFailure("no CUDA GPU is visible (torch.cuda.is_available() is False); perfbot run needs one")
+        raise EnvironmentFailure("no CUDA GPU is visible (torch.cuda.is_available() is False); this command needs one")
 
 
 def progress_steps(groups: list[list[Planned]], settings: RunSettings, stopping: Stopping | None = None) -> int:

@@ -23,6 +23,7 @@ import yaml
 from pydantic import AfterValidator, Field, TypeAdapter, ValidationError
 
 from .errors import BadInput
+from .files import read_bytes
 
 T = TypeVar("T")
 
@@ -117,17 +118,9 @@ Record = Annotated[dict[str, Any], AfterValidator(_bounded)]
 
 
 def read_limited(path: Path, kind: str, limit: int) -> bytes:
-    """The bytes of a file the user named; missing, unreadable, a directory or over `limit`
-    bytes is BadInput."""
-    try:
-        if path.is_dir():  # inside: a name too long for the system is an OSError here already
-            raise BadInput(f"{path}: is a directory, not a {kind}")
-        with path.open("rb") as handle:
-            data = handle.read(limit + 1)
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such file") from None
-    except OSError as error:
-        raise BadInput(f"{path}: cannot read it: {error.strerror or error}") from None
+    """The bytes of a regular file the user named (files.read_bytes); over `limit` bytes is
+    BadInput."""
+    data = read_bytes(path, kind, limit)
     if len(data) > limit:
         raise BadInput(f"{path}: over {limit // (1024 * 1024)} MiB; a {kind} is never that large")
     return data
@@ -150,6 +143,8 @@ def load_yaml(path: Path, kind: str, limit: int = MAX_YAML_BYTES) -> Any:
     except UnicodeDecodeError:
         raise BadInput(f"{path}: is not UTF-8 text") from None
     except yaml.YAMLError as error:
+        raise BadInput(f"{path}: cannot read it as YAML: {_one_line(str(error))}") from None
+    except ValueError as error:  # a value its constructor refuses: an integer of over 4300 digits, say
         raise BadInput(f"{path}: cannot read it as YAML: {_one_line(str(error))}") from None
 
 

@@ -16,7 +16,9 @@ times that per page.
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,7 +28,8 @@ import jinja2
 
 from . import git
 from .acknowledgements import Acknowledgement
-from .files import check_output, write_all
+from .errors import BadInput
+from .files import blocking_part, check_output, write_all
 from .history import History, Run, Series
 from .steps import Found, find_all
 
@@ -92,13 +95,49 @@ def build(history: History, out: Path, links: Links, *, overwrite: bool = False)
     }
     pages[out / "index.html"] = _index(history, steps)
     pages[out / ".nojekyll"] = ""  # GitHub Pages serves the files as they are
+    _check_pages_folder(out / "b")
     for page in pages:
         check_output(page, overwrite=overwrite)
     write_all(pages, replace=overwrite)
     if overwrite:  # a benchmark no longer in the store loses its page: a site is rebuilt whole
-        for stale in set((out / "b").glob("*.html")) - set(pages):
-            stale.unlink()
+        for stale in sorted(set((out / "b").glob("*.html")) - set(pages)):
+            if _written_here(stale):
+                stale.unlink()
     return len(pages) - 1
+
+
+# In every page's head (base.html.j2): the pages a rebuild may remove are those that carry it.
+GENERATOR = '<meta name="generator" content="perfbot history">'
+
+
+def _check_pages_folder(folder: Path) -> None:
+    """DIR/b must be a folder of its own (or free): through a symlink the pages would be written,
+    and stale ones removed, somewhere else."""
+    try:
+        mode = os.lstat(folder).st_mode
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        raise BadInput(f"{folder.parent}: cannot be the site's folder: {blocking_part(folder.parent)}") from None
+    except OSError as error:
+        raise BadInput(f"{folder}: cannot use it for the site's pages: {error.strerror or error}") from None
+    if stat.S_ISLNK(mode):
+        raise BadInput(f"{folder}: is a symlink; the site's pages go in a folder of their own, so move it aside")
+    if not stat.S_ISDIR(mode):
+        raise BadInput(f"{folder}: is not a folder; the site's pages go in a folder of their own, so move it aside")
+
+
+def _written_here(path: Path) -> bool:
+    """Whether `path` is a regular file (not a symlink) whose head says perfbot wrote it: no
+    other file in the folder is ever removed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:  # a symlink (ELOOP), gone meanwhile
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and GENERATOR.encode() in os.read(fd, 1024)
+    finally:
+        os.close(fd)
 
 
 def _index(history: History, steps: dict[int, list[Found]]) -> str:

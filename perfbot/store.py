@@ -16,8 +16,11 @@ read is reported by name, never skipped or replaced.
 from __future__ import annotations
 
 import datetime
+import errno
 import fcntl
 import hashlib
+import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -120,6 +123,8 @@ def _locked(store: Path) -> Iterator[None]:
         store.mkdir(parents=True, exist_ok=True)
         handle = (store / ".lock").open("a")
     except OSError as error:
+        if error.errno in _UNUSABLE_NAME:
+            raise _store_error(store, error) from None
         raise EnvironmentFailure(f"{store}: cannot write the store: {error.strerror or error}") from None
     with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)  # released by the system if this process dies
@@ -143,5 +148,21 @@ def load(path: Path) -> Results:
 
 
 def _check_store(store: Path) -> None:
-    if store.exists() and not store.is_dir():
+    try:
+        mode = os.stat(store).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise _store_error(store, error) from None
+    if not stat.S_ISDIR(mode):
         raise BadInput(f"{store}: the baseline store must be a directory, and this is a file")
+
+
+# A store name the system cannot use at all: the user's to change, not the machine's failure.
+_UNUSABLE_NAME = {errno.ENAMETOOLONG, errno.ENOTDIR, errno.ELOOP, errno.EINVAL}
+
+
+def _store_error(store: Path, error: OSError) -> BadInput | EnvironmentFailure:
+    if error.errno in _UNUSABLE_NAME:
+        return BadInput(f"{store}: not a name a store can have ({error.strerror}); give another --store")
+    return EnvironmentFailure(f"{store}: cannot use the store: {error.strerror or error}")

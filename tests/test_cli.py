@@ -209,28 +209,30 @@ def test_ctrl_c_while_a_subject_hangs_at_import_exits_130_in_one_line(project: P
     assert done.stderr == "perfbot: interrupted\n"
 
 
-def test_ctrl_c_while_reading_an_input_exits_130_in_one_line(tmp_path: Path):
+def test_ctrl_c_while_waiting_for_the_store_lock_exits_130_in_one_line(tmp_path: Path):
+    """A wait perfbot cannot end by itself (an input is never a fifo, so a read does not block):
+    another update holding the store's lock."""
+    import fcntl
     import os
 
-    fifo = tmp_path / "run.json"
-    os.mkfifo(fifo)
-    writer: list[int] = []
+    from perfbot import results
+    from tests.helpers import make_results
 
-    def reading() -> bool:
-        """Whether perfbot opened the fifo to read it: then it waits for bytes that never come."""
-        try:
-            writer.append(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        except OSError:  # ENXIO: no reader yet
-            return False
-        return True
+    run, store = tmp_path / "r.json", tmp_path / "store"
+    results.save(make_results(seed=1), run)
+    store.mkdir()
+    with (store / ".lock").open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        inode = f":{os.stat(store / '.lock').st_ino} "
 
-    try:
-        done = _interrupted(["compare", str(fifo), str(fifo)], reading)
-    finally:
-        for fd in writer:
-            os.close(fd)
+        def waiting() -> bool:
+            """Whether a process waits for the lock (a blocked lock shows as `->` in /proc/locks)."""
+            return any("->" in line and inode in line for line in Path("/proc/locks").read_text().splitlines())
+
+        done = _interrupted(["baseline", "update", str(run), "--store", str(store)], waiting)
     assert done.returncode == 130, done.stderr
     assert done.stderr == "perfbot: interrupted\n"
+    assert not list(store.glob("*/*.json"))
 
 
 def test_an_abort_inside_a_command_is_an_interruption_not_a_slowdown(monkeypatch, tmp_path: Path):

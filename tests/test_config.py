@@ -91,3 +91,16 @@ def test_non_utf8_and_a_directory_named_pyproject_are_refused(tmp_path: Path):
 def test_a_good_path_value_is_taken_as_it_is(tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text(f'[tool.perfbot]\n{GOOD_COMMIT}\nstore = "{"s" * 4096}"\n')
     assert load_project_config(tmp_path).store_dir == tmp_path / ("s" * 4096)
+
+
+def test_an_integer_too_long_for_python_is_refused_in_one_line(tmp_path: Path):
+    """tomllib raises ValueError for an integer of over 4300 digits, wherever it is in the file."""
+    from click.testing import CliRunner
+
+    from perfbot.cli import perfbot
+
+    (tmp_path / "pyproject.toml").write_text(f"[project]\nv = 1{'0' * 5000}\n[tool.perfbot]\n{GOOD_COMMIT}\n")
+    result = CliRunner().invoke(perfbot, ["suites", "--project", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"perfbot: error: {tmp_path / 'pyproject.toml'}: cannot read it as TOML: ")
+    assert "4300 digits" in result.stderr and result.stderr.count("\n") == 1

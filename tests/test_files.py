@@ -169,3 +169,103 @@ def test_own_state_files_are_replaced_but_never_over_a_fifo(tmp_path: Path):
     with pytest.raises(BadInput, match="is a fifo"):
         write_atomic(tmp_path / "fifo", "x")
     assert stat.S_ISFIFO(os.stat(tmp_path / "fifo").st_mode)
+
+
+# --- inputs: only regular files are read ---------------------------------------------------
+
+# Each command with {f} where a fifo stands for one file it reads; run as the real CLI in a
+# process with a timeout, so that a read that blocks fails the test instead of hanging it.
+FIFO_INPUTS = {
+    "show": ["show", "{f}"],
+    "compare RESULTS": ["compare", "{f}", "{r}", "--thresholds", "{t}"],
+    "compare --thresholds": ["compare", "{r}", "{r}", "--thresholds", "{f}"],
+    "bisect --state": [
+        "bisect",
+        "--repo",
+        "{g}",
+        "--good",
+        "{good}",
+        "--bad",
+        "{bad}",
+        "--measure",
+        "true",
+        "--state",
+        "{f}",
+    ],
+    "history --check --state": ["history", "--store", "{s}", "--check", "--state", "{f}"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIFO_INPUTS))
+def test_an_input_that_is_a_fifo_is_refused_not_waited_for(tmp_path: Path, name: str):
+    import subprocess
+    import sys
+
+    from perfbot import results
+    from tests.conftest import ROOT
+    from tests.helpers import make_results
+    from tests.step_repo import repository
+
+    run, store, fifo = tmp_path / "r.json", tmp_path / "store", tmp_path / "fifo"
+    results.save(make_results(seed=1), run)
+    values = {"r": run, "t": ROOT / "thresholds.yaml", "s": store, "f": fifo, "g": tmp_path / "repo"}
+    if name.startswith("bisect"):
+        values["good"], values["bad"] = repository(tmp_path / "repo", [1.0, 2.0])
+    if name.startswith("history"):
+        cli = [sys.executable, "-m", "perfbot", "baseline", "update", str(run), "--store", str(store)]
+        assert subprocess.run(cli, cwd=ROOT, capture_output=True, timeout=60).returncode == 0
+    os.mkfifo(fifo)
+    argv = [a.format(**values) for a in FIFO_INPUTS[name]]
+    done = subprocess.run(
+        [sys.executable, "-m", "perfbot", *argv], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"perfbot: error: {fifo}: is a fifo, not a "), done.stderr
+    assert "perfbot reads only regular files" in done.stderr and done.stderr.count("\n") == 1
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # never written over either
+
+
+def test_read_text_refuses_what_is_not_a_regular_file(tmp_path: Path):
+    from perfbot.schema import read_limited
+
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "link").symlink_to(tmp_path / "fifo")
+    for path in (tmp_path / "fifo", tmp_path / "link"):
+        with pytest.raises(BadInput, match="is a fifo, not a thing; perfbot reads only regular files"):
+            read_text(path, "thing")
+        with pytest.raises(BadInput, match="is a fifo, not a thing"):
+            read_limited(path, "thing", 100)
+    with pytest.raises(BadInput, match="is a character device, not a thing"):
+        read_text(Path(os.devnull), "thing")
+    with pytest.raises(BadInput, match="cannot read it: File name too long"):
+        read_text(tmp_path / ("q" * 100_000), "thing")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["history", "--store", "{s}", "--html", "{o}"], ["export", "{r}", "--out", "{o}/r.json"]],
+    ids=["history --html", "export --out"],
+)
+def test_an_output_folder_that_is_a_dangling_symlink_is_named_as_one(tmp_path: Path, argv: list[str]):
+    from click.testing import CliRunner
+
+    from perfbot import results
+    from perfbot.cli import perfbot
+    from tests.helpers import make_results
+
+    run, store, out = tmp_path / "r.json", tmp_path / "store", tmp_path / "out"
+    results.save(make_results(seed=1), run)
+    assert CliRunner().invoke(perfbot, ["baseline", "update", str(run), "--store", str(store)]).exit_code == 0
+    out.symlink_to(tmp_path / "nowhere")
+    done = CliRunner().invoke(perfbot, [a.format(r=run, s=store, o=out) for a in argv])
+    assert done.exit_code == 2, done.output
+    assert done.stderr.endswith(f": cannot make its folder: {out} is a symlink that leads nowhere, not a folder\n")
+    assert done.stderr.count("\n") == 1 and not (tmp_path / "nowhere").exists()
+
+
+def test_an_output_inside_a_missing_folder_makes_the_folder(tmp_path: Path):
+    write_atomic(tmp_path / "new" / "deep" / "a.txt", "x")
+    assert (tmp_path / "new" / "deep" / "a.txt").read_text() == "x"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(BadInput, match=r"a.txt: is not a place .*\(.*/file is a file, not a folder\)"):
+        write_atomic(tmp_path / "file" / "deep" / "a.txt", "x")

@@ -276,3 +276,40 @@ def test_the_site_says_which_series_is_watched_and_whose_each_step_is(tmp_path: 
     page = next(p for p in (out / "b").iterdir() if p.name.startswith("nvidia-h200-fused-pr-gemma")).read_text()
     assert "watched by the ratio, the quieter (run-to-run noise over gemm" in page
     assert '<span class="cause">the reference moved, not fused: against eager: gemm -' in page
+
+
+def test_a_rebuild_removes_only_the_stale_pages_perfbot_wrote(tmp_path: Path):
+    store, out = write_store(tmp_path / "store", make_runs(8, seed=3)), tmp_path / "site"
+    assert invoke("--store", str(store), "--html", str(out)).exit_code == 0
+    written = sorted((out / "b").glob("*.html"))
+    (out / "b" / "gone.html").write_text(written[0].read_text())  # a page of a benchmark no longer stored
+    (out / "b" / "zz.html").mkdir()
+    (out / "b" / "notes.html").write_text("<p>mine</p>")
+    elsewhere = tmp_path / "elsewhere.html"
+    elsewhere.write_text(written[0].read_text())
+    (out / "b" / "link.html").symlink_to(elsewhere)
+    rebuilt = invoke("--store", str(store), "--html", str(out), "--overwrite")
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert not (out / "b" / "gone.html").exists()
+    assert (out / "b" / "zz.html").is_dir() and (out / "b" / "notes.html").read_text() == "<p>mine</p>"
+    assert (out / "b" / "link.html").is_symlink() and elsewhere.exists()
+    assert sorted((out / "b").glob("*.html")) == sorted(
+        [*written, out / "b" / "link.html", out / "b" / "notes.html", out / "b" / "zz.html"]
+    )
+
+
+@pytest.mark.parametrize("kind,words", [("symlink", "is a symlink"), ("file", "is not a folder")])
+def test_a_pages_folder_that_is_not_a_folder_of_its_own_is_refused(tmp_path: Path, kind: str, words: str):
+    store, out, target = write_store(tmp_path / "store", make_runs(8, seed=3)), tmp_path / "site", tmp_path / "t"
+    target.mkdir()
+    (target / "precious.html").write_text("<p>precious</p>")
+    out.mkdir()
+    if kind == "symlink":
+        (out / "b").symlink_to(target)
+    else:
+        (out / "b").write_text("x")
+    done = invoke("--store", str(store), "--html", str(out), "--overwrite")
+    assert done.exit_code == 2, done.output
+    assert done.stderr.startswith(f"perfbot: error: {out / 'b'}: {words}; the site's pages go in a folder of their own")
+    assert done.stderr.count("\n") == 1
+    assert [p.name for p in target.iterdir()] == ["precious.html"]

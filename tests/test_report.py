@@ -238,3 +238,20 @@ def test_room_is_shared_max_min_fair():
     assert _shares(90, [50, 50, 50]) == [30, 30, 30]
     assert _shares(0, [5]) == [0]
     assert _shares(10, []) == []
+
+
+def test_a_url_split_between_suite_and_case_is_not_a_link(tmp_path: Path):
+    """Each value is escaped whole: a suite "https:" and a case "/evil.example/login" are joined
+    with "/" first, so the "://" they make is escaped too."""
+    from click.testing import CliRunner
+
+    from perfbot import results
+    from perfbot.cli import perfbot
+    from perfbot.results import Failure
+
+    failure = Failure("fused", {"M": 8}, "float32", "raised", suite="https:", case="/evil.example/login")
+    run = tmp_path / "r.json"
+    results.save(replace(make_results(seed=1), failures=[failure]), run)
+    done = CliRunner().invoke(perfbot, ["show", str(run), "--markdown"])
+    assert done.exit_code == 0, done.output
+    assert "evil.example" in done.stdout and not _AUTOLINK.search(done.stdout)

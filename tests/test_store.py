@@ -215,3 +215,23 @@ def test_store_defaults_to_the_project_setting(project: Path):
     assert result.exit_code == 0
     assert str(project / ".perfbot" / "store") in result.output
     assert os.path.isdir(project / "kernels")
+
+
+@pytest.mark.parametrize("name", ["q" * 100_000, "q" * 300, "r.json/store"])
+def test_a_store_name_the_system_cannot_use_is_bad_input(tmp_path: Path, name: str):
+    """Too long for the system (the whole path, or one part of it), or under a file: exit 2."""
+    run = tmp_path / "r.json"
+    results.save(make_results(seed=1), run)
+    for argv in (["baseline", "update", str(run)], ["baseline", "show"]):
+        done = CliRunner().invoke(perfbot, [*argv, "--store", str(tmp_path / name)])
+        assert done.exit_code == 2, (argv, done.output[-300:])
+        assert "not a name a store can have" in done.stderr and done.stderr.count("\n") == 1, done.stderr[-300:]
+
+
+def test_a_store_the_system_refuses_to_create_is_an_environment_failure(tmp_path: Path):
+    """Not the name's fault (sysfs lets no one make a folder, root included): exit 3."""
+    run = tmp_path / "r.json"
+    results.save(make_results(seed=1), run)
+    done = CliRunner().invoke(perfbot, ["baseline", "update", str(run), "--store", "/sys/perfbot-store"])
+    assert done.exit_code == 3, done.output
+    assert done.stderr.startswith("perfbot: error: /sys/perfbot-store: cannot write the store: ")

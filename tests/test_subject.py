@@ -373,3 +373,11 @@ def test_a_case_several_suites_hold_is_timed_once_per_implementation():
         ("big", 1, ("fused", "eager", "gemm")),  # the shared case, where the most are timed
         ("other", 1, ("copy",)),  # only what none before timed on it
     ]
+
+
+def test_a_suites_file_with_an_integer_too_long_for_python_is_refused(tmp_path: Path):
+    path = tmp_path / "suites.yaml"
+    path.write_text(f"quick:\n  about: small\n  dtype: float32\n  cases:\n    - {{name: a, M: 1{'0' * 5000}}}\n")
+    with pytest.raises(BadInput, match=r"suites\.yaml: cannot read it as YAML: .*4300 digits") as error:
+        load_suites(path, _toy())
+    assert "\n" not in str(error.value)

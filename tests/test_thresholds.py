@@ -191,3 +191,17 @@ def test_an_override_by_time_applies_to_interleaved_short_kernels_only():
     assert short_across_runs.fail_percent == 6.0
     compiled = policy.rule_for("compiled", "decode", "bfloat16", "NVIDIA H200", shape, True, 0.02)
     assert compiled.fail_percent == 10.0  # a later override still wins
+
+
+def test_an_integer_too_long_for_python_is_refused_in_one_line(tmp_path: Path):
+    """PyYAML's int() raises ValueError for an integer of over 4300 digits."""
+    from perfbot import results
+    from tests.helpers import make_results
+
+    run, path = tmp_path / "r.json", tmp_path / "thresholds.yaml"
+    results.save(make_results(seed=1), run)
+    path.write_text(f"x: 1{'0' * 5000}\n")
+    result = CliRunner().invoke(perfbot, ["compare", str(run), str(run), "--thresholds", str(path)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"perfbot: error: {path}: cannot read it as YAML: ")
+    assert "4300 digits" in result.stderr and result.stderr.count("\n") == 1

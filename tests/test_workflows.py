@@ -133,7 +133,11 @@ def test_gpu_check_shape():
     check, comment = data["jobs"]["check"], data["jobs"]["comment"]
     assert set(_triggers(data)) == {"workflow_dispatch"}
     assert check["permissions"] == {"contents": "read", "pull-requests": "read"}
-    assert data["concurrency"]["cancel-in-progress"] is True
+    # Superseded runs are cancelled, but only the same dispatcher's: no one cancels a maintainer's.
+    assert data["concurrency"] == {
+        "group": "gpu-check-${{ inputs.pr }}-${{ github.actor }}",
+        "cancel-in-progress": True,
+    }
     assert "self-hosted" in check["runs-on"] and check["runs-on"][-1] == "${{ matrix.gpu }}"
     assert comment["runs-on"] == "ubuntu-latest" and comment["needs"] == ["gpus", "check"]
     assert comment["concurrency"]["group"] == "perfbot-comment-${{ inputs.pr }}"
