@@ -119,7 +119,7 @@ def test_console_script_is_installed():
 
 
 def test_show_prints_a_stored_results_file(tmp_path: Path):
-    from perfbot import results
+    from perfbot.records import results
     from tests.test_results import sample_results
 
     path = tmp_path / "r.json"
@@ -234,7 +234,7 @@ def test_ctrl_c_while_reading_an_input_exits_130_in_one_line(tmp_path: Path):
 
 
 def test_an_abort_inside_a_command_is_an_interruption_not_a_slowdown(monkeypatch, tmp_path: Path):
-    from perfbot import results
+    from perfbot.records import results
 
     def aborted(path):
         raise click.exceptions.Abort()
@@ -245,9 +245,9 @@ def test_an_abort_inside_a_command_is_an_interruption_not_a_slowdown(monkeypatch
 
 
 def test_a_refusal_is_one_line_and_a_tools_output_keeps_its_lines_each_bounded(monkeypatch, tmp_path: Path):
-    from perfbot import results
     from perfbot.cli import MAX_LINE, MAX_TOOL_LINES
     from perfbot.errors import BadInput, EnvironmentFailure
+    from perfbot.records import results
 
     def refused(path):
         raise BadInput("first\nsecond")

@@ -11,13 +11,13 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfbot import results
 from perfbot.cli import perfbot
-from perfbot.compare import compare
-from perfbot.comparison import summarize
+from perfbot.deciding.compare import compare
+from perfbot.deciding.comparison import summarize
+from perfbot.deciding.thresholds import load_policy
 from perfbot.errors import BadInput
-from perfbot.results import Benchmark, Environment, Failure, Results, Settings
-from perfbot.thresholds import load_policy
+from perfbot.records import results
+from perfbot.records.results import Benchmark, Environment, Failure, Results, Settings
 from tests.conftest import ROOT
 from tests.helpers import make_results
 

@@ -7,7 +7,7 @@ import json
 import random
 from pathlib import Path
 
-from perfbot import loads, measure, runner
+from perfbot.measuring import loads, measure, runner
 from tests import test_runner_cpu
 from tests.fake_gpu import listed_places
 from tests.test_runner_cpu import _ab
@@ -131,7 +131,7 @@ def test_the_second_ab_times_each_side_loaded_anew(gpu, repo: Path, tmp_path: Pa
 
 def test_on_the_same_loads_the_second_ab_would_confirm_the_load(gpu, repo: Path, tmp_path: Path, monkeypatch):
     # The control: the second A/B on the first A/B's loads, as before.
-    from perfbot import declarations, subject
+    from perfbot.loading import declarations, subject
 
     monkeypatch.setattr(declarations, "load_subject", lambda package, instance="": subject.load_subject(package))
     _first_head_load_slower(gpu)

@@ -63,8 +63,8 @@ def _output_run(name: str, project: Path, tmp_path: Path, place, overwrite: bool
     """Run the command with `place(target)` having put something at its output's name."""
     from click.testing import CliRunner
 
-    from perfbot import results
     from perfbot.cli import perfbot
+    from perfbot.records import results
     from tests.conftest import ROOT
     from tests.helpers import make_results
 

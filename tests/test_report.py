@@ -12,10 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from perfbot.compare import compare
-from perfbot.comparison import summarize
+from perfbot.deciding.compare import compare
+from perfbot.deciding.comparison import summarize
+from perfbot.deciding.thresholds import load_policy
 from perfbot.errors import BadInput
-from perfbot.report import (
+from perfbot.output.report import (
     GITHUB_COMMENT_LIMIT,
     MARKER,
     GpuReport,
@@ -25,7 +26,6 @@ from perfbot.report import (
     gpu_comment_markdown,
     markdown_escape,
 )
-from perfbot.thresholds import load_policy
 from tests.conftest import ROOT
 from tests.helpers import make_results
 

@@ -8,14 +8,14 @@ import subprocess
 import pytest
 import torch
 
-from perfbot import correctness, measure
-from perfbot.environment import clock_event_reasons, collect_environment, triton_commit
 from perfbot.errors import BadInput
-from perfbot.measure import round_order
-from perfbot.report import run_table
-from perfbot.results import Benchmark, Environment, Results, Settings
-from perfbot.runner import RunSettings, chosen_variants, plan
-from perfbot.subject import load_subject
+from perfbot.loading.subject import load_subject
+from perfbot.measuring import correctness, measure
+from perfbot.measuring.environment import clock_event_reasons, collect_environment, triton_commit
+from perfbot.measuring.measure import round_order
+from perfbot.measuring.runner import RunSettings, chosen_variants, plan
+from perfbot.output.report import run_table
+from perfbot.records.results import Benchmark, Environment, Results, Settings
 from tests.conftest import ROOT
 
 
@@ -144,7 +144,7 @@ def test_in_every_block_the_two_sides_of_a_pair_take_the_same_places():
 
 
 def test_block_of_a_sequential_ab_is_a_whole_number_of_balanced_rounds():
-    from perfbot.compare import BLOCK_ROUNDS
+    from perfbot.deciding.compare import BLOCK_ROUNDS
 
     assert BLOCK_ROUNDS % measure.BALANCED_ROUNDS == 0
 
@@ -286,7 +286,7 @@ def test_environment_helpers(monkeypatch):
 
 
 def test_markdown_table_matches_the_terminal_cells_and_escapes_pipes():
-    from perfbot.report import run_markdown
+    from perfbot.output.report import run_markdown
 
     bench = Benchmark(
         kernel="fu|sed",
@@ -330,7 +330,7 @@ def test_terminal_table_keeps_bracketed_kernel_names():
 
 
 def test_case_view_puts_every_implementation_beside_the_kernel():
-    from perfbot.report import case_markdown
+    from perfbot.output.report import case_markdown
 
     results = Results(
         Environment(),
@@ -357,8 +357,8 @@ def test_case_view_puts_every_implementation_beside_the_kernel():
 
 
 def test_stability_counts_throttled_rounds_and_marks_drift():
-    from perfbot.environment import stability
-    from perfbot.measure import Round
+    from perfbot.measuring.environment import stability
+    from perfbot.measuring.measure import Round
 
     steady = stability([Round((), 1980)] * 5)
     assert steady == {"throttled_rounds": 0, "sm_clock_first_last_mhz": [1980, 1980]}
@@ -370,7 +370,7 @@ def test_stability_counts_throttled_rounds_and_marks_drift():
 
 
 def test_results_say_whether_the_kernels_differ_from_their_commit(tmp_path):
-    from perfbot.runner import kernels_revision
+    from perfbot.measuring.runner import kernels_revision
 
     assert kernels_revision(tmp_path) == {"kernels_commit": None, "kernels_dirty": None}  # not a repository
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]

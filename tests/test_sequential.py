@@ -1,4 +1,4 @@
-"""Sequential sampling (perfbot/sequential.py) with the interleaved rule of thresholds.yaml: the
+"""Sequential sampling (perfbot/measuring/sequential.py) with the interleaved rule of thresholds.yaml: the
 real loop over interleaved rounds, timed by a stand-in for the GPU that draws each sample from a
 known distribution. Pairs stop as soon as they are decided, the limits hold, and under a look
 every block of rounds an A/A fails at most 1% of the time while a 0.5% slowdown fails in at
@@ -10,11 +10,11 @@ import itertools
 import numpy as np
 import pytest
 
-from perfbot import sequential
-from perfbot.compare import BLOCK_ROUNDS, judge_paired
-from perfbot.sequential import Budget, PolicyRules, Stopping, pairs_of, time_until_decided
-from perfbot.subject import Case
-from perfbot.thresholds import load_policy
+from perfbot.deciding.compare import BLOCK_ROUNDS, judge_paired
+from perfbot.deciding.thresholds import load_policy
+from perfbot.loading.subject import Case
+from perfbot.measuring import sequential
+from perfbot.measuring.sequential import Budget, PolicyRules, Stopping, pairs_of, time_until_decided
 from tests.conftest import ROOT
 
 POLICY = load_policy(ROOT / "thresholds.yaml")

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import results, triton_build, worker
 from perfbot.cli import perfbot
+from perfbot.measuring import triton_build, worker
+from perfbot.records import results
 from tests.test_runner_cpu import _git, init_repo
 
 CPU_WORKER = (sys.executable, str(Path(__file__).parent / "cpu_worker.py"))
@@ -88,7 +89,7 @@ def test_the_same_speed_in_both_environments_passes(repo: Path, tmp_path: Path):
 
 
 def test_two_tritons_sharded_across_gpus_get_a_worker_per_side_on_each_gpu(repo: Path, tmp_path: Path, monkeypatch):
-    from perfbot import shards
+    from perfbot.measuring import shards
     from tests.test_shards import TWO
 
     monkeypatch.setattr(shards, "visible_gpus", lambda: TWO)
@@ -111,7 +112,7 @@ def test_two_tritons_sharded_across_gpus_get_a_worker_per_side_on_each_gpu(repo:
 
 
 def test_a_worker_dying_on_one_gpu_of_a_sharded_two_triton_ab_names_that_gpu(repo: Path, tmp_path: Path, monkeypatch):
-    from perfbot import shards
+    from perfbot.measuring import shards
     from tests.test_shards import TWO
 
     monkeypatch.setattr(shards, "visible_gpus", lambda: TWO)
@@ -254,7 +255,7 @@ def test_a_worker_draws_the_second_ab_afresh(gpu, project: Path, monkeypatch):
     # repeat its inputs and placements.
     import dataclasses
 
-    from perfbot import measure, runner
+    from perfbot.measuring import measure, runner
     from tests.test_runner_cpu import _subject
 
     monkeypatch.setattr(measure, "L2Flush", lambda: None)
@@ -317,7 +318,7 @@ def test_a_worker_leaves_ctrl_c_to_its_coordinator(tmp_path: Path):
     import time
 
     process = subprocess.Popen(
-        [sys.executable, "-m", "perfbot.worker", "--kernels", str(tmp_path), "--side", "base"],
+        [sys.executable, "-m", "perfbot.measuring.worker", "--kernels", str(tmp_path), "--side", "base"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
