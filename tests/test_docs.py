@@ -1,5 +1,5 @@
 """What users read stays true: the README is a user's page of at most about 250 lines, and every
-file and command that the README, SECURITY.md and docs/ name exists."""
+file and command that the README, SECURITY.md, CONTRIBUTING.md and docs/ name exists."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from tests.conftest import ROOT
 PAGES = [
     ROOT / "README.md",
     ROOT / "SECURITY.md",
+    ROOT / "CONTRIBUTING.md",
     *sorted((ROOT / "docs").glob("*.md")),
     ROOT / "experiments" / "README.md",
 ]
@@ -28,6 +29,7 @@ TOP = (
     ".github/",
     "thresholds.yaml",
     "SECURITY.md",
+    "CONTRIBUTING.md",
     "pyproject.toml",
     ".ci/",
 )
