@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..deciding.compare import BLOCK_ROUNDS, judge_paired
+from ..deciding.compare import judge_paired
 from ..deciding.thresholds import Policy
 from ..errors import BadInput, WrongResult
 from ..loading.subject import Case, Loaded, Suite, load_subject
 from ..records.results import Results
 from . import measure
+from .measure import BLOCK_ROUNDS
 from .runner import LocalSides, RunSettings, measure_sides
 from .selftest import BASE_SLEEP_CYCLES, followed_by_sleep, selftest_rule, sleep_line
 from .sequential import PolicyRules, Stopping, first_look
