@@ -1,13 +1,13 @@
 """`perfbot selftest`'s interference check: does slowing one implementation move another?
 
-DESIGN.md's "one implementation, one verdict": changing implementation A of a case must never move
-the verdict of implementation B. The check slows one implementation of one case, on the head side
-of an A/A, by a known amount (its kernel followed by a sleep, as the selftest injects its levels),
-and measures that case and the cases either side of it in its suite as `perfbot ab` measures a
-pull request: both sides interleaved, in blocks on fresh captures, a fixed number of rounds. Every
-other benchmark's head/base ratio is then cross-talk, reported with its interval; the slowed
-benchmark's own ratio says what was injected.
-"""
+One implementation, one verdict (docs/method.md, "Cross-talk and side bias, measured"): changing
+implementation A of a case must never move the verdict of implementation B. The check slows one
+implementation of one case, on the head side of an A/A, by a known amount (its kernel followed
+by a sleep, as the selftest injects its levels), and measures that case and the cases either
+side of it in its suite as `perfbot ab` measures a pull request: both sides interleaved, in
+blocks on fresh captures, a fixed number of rounds. Every other benchmark's head/base ratio is
+then cross-talk, reported with its interval; the slowed benchmark's own ratio says what was
+injected."""
 
 from __future__ import annotations
 
