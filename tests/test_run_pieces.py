@@ -143,10 +143,20 @@ def test_in_every_block_the_two_sides_of_a_pair_take_the_same_places():
                 assert sorted(o.index(base) for o in orders) == sorted(o.index(head) for o in orders), orders
 
 
-def test_block_of_a_sequential_ab_is_a_whole_number_of_balanced_rounds():
-    from perfbot.deciding.compare import BLOCK_ROUNDS
-
-    assert BLOCK_ROUNDS % measure.BALANCED_ROUNDS == 0
+def test_every_block_of_a_sequential_ab_is_balanced_on_its_own():
+    """The paired verdict counts blocks as independent units, so within each block every side of
+    every pair must go first as often as second: the block is a whole number of the rounds in
+    which round_order balances. A block of 5 (or a balance of 8) breaks it."""
+    names = ["base:a", "base:b", "base:c", "head:a", "head:b", "head:c"]
+    pairs = [("base:a", "head:a"), ("base:b", "head:b"), ("base:c", "head:c")]
+    for together in ((), pairs[:1]):
+        for start in range(0, 40 * measure.BLOCK_ROUNDS, measure.BLOCK_ROUNDS):
+            orders = [
+                round_order(names, r, pairs, together, seed="s") for r in range(start, start + measure.BLOCK_ROUNDS)
+            ]
+            for base, head in pairs:
+                first = sum(order.index(base) < order.index(head) for order in orders)
+                assert 2 * first == measure.BLOCK_ROUNDS, (start, base, orders)
 
 
 def test_with_two_pairs_every_name_takes_four_places_in_every_block_of_four_rounds():

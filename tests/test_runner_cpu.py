@@ -322,4 +322,4 @@ def test_a_case_whose_time_ran_out_gets_a_second_turn_after_the_others(gpu, proj
         ]
         rounds = {"odd": turns[2][2], "square": turns[3][2]}
         assert all(len(b.samples_ms) == rounds[b.case] for b in benches if b.kernel == "gemm")
-    assert measured["head"].settings.block_rounds == sequential.BLOCK_ROUNDS
+    assert measured["head"].settings.block_rounds == measure.BLOCK_ROUNDS

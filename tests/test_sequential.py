@@ -10,10 +10,11 @@ import itertools
 import numpy as np
 import pytest
 
-from perfbot.deciding.compare import BLOCK_ROUNDS, judge_paired
+from perfbot.deciding.compare import judge_paired
 from perfbot.deciding.thresholds import load_policy
 from perfbot.loading.subject import Case
 from perfbot.measuring import sequential
+from perfbot.measuring.measure import BLOCK_ROUNDS
 from perfbot.measuring.sequential import Budget, PolicyRules, Stopping, pairs_of, time_until_decided
 from tests.conftest import ROOT
 
@@ -227,7 +228,7 @@ SIMULATIONS = 300
 
 @pytest.mark.parametrize("noise", [0.003, 0.01])
 def test_false_alarms_at_most_one_percent_and_half_percent_caught_in_95_under_repeated_looks(noise):
-    """The whole rule as the A/B applies it: blocks of compare.BLOCK_ROUNDS rounds, a look after
+    """The whole rule as the A/B applies it: blocks of measure.BLOCK_ROUNDS rounds, a look after
     every block from the 30th round on, up to 4000 rounds (`perfbot ab`'s default). An A/A fails
     in at most 1% of checks; a 0.5% slowdown in at least 95% (`undecided` counts checks that ran
     out of rounds: they do not fail). At 1% noise 2000 rounds were not enough: 85% caught, 15%

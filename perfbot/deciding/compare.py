@@ -46,10 +46,6 @@ from . import stats
 from .thresholds import Policy, Rule
 
 VERDICTS = ("regression", "improvement", "unchanged", "inconclusive")
-# Rounds per block of a sequential A/B: each block is timed on fresh captures, and the verdict
-# counts blocks (the median per-round ratio of each), not rounds, as its independent units. Four,
-# so that in a block each side of a pair goes first twice, after each neighbour once (measure.round_order).
-BLOCK_ROUNDS = 4
 # Results of a sequential A/B that do not record their blocks (perfbot before 2026-12-01) took five rounds.
 UNRECORDED_BLOCK_ROUNDS = 5
 # Environment fields that can change a kernel's speed; the GPU model must match outright.

@@ -1,6 +1,7 @@
 """Which files each implementation's code came from, with a sha256 digest of each: recorded with
-every side's results, and checked across the two sides of an A/B (DESIGN.md, "Each side's own
-code"), so that one checkout measured twice is refused instead of reading "no change".
+every side's results, and checked across the two sides of an A/B (docs/subject.md, "How each
+side's code is loaded"), so that one checkout measured twice is refused instead of reading "no
+change".
 
 An implementation's files are found from its function: the function's own file, then the
 modules, functions, classes and Triton JIT functions it reaches through the globals its code

@@ -1,13 +1,13 @@
 """`perfbot selftest`'s interference check: does slowing one implementation move another?
 
-DESIGN.md's "one implementation, one verdict": changing implementation A of a case must never move
-the verdict of implementation B. The check slows one implementation of one case, on the head side
-of an A/A, by a known amount (its kernel followed by a sleep, as the selftest injects its levels),
-and measures that case and the cases either side of it in its suite as `perfbot ab` measures a
-pull request: both sides interleaved, in blocks on fresh captures, a fixed number of rounds. Every
-other benchmark's head/base ratio is then cross-talk, reported with its interval; the slowed
-benchmark's own ratio says what was injected.
-"""
+One implementation, one verdict (docs/method.md, "Cross-talk and side bias, measured"): changing
+implementation A of a case must never move the verdict of implementation B. The check slows one
+implementation of one case, on the head side of an A/A, by a known amount (its kernel followed
+by a sleep, as the selftest injects its levels), and measures that case and the cases either
+side of it in its suite as `perfbot ab` measures a pull request: both sides interleaved, in
+blocks on fresh captures, a fixed number of rounds. Every other benchmark's head/base ratio is
+then cross-talk, reported with its interval; the slowed benchmark's own ratio says what was
+injected."""
 
 from __future__ import annotations
 
@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..deciding.compare import BLOCK_ROUNDS, judge_paired
+from ..deciding.compare import judge_paired
 from ..deciding.thresholds import Policy
 from ..errors import BadInput, WrongResult
 from ..loading.subject import Case, Loaded, Suite, load_subject
 from ..records.results import Results
 from . import measure
+from .measure import BLOCK_ROUNDS
 from .runner import LocalSides, RunSettings, measure_sides
 from .selftest import BASE_SLEEP_CYCLES, followed_by_sleep, selftest_rule, sleep_line
 from .sequential import PolicyRules, Stopping, first_look

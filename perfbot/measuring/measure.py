@@ -42,8 +42,12 @@ class Monitor(Protocol):
 
 
 # Rounds in which round_order balances the pairs it times side by side (each side first twice,
-# after each neighbour once, each name in four places): a sequential A/B's block is a multiple.
+# after each neighbour once, each name in four places).
 BALANCED_ROUNDS = 4
+# Rounds per block of a sequential A/B: each block is timed on fresh captures, and the paired
+# verdict counts blocks (the median per-round ratio of each) as its independent units. A whole
+# number of balanced rounds, so that every block is balanced on its own.
+BLOCK_ROUNDS = BALANCED_ROUNDS
 # A re-captured benchmark's buffers start up to this far into its graph's memory (256-byte steps).
 MAX_OFFSET_BYTES = 2 * 1024 * 1024
 

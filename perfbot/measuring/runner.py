@@ -310,7 +310,7 @@ def stopping_text(stopping: Stopping) -> str:
     """How an A/B decided its rounds, as results record it."""
     return (
         f"sequential: each pair timed until decided, first look after {stopping.first} rounds, then every "
-        f"{sequential.BLOCK_ROUNDS}, at most {stopping.most} rounds, {stopping.seconds:g} s for the run's sampling "
+        f"{measure.BLOCK_ROUNDS}, at most {stopping.most} rounds, {stopping.seconds:g} s for the run's sampling "
         "(a second turn for a case whose share ran out); each block on fresh captures, the Triton kernels of each "
         f"side's modules loaded anew every {loads.BLOCKS_PER_LOAD} blocks"
     )
@@ -333,7 +333,7 @@ def results_by_side(
     rounds measured, by default); `stopping`, how a sequential A/B chose its rounds."""
     stable = stable if stable is not None else stability(measured.rounds)
     if stopping is not None:
-        sequential_settings = {"stopping": stopping_text(stopping), "block_rounds": sequential.BLOCK_ROUNDS}
+        sequential_settings = {"stopping": stopping_text(stopping), "block_rounds": measure.BLOCK_ROUNDS}
         extra_settings = {**extra_settings, **sequential_settings}
     return {
         side: side_results(

@@ -25,10 +25,11 @@ from pathlib import Path
 from statistics import mean, median, stdev
 from typing import Any
 
-from ..deciding.compare import BLOCK_ROUNDS, judge_paired
+from ..deciding.compare import judge_paired
 from ..deciding.thresholds import Policy, Rule
 from ..errors import WrongResult
 from ..loading.subject import Case, Loaded, Suite, load_subject
+from .measure import BLOCK_ROUNDS
 from .sequential import SIDE_BY_SIDE_MS, Stopping, first_look, side_by_side, time_until_decided
 
 BASE, TWIN = "A", "A2"  # the kernel, and a second capture of it

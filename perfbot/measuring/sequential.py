@@ -1,5 +1,5 @@
 """Sequential sampling for the interleaved A/B: instead of a fixed number of rounds, keep timing
-the pairs whose verdict is still open, in blocks of compare.BLOCK_ROUNDS rounds, look after every
+the pairs whose verdict is still open, in blocks of measure.BLOCK_ROUNDS rounds, look after every
 block, and drop each pair as soon as it is decided, until its rounds or the time budget run out.
 
 Looking again and again is safe because the verdict rests on a confidence sequence
@@ -28,12 +28,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..deciding.compare import BLOCK_ROUNDS, judge_paired
+from ..deciding.compare import judge_paired
 from ..deciding.stats import fewest_units
 from ..deciding.thresholds import Policy, Rule
 from ..errors import BadInput
 from ..loading.subject import Case
 from . import measure
+from .measure import BLOCK_ROUNDS
 
 # Pairs whose baseline takes at least this long (median so far) are timed side by side.
 SIDE_BY_SIDE_MS = 0.08
