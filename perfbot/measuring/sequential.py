@@ -12,12 +12,10 @@ counts. A benchmark without a partner on the other side (an implementation one s
 nothing to decide: it is timed for the first look only.
 
 From the second block on, the two sides of a pair of kernels of SIDE_BY_SIDE_MS or more are timed
-one right after the other (measure.round_order says in which order); shorter ones stay spread
-over the round. In a full-width A/A on the H200 (2026-12-01,
-experiments/2026-12-01-h200-side-by-side/spread.py), side by side narrowed the blocks' spread of 3-9 ms
-kernels from 1.5% to 0.3% (their samples had been 40 ms apart, on a clock that wanders under a
-power cap) and of 1-3 ms kernels by almost half; but under 10 µs the first of two kernels timed
-back to back ran 0.3-2% slower than the second, unevenly between the sides.
+one right after the other (measure.round_order says in which order), so that their samples are
+not tens of milliseconds apart on a clock that wanders under a power cap; shorter ones stay
+spread over the round, since back to back the first of two short kernels runs slower than the
+second (docs/method.md, "Measurement you can trust", holds the figures).
 """
 
 from __future__ import annotations
