@@ -13,7 +13,7 @@ from perfbot.loading.subject import load_subject
 from perfbot.measuring import correctness, measure
 from perfbot.measuring.environment import clock_event_reasons, collect_environment, triton_commit
 from perfbot.measuring.measure import round_order
-from perfbot.measuring.runner import RunSettings, chosen_variants, plan
+from perfbot.measuring.planning import RunSettings, chosen_variants, plan
 from perfbot.output.report import run_table
 from perfbot.records.results import Benchmark, Environment, Results, Settings
 from tests.conftest import ROOT
@@ -380,7 +380,7 @@ def test_stability_counts_throttled_rounds_and_marks_drift():
 
 
 def test_results_say_whether_the_kernels_differ_from_their_commit(tmp_path):
-    from perfbot.measuring.runner import kernels_revision
+    from perfbot.git import kernels_revision
 
     assert kernels_revision(tmp_path) == {"kernels_commit": None, "kernels_dirty": None}  # not a repository
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]

@@ -31,7 +31,9 @@ from ..loading import declarations
 from ..loading.subject import Suite, load_subject
 from ..records.results import GpuStates, Results
 from .environment import GpuMonitor, collect_environment, stability_across
-from .runner import LocalSides, Measured, RunSettings, Sides, measure_case, results_by_side, single_cases
+from .planning import RunSettings, single_cases
+from .recording import Measured, results_by_side
+from .runner import LocalSides, Sides, measure_case
 from .sequential import Budget, Stopping, Turn, Turns
 from .worker import WorkerSides, workers
 

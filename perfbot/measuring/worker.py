@@ -263,7 +263,7 @@ def _failures(side: str, reply: dict[str, Any]) -> list[Failure]:
 
 
 def _described(side: str, reply: dict[str, Any]) -> dict[str, Any]:
-    """The subject as the worker describes it (runner.describe), checked like any message."""
+    """The subject as the worker describes it (groups.describe), checked like any message."""
     value = reply.get("subject")
     settings = validate_message(f"the {side} worker's subject", value, SETTINGS, "subject")
     return {
@@ -294,10 +294,12 @@ class _Side:
         self.flush: Any = None
 
     def hello(self) -> dict[str, Any]:
+        from ..git import kernels_revision
         from ..loading.declarations import judged_by_base
         from ..loading.subject import load_subject
         from .environment import collect_environment
-        from .runner import describe, kernels_revision, require_gpu
+        from .groups import describe
+        from .runner import require_gpu
 
         require_gpu()
         self.subject = load_subject(self.kernels)
@@ -309,11 +311,11 @@ class _Side:
 
     def prepare(self, suite: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
         from ..loading.subject import Case, Suite
-        from . import measure, runner
+        from . import measure, planning, runner
 
         fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()}
         fields["variants"] = tuple((name, tuple(values)) for name, values in fields.get("variants", ()))
-        chosen = runner.RunSettings(**fields)
+        chosen = planning.RunSettings(**fields)
         if self.local is None or self.local.settings != chosen:  # the second A/B: the next seed
             self.local = runner.LocalSides({self.side: self.subject}, chosen)
         cases = tuple(Case(**c) for c in suite["cases"])
