@@ -128,7 +128,12 @@ def single_cases(suites: Sequence[Suite]) -> list[Suite]:
     return [dataclasses.replace(suite, cases=(case,)) for suite in suites for case in suite.cases]
 
 
+def case_steps(settings: RunSettings, stopping: Stopping | None = None) -> int:
+    """Steps a case reports: one check and then `samples` timing rounds, or with sequential
+    sampling (whose rounds are not known ahead) one step for all of them."""
+    return 1 + (1 if stopping is not None else settings.samples)
+
+
 def progress_steps(groups: list[list[Planned]], settings: RunSettings, stopping: Stopping | None = None) -> int:
-    """Steps `run` reports: per case, one check and then `samples` timing rounds, or with
-    sequential sampling (whose rounds are not known ahead) one step for all of them."""
-    return len(groups) * (1 + (1 if stopping is not None else settings.samples))
+    """Steps `run` reports: `case_steps` for each case."""
+    return len(groups) * case_steps(settings, stopping)

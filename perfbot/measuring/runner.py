@@ -1,5 +1,6 @@
 """`perfbot run`: check every implementation on every case, then time the correct ones. The case
-loop, and the sides whose benchmarks it times, here in this process."""
+loop (one turn loop for a run on one GPU or shared out across several, shards.py), and the
+sides whose benchmarks it times, here in this process."""
 
 from __future__ import annotations
 
@@ -131,6 +132,28 @@ def measure_case(
     return measured
 
 
+def take_turns(
+    turns: sequential.Turns,
+    cases: Sequence[Suite],
+    measure_one: Callable[[Suite, sequential.Turn], Measured],
+    on_measured: Callable[[int, Measured], None],
+    gpu: object = None,
+) -> None:
+    """The turn loop of one GPU (a run across GPUs drives one per GPU, each in a thread): take
+    the case of the next turn, measure it, tell `turns` how long it sampled; a case that needs
+    no second turn is done (`on_measured(its index, what it gave)`). A failure ends the run:
+    no GPU takes another turn."""
+    while (turn := turns.take(gpu)) is not None:
+        try:
+            measured = measure_one(cases[turn.index], turn)
+        except BaseException:
+            turns.stop()
+            raise
+        turns.done(turn, measured.sampling_seconds, measured.unfinished, gpu)
+        if measured.unfinished is None:
+            on_measured(turn.index, measured)
+
+
 def measure_sides(
     sides: Sides,
     suites: Sequence[Suite],
@@ -147,10 +170,11 @@ def measure_sides(
     turns = sequential.Turns(len(cases), sequential.Budget(stopping.seconds, len(cases)) if stopping else None)
     done: list[Measured] = [Measured() for _ in cases]
     with GpuMonitor() as monitor:
-        while (turn := turns.take()) is not None:
-            one = measure_case(sides, cases[turn.index], settings, monitor, on_progress, stopping, turn)
-            turns.done(turn, one.sampling_seconds, one.unfinished)
-            done[turn.index] = one
+
+        def measure_one(case: Suite, turn: sequential.Turn) -> Measured:
+            return measure_case(sides, case, settings, monitor, on_progress, stopping, turn)
+
+        take_turns(turns, cases, measure_one, done.__setitem__)
     measured = Measured()
     for one in done:
         measured.add(one)
