@@ -2,6 +2,7 @@
 the environment record."""
 
 import dataclasses
+import json
 import math
 import subprocess
 
@@ -223,6 +224,35 @@ def test_settings_are_validated():
         RunSettings(samples=5)
     with pytest.raises(BadInput, match="warmup calls must be at least 1"):
         RunSettings(warmup_calls=0)
+
+
+def test_settings_cross_to_a_worker_whole_and_typed():
+    # Every field away from its default: a field that the wire left out would come back as its
+    # default and the worker would measure something else than was asked.
+    settings = RunSettings(
+        samples=41,
+        warmup_calls=5,
+        seed=7,
+        variants=(("approximate", ("none", "tanh")),),
+        kernels=("fused", "eager"),
+        skipped=("gemm",),
+    )
+    defaults = RunSettings()
+    assert all(getattr(settings, f.name) != getattr(defaults, f.name) for f in dataclasses.fields(RunSettings))
+    wire = json.loads(json.dumps(settings.to_wire()))  # as a worker reads it: tuples made lists
+    assert RunSettings.from_wire(wire) == settings
+    for name in wire:
+        dropped = {key: value for key, value in wire.items() if key != name}
+        with pytest.raises(BadInput, match="expected the fields"):
+            RunSettings.from_wire(dropped)
+    with pytest.raises(BadInput, match="expected the fields"):
+        RunSettings.from_wire({**wire, "unknown": 1})
+    with pytest.raises(BadInput, match="samples must be of type int"):
+        RunSettings.from_wire({**wire, "samples": "41"})
+    with pytest.raises(BadInput, match="kernels must be of type tuple"):
+        RunSettings.from_wire({**wire, "kernels": [1]})
+    with pytest.raises(BadInput, match="samples must be at least"):  # validated as any RunSettings
+        RunSettings.from_wire({**wire, "samples": 1})
 
 
 def test_correctness_rule():

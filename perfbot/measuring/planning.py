@@ -35,6 +35,34 @@ class RunSettings:
         if self.warmup_calls < 1:
             raise BadInput(f"warmup calls must be at least 1, got {self.warmup_calls}")
 
+    def to_wire(self) -> dict[str, Any]:
+        """Every field, as JSON carries them to a worker process (worker.py); `from_wire` reads it."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_wire(cls, wire: object) -> RunSettings:
+        """The settings `to_wire` gave, after JSON (which makes tuples lists): every field there,
+        each of its type, and nothing else."""
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        if not isinstance(wire, dict) or set(wire) != set(fields):
+            got = sorted(map(str, wire)) if isinstance(wire, dict) else type(wire).__name__
+            raise BadInput(f"run settings: expected the fields {sorted(fields)}, got {got}")
+        values = {name: _tupled(value) for name, value in wire.items()}
+        for name, value in values.items():
+            default = fields[name].default
+            if type(value) is not type(default) or (isinstance(value, tuple) and not _only_strings(value)):
+                raise BadInput(f"run settings: {name} must be of type {type(default).__name__}, got {value!r}")
+        return cls(**values)
+
+
+def _tupled(value: Any) -> Any:
+    """JSON's lists back as the tuples they were."""
+    return tuple(_tupled(item) for item in value) if isinstance(value, list | tuple) else value
+
+
+def _only_strings(value: tuple[Any, ...]) -> bool:
+    return all(_only_strings(item) if isinstance(item, tuple) else isinstance(item, str) for item in value)
+
 
 @dataclass(frozen=True)
 class Planned:
