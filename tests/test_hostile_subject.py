@@ -179,12 +179,13 @@ def test_ctrl_c_in_the_subject_passes_through_untouched(tmp_path: Path):
     """KeyboardInterrupt is the user's, not the subject's: it leaves the guard as it came (the CLI
     turns it into its own exit code)."""
     from perfbot.loading.subject import load_subject
-    from perfbot.measuring import checking, runner
+    from perfbot.measuring import checking
+    from perfbot.measuring.planning import RunSettings
 
     project = _project(tmp_path, mine_body="raise KeyboardInterrupt")
     loaded = load_subject(project / "pk")
     with pytest.raises(KeyboardInterrupt):
-        checking.check(loaded, list(loaded.suites.values()), runner.RunSettings(), "cpu", limit=5.0)
+        checking.check(loaded, list(loaded.suites.values()), RunSettings(), "cpu", limit=5.0)
     with pytest.raises(KeyboardInterrupt):
         guard.call("x", _interrupt, 5.0)
 

@@ -2,6 +2,7 @@
 the environment record."""
 
 import dataclasses
+import json
 import math
 import subprocess
 
@@ -13,7 +14,7 @@ from perfbot.loading.subject import load_subject
 from perfbot.measuring import correctness, measure
 from perfbot.measuring.environment import clock_event_reasons, collect_environment, triton_commit
 from perfbot.measuring.measure import round_order
-from perfbot.measuring.runner import RunSettings, chosen_variants, plan
+from perfbot.measuring.planning import RunSettings, chosen_variants, plan
 from perfbot.output.report import run_table
 from perfbot.records.results import Benchmark, Environment, Results, Settings
 from tests.conftest import ROOT
@@ -225,6 +226,35 @@ def test_settings_are_validated():
         RunSettings(warmup_calls=0)
 
 
+def test_settings_cross_to_a_worker_whole_and_typed():
+    # Every field away from its default: a field that the wire left out would come back as its
+    # default and the worker would measure something else than was asked.
+    settings = RunSettings(
+        samples=41,
+        warmup_calls=5,
+        seed=7,
+        variants=(("approximate", ("none", "tanh")),),
+        kernels=("fused", "eager"),
+        skipped=("gemm",),
+    )
+    defaults = RunSettings()
+    assert all(getattr(settings, f.name) != getattr(defaults, f.name) for f in dataclasses.fields(RunSettings))
+    wire = json.loads(json.dumps(settings.to_wire()))  # as a worker reads it: tuples made lists
+    assert RunSettings.from_wire(wire) == settings
+    for name in wire:
+        dropped = {key: value for key, value in wire.items() if key != name}
+        with pytest.raises(BadInput, match="expected the fields"):
+            RunSettings.from_wire(dropped)
+    with pytest.raises(BadInput, match="expected the fields"):
+        RunSettings.from_wire({**wire, "unknown": 1})
+    with pytest.raises(BadInput, match="samples must be of type int"):
+        RunSettings.from_wire({**wire, "samples": "41"})
+    with pytest.raises(BadInput, match="kernels must be of type tuple"):
+        RunSettings.from_wire({**wire, "kernels": [1]})
+    with pytest.raises(BadInput, match="samples must be at least"):  # validated as any RunSettings
+        RunSettings.from_wire({**wire, "samples": 1})
+
+
 def test_correctness_rule():
     ref = torch.randn(64, 32, dtype=torch.float64)
     assert correctness.check(ref.to(torch.bfloat16), ref, 1e-2).passed
@@ -380,7 +410,7 @@ def test_stability_counts_throttled_rounds_and_marks_drift():
 
 
 def test_results_say_whether_the_kernels_differ_from_their_commit(tmp_path):
-    from perfbot.measuring.runner import kernels_revision
+    from perfbot.git import kernels_revision
 
     assert kernels_revision(tmp_path) == {"kernels_commit": None, "kernels_dirty": None}  # not a repository
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from perfbot.cli import perfbot
 from perfbot.loading.subject import load_subject
-from perfbot.measuring import measure, runner
+from perfbot.measuring import measure, planning, runner
 
 TINY = """
 tiny:
@@ -34,7 +34,7 @@ def _subject(project: Path):
 
 def test_a_plain_run_checks_times_and_records(gpu, project: Path):
     subject = _subject(project)
-    settings = runner.RunSettings(samples=10)
+    settings = planning.RunSettings(samples=10)
     steps = []
     results = runner.run(subject, [subject.suites["tiny"]], settings, on_progress=lambda label, n: steps.append(n))
     assert {(b.case, b.kernel) for b in results.benchmarks} == {
@@ -42,7 +42,7 @@ def test_a_plain_run_checks_times_and_records(gpu, project: Path):
     }
     assert all(len(b.samples_ms) == 10 and b.relative_error <= b.error_bound for b in results.benchmarks)
     assert results.failures == []
-    assert sum(steps) == runner.progress_steps(runner.plan(subject, [subject.suites["tiny"]], settings), settings)
+    assert sum(steps) == planning.progress_steps(planning.plan(subject, [subject.suites["tiny"]], settings), settings)
     assert results.environment.throttled_rounds == 0
     fused = next(b for b in results.benchmarks if b.kernel == "fused")
     assert fused.config["path"] == "pointer" and fused.throttled_samples == []
@@ -191,7 +191,7 @@ def test_a_kernel_that_cannot_be_captured_is_a_failure_not_a_crash(gpu, project:
         return capture(fn, warmup_calls)
 
     monkeypatch.setattr(measure, "capture", refusing)
-    results = runner.run(subject, [subject.suites["tiny"]], runner.RunSettings(samples=10))
+    results = runner.run(subject, [subject.suites["tiny"]], planning.RunSettings(samples=10))
     assert {f.kernel for f in results.failures} == {"copy"}
     assert all("cannot be captured in a CUDA graph" in f.reason for f in results.failures)
     assert {b.kernel for b in results.benchmarks} == {"fused", "eager", "gemm"}
@@ -286,7 +286,7 @@ def test_a_case_whose_time_ran_out_gets_a_second_turn_after_the_others(gpu, proj
         return timings
 
     monkeypatch.setattr(sequential, "time_until_decided", watched)
-    settings = runner.RunSettings(samples=12)
+    settings = planning.RunSettings(samples=12)
     stopping = Stopping(
         sequential.first_look(12, 0.01), 4000, 0.1, PolicyRules(load_policy(project / "thresholds.yaml"), "H200")
     )
@@ -314,7 +314,7 @@ def test_a_case_whose_time_ran_out_gets_a_second_turn_after_the_others(gpu, proj
         "tiny/square, again",
         "tiny/square",
     ]
-    assert sum(steps for _, steps in progress) == runner.progress_steps([[1], [1]], settings, stopping)
+    assert sum(steps for _, steps in progress) == planning.progress_steps([[1], [1]], settings, stopping)
     for side in ("base", "head"):  # recorded in the suite's order, once each, every sample kept
         benches = measured[side].benchmarks
         assert [(b.case, b.kernel) for b in benches] == [

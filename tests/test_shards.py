@@ -17,7 +17,7 @@ from perfbot.cli import perfbot
 from perfbot.errors import BadInput
 from perfbot.loading.subject import load_subject
 from perfbot.measuring import shards
-from perfbot.measuring.runner import RunSettings
+from perfbot.measuring.planning import RunSettings
 from tests.conftest import ROOT
 from tests.fake_gpu import install_in_worker, install_selftest_in_worker
 
@@ -190,7 +190,7 @@ import sys
 sys.path.insert(0, {root!r})
 from pathlib import Path
 from perfbot.measuring import shards
-from perfbot.measuring.runner import RunSettings
+from perfbot.measuring.planning import RunSettings
 from perfbot.loading.subject import load_subject
 from tests.fake_gpu import install_in_worker
 from tests.test_shards import TWO

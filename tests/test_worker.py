@@ -253,23 +253,21 @@ def test_the_worker_answers_bad_requests_with_an_error_not_a_crash(repo: Path):
 def test_a_worker_draws_the_second_ab_afresh(gpu, project: Path, monkeypatch):
     # The confirming A/B comes with the next seed; a worker that kept the first A/B's sides would
     # repeat its inputs and placements.
-    import dataclasses
-
-    from perfbot.measuring import measure, runner
+    from perfbot.measuring import measure, planning
     from tests.test_runner_cpu import _subject
 
     monkeypatch.setattr(measure, "L2Flush", lambda: None)
     monkeypatch.setattr(measure, "time_once", lambda captured, flush: 1.0)
     subject = _subject(project)
-    (case,) = runner.single_cases([subject.suites["tiny"]])[:1]
+    (case,) = planning.single_cases([subject.suites["tiny"]])[:1]
     side = worker._Side(project / "kernels", "base")
     side.hello()
-    first = dataclasses.asdict(runner.RunSettings(samples=10))
+    first = planning.RunSettings(samples=10).to_wire()
     side.prepare(worker._suite_json(case), first)
     kept = side.local
     side.prepare(worker._suite_json(case), first)
     assert side.local is kept  # the same A/B, case after case
-    side.prepare(worker._suite_json(case), dataclasses.asdict(runner.RunSettings(samples=10, seed=1)))
+    side.prepare(worker._suite_json(case), planning.RunSettings(samples=10, seed=1).to_wire())
     assert side.local is not kept and side.local.settings.seed == 1
 
 

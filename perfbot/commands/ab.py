@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ..deciding.thresholds import Policy
     from ..jobs.ab import Prepared
     from ..loading.subject import Loaded, Suite
-    from ..measuring.runner import RunSettings
+    from ..measuring.planning import RunSettings
 
 _OUTPUTS = ("base.json", "head.json", "comparison.json", "comment.md")
 # Where an A/B that stopped before its verdict says why, in the line it printed: the PR check's
@@ -230,7 +230,7 @@ def _error_kept(path: Path) -> Iterator[None]:
 def _planned_text(ready: Prepared, tritons: str, base_rev: str, head_rev: str | None, policy: Policy) -> str:
     """What `perfbot ab --dry-run` prints: what the run would measure, and from which files."""
     from ..loading import declarations
-    from ..measuring.runner import plan
+    from ..measuring.planning import plan
 
     base_sha, head_sha = ready.trees["base"][1], ready.trees["head"][1]
     head = (

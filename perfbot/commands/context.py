@@ -24,7 +24,7 @@ from ..records.schema import MAX_SAMPLES
 
 if TYPE_CHECKING:
     from ..loading.subject import Loaded, Suite
-    from ..measuring.runner import RunSettings
+    from ..measuring.planning import RunSettings
 
 # Every number an option takes has a range, so that a huge or odd one is refused as a bad argument
 # (exit 2) rather than met deep inside (a seed past 2^64 is torch's error).
@@ -224,7 +224,7 @@ def run_settings(
     kernel_names: tuple[str, ...],
     skipped_kernels: tuple[str, ...] = (),
 ) -> RunSettings:
-    from ..measuring.runner import RunSettings, chosen_variants
+    from ..measuring.planning import RunSettings, chosen_variants
 
     return RunSettings(
         samples=samples,

@@ -72,7 +72,8 @@ def run_command(
         perfbot run --suite NAME --case CASE --kernel NAME --variant NAME=all --samples 100
         perfbot run --suite a100 --suite models --gpus 2 --out all.json
     """
-    from ..measuring.runner import plan, progress_steps, run
+    from ..measuring.planning import plan, progress_steps
+    from ..measuring.runner import run
     from ..measuring.shards import Job, measure_sharded
 
     subject = load_kernels(project_config(project), kernels)
@@ -233,7 +234,8 @@ def sample_command(
 
         perfbot sample --suite pr --case CASE --kernel NAME --variant NAME=VALUE
     """
-    from ..measuring.runner import RunSettings, chosen_variants, run
+    from ..measuring.planning import RunSettings, chosen_variants
+    from ..measuring.runner import run
 
     subject = load_kernels(project_config(project), kernels)
     kernel = kernel or own_implementation(subject)

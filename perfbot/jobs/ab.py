@@ -36,7 +36,7 @@ from ..records import store as baseline_store
 from ..records.results import Merge, Results
 
 if TYPE_CHECKING:
-    from ..measuring.runner import RunSettings
+    from ..measuring.planning import RunSettings
     from ..measuring.shards import Gpu
 
 Progress = Callable[[int], AbstractContextManager[Callable[[str, int], None]]]
@@ -165,7 +165,8 @@ def run(
     `settings.samples` rounds; with several `gpus`, the cases are shared out across them
     (shards.py)."""
     from ..measuring.environment import collect_environment
-    from ..measuring.runner import LocalSides, measure_sides, plan, progress_steps
+    from ..measuring.planning import plan, progress_steps
+    from ..measuring.runner import LocalSides, measure_sides
     from ..measuring.shards import Job, measure_sharded
     from ..measuring.worker import WorkerSides, workers
 

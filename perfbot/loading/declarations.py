@@ -56,7 +56,7 @@ def load_sides(kernels: dict[str, Path], instance: str = "") -> tuple[dict[str, 
 
 
 def missing_failures(missing: dict[str, str], planned: Sequence[Any], head_name: str = "the head") -> list[Failure]:
-    """One failure per benchmark the base plans (runner.Planned) whose implementation the head
+    """One failure per benchmark the base plans (planning.Planned) whose implementation the head
     cannot run."""
     return [
         Failure(

@@ -17,7 +17,7 @@ from ..loading.subject import Case, Loaded, Suite
 from ..records.results import variant_name
 
 if TYPE_CHECKING:
-    from .runner import RunSettings
+    from .planning import RunSettings
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,8 @@ def check(
 ) -> list[Checked]:
     """Check the suites' cases on `device`, case by case; `on_case(label)` is told of each done.
     Each call into the subject may take `limit` seconds at most (guard.py)."""
-    from .runner import check_group, plan  # imports triton: after choose_device
+    from .groups import check_group  # after choose_device, as all that runs the subject
+    from .planning import plan
 
     generator = torch.Generator(device=device).manual_seed(settings.seed)
     bounds = loaded.subject.tolerance

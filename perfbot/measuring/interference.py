@@ -25,7 +25,8 @@ from ..loading.subject import Case, Loaded, Suite, load_subject
 from ..records.results import Results
 from . import measure
 from .measure import BLOCK_ROUNDS
-from .runner import LocalSides, RunSettings, measure_sides
+from .planning import RunSettings
+from .runner import LocalSides, measure_sides
 from .selftest import BASE_SLEEP_CYCLES, followed_by_sleep, selftest_rule, sleep_line
 from .sequential import PolicyRules, Stopping, first_look
 

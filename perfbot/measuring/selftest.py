@@ -169,7 +169,9 @@ def checked_call(loaded: Loaded, case: Case, kernel: str) -> Callable[[], Any]:
     kernel would calibrate nothing (WrongResult, exit 1)."""
     import torch
 
-    from .runner import DEVICE, RunSettings, check_group, plan, require_gpu
+    from .groups import check_group
+    from .planning import RunSettings, plan
+    from .runner import DEVICE, require_gpu
 
     require_gpu()
     only = Suite(case.suite, "", (kernel,), (case,))

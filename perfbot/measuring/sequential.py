@@ -186,7 +186,7 @@ def first_look(samples: int, alpha: float) -> int:
 
 def pairs_of(keys: Sequence[str], baseline: str = "base", current: str = "head") -> dict[str, tuple[str, str]]:
     """The benchmarks of an A/B case that both sides have: name -> (baseline key, current key),
-    from keys "SIDE:NAME" (runner.Planned.key)."""
+    from keys "SIDE:NAME" (planning.Planned.key)."""
     present = set(keys)
     pairs = {}
     for key in keys:

@@ -31,7 +31,9 @@ from ..loading import declarations
 from ..loading.subject import Suite, load_subject
 from ..records.results import GpuStates, Results
 from .environment import GpuMonitor, collect_environment, stability_across
-from .runner import LocalSides, Measured, RunSettings, Sides, measure_case, results_by_side, single_cases
+from .planning import RunSettings, case_steps, single_cases
+from .recording import Measured, results_by_side
+from .runner import LocalSides, Sides, measure_case, take_turns
 from .sequential import Budget, Stopping, Turn, Turns
 from .worker import WorkerSides, workers
 
@@ -228,7 +230,7 @@ def measure_sharded(
     cases = single_cases(suites)
     budget = Budget(job.stopping.seconds, len(cases), parallel=len(gpus)) if job.stopping is not None else None
     turns = Turns(len(cases), budget)
-    steps = 1 + (1 if job.stopping is not None else job.settings.samples)
+    steps = case_steps(job.settings, job.stopping)
     done: list[tuple[Gpu, Measured] | None] = [None] * len(cases)
     with ExitStack() as stack:
         on_gpu: dict[Gpu, _OnGpu] = {}
@@ -244,17 +246,12 @@ def measure_sharded(
             stop_workers = [partial(_terminate, pool) for pool in pools]
 
         def drive(gpu: Gpu) -> None:
-            while (turn := turns.take(gpu)) is not None:
-                try:
-                    measured = on_gpu[gpu].measure(cases[turn.index], turn)
-                except BaseException:
-                    turns.stop()  # the run is over: the other GPUs take no more cases
-                    raise
-                turns.done(turn, measured.sampling_seconds, measured.unfinished, gpu)
-                if measured.unfinished is None:
-                    done[turn.index] = gpu, measured
-                    (case,) = cases[turn.index].cases
-                    on_progress(f"{case.suite}/{case.name} on GPU {gpu.index}", steps)
+            def finished(index: int, measured: Measured) -> None:
+                done[index] = gpu, measured
+                (case,) = cases[index].cases
+                on_progress(f"{case.suite}/{case.name} on GPU {gpu.index}", steps)
+
+            take_turns(turns, cases, on_gpu[gpu].measure, finished, gpu)
 
         with ThreadPoolExecutor(len(gpus)) as threads, _interruptible(turns.stop, *stop_workers):
             for future in [threads.submit(drive, gpu) for gpu in gpus]:

@@ -11,7 +11,7 @@ worker answers each on its own copy of stdout (its fd 1 points at stderr, so a k
 prints cannot corrupt the stream).
 
     {"op": "hello"}                                  -> {"environment": {...}}
-    {"op": "prepare", "suite": {...}, "settings": {...}}
+    {"op": "prepare", "suite": {...}, "settings": {...}}  (settings: RunSettings.to_wire())
                                                      -> {"ready": [key, ...], "failures": [...]}
     {"op": "sample", "key": key}                     -> {"ms": 0.123}
     {"op": "recapture", "keys": [key, ...]}          -> {}  (fresh captures for the next block)
@@ -40,6 +40,7 @@ from typing import IO, Any
 from ..errors import EXIT_ENVIRONMENT, BadInput, EnvironmentFailure, PerfbotError, WrongResult
 from ..records.results import BENCHMARK, ENVIRONMENT, FAILURE, SETTINGS, Benchmark, Environment, Failure
 from ..records.schema import validate_message
+from .planning import RunSettings
 
 WORKER_COMMAND = (sys.executable, "-m", "perfbot.measuring.worker")
 # After measure.L2_FLUSH (measure imports torch, which the coordinator loads only when it runs).
@@ -168,7 +169,7 @@ class WorkerSides:
     and captures its benchmarks; each sample is one request to the worker that owns it, so the
     two never share the GPU at once."""
 
-    def __init__(self, workers: dict[str, WorkerProcess], settings: Any):
+    def __init__(self, workers: dict[str, WorkerProcess], settings: RunSettings):
         from . import measure
 
         self.timing = TIMING.format(flush=measure.L2_FLUSH)
@@ -185,7 +186,7 @@ class WorkerSides:
     def prepare(self, case: Any) -> tuple[list[str], list[tuple[str, Failure]]]:
         self.owner, failed = {}, []
         for side, worker in self.workers.items():
-            reply = worker.ask("prepare", suite=_suite_json(case), settings=dataclasses.asdict(self.settings))
+            reply = worker.ask("prepare", suite=_suite_json(case), settings=self.settings.to_wire())
             self.owner.update({str(key): worker for key in _list(side, reply, "ready")})
             failed += [(side, failure) for failure in _failures(side, reply)]
         return list(self.owner), failed
@@ -263,7 +264,7 @@ def _failures(side: str, reply: dict[str, Any]) -> list[Failure]:
 
 
 def _described(side: str, reply: dict[str, Any]) -> dict[str, Any]:
-    """The subject as the worker describes it (runner.describe), checked like any message."""
+    """The subject as the worker describes it (groups.describe), checked like any message."""
     value = reply.get("subject")
     settings = validate_message(f"the {side} worker's subject", value, SETTINGS, "subject")
     return {
@@ -294,10 +295,12 @@ class _Side:
         self.flush: Any = None
 
     def hello(self) -> dict[str, Any]:
+        from ..git import kernels_revision
         from ..loading.declarations import judged_by_base
         from ..loading.subject import load_subject
         from .environment import collect_environment
-        from .runner import describe, kernels_revision, require_gpu
+        from .groups import describe
+        from .runner import require_gpu
 
         require_gpu()
         self.subject = load_subject(self.kernels)
@@ -311,9 +314,7 @@ class _Side:
         from ..loading.subject import Case, Suite
         from . import measure, runner
 
-        fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()}
-        fields["variants"] = tuple((name, tuple(values)) for name, values in fields.get("variants", ()))
-        chosen = runner.RunSettings(**fields)
+        chosen = RunSettings.from_wire(settings)
         if self.local is None or self.local.settings != chosen:  # the second A/B: the next seed
             self.local = runner.LocalSides({self.side: self.subject}, chosen)
         cases = tuple(Case(**c) for c in suite["cases"])
