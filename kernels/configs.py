@@ -1,10 +1,10 @@
 """Launch configurations of the fused GeGLU kernel: tuned per GPU and shape class, autotuned
 where no tuned one exists.
 
-Autotuning at benchmark time picked different configs in separate processes (4.6% spread,
-DESIGN.md), which a regression bot would read as a change of speed. So configs are tuned once
-per GPU (`python -m kernels.tune` writes tuned_configs.yaml) and looked up; only a GPU that file
-does not know is autotuned, once per process, over the candidates below. Decode and gemv on the
+Autotuning at benchmark time picked different configs in separate processes (docs/kernel.md),
+which a regression bot would read as a change of speed. So configs are tuned once per GPU
+(`python -m kernels.tune` writes tuned_configs.yaml) and looked up; only a GPU that file does not
+know is autotuned, once per process, over the candidates below. Decode and gemv on the
 TMA path take `decode_by_waves` instead (chosen per shape); their tuned entries only decide which
 path those classes prefer.
 """

@@ -3,7 +3,7 @@
 What a measured repository writes against (docs/subject.md): `Subject`, with its `Case`s and
 `Suite`s, and the implementations registered on it."""
 
-from .subject import Case, Implementation, Subject, Suite
+from .loading.subject import Case, Implementation, Subject, Suite
 
 __version__ = "0.1.0"
 

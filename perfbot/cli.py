@@ -24,7 +24,7 @@ from .commands.run import env_command, run_command, sample_command, show_command
 from .commands.selftest import selftest_command
 from .commands.triton import triton_group
 from .errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EnvironmentFailure, PerfbotError
-from .schema import clean
+from .records.schema import clean
 
 MEASURING_MODULES = ("torch", "triton")
 

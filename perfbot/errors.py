@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-# Exit codes of every command (DESIGN.md).
+# Exit codes of every command (README.md, "Exit codes").
 EXIT_OK = 0
 EXIT_REGRESSION = 1
 EXIT_BAD_INPUT = 2

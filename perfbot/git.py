@@ -1,5 +1,5 @@
 """Running git: the commands perfbot starts (A/B worktrees and merges, bisect, Triton checkouts,
-the kernels' commit) all go through here."""
+the kernels' commit and whether they differ from it) all go through here."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from .errors import EnvironmentFailure
 
@@ -102,3 +103,28 @@ def merge(tree: Path, sha: str) -> str:
             raise MergeConflict(conflicts)
         raise EnvironmentFailure(f"git merge of {sha[:12]} failed: {(merged.stderr or merged.stdout).strip()}")
     return run(tree, "rev-parse", "HEAD").stdout.strip()
+
+
+def kernels_revision(path: Path) -> dict[str, Any]:
+    """The git commit the kernels directory is at, and whether its files differ from it (a
+    results file measured from uncommitted kernels must not pass for that commit's)."""
+    return {"kernels_commit": git_commit(path), "kernels_dirty": _git_dirty(path)}
+
+
+def git_commit(path: Path) -> str | None:
+    done = _git_or_none(path, "rev-parse", "HEAD")
+    return (done.stdout.strip() or None) if done is not None else None
+
+
+def _git_dirty(path: Path) -> bool | None:
+    done = _git_or_none(path, "status", "--porcelain", "--", ".")
+    return bool(done.stdout.strip()) if done is not None else None
+
+
+def _git_or_none(path: Path, *args: str) -> subprocess.CompletedProcess | None:
+    """A git command that succeeded, or None (not a repository, no git, git hanging)."""
+    try:
+        done = run(path, *args, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done if done.returncode == 0 else None

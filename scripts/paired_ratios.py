@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from perfbot import results, stats
+from perfbot.deciding import stats
+from perfbot.records import results
 
 
 def main() -> None:

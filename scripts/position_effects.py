@@ -1,7 +1,7 @@
 """How a sample's time depends on its place in the round, from `perfbot selftest --keep-samples`.
 
 For each implementation and each position in the round, the mean of (sample / that round's
-median - 1), with the order `perfbot.measure.round_order` gives (the order in force when the
+median - 1), with the order `perfbot.measuring.measure.round_order` gives (the order in force when the
 file was written: files from before 2026-11-30's balanced order need `--rotation`). Also the
 time each implementation adds to the first (for the selftest: what each injected sleep
 really costs), and the A/A statistics: the spread of the per-round median ratio and how often Wilcoxon's p falls
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from perfbot.measure import round_order
+from perfbot.measuring.measure import round_order
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""`python -m perfbot.worker` for the CPU tests: the real protocol, the real kernels (the fused
+"""`python -m perfbot.measuring.worker` for the CPU tests: the real protocol, the real kernels (the fused
 one in Triton's interpreter), only the GPU's primitives replaced. Each sample takes
 `perfbot_test_speed.SCALE` ms (with 0.2% jitter): a module the tests put in the side's Triton
 environment, so a timing shows which environment the worker really imported. If that module
@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # perfbot from this checkout
 
-from perfbot import measure, runner, worker
+from perfbot.measuring import measure, runner, worker
 
 try:
     import perfbot_test_speed as speed  # type: ignore[import-not-found]

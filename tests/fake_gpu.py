@@ -5,7 +5,7 @@ function of the benchmark, so the statistics downstream see known slowdowns."""
 import random
 import sys
 
-from perfbot import loads, measure, runner
+from perfbot.measuring import loads, measure, runner
 
 
 class FakeGpu:
@@ -118,7 +118,7 @@ def install_in_worker():
     its first sample."""
     import os
 
-    from perfbot import shards
+    from perfbot.measuring import shards
 
     pinned = os.environ["CUDA_VISIBLE_DEVICES"]
     assert pinned == shards._worker["gpu"].uuid  # the worker is pinned by UUID

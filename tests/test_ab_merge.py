@@ -17,10 +17,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import ab, comparison, results
 from perfbot.cli import perfbot
+from perfbot.deciding import comparison
 from perfbot.errors import BadInput
-from perfbot.report import comment_markdown
+from perfbot.jobs import ab
+from perfbot.output.report import comment_markdown
+from perfbot.records import results
 from tests.test_runner_cpu import _git, init_repo
 
 SPEEDUP = "\n\nFASTER_TILES = True  # the speedup O\n"

@@ -1,4 +1,4 @@
-"""Whose step is it: the subject's own time, its reference's, the whole run's (perfbot/attribution.py),
+"""Whose step is it: the subject's own time, its reference's, the whole run's (perfbot/history/attribution.py),
 on series and stores built by hand, where the answer is known."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import attribution
 from perfbot.cli import perfbot
-from perfbot.history import Point, Series
+from perfbot.history import attribution
+from perfbot.history.series import Point, Series
 from tests.history_store import make_runs, write_store
 
 BENCH = next(b for b in make_runs(1)[0].benchmarks if b.kernel == "fused")

@@ -1,4 +1,4 @@
-"""The base's subject decides what an A/B judges (perfbot/declarations.py): a head cannot take its
+"""The base's subject decides what an A/B judges (perfbot/loading/declarations.py): a head cannot take its
 kernel out of the check by what it declares. Each attack makes the head's `fused` 20% slower (or
 wrong) and declares its way out; each must fail the check, naming the implementation. A control
 with the head's declarations in force shows what the attack did before."""
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import declarations
 from perfbot.cli import perfbot
+from perfbot.loading import declarations
 from tests.test_runner_cpu import TINY, _ab, _git, init_repo
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import triton_build
 from perfbot.cli import perfbot
+from perfbot.measuring import triton_build
 
 MEASURE = """
 import os, pathlib, random, sys
@@ -301,7 +301,7 @@ def test_triton_mode_builds_each_end_once_into_its_own_environment(tmp_path: Pat
 
 
 def _outcome(tmp_path: Path):
-    from perfbot import bisect_outcome
+    from perfbot.jobs import bisect_outcome
 
     return bisect_outcome.load(tmp_path / "outcome.json")
 

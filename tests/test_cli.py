@@ -119,7 +119,7 @@ def test_console_script_is_installed():
 
 
 def test_show_prints_a_stored_results_file(tmp_path: Path):
-    from perfbot import results
+    from perfbot.records import results
     from tests.test_results import sample_results
 
     path = tmp_path / "r.json"
@@ -215,7 +215,7 @@ def test_ctrl_c_while_waiting_for_the_store_lock_exits_130_in_one_line(tmp_path:
     import fcntl
     import os
 
-    from perfbot import results
+    from perfbot.records import results
     from tests.helpers import make_results
 
     run, store = tmp_path / "r.json", tmp_path / "store"
@@ -236,7 +236,7 @@ def test_ctrl_c_while_waiting_for_the_store_lock_exits_130_in_one_line(tmp_path:
 
 
 def test_an_abort_inside_a_command_is_an_interruption_not_a_slowdown(monkeypatch, tmp_path: Path):
-    from perfbot import results
+    from perfbot.records import results
 
     def aborted(path):
         raise click.exceptions.Abort()
@@ -247,9 +247,9 @@ def test_an_abort_inside_a_command_is_an_interruption_not_a_slowdown(monkeypatch
 
 
 def test_a_refusal_is_one_line_and_a_tools_output_keeps_its_lines_each_bounded(monkeypatch, tmp_path: Path):
-    from perfbot import results
     from perfbot.cli import MAX_LINE, MAX_TOOL_LINES
     from perfbot.errors import BadInput, EnvironmentFailure
+    from perfbot.records import results
 
     def refused(path):
         raise BadInput("first\nsecond")

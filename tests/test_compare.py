@@ -11,13 +11,13 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfbot import results
 from perfbot.cli import perfbot
-from perfbot.compare import compare
-from perfbot.comparison import summarize
+from perfbot.deciding.compare import compare
+from perfbot.deciding.comparison import summarize
+from perfbot.deciding.thresholds import Override, load_policy
 from perfbot.errors import BadInput
-from perfbot.results import Benchmark, Environment, Failure, Results, Settings
-from perfbot.thresholds import load_policy
+from perfbot.records import results
+from perfbot.records.results import Benchmark, Environment, Failure, Results, Settings
 from tests.conftest import ROOT
 from tests.helpers import make_results
 
@@ -319,3 +319,40 @@ def test_only_the_subjects_own_implementations_fail_the_check():
         ("fused", "t5-v1.1-xl"),
         ("eager", "gemma-2b"),
     }
+
+
+# Rules that a mutation run found unpinned (issue 32).
+def _row(report, kernel: str, case: str):
+    return next(c for c in report.comparisons if (c.current.kernel, c.current.case) == (kernel, case))
+
+
+def test_a_gpu_pattern_override_applies_to_the_gpu_the_current_run_was_measured_on():
+    """thresholds.yaml rules matched by `gpu` (a shell pattern) are looked up with the current
+    run's GPU name: an override for the H200 changes the H200's verdict, one for another GPU
+    does not."""
+    base, head = make_results(seed=1), make_results({("fused", "gemma-2b"): 1.10}, seed=2)
+    assert _row(compare(base, head, POLICY), "fused", "gemma-2b").fails  # 10% is past the default 6%
+    lenient = Override(match={"gpu": "NVIDIA H2*"}, changes={"fail_percent": 20.0})
+    on_h200 = replace(POLICY, overrides=(*POLICY.overrides, lenient))
+    row = _row(compare(base, head, on_h200), "fused", "gemma-2b")
+    assert (row.verdict, row.fails, row.rule.fail_percent) == ("regression", False, 20.0)
+    elsewhere = replace(POLICY, overrides=(*POLICY.overrides, replace(lenient, match={"gpu": "*A100*"})))
+    assert _row(compare(base, head, elsewhere), "fused", "gemma-2b").fails
+
+
+def test_a_significant_change_within_warn_percent_is_unchanged_not_an_improvement():
+    """Improvement needs both: significant AND faster by more than warn_percent. A significant
+    +2% (a slowdown, under the 3% warn threshold) is unchanged."""
+    report = compare(make_results(seed=1), make_results({("fused", "gemma-2b"): 1.02}, seed=2), POLICY)
+    row = _row(report, "fused", "gemma-2b")
+    assert row.q_value < row.rule.alpha and 0 < row.change_percent < row.rule.warn_percent
+    assert row.verdict == "unchanged" and "significant but within" in row.reason
+
+
+def test_a_speedup_that_is_not_significant_is_not_an_improvement():
+    """A speedup past warn_percent that the test cannot tell from noise is no improvement."""
+    base = make_results(seed=1, n=10, noise=0.05)
+    head = make_results({("gemm", "t5-v1.1-xl"): 0.95}, seed=5, n=10, noise=0.05)
+    row = _row(compare(base, head, POLICY), "gemm", "t5-v1.1-xl")
+    assert row.q_value >= row.rule.alpha and row.change_percent < -row.rule.warn_percent
+    assert row.verdict == "unchanged" and "not significant" in row.reason

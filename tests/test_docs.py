@@ -1,5 +1,5 @@
 """What users read stays true: the README is a user's page of at most about 250 lines, and every
-file and command that the README, SECURITY.md and docs/ name exists."""
+file and command that the README, SECURITY.md, CONTRIBUTING.md and docs/ name exists."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from tests.conftest import ROOT
 PAGES = [
     ROOT / "README.md",
     ROOT / "SECURITY.md",
+    ROOT / "CONTRIBUTING.md",
     *sorted((ROOT / "docs").glob("*.md")),
     ROOT / "experiments" / "README.md",
 ]
@@ -28,6 +29,7 @@ TOP = (
     ".github/",
     "thresholds.yaml",
     "SECURITY.md",
+    "CONTRIBUTING.md",
     "pyproject.toml",
     ".ci/",
 )
@@ -92,3 +94,38 @@ def test_the_subject_pages_complete_example_works(tmp_path: Path):
     assert "4 right, 0 wrong, of 4" in done.output
     suites = CliRunner().invoke(perfbot, ["suites", "--project", str(tmp_path)])
     assert "vocab-32k" in suites.output and "rows=4096 cols=32768" in suites.output
+
+
+# A place in the code or the policy that sends the reader to a page's section: `docs/x.md, "Title"`
+# or `docs/x.md ("Title")`, the title a heading of that page or a point in bold.
+SECTION_REFERENCE = re.compile(r'(docs/[\w-]+\.md)[,\s(]+"([A-Za-z][^"]*)"')
+REFERRING = [
+    *sorted((ROOT / "perfbot").rglob("*.py")),
+    *sorted((ROOT / "kernels").glob("*.py")),
+    ROOT / "thresholds.yaml",
+]
+
+
+def _section_references(path: Path) -> list[tuple[str, str]]:
+    # A comment or docstring wraps its lines: join them, dropping each line's indent and "#".
+    text = re.sub(r"\n[ \t]*#?[ \t]*", " ", path.read_text())
+    return SECTION_REFERENCE.findall(text)
+
+
+def test_every_section_the_code_points_to_exists():
+    """Code says why in a line and names the section that holds the figures: that section must be
+    there, or the pointer leads nowhere once a page is reorganised."""
+    missing = []
+    for path in REFERRING:
+        for page, title in _section_references(path):
+            text = (ROOT / page).read_text() if (ROOT / page).is_file() else ""
+            heading = re.search(r"(?m)^#+ " + re.escape(title), text)
+            if heading is None and f"**{title}**" not in text:
+                missing.append(f"{path.relative_to(ROOT)}: {page}, {title!r}")
+    assert not missing, missing
+
+
+def test_the_section_reference_finder_reads_wrapped_comments(tmp_path: Path):
+    wrapped = tmp_path / "wrapped.py"
+    wrapped.write_text('# held to 1-2% (docs/method.md, "The check at full\n# width, measured")\n')
+    assert _section_references(wrapped) == [("docs/method.md", "The check at full width, measured")]

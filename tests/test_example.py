@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import results
 from perfbot.cli import perfbot
-from perfbot.report import run_markdown
+from perfbot.output.report import run_markdown
+from perfbot.records import results
 from tests.conftest import ROOT
 
 KERNEL = "rstd = tl.rsqrt(tl.sum(x * x, axis=0) / cols + eps)"

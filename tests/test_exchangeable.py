@@ -7,7 +7,8 @@ import json
 import random
 from pathlib import Path
 
-from perfbot import loads, measure, runner
+from perfbot.measuring import loads, measure, runner
+from perfbot.measuring.planning import RunSettings, single_cases
 from tests import test_runner_cpu
 from tests.fake_gpu import listed_places
 from tests.test_runner_cpu import _ab
@@ -98,11 +99,11 @@ def test_the_first_captures_of_a_case_are_made_in_a_drawn_order(gpu, project: Pa
     # The first block's captures, before any re-capture: in listed order every base would be
     # captured before its head, in every case and every run.
     subject = test_runner_cpu._subject(project)
-    (case,) = runner.single_cases([subject.suites["tiny"]])[:1]
+    (case,) = single_cases([subject.suites["tiny"]])[:1]
     head_first = []
     listed = [f"{side}:{k}" for side in ("base", "head") for k in ("fused", "eager", "gemm", "copy")]
     for seed in range(8):
-        sides = runner.LocalSides({"base": subject, "head": subject}, runner.RunSettings(samples=10, seed=seed))
+        sides = runner.LocalSides({"base": subject, "head": subject}, RunSettings(samples=10, seed=seed))
         keys, failed = sides.prepare(case)
         assert not failed and keys == listed  # captured in a drawn order, listed as before
         head_first += [sides.captured[f"head:{k}"].graph < sides.captured[f"base:{k}"].graph for k in ("fused", "gemm")]
@@ -131,7 +132,7 @@ def test_the_second_ab_times_each_side_loaded_anew(gpu, repo: Path, tmp_path: Pa
 
 def test_on_the_same_loads_the_second_ab_would_confirm_the_load(gpu, repo: Path, tmp_path: Path, monkeypatch):
     # The control: the second A/B on the first A/B's loads, as before.
-    from perfbot import declarations, subject
+    from perfbot.loading import declarations, subject
 
     monkeypatch.setattr(declarations, "load_subject", lambda package, instance="": subject.load_subject(package))
     _first_head_load_slower(gpu)
@@ -145,7 +146,7 @@ def test_which_side_is_checked_and_loaded_first_is_drawn(gpu, project: Path, mon
     # order the base's would always come first. The inputs stay the base's either way.
     base = test_runner_cpu._subject(project)
     head = test_runner_cpu.load_subject(project / "kernels", instance="head")  # modules of its own
-    (case,) = runner.single_cases([base.suites["tiny"]])[:1]
+    (case,) = single_cases([base.suites["tiny"]])[:1]
     checked = runner.check_group
     firsts, judges = [], []
 
@@ -157,7 +158,7 @@ def test_which_side_is_checked_and_loaded_first_is_drawn(gpu, project: Path, mon
     monkeypatch.setattr(runner, "check_group", watched)
     assert head.subject is not base.subject
     for seed in range(8):
-        sides = runner.LocalSides({"base": base, "head": head}, runner.RunSettings(samples=10, seed=seed))
+        sides = runner.LocalSides({"base": base, "head": head}, RunSettings(samples=10, seed=seed))
         keys, failed = sides.prepare(case)
         assert not failed and [key.partition(":")[0] for key in keys] == ["base"] * 4 + ["head"] * 4
     assert set(firsts) == {"base", "head"} and all(judge is base.subject for judge in judges)
@@ -205,8 +206,8 @@ def test_the_loads_let_go_are_held_until_the_cases_graphs_are_gone(gpu, project:
     # longer references: what a forget let go must outlive the graphs captured from it.
     base = test_runner_cpu._subject(project)
     head = test_runner_cpu.load_subject(project / "kernels", instance="held")
-    (case,) = runner.single_cases([base.suites["tiny"]])[:1]
-    sides = runner.LocalSides({"base": base, "head": head}, runner.RunSettings(samples=10))
+    (case,) = single_cases([base.suites["tiny"]])[:1]
+    sides = runner.LocalSides({"base": base, "head": head}, RunSettings(samples=10))
     keys, failed = sides.prepare(case)
     assert not failed and len(sides.kernels) == 2  # one stand-in kernel per side
     for _ in range(2 * loads.BLOCKS_PER_LOAD):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import results
 from perfbot.cli import perfbot
+from perfbot.records import results
 from tests.helpers import make_results
 
 

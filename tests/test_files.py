@@ -63,8 +63,8 @@ def _output_run(name: str, project: Path, tmp_path: Path, place, overwrite: bool
     """Run the command with `place(target)` having put something at its output's name."""
     from click.testing import CliRunner
 
-    from perfbot import results
     from perfbot.cli import perfbot
+    from perfbot.records import results
     from tests.conftest import ROOT
     from tests.helpers import make_results
 
@@ -201,7 +201,7 @@ def test_an_input_that_is_a_fifo_is_refused_not_waited_for(tmp_path: Path, name:
     import subprocess
     import sys
 
-    from perfbot import results
+    from perfbot.records import results
     from tests.conftest import ROOT
     from tests.helpers import make_results
     from tests.step_repo import repository
@@ -226,7 +226,7 @@ def test_an_input_that_is_a_fifo_is_refused_not_waited_for(tmp_path: Path, name:
 
 
 def test_read_text_refuses_what_is_not_a_regular_file(tmp_path: Path):
-    from perfbot.schema import read_limited
+    from perfbot.records.schema import read_limited
 
     os.mkfifo(tmp_path / "fifo")
     (tmp_path / "link").symlink_to(tmp_path / "fifo")
@@ -249,8 +249,8 @@ def test_read_text_refuses_what_is_not_a_regular_file(tmp_path: Path):
 def test_an_output_folder_that_is_a_dangling_symlink_is_named_as_one(tmp_path: Path, argv: list[str]):
     from click.testing import CliRunner
 
-    from perfbot import results
     from perfbot.cli import perfbot
+    from perfbot.records import results
     from tests.helpers import make_results
 
     run, store, out = tmp_path / "r.json", tmp_path / "store", tmp_path / "out"

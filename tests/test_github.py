@@ -8,8 +8,8 @@ from click.testing import CliRunner
 
 from perfbot.cli import perfbot
 from perfbot.errors import BadInput, EnvironmentFailure
-from perfbot.github import ACTIONS_BOT, GitHub
-from perfbot.report import GITHUB_COMMENT_LIMIT, MARKER
+from perfbot.output.github import ACTIONS_BOT, GitHub
+from perfbot.output.report import GITHUB_COMMENT_LIMIT, MARKER
 from tests.fake_github import FakeGitHub
 
 TOKEN = "ghs_s3cr3tTOKENvalue"  # the workflow's own token: may not read GET /user
@@ -257,9 +257,9 @@ def test_cli_exit_codes(fake, env, monkeypatch, tmp_path: Path):
 
 # Several GPU kinds: one comment, a section per runner label.
 def _comparison_file(path: Path, slowdown: float, gpu: str) -> Path:
-    from perfbot import comparison
-    from perfbot.compare import compare
-    from perfbot.thresholds import load_policy
+    from perfbot.deciding import comparison
+    from perfbot.deciding.compare import compare
+    from perfbot.deciding.thresholds import load_policy
     from tests.conftest import ROOT
     from tests.helpers import make_results
 

@@ -12,8 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import changepoints, history, site, stats, steps
 from perfbot.cli import perfbot
+from perfbot.deciding import changepoints, stats
+from perfbot.history import series as history
+from perfbot.history import steps
+from perfbot.output import site
 from tests.history_store import commit, make_runs, scaled, write_store
 
 RUNS, AT = 40, 24  # AT is 0-based: the step starts at run 25

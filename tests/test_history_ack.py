@@ -14,9 +14,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import acknowledgements, changepoints, history, results, site, steps, store
-from perfbot.acknowledgements import Acknowledgement
 from perfbot.cli import perfbot
+from perfbot.deciding import changepoints
+from perfbot.history import acknowledgements, steps
+from perfbot.history import series as history
+from perfbot.history.acknowledgements import Acknowledgement
+from perfbot.output import site
+from perfbot.records import results, store
 from tests.history_store import make_runs, write_store
 
 RUNS, AT = 40, 24  # AT is 0-based: the step starts at run 25

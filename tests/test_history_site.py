@@ -139,7 +139,7 @@ def test_the_charts_render_the_step_is_marked_where_it_is_and_a_point_leads_to_i
 def test_an_acknowledged_step_is_marked_at_its_run_with_its_reason(tmp_path: Path, serve: str, browser):
     from selenium.webdriver.common.by import By
 
-    from perfbot import history
+    from perfbot.history import series as history
 
     directory = write_store(tmp_path / "store", make_runs(40, step=0.03, at=AT, seed=3))
     series = next(s for s in history.read(directory).series if s.label.startswith("fused · pr/t5-v1.1-xl"))

@@ -19,12 +19,13 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from perfbot import comparison, results
-from perfbot.bisect import Outcome, Probe
 from perfbot.cli import perfbot
-from perfbot.compare import compare
-from perfbot.report import MARKER, bisect_markdown, case_markdown, comment_markdown, run_markdown
-from perfbot.thresholds import load_policy
+from perfbot.deciding import comparison
+from perfbot.deciding.compare import compare
+from perfbot.deciding.thresholds import load_policy
+from perfbot.jobs.bisect import Outcome, Probe
+from perfbot.output.report import MARKER, bisect_markdown, case_markdown, comment_markdown, run_markdown
+from perfbot.records import results
 from tests.conftest import ROOT
 from tests.fake_github import FakeGitHub
 from tests.helpers import make_results
@@ -376,7 +377,7 @@ def test_damaged_thresholds_files_are_accepted_or_refused_in_one_line(tmp_path_f
 
 
 def test_the_documented_limits_are_the_enforced_ones():
-    from perfbot import schema
+    from perfbot.records import schema
 
     text = (ROOT / "docs" / "files.md").read_text()
     documented = {

@@ -1,5 +1,5 @@
 """A subject that quits, hangs or lies: every call perfbot makes into its code (the import, inputs,
-references, implementations, counts, config readers) goes through one guard (perfbot/guard.py).
+references, implementations, counts, config readers) goes through one guard (perfbot/loading/guard.py).
 A subject that calls sys.exit, raises a BaseException, outlasts its time limit or returns a
 reference that cannot be trusted is refused in one line naming it (exit 2): never a silent pass
 (exit 0), and never exit 1, which means a slowdown or a wrong result of a kernel."""
@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from perfbot import guard
 from perfbot.cli import perfbot
+from perfbot.loading import guard
 from tests.conftest import ROOT
 
 PYPROJECT = '[tool.perfbot]\ntriton-commit = "7c56a5e40f7fd928dfd5c72902d5def0097db73a"\nkernels = "pk"\n'
@@ -178,13 +178,14 @@ def test_an_implementation_that_raises_is_still_its_own_wrong_result(tmp_path: P
 def test_ctrl_c_in_the_subject_passes_through_untouched(tmp_path: Path):
     """KeyboardInterrupt is the user's, not the subject's: it leaves the guard as it came (the CLI
     turns it into its own exit code)."""
-    from perfbot import checking, runner
-    from perfbot.subject import load_subject
+    from perfbot.loading.subject import load_subject
+    from perfbot.measuring import checking
+    from perfbot.measuring.planning import RunSettings
 
     project = _project(tmp_path, mine_body="raise KeyboardInterrupt")
     loaded = load_subject(project / "pk")
     with pytest.raises(KeyboardInterrupt):
-        checking.check(loaded, list(loaded.suites.values()), runner.RunSettings(), "cpu", limit=5.0)
+        checking.check(loaded, list(loaded.suites.values()), RunSettings(), "cpu", limit=5.0)
     with pytest.raises(KeyboardInterrupt):
         guard.call("x", _interrupt, 5.0)
 
@@ -464,7 +465,7 @@ def declarations(draw) -> str:
 @given(source=declarations())
 def test_any_declaration_loads_or_is_refused_in_one_line(tmp_path_factory, source: str):
     from perfbot.errors import BadInput
-    from perfbot.subject import load_subject
+    from perfbot.loading.subject import load_subject
 
     package = tmp_path_factory.mktemp("declared") / "pk"
     package.mkdir()

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import interference, measure
 from perfbot.cli import perfbot
-from perfbot.selftest import BASE_SLEEP_CYCLES
-from perfbot.subject import load_subject
-from perfbot.thresholds import load_policy
+from perfbot.deciding.thresholds import load_policy
+from perfbot.loading.subject import load_subject
+from perfbot.measuring import interference, measure
+from perfbot.measuring.selftest import BASE_SLEEP_CYCLES
 from tests.fake_gpu import listed_places
 from tests.test_runner_cpu import TINY
 
@@ -81,7 +81,7 @@ def test_with_the_sides_in_fixed_places_the_check_finds_the_cross_talk(slowed_gp
 
 
 def test_selftest_prints_and_records_the_largest_cross_talk(slowed_gpu, project: Path, tmp_path: Path, monkeypatch):
-    from perfbot import selftest
+    from perfbot.measuring import selftest
 
     (project / "kernels" / "suites.yaml").write_text(SUITES)
     # The checks themselves are tested elsewhere: here, few and quick.
@@ -102,7 +102,7 @@ def test_selftest_prints_and_records_the_largest_cross_talk(slowed_gpu, project:
 
 
 def _no_flags():
-    from perfbot.selftest import Flagged
+    from perfbot.measuring.selftest import Flagged
 
     return Flagged(4, 0, 2, 0)
 

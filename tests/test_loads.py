@@ -9,7 +9,7 @@ import pytest
 triton = pytest.importorskip("triton")
 from triton.runtime.jit import JITFunction, KernelInterface  # noqa: E402
 
-from perfbot import loads  # noqa: E402
+from perfbot.measuring import loads  # noqa: E402
 
 
 def _kernel(x_ptr, n):

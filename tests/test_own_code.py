@@ -23,10 +23,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import ab, declarations, isolation, loads
 from perfbot.cli import perfbot
 from perfbot.config import load_project_config
-from perfbot.subject import load_subject
+from perfbot.jobs import ab
+from perfbot.loading import declarations, isolation
+from perfbot.loading.subject import load_subject
+from perfbot.measuring import loads
 from tests.conftest import ROOT
 from tests.test_runner_cpu import _git
 

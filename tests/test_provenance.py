@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from perfbot import provenance
 from perfbot.errors import BadInput
-from perfbot.provenance import Source, Sources
+from perfbot.loading import provenance
+from perfbot.loading.provenance import Source, Sources
 
 MODULES = {
     "root/proj/__init__.py": "",

@@ -12,10 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from perfbot.compare import compare
-from perfbot.comparison import summarize
+from perfbot.deciding.compare import compare
+from perfbot.deciding.comparison import summarize
+from perfbot.deciding.thresholds import load_policy
 from perfbot.errors import BadInput
-from perfbot.report import (
+from perfbot.output.report import (
     GITHUB_COMMENT_LIMIT,
     MARKER,
     GpuReport,
@@ -25,7 +26,6 @@ from perfbot.report import (
     gpu_comment_markdown,
     markdown_escape,
 )
-from perfbot.thresholds import load_policy
 from tests.conftest import ROOT
 from tests.helpers import make_results
 
@@ -245,9 +245,9 @@ def test_a_url_split_between_suite_and_case_is_not_a_link(tmp_path: Path):
     with "/" first, so the "://" they make is escaped too."""
     from click.testing import CliRunner
 
-    from perfbot import results
     from perfbot.cli import perfbot
-    from perfbot.results import Failure
+    from perfbot.records import results
+    from perfbot.records.results import Failure
 
     failure = Failure("fused", {"M": 8}, "float32", "raised", suite="https:", case="/evil.example/login")
     run = tmp_path / "r.json"

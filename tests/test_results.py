@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from perfbot import results
 from perfbot.errors import BadInput
+from perfbot.records import results
 
 
 def sample_results() -> results.Results:

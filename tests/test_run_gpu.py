@@ -8,8 +8,9 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from perfbot import measure, results
 from perfbot.cli import perfbot
+from perfbot.measuring import measure
+from perfbot.records import results
 
 pytestmark = pytest.mark.gpu
 
@@ -101,8 +102,8 @@ def test_timing_engine_sees_a_kernel_that_takes_twice_as_long():
 
 
 def test_selftest_injects_what_it_reports():
-    from perfbot import selftest
-    from perfbot.thresholds import load_policy
+    from perfbot.deciding.thresholds import load_policy
+    from perfbot.measuring import selftest
 
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     policy = load_policy(Path(__file__).parents[1] / "thresholds.yaml")
@@ -113,9 +114,9 @@ def test_selftest_injects_what_it_reports():
 
 
 def test_interference_check_slows_one_benchmark_and_measures_every_other(project: Path):
-    from perfbot import interference
-    from perfbot.subject import load_subject
-    from perfbot.thresholds import load_policy
+    from perfbot.deciding.thresholds import load_policy
+    from perfbot.loading.subject import load_subject
+    from perfbot.measuring import interference
 
     # a 0.13 ms case between two small ones: long enough that 48 rounds place the injection
     big = "    - {name: big, M: 4096, K: 1024, N: 4096}\n"
@@ -133,7 +134,7 @@ def test_interference_check_slows_one_benchmark_and_measures_every_other(project
 
 
 def test_throttle_monitor_reads_the_gpu():
-    from perfbot.environment import GpuMonitor
+    from perfbot.measuring.environment import GpuMonitor
 
     with GpuMonitor() as monitor:
         state = monitor.read()

@@ -2,20 +2,21 @@
 the environment record."""
 
 import dataclasses
+import json
 import math
 import subprocess
 
 import pytest
 import torch
 
-from perfbot import correctness, measure
-from perfbot.environment import clock_event_reasons, collect_environment, triton_commit
 from perfbot.errors import BadInput
-from perfbot.measure import round_order
-from perfbot.report import run_table
-from perfbot.results import Benchmark, Environment, Results, Settings
-from perfbot.runner import RunSettings, chosen_variants, plan
-from perfbot.subject import load_subject
+from perfbot.loading.subject import load_subject
+from perfbot.measuring import correctness, measure
+from perfbot.measuring.environment import clock_event_reasons, collect_environment, triton_commit
+from perfbot.measuring.measure import round_order
+from perfbot.measuring.planning import RunSettings, chosen_variants, plan
+from perfbot.output.report import run_table
+from perfbot.records.results import Benchmark, Environment, Results, Settings
 from tests.conftest import ROOT
 
 
@@ -143,10 +144,20 @@ def test_in_every_block_the_two_sides_of_a_pair_take_the_same_places():
                 assert sorted(o.index(base) for o in orders) == sorted(o.index(head) for o in orders), orders
 
 
-def test_block_of_a_sequential_ab_is_a_whole_number_of_balanced_rounds():
-    from perfbot.compare import BLOCK_ROUNDS
-
-    assert BLOCK_ROUNDS % measure.BALANCED_ROUNDS == 0
+def test_every_block_of_a_sequential_ab_is_balanced_on_its_own():
+    """The paired verdict counts blocks as independent units, so within each block every side of
+    every pair must go first as often as second: the block is a whole number of the rounds in
+    which round_order balances. A block of 5 (or a balance of 8) breaks it."""
+    names = ["base:a", "base:b", "base:c", "head:a", "head:b", "head:c"]
+    pairs = [("base:a", "head:a"), ("base:b", "head:b"), ("base:c", "head:c")]
+    for together in ((), pairs[:1]):
+        for start in range(0, 40 * measure.BLOCK_ROUNDS, measure.BLOCK_ROUNDS):
+            orders = [
+                round_order(names, r, pairs, together, seed="s") for r in range(start, start + measure.BLOCK_ROUNDS)
+            ]
+            for base, head in pairs:
+                first = sum(order.index(base) < order.index(head) for order in orders)
+                assert 2 * first == measure.BLOCK_ROUNDS, (start, base, orders)
 
 
 def test_with_two_pairs_every_name_takes_four_places_in_every_block_of_four_rounds():
@@ -213,6 +224,35 @@ def test_settings_are_validated():
         RunSettings(samples=5)
     with pytest.raises(BadInput, match="warmup calls must be at least 1"):
         RunSettings(warmup_calls=0)
+
+
+def test_settings_cross_to_a_worker_whole_and_typed():
+    # Every field away from its default: a field that the wire left out would come back as its
+    # default and the worker would measure something else than was asked.
+    settings = RunSettings(
+        samples=41,
+        warmup_calls=5,
+        seed=7,
+        variants=(("approximate", ("none", "tanh")),),
+        kernels=("fused", "eager"),
+        skipped=("gemm",),
+    )
+    defaults = RunSettings()
+    assert all(getattr(settings, f.name) != getattr(defaults, f.name) for f in dataclasses.fields(RunSettings))
+    wire = json.loads(json.dumps(settings.to_wire()))  # as a worker reads it: tuples made lists
+    assert RunSettings.from_wire(wire) == settings
+    for name in wire:
+        dropped = {key: value for key, value in wire.items() if key != name}
+        with pytest.raises(BadInput, match="expected the fields"):
+            RunSettings.from_wire(dropped)
+    with pytest.raises(BadInput, match="expected the fields"):
+        RunSettings.from_wire({**wire, "unknown": 1})
+    with pytest.raises(BadInput, match="samples must be of type int"):
+        RunSettings.from_wire({**wire, "samples": "41"})
+    with pytest.raises(BadInput, match="kernels must be of type tuple"):
+        RunSettings.from_wire({**wire, "kernels": [1]})
+    with pytest.raises(BadInput, match="samples must be at least"):  # validated as any RunSettings
+        RunSettings.from_wire({**wire, "samples": 1})
 
 
 def test_correctness_rule():
@@ -286,7 +326,7 @@ def test_environment_helpers(monkeypatch):
 
 
 def test_markdown_table_matches_the_terminal_cells_and_escapes_pipes():
-    from perfbot.report import run_markdown
+    from perfbot.output.report import run_markdown
 
     bench = Benchmark(
         kernel="fu|sed",
@@ -330,7 +370,7 @@ def test_terminal_table_keeps_bracketed_kernel_names():
 
 
 def test_case_view_puts_every_implementation_beside_the_kernel():
-    from perfbot.report import case_markdown
+    from perfbot.output.report import case_markdown
 
     results = Results(
         Environment(),
@@ -357,8 +397,8 @@ def test_case_view_puts_every_implementation_beside_the_kernel():
 
 
 def test_stability_counts_throttled_rounds_and_marks_drift():
-    from perfbot.environment import stability
-    from perfbot.measure import Round
+    from perfbot.measuring.environment import stability
+    from perfbot.measuring.measure import Round
 
     steady = stability([Round((), 1980)] * 5)
     assert steady == {"throttled_rounds": 0, "sm_clock_first_last_mhz": [1980, 1980]}
@@ -370,7 +410,7 @@ def test_stability_counts_throttled_rounds_and_marks_drift():
 
 
 def test_results_say_whether_the_kernels_differ_from_their_commit(tmp_path):
-    from perfbot.runner import kernels_revision
+    from perfbot.git import kernels_revision
 
     assert kernels_revision(tmp_path) == {"kernels_commit": None, "kernels_dirty": None}  # not a repository
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import measure, runner
 from perfbot.cli import perfbot
-from perfbot.subject import load_subject
+from perfbot.loading.subject import load_subject
+from perfbot.measuring import measure, planning, runner
 
 TINY = """
 tiny:
@@ -34,7 +34,7 @@ def _subject(project: Path):
 
 def test_a_plain_run_checks_times_and_records(gpu, project: Path):
     subject = _subject(project)
-    settings = runner.RunSettings(samples=10)
+    settings = planning.RunSettings(samples=10)
     steps = []
     results = runner.run(subject, [subject.suites["tiny"]], settings, on_progress=lambda label, n: steps.append(n))
     assert {(b.case, b.kernel) for b in results.benchmarks} == {
@@ -42,7 +42,7 @@ def test_a_plain_run_checks_times_and_records(gpu, project: Path):
     }
     assert all(len(b.samples_ms) == 10 and b.relative_error <= b.error_bound for b in results.benchmarks)
     assert results.failures == []
-    assert sum(steps) == runner.progress_steps(runner.plan(subject, [subject.suites["tiny"]], settings), settings)
+    assert sum(steps) == planning.progress_steps(planning.plan(subject, [subject.suites["tiny"]], settings), settings)
     assert results.environment.throttled_rounds == 0
     fused = next(b for b in results.benchmarks if b.kernel == "fused")
     assert fused.config["path"] == "pointer" and fused.throttled_samples == []
@@ -70,7 +70,7 @@ def test_case_picks_cases_across_the_chosen_suites(gpu, project: Path, tmp_path:
         ],
     )
     assert result.exit_code == 0, result.output
-    from perfbot import results
+    from perfbot.records import results
 
     assert {(b.case, b.kernel) for b in results.load(out).benchmarks} == {("square", "eager")}
 
@@ -131,7 +131,7 @@ def test_ab_regression_must_hold_in_a_second_round(gpu, repo: Path, tmp_path: Pa
 
 def test_ab_slowdown_that_vanishes_in_the_second_round_does_not_fail(gpu, repo: Path, tmp_path: Path, monkeypatch):
     # Slow only until the check measures again: a passing hiccup.
-    from perfbot import ab
+    from perfbot.jobs import ab
 
     again = {"now": False}
     first_judgement = ab.confirm
@@ -169,7 +169,7 @@ def test_ab_bad_revision(gpu, repo: Path, tmp_path: Path):
 
 
 def test_ab_reports_the_longer_trend_without_failing_on_it(gpu, repo: Path, tmp_path: Path):
-    from perfbot import results, store
+    from perfbot.records import results, store
     from tests.helpers import make_results
 
     directory = tmp_path / "store"
@@ -191,7 +191,7 @@ def test_a_kernel_that_cannot_be_captured_is_a_failure_not_a_crash(gpu, project:
         return capture(fn, warmup_calls)
 
     monkeypatch.setattr(measure, "capture", refusing)
-    results = runner.run(subject, [subject.suites["tiny"]], runner.RunSettings(samples=10))
+    results = runner.run(subject, [subject.suites["tiny"]], planning.RunSettings(samples=10))
     assert {f.kernel for f in results.failures} == {"copy"}
     assert all("cannot be captured in a CUDA graph" in f.reason for f in results.failures)
     assert {b.kernel for b in results.benchmarks} == {"fused", "eager", "gemm"}
@@ -221,7 +221,7 @@ def test_the_base_judges_a_head_that_loosens_its_own_thresholds(gpu, project: Pa
     assert "suite tiny: case odd only on the base, or changed" in comment  # and measured: the base decides
     rows = json.loads((out / "comparison.json").read_text())["comparisons"]
     assert "odd" in {row["benchmark"]["case"] for row in rows}
-    from perfbot import results
+    from perfbot.records import results
 
     head_run = results.load(out / "head.json")
     assert head_run.settings.head == head and head_run.settings.against == base
@@ -230,8 +230,8 @@ def test_the_base_judges_a_head_that_loosens_its_own_thresholds(gpu, project: Pa
 
 
 def test_the_other_sides_missing_thresholds_are_named_without_a_temporary_path(tmp_path: Path):
-    from perfbot.ab import policy_change
-    from perfbot.thresholds import load_policy
+    from perfbot.deciding.thresholds import load_policy
+    from perfbot.jobs.ab import policy_change
 
     ours = Path(__file__).resolve().parents[1] / "thresholds.yaml"
     policy = load_policy(ours)
@@ -259,7 +259,7 @@ def test_suite_all_is_every_suite_and_a_case_two_suites_share_is_measured_once(g
     args = ["run", "--project", str(project), "--suite", "all", "--kernel", "eager", "--samples", "10"]
     result = CliRunner().invoke(perfbot, [*args, "--out", str(out)])
     assert result.exit_code == 0, result.output
-    from perfbot import results
+    from perfbot.records import results
 
     measured = sorted((b.suite, b.case) for b in results.load(out).benchmarks)
     # tiny times more implementations, so the shared shape stays there; `again` keeps its own case
@@ -269,9 +269,9 @@ def test_suite_all_is_every_suite_and_a_case_two_suites_share_is_measured_once(g
 def test_a_case_whose_time_ran_out_gets_a_second_turn_after_the_others(gpu, project: Path, monkeypatch):
     import random
 
-    from perfbot import sequential
-    from perfbot.sequential import PolicyRules, Stopping
-    from perfbot.thresholds import load_policy
+    from perfbot.deciding.thresholds import load_policy
+    from perfbot.measuring import sequential
+    from perfbot.measuring.sequential import PolicyRules, Stopping
 
     subject = _subject(project)
     noise = random.Random(1)
@@ -286,7 +286,7 @@ def test_a_case_whose_time_ran_out_gets_a_second_turn_after_the_others(gpu, proj
         return timings
 
     monkeypatch.setattr(sequential, "time_until_decided", watched)
-    settings = runner.RunSettings(samples=12)
+    settings = planning.RunSettings(samples=12)
     stopping = Stopping(
         sequential.first_look(12, 0.01), 4000, 0.1, PolicyRules(load_policy(project / "thresholds.yaml"), "H200")
     )
@@ -314,7 +314,7 @@ def test_a_case_whose_time_ran_out_gets_a_second_turn_after_the_others(gpu, proj
         "tiny/square, again",
         "tiny/square",
     ]
-    assert sum(steps for _, steps in progress) == runner.progress_steps([[1], [1]], settings, stopping)
+    assert sum(steps for _, steps in progress) == planning.progress_steps([[1], [1]], settings, stopping)
     for side in ("base", "head"):  # recorded in the suite's order, once each, every sample kept
         benches = measured[side].benchmarks
         assert [(b.case, b.kernel) for b in benches] == [
@@ -322,4 +322,4 @@ def test_a_case_whose_time_ran_out_gets_a_second_turn_after_the_others(gpu, proj
         ]
         rounds = {"odd": turns[2][2], "square": turns[3][2]}
         assert all(len(b.samples_ms) == rounds[b.case] for b in benches if b.kernel == "gemm")
-    assert measured["head"].settings.block_rounds == sequential.BLOCK_ROUNDS
+    assert measured["head"].settings.block_rounds == measure.BLOCK_ROUNDS

@@ -4,9 +4,9 @@ import random
 
 from click.testing import CliRunner
 
-from perfbot import selftest
 from perfbot.cli import perfbot
-from perfbot.thresholds import load_policy
+from perfbot.deciding.thresholds import load_policy
+from perfbot.measuring import selftest
 from tests.conftest import HAS_GPU, ROOT
 
 POLICY = load_policy(ROOT / "thresholds.yaml")
@@ -56,7 +56,7 @@ def test_cli_prints_the_table_writes_json_and_notes_a_missed_level(project, tmp_
     # The GPU cannot run here: the measuring half returns synthetic rounds.
     import json
 
-    from perfbot import runner
+    from perfbot.measuring import runner
 
     (project / "kernels" / "suites.yaml").write_text(
         "pr:\n  about: tiny\n  dtype: float32\n  kernels: [fused]\n  cases:\n    - {name: tiny, M: 4, K: 8, N: 8}\n"
@@ -136,7 +136,7 @@ def _measure_with_fake_gpu(monkeypatch, kernel_ms, levels, checks, noise=0.0, pl
     line, as on the H200). Returns the checks and the sleep cycles of the checks' captures."""
     import torch
 
-    from perfbot import measure
+    from perfbot.measuring import measure
 
     slept = []
     monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: slept.append(cycles))
@@ -224,7 +224,7 @@ def test_the_calibration_averages_over_where_captures_land(monkeypatch):
 def test_the_calibration_times_every_key_as_the_checks_do(monkeypatch):
     """The order moves what a sleep adds: the trials time the checks' keys in the checks' order,
     and put side by side what the checks put side by side (a 0.55 ms kernel: every pair)."""
-    from perfbot import measure
+    from perfbot.measuring import measure
 
     calls = []
     real = measure.time_rounds

@@ -1,4 +1,4 @@
-"""Sequential sampling (perfbot/sequential.py) with the interleaved rule of thresholds.yaml: the
+"""Sequential sampling (perfbot/measuring/sequential.py) with the interleaved rule of thresholds.yaml: the
 real loop over interleaved rounds, timed by a stand-in for the GPU that draws each sample from a
 known distribution. Pairs stop as soon as they are decided, the limits hold, and under a look
 every block of rounds an A/A fails at most 1% of the time while a 0.5% slowdown fails in at
@@ -10,11 +10,12 @@ import itertools
 import numpy as np
 import pytest
 
-from perfbot import sequential
-from perfbot.compare import BLOCK_ROUNDS, judge_paired
-from perfbot.sequential import Budget, PolicyRules, Stopping, pairs_of, time_until_decided
-from perfbot.subject import Case
-from perfbot.thresholds import load_policy
+from perfbot.deciding.compare import judge_paired
+from perfbot.deciding.thresholds import load_policy
+from perfbot.loading.subject import Case
+from perfbot.measuring import sequential
+from perfbot.measuring.measure import BLOCK_ROUNDS
+from perfbot.measuring.sequential import Budget, PolicyRules, Stopping, pairs_of, time_until_decided
 from tests.conftest import ROOT
 
 POLICY = load_policy(ROOT / "thresholds.yaml")
@@ -227,7 +228,7 @@ SIMULATIONS = 300
 
 @pytest.mark.parametrize("noise", [0.003, 0.01])
 def test_false_alarms_at_most_one_percent_and_half_percent_caught_in_95_under_repeated_looks(noise):
-    """The whole rule as the A/B applies it: blocks of compare.BLOCK_ROUNDS rounds, a look after
+    """The whole rule as the A/B applies it: blocks of measure.BLOCK_ROUNDS rounds, a look after
     every block from the 30th round on, up to 4000 rounds (`perfbot ab`'s default). An A/A fails
     in at most 1% of checks; a 0.5% slowdown in at least 95% (`undecided` counts checks that ran
     out of rounds: they do not fail). At 1% noise 2000 rounds were not enough: 85% caught, 15%
@@ -245,3 +246,43 @@ def test_false_alarms_at_most_one_percent_and_half_percent_caught_in_95_under_re
     )
     assert alarms / SIMULATIONS <= 0.01
     assert caught / SIMULATIONS >= 0.95
+
+
+def _production_first_look() -> int:
+    """The first look of `perfbot ab` as it runs by default: its --samples default, raised to the
+    whole blocks the policy's interleaved alpha needs (jobs/ab.py)."""
+    from perfbot.cli import perfbot
+
+    [samples] = [p.default for p in perfbot.commands["ab"].params if p.name == "samples"]
+    alpha = POLICY.rule_for("", "", "", "NVIDIA H200", {}, interleaved=True).alpha
+    return sequential.first_look(samples, alpha)
+
+
+def test_at_the_production_first_look_a_decided_pair_stops_at_that_round_not_a_block_later():
+    """The first look comes after exactly `first` rounds when `first` is a whole number of blocks
+    (as production's is): a pair decided by then is timed no further."""
+    first = _production_first_look()
+    assert first % BLOCK_ROUNDS == 0 and first >= sequential.fewest_units(0.99) * BLOCK_ROUNDS
+    keys = ["base:fused", "head:fused"]
+    timer = DrawnTimer({"head:fused": 1.05}, 0.002, np.random.default_rng(1))
+    stopping = Stopping(first=first, most=300, seconds=60, rules=RULES)
+    timings = time_until_decided(CASE, timer, keys, pairs_of(keys), stopping, float("inf"))
+    assert len(timings.rounds) == first == len(timings.samples["head:fused"])
+    assert stopping.decided(CASE, "fused", timings.samples["base:fused"], timings.samples["head:fused"])
+    assert not stopping.decided(CASE, "fused", timings.samples["base:fused"][:-1], timings.samples["head:fused"][:-1])
+
+
+def test_a_pair_decided_at_the_last_look_of_a_turn_is_not_sampled_again():
+    """A pair timed to the last round is open only if it is also undecided: a case whose pairs
+    were all decided at its last look does not come back for a second turn."""
+    keys = ["base:fused", "head:fused"]
+    first = _production_first_look()
+    timer = DrawnTimer({"head:fused": 1.05}, 0.002, np.random.default_rng(1))
+    stopping = Stopping(first=first, most=4000, seconds=60, rules=RULES)
+    timings = time_until_decided(CASE, timer, keys, pairs_of(keys), stopping, 0, clock=lambda: 0)
+    assert len(timings.samples["head:fused"]) == len(timings.rounds) < stopping.most  # timed to the last round
+    assert sequential.undecided(CASE, pairs_of(keys), timings, stopping) == {}
+    assert not sequential.still_open(CASE, pairs_of(keys), timings, stopping)
+    timer.timed.clear()
+    again = time_until_decided(CASE, timer, keys, pairs_of(keys), stopping, float("inf"), earlier=timings)
+    assert timer.timed == [] and again.samples == timings.samples

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from perfbot import stats
+from perfbot.deciding import stats
 
 LOOKS = range(10, 301, 5)  # a look after every five rounds, up to 300
 SIMULATIONS = 400

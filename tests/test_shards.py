@@ -1,4 +1,4 @@
-"""A run shared out across the GPUs of one host (perfbot/shards.py), on the CPU: real spawned
+"""A run shared out across the GPUs of one host (perfbot/measuring/shards.py), on the CPU: real spawned
 worker processes, one per (stand-in) GPU, each pinned with CUDA_VISIBLE_DEVICES and loading the
 real kernels (the fused one in Triton's interpreter); only the GPU's primitives are replaced
 (tests/fake_gpu.install_in_worker), with timings that show which GPU took them."""
@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import shards
 from perfbot.cli import perfbot
 from perfbot.errors import BadInput
-from perfbot.runner import RunSettings
-from perfbot.subject import load_subject
+from perfbot.loading.subject import load_subject
+from perfbot.measuring import shards
+from perfbot.measuring.planning import RunSettings
 from tests.conftest import ROOT
 from tests.fake_gpu import install_in_worker, install_selftest_in_worker
 
@@ -73,8 +73,8 @@ def test_a_plain_run_sharded_across_two_gpus_merges_in_order_and_names_each_gpu(
 
 
 def test_an_ab_sharded_keeps_both_sides_of_a_pair_on_one_gpu_and_stops_each_pair_when_decided(project, tmp_path):
-    from perfbot.sequential import PolicyRules, Stopping
-    from perfbot.thresholds import load_policy
+    from perfbot.deciding.thresholds import load_policy
+    from perfbot.measuring.sequential import PolicyRules, Stopping
 
     (project / "kernels" / "suites.yaml").write_text(SUITES)
     subject = load_subject(project / "kernels")
@@ -93,8 +93,8 @@ def test_an_ab_sharded_keeps_both_sides_of_a_pair_on_one_gpu_and_stops_each_pair
 
 
 def test_a_case_sharded_comes_back_for_its_second_turn_on_the_gpu_that_began_it(project, monkeypatch):
-    from perfbot.sequential import PolicyRules, Stopping, first_look
-    from perfbot.thresholds import load_policy
+    from perfbot.deciding.thresholds import load_policy
+    from perfbot.measuring.sequential import PolicyRules, Stopping, first_look
 
     (project / "kernels" / "suites.yaml").write_text(SUITES)
     subject = load_subject(project / "kernels")
@@ -127,8 +127,8 @@ def test_a_worker_that_dies_is_the_environments_failure_naming_its_gpu(project, 
 
 
 def test_stability_is_judged_per_gpu_never_across_two():
-    from perfbot.environment import stability_across
-    from perfbot.measure import Round
+    from perfbot.measuring.environment import stability_across
+    from perfbot.measuring.measure import Round
 
     steady_fast = [Round((), 1980)] * 3
     steady_slow = [Round(("sw_power_cap",), 1600)] * 2
@@ -149,8 +149,8 @@ def test_cli_refuses_more_gpus_than_visible_and_an_unknown_skipped_kernel(projec
 
 
 def test_a_selftest_shares_its_checks_out_across_gpus(project):
-    from perfbot import selftest
-    from perfbot.thresholds import load_policy
+    from perfbot.deciding.thresholds import load_policy
+    from perfbot.measuring import selftest
 
     (project / "kernels" / "suites.yaml").write_text(SUITES)
     policy = load_policy(project / "thresholds.yaml")
@@ -189,9 +189,9 @@ SHARDED_SCRIPT = """
 import sys
 sys.path.insert(0, {root!r})
 from pathlib import Path
-from perfbot import shards
-from perfbot.runner import RunSettings
-from perfbot.subject import load_subject
+from perfbot.measuring import shards
+from perfbot.measuring.planning import RunSettings
+from perfbot.loading.subject import load_subject
 from tests.fake_gpu import install_in_worker
 from tests.test_shards import TWO
 

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import bisect_outcome, results, steps_file
 from perfbot.cli import perfbot
+from perfbot.history import steps_file
+from perfbot.jobs import bisect_outcome
+from perfbot.records import results
 from tests import step_repo
 from tests.history_store import write_store
 

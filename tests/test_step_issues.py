@@ -12,13 +12,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import bisect_outcome, results, steps_file
-from perfbot.bisect_outcome import OutcomeFile, ProbeRecord
 from perfbot.cli import perfbot
 from perfbot.errors import BadInput
-from perfbot.github import ACTIONS_BOT, GitHub
-from perfbot.step_issues import BODY_LIMIT, marker
-from perfbot.steps_file import StepRecord
+from perfbot.history import steps_file
+from perfbot.history.steps_file import StepRecord
+from perfbot.jobs import bisect_outcome
+from perfbot.jobs.bisect_outcome import OutcomeFile, ProbeRecord
+from perfbot.jobs.step_issues import BODY_LIMIT, marker
+from perfbot.output.github import ACTIONS_BOT, GitHub
+from perfbot.records import results
 from tests.fake_github import FakeGitHub
 from tests.history_store import make_runs, write_store
 

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import results, steps, steps_file
 from perfbot.cli import perfbot
 from perfbot.errors import BadInput
+from perfbot.history import steps, steps_file
+from perfbot.records import results
 from tests.history_store import commit, make_runs, scaled, write_store
 
 RUNS, AT = 40, 24
@@ -65,7 +66,7 @@ def test_each_record_is_what_the_check_printed_for_its_step(tmp_path: Path):
 def test_the_id_is_the_series_and_the_stamp_of_the_steps_first_run(tmp_path: Path):
     directory = write_store(tmp_path / "store", make_runs(RUNS, step=0.03, at=AT, seed=11))
     check(directory, tmp_path / "steps.json")
-    from perfbot import history
+    from perfbot.history import series as history
 
     found = steps.find_all(history.read(directory))
     ids = {f.step_id for f in found if f.series.under_test}

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import results, store
 from perfbot.cli import perfbot
 from perfbot.errors import BadInput
+from perfbot.records import results, store
 from tests.helpers import make_results
 
 
@@ -37,8 +37,8 @@ def test_gpu_names_are_folded_alike_for_the_folder_and_the_comparison(tmp_path: 
     store.add(directory, make_results(seed=1))
     lower = make_results(seed=2, environment={"gpu_name": "nvidia  h200"})
     _path, baseline = store.latest(directory, lower.environment.gpu_name)
-    from perfbot.compare import compare
-    from perfbot.thresholds import load_policy
+    from perfbot.deciding.compare import compare
+    from perfbot.deciding.thresholds import load_policy
     from tests.conftest import ROOT
 
     assert compare(baseline, lower, load_policy(ROOT / "thresholds.yaml")).comparisons
@@ -193,7 +193,7 @@ def test_an_unwritable_store_or_output_is_an_environment_failure(tmp_path: Path)
 
 
 def test_cli_refuses_to_store_a_run_with_wrong_results(tmp_path: Path):
-    from perfbot.results import Failure
+    from perfbot.records.results import Failure
 
     broken = replace(make_results(seed=1), failures=[Failure("fused", {"M": 1}, "bfloat16", "wrong result")])
     path = _save(tmp_path, "broken.json", broken)

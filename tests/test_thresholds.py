@@ -5,8 +5,8 @@ import pytest
 from click.testing import CliRunner
 
 from perfbot.cli import perfbot
+from perfbot.deciding.thresholds import load_policy
 from perfbot.errors import BadInput
-from perfbot.thresholds import load_policy
 from tests.conftest import ROOT
 
 
@@ -164,7 +164,7 @@ def test_an_over_large_file_is_refused_unread(tmp_path: Path):
 
 
 def test_cli_bad_thresholds_exit_2(tmp_path: Path):
-    from perfbot import results
+    from perfbot.records import results
     from tests.helpers import make_results
 
     path = tmp_path / "r.json"
@@ -195,7 +195,7 @@ def test_an_override_by_time_applies_to_interleaved_short_kernels_only():
 
 def test_an_integer_too_long_for_python_is_refused_in_one_line(tmp_path: Path):
     """PyYAML's int() raises ValueError for an integer of over 4300 digits."""
-    from perfbot import results
+    from perfbot.records import results
     from tests.helpers import make_results
 
     run, path = tmp_path / "r.json", tmp_path / "thresholds.yaml"

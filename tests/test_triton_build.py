@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import triton_build
 from perfbot.cli import perfbot
 from perfbot.errors import BadInput, EnvironmentFailure
+from perfbot.measuring import triton_build
 
 SETUP = """
 import os, pathlib

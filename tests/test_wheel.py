@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from perfbot import results
+from perfbot.records import results
 from tests.conftest import HAS_GPU, ROOT
 from tests.fake_github import FakeGitHub
 from tests.helpers import make_results
@@ -138,7 +138,7 @@ def test_the_wheel_holds_every_subpackage_and_template_and_no_subject(wheel: Pat
     names = zipfile.ZipFile(wheel).namelist()
     sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "perfbot").rglob("*") if p.suffix in (".py", ".j2")}
     assert sources <= set(names), sorted(sources - set(names))
-    assert "perfbot/commands/run.py" in names and "perfbot/templates/comment.md.j2" in names
+    assert "perfbot/commands/run.py" in names and "perfbot/output/templates/comment.md.j2" in names
     assert not [n for n in names if n.startswith(("kernels/", "tests/", "scripts/"))]
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
     requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfbot import results, triton_build, worker
 from perfbot.cli import perfbot
+from perfbot.measuring import triton_build, worker
+from perfbot.records import results
 from tests.test_runner_cpu import _git, init_repo
 
 CPU_WORKER = (sys.executable, str(Path(__file__).parent / "cpu_worker.py"))
@@ -88,7 +89,7 @@ def test_the_same_speed_in_both_environments_passes(repo: Path, tmp_path: Path):
 
 
 def test_two_tritons_sharded_across_gpus_get_a_worker_per_side_on_each_gpu(repo: Path, tmp_path: Path, monkeypatch):
-    from perfbot import shards
+    from perfbot.measuring import shards
     from tests.test_shards import TWO
 
     monkeypatch.setattr(shards, "visible_gpus", lambda: TWO)
@@ -111,7 +112,7 @@ def test_two_tritons_sharded_across_gpus_get_a_worker_per_side_on_each_gpu(repo:
 
 
 def test_a_worker_dying_on_one_gpu_of_a_sharded_two_triton_ab_names_that_gpu(repo: Path, tmp_path: Path, monkeypatch):
-    from perfbot import shards
+    from perfbot.measuring import shards
     from tests.test_shards import TWO
 
     monkeypatch.setattr(shards, "visible_gpus", lambda: TWO)
@@ -252,23 +253,21 @@ def test_the_worker_answers_bad_requests_with_an_error_not_a_crash(repo: Path):
 def test_a_worker_draws_the_second_ab_afresh(gpu, project: Path, monkeypatch):
     # The confirming A/B comes with the next seed; a worker that kept the first A/B's sides would
     # repeat its inputs and placements.
-    import dataclasses
-
-    from perfbot import measure, runner
+    from perfbot.measuring import measure, planning
     from tests.test_runner_cpu import _subject
 
     monkeypatch.setattr(measure, "L2Flush", lambda: None)
     monkeypatch.setattr(measure, "time_once", lambda captured, flush: 1.0)
     subject = _subject(project)
-    (case,) = runner.single_cases([subject.suites["tiny"]])[:1]
+    (case,) = planning.single_cases([subject.suites["tiny"]])[:1]
     side = worker._Side(project / "kernels", "base")
     side.hello()
-    first = dataclasses.asdict(runner.RunSettings(samples=10))
+    first = planning.RunSettings(samples=10).to_wire()
     side.prepare(worker._suite_json(case), first)
     kept = side.local
     side.prepare(worker._suite_json(case), first)
     assert side.local is kept  # the same A/B, case after case
-    side.prepare(worker._suite_json(case), dataclasses.asdict(runner.RunSettings(samples=10, seed=1)))
+    side.prepare(worker._suite_json(case), planning.RunSettings(samples=10, seed=1).to_wire())
     assert side.local is not kept and side.local.settings.seed == 1
 
 
@@ -317,7 +316,7 @@ def test_a_worker_leaves_ctrl_c_to_its_coordinator(tmp_path: Path):
     import time
 
     process = subprocess.Popen(
-        [sys.executable, "-m", "perfbot.worker", "--kernels", str(tmp_path), "--side", "base"],
+        [sys.executable, "-m", "perfbot.measuring.worker", "--kernels", str(tmp_path), "--side", "base"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

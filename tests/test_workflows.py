@@ -274,7 +274,7 @@ def _gpu_labels(value: str | None, tmp_path: Path) -> tuple[int, str]:
     ],
 )
 def test_the_gpu_labels_are_checked_as_perfbot_checks_them(value, labels, tmp_path: Path):
-    from perfbot.report import GPU_LABEL
+    from perfbot.records.schema import GPU_LABEL
 
     rc, output = _gpu_labels(value, tmp_path)
     if labels is None:
@@ -300,9 +300,9 @@ def test_the_comment_step_posts_one_comment_with_a_section_per_gpu(tmp_path: Pat
     """The post step's own script, run as Actions runs it (bash -e), against the loopback GitHub:
     the labels come from the checked list, each section from its folder; a GPU with no report, or
     a symlink for one, could not measure; an artifact of a label not listed is ignored."""
-    from perfbot import comparison
-    from perfbot.compare import compare
-    from perfbot.thresholds import load_policy
+    from perfbot.deciding import comparison
+    from perfbot.deciding.compare import compare
+    from perfbot.deciding.thresholds import load_policy
     from tests.fake_github import FakeGitHub
 
     policy = load_policy(ROOT / "thresholds.yaml")
@@ -379,7 +379,7 @@ def test_a_gpu_whose_ab_stopped_gets_the_reason_in_its_section(tmp_path: Path):
 def test_the_store_step_stores_the_run_of_every_gpu_kind_in_one_push(tmp_path: Path):
     """The store job's own script: every main.json downloaded (one folder per artifact) goes into
     the store, each under its GPU, in one commit."""
-    from perfbot import results
+    from perfbot.records import results
 
     remote = tmp_path / "remote.git"
     _git("init", "--quiet", "--bare", str(remote))
@@ -449,7 +449,7 @@ def _git(*args: str, cwd: Path | None = None) -> str:
 
 @pytest.mark.parametrize("existing_branch", [False, True])
 def test_push_baseline_retries_after_losing_a_race(tmp_path: Path, existing_branch: bool):
-    from perfbot import results
+    from perfbot.records import results
 
     remote = tmp_path / "remote.git"
     _git("init", "--quiet", "--bare", str(remote))
@@ -502,7 +502,7 @@ def test_push_baseline_retries_after_losing_a_race(tmp_path: Path, existing_bran
 
 
 def test_push_baseline_fails_the_job_once_for_a_step_after_storing_the_run(tmp_path: Path):
-    from perfbot import results
+    from perfbot.records import results
     from tests.history_store import make_runs, write_store
 
     runs = make_runs(42, step=0.03, at=24, seed=3)
@@ -552,7 +552,9 @@ def test_push_baseline_fails_the_job_once_for_a_step_after_storing_the_run(tmp_p
 
 
 def test_push_baseline_keeps_the_acknowledged_steps_and_reports_none_of_them(tmp_path: Path):
-    from perfbot import acknowledgements, history, results, steps
+    from perfbot.history import acknowledgements, steps
+    from perfbot.history import series as history
+    from perfbot.records import results
     from tests.history_store import make_runs, write_store
 
     runs = make_runs(41, step=0.03, at=24, seed=3)
@@ -598,7 +600,7 @@ def test_push_baseline_keeps_the_acknowledged_steps_and_reports_none_of_them(tmp
 def test_push_baseline_authenticates_over_http_without_the_token_on_a_command_line(tmp_path: Path):
     """Against a real git smart-HTTP server that demands the token; every git process the
     script starts is logged with its arguments by a shim, as `ps` would show them."""
-    from perfbot import results
+    from perfbot.records import results
 
     token = "ghs_baselineTOKEN0123456789"
     (tmp_path / "repos").mkdir()
@@ -730,13 +732,23 @@ def test_the_example_project_installs_as_its_one_package(tmp_path: Path):
     assert (target / "rmsnorm" / "suites.yaml").is_file() and not (target / "results").exists()
 
 
+def _job_checkout(work: Path) -> Path:
+    """A job's working folder whose `.venv/bin/perfbot` (what gpu-setup installs) runs this
+    checkout's perfbot with this interpreter, wherever the tests' own environment lives."""
+    script = work / ".venv" / "bin" / "perfbot"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(f'#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m perfbot "$@"\n')
+    script.chmod(0o755)
+    return work
+
+
 def _post_step(
     home: Path, api: str, token: str, sha: str, labels: str, reports: Path, run: int, app_slug: str = ""
 ) -> subprocess.CompletedProcess:
     """The comment job's post step, run as Actions runs it, for PR 7 of octo/perfbot whose check failed."""
     return subprocess.run(
         ["bash", "-e", "-c", _run_step("gpu-check.yml", "comment", "Post the comment and set the status")],
-        cwd=ROOT,
+        cwd=_job_checkout(home / "work"),
         env={
             "APP_SLUG": app_slug,
             "PATH": os.environ["PATH"],
@@ -837,7 +849,8 @@ def test_a_new_slowdown_on_main_is_bisected_and_gets_one_issue_per_step(tmp_path
     repository whose commit 24 makes the fused kernel 3% slower (or, where the step does not
     reproduce, no commit does), a store that measured every commit, and the loopback GitHub.
     Only `perfbot sample` (the GPU) is faked. A re-run of the issue job opens nothing more."""
-    from perfbot import results, steps_file
+    from perfbot.history import steps_file
+    from perfbot.records import results
     from tests import step_repo
     from tests.fake_github import FakeGitHub
     from tests.history_store import write_store
@@ -1103,13 +1116,9 @@ def test_a_maintainer_check_that_github_cannot_answer_fails(tmp_path: Path):
 
 def _verify_step(fake, tmp_path: Path, by_a_maintainer: str, sha: str) -> subprocess.CompletedProcess:
     """The check job's verify step, as Actions runs it, with this checkout's perfbot as .venv's."""
-    work = tmp_path / "work"
-    (work / ".venv" / "bin").mkdir(parents=True, exist_ok=True)
-    if not (work / ".venv" / "bin" / "perfbot").exists():
-        (work / ".venv" / "bin" / "perfbot").symlink_to(BIN / "perfbot")
     return subprocess.run(
         ["bash", "-e", "-c", _run_step("gpu-check.yml", "check", "Check that the commit is the pull request's head")],
-        cwd=work,
+        cwd=_job_checkout(tmp_path / "work"),
         env={
             "PATH": os.environ["PATH"],
             "PYTHONPATH": str(ROOT),
@@ -1312,9 +1321,9 @@ def test_the_comment_job_posts_as_the_github_app_where_one_is_set():
 def test_the_post_step_edits_the_apps_own_comment(tmp_path: Path):
     """An App's token cannot read GET /user: the post step names the App's login (APP_SLUG[bot]),
     so a second report edits the App's comment instead of adding one; the status is the App's."""
-    from perfbot import comparison
-    from perfbot.compare import compare
-    from perfbot.thresholds import load_policy
+    from perfbot.deciding import comparison
+    from perfbot.deciding.compare import compare
+    from perfbot.deciding.thresholds import load_policy
     from tests.fake_github import FakeGitHub, Identity
 
     reports = tmp_path / "reports" / "perfbot-report-a100"

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .. import results as results_file
 from ..errors import EXIT_REGRESSION, BadInput, PerfbotError
 from ..files import check_output, write_atomic
+from ..records import results as results_file
 from .context import (
     FiniteRange,
     chosen,
@@ -29,10 +29,10 @@ from .context import (
 )
 
 if TYPE_CHECKING:
-    from ..ab import Prepared
-    from ..runner import RunSettings
-    from ..subject import Loaded, Suite
-    from ..thresholds import Policy
+    from ..deciding.thresholds import Policy
+    from ..jobs.ab import Prepared
+    from ..loading.subject import Loaded, Suite
+    from ..measuring.planning import RunSettings
 
 _OUTPUTS = ("base.json", "head.json", "comparison.json", "comment.md")
 # Where an A/B that stopped before its verdict says why, in the line it printed: the PR check's
@@ -163,7 +163,7 @@ def ab_command(
         perfbot ab origin/main my-branch --merge --dry-run
         perfbot ab "$BASE_SHA" "$HEAD_SHA" --triton-source https://github.com/triton-lang/triton.git
     """
-    from .. import ab
+    from ..jobs import ab
 
     config = project_config(project)
     running = load_kernels(config, None)
@@ -228,8 +228,8 @@ def _error_kept(path: Path) -> Iterator[None]:
 
 def _planned_text(ready: Prepared, tritons: str, base_rev: str, head_rev: str | None, policy: Policy) -> str:
     """What `perfbot ab --dry-run` prints: what the run would measure, and from which files."""
-    from .. import declarations
-    from ..runner import plan
+    from ..loading import declarations
+    from ..measuring.planning import plan
 
     base_sha, head_sha = ready.trees["base"][1], ready.trees["head"][1]
     head = (

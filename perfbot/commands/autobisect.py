@@ -48,7 +48,8 @@ def bisect_steps_command(steps_path: Path, runner: str, out_dir: Path) -> None:
     \b
         PATH="$PWD/.venv/bin:$PATH" perfbot history bisect-steps --steps steps.json --runner h200 --out bisect
     """
-    from .. import step_bisect, steps_file
+    from ..history import steps_file
+    from ..jobs import step_bisect
 
     chosen = step_bisect.chosen(steps_file.load(steps_path), runner)
     if not chosen:
@@ -104,7 +105,8 @@ def open_issues_command(
     \b
         perfbot history open-issues --steps steps.json --outcomes bisect --repo octo/perfbot
     """
-    from .. import step_issues, steps_file
+    from ..history import steps_file
+    from ..jobs import step_issues
 
     if run_url is not None and not re.fullmatch(r"https?://[^\s\"'<>()\[\]]+", run_url):
         raise BadInput(f"--run-url {run_url!r}: give the workflow run's http(s) address")
@@ -131,7 +133,7 @@ def open_issues_command(
             continue
         planned.append(step_issues.issue(step, outcome, run_url))
     if planned:
-        from ..github import GitHub  # github3 is needed here only
+        from ..output.github import GitHub  # github3 is needed here only
 
         try:
             client = GitHub.from_environment()

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import click
 
-from .. import triton_build
 from ..errors import BadInput, EnvironmentFailure
 from ..files import check_output, write_atomic
-from ..report import bisect_markdown, bisect_table
-from ..schema import MAX_SAMPLES
+from ..measuring import triton_build
+from ..output.report import bisect_markdown, bisect_table
+from ..records.schema import MAX_SAMPLES
 from .context import FiniteRange, console, project_config, project_option
 
 
@@ -90,7 +90,7 @@ from .context import FiniteRange, console, project_config, project_option
     "outcome_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Also write what the bisect concluded here, as JSON for a program (format 1, perfbot/bisect_outcome.py): "
+    help="Also write what the bisect concluded here, as JSON for a program (format 1, perfbot/jobs/bisect_outcome.py): "
     "culprit, no-culprit (unbuildable commits hide it), not-reproduced (bad is not slower than good) or failed, "
     "with every probe. Written however the bisect ends; the exit code is the same.",
 )
@@ -159,8 +159,8 @@ def bisect_command(
         perfbot bisect --repo . --good v1 --bad main --build "make" --measure "./bench --ms"
         perfbot bisect --repo . --good v1 --bad main --measure "./bench --ms" --outcome outcome.json
     """
-    from .. import bisect_outcome
-    from ..bisect import CommandProber, Probe, Prober, TritonProber, bisect
+    from ..jobs import bisect_outcome
+    from ..jobs.bisect import CommandProber, Probe, Prober, TritonProber, bisect
 
     for output in (report_path, outcome_path):  # refused before a commit is built
         if output is not None:

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import EXIT_REGRESSION
-from ..guard import CALL_LIMIT_S
+from ..loading.guard import CALL_LIMIT_S
 from .context import (
     FiniteRange,
     choice_options,
@@ -72,7 +72,7 @@ def check_command(
         perfbot check --suite pr --variant NAME=VALUE --device cuda
         perfbot check --time-limit 1800      # a subject whose calls take long in the interpreter
     """
-    from ..checking import check, choose_device
+    from ..measuring.checking import check, choose_device
 
     chosen_device = choose_device(device)  # before the subject's Triton kernels are defined
     subject = load_kernels(project_config(project), kernels, time_limit)

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import click
 
-from .. import results as results_file
-from .. import store as baseline_store
-from ..compare import compare
+from ..deciding.compare import compare
+from ..deciding.thresholds import load_policy
 from ..errors import EXIT_REGRESSION, BadInput
-from ..export import to_pytest_benchmark
 from ..files import check_output, write_atomic
-from ..thresholds import load_policy
+from ..records import results as results_file
+from ..records import store as baseline_store
+from ..records.export import to_pytest_benchmark
 from .context import check_outputs, emit, project_config, project_option, thresholds_option
 
 

@@ -13,18 +13,18 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .. import comparison as comparison_file
-from ..compare import Report
 from ..config import ProjectConfig, find_project_root, load_project_config
+from ..deciding import comparison as comparison_file
+from ..deciding.compare import Report
+from ..deciding.thresholds import Policy, load_policy
 from ..errors import BadInput, EnvironmentFailure, listed
 from ..files import check_output, write_all
-from ..report import comment_markdown, compare_table
-from ..schema import MAX_SAMPLES
-from ..thresholds import Policy, load_policy
+from ..output.report import comment_markdown, compare_table
+from ..records.schema import MAX_SAMPLES
 
 if TYPE_CHECKING:
-    from ..runner import RunSettings
-    from ..subject import Loaded, Suite
+    from ..loading.subject import Loaded, Suite
+    from ..measuring.planning import RunSettings
 
 # Every number an option takes has a range, so that a huge or odd one is refused as a bad argument
 # (exit 2) rather than met deep inside (a seed past 2^64 is torch's error).
@@ -169,7 +169,7 @@ def gpu_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def chosen_gpus(count: int | None, mixed: bool) -> list[Any]:
     """The GPUs to shard across (shards.Gpu); one or none: measure in this process."""
-    from ..shards import choose, visible_gpus
+    from ..measuring.shards import choose, visible_gpus
 
     visible = visible_gpus()
     if not visible and count in (None, 1):
@@ -182,7 +182,7 @@ def chosen(
 ) -> list[Suite]:
     """The suites named, cut down to the cases named. None named: the pull-request suite where
     there is one (a quick run by hand), else, or with `every_suite` (the A/B), every suite."""
-    from ..subject import restrict, without_repeats
+    from ..loading.subject import restrict, without_repeats
 
     if suite_names == ("all",) and "all" not in subject.suites:
         suite_names = tuple(subject.suites)
@@ -224,7 +224,7 @@ def run_settings(
     kernel_names: tuple[str, ...],
     skipped_kernels: tuple[str, ...] = (),
 ) -> RunSettings:
-    from ..runner import RunSettings, chosen_variants
+    from ..measuring.planning import RunSettings, chosen_variants
 
     return RunSettings(
         samples=samples,
@@ -252,7 +252,7 @@ def project_policy(config: ProjectConfig, thresholds_path: Path | None) -> Polic
 
 def load_kernels(config: ProjectConfig, kernels: Path | None, limit: float | None = None) -> Loaded:
     """The subject, its import limited to `limit` seconds (by default guard.IMPORT_LIMIT_S)."""
-    from ..subject import load_subject
+    from ..loading.subject import load_subject
 
     return load_subject(kernels if kernels is not None else config.kernels_dir, limit=limit)
 

@@ -9,9 +9,8 @@ import click
 
 from ..errors import BadInput, PerfbotError
 from ..files import read_text
-from ..report import (
+from ..output.report import (
     GITHUB_COMMENT_LIMIT,
-    GPU_LABEL,
     MARKER,
     GpuReport,
     comment_markdown,
@@ -19,6 +18,7 @@ from ..report import (
     gpu_comment_markdown,
     gpu_headline,
 )
+from ..records.schema import GPU_LABEL
 from .ab import ERROR_FILE
 
 
@@ -120,7 +120,7 @@ def comment_command(
         raise click.UsageError("--status needs --sha, the commit to set it on")
     if sha is not None and not re.fullmatch(r"[0-9a-f]{40}", sha):
         raise click.BadParameter(f"must be a full 40-hex-digit commit SHA, got {sha!r}", param_hint="--sha")
-    from ..github import GitHub  # github3 is needed here only
+    from ..output.github import GitHub  # github3 is needed here only
 
     if sections:
         reports = [_gpu_report(label, path) for label, path in sections]
@@ -184,7 +184,7 @@ def verify_head_command(repo: str, pr: int, sha: str, same_repository: bool) -> 
     """
     if not re.fullmatch(r"[0-9a-f]{40}", sha):
         raise click.BadParameter(f"must be a full 40-hex-digit commit SHA, got {sha!r}", param_hint="--sha")
-    from ..github import GitHub
+    from ..output.github import GitHub
 
     standing = GitHub.from_environment().check_head(repo, pr, sha)
     if standing.standing != "current":
@@ -216,7 +216,7 @@ def _headline(body: str) -> str:
 
 
 def _rendered(path: Path) -> str:
-    from .. import comparison
+    from ..deciding import comparison
 
     # Room for the commit line and a stale note below GitHub's limit.
     return comment_markdown(comparison.load(path), GITHUB_COMMENT_LIMIT - 400)
@@ -230,7 +230,7 @@ _ERROR_BYTES = 1024
 def _gpu_report(label: str, path: Path) -> GpuReport:
     """One GPU's section: its comparison file, or why it has none. A symlink is not followed: in
     the PR check, the file comes from a job that ran the pull request's code."""
-    from .. import comparison
+    from ..deciding import comparison
 
     if path.is_symlink() or not path.exists():
         said = _error_line(path.with_name(ERROR_FILE))

@@ -62,7 +62,7 @@ def _runner_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str,
     "steps_json",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="With --check: also write the new steps here, as JSON records (format 1, perfbot/steps_file.py): "
+    help="With --check: also write the new steps here, as JSON records (format 1, perfbot/history/steps_file.py): "
     "each with its id, benchmark, change, runs, commits, whether it fails, the bisect command as a list of "
     "words, and the lines printed for it. Written whether or not there is a step.",
 )
@@ -115,7 +115,9 @@ def history_command(
         perfbot history --store .perfbot/store --check
         perfbot history --store .perfbot/store --check --steps-json steps.json --runner h200=h200/main.json
     """
-    from .. import history, site, steps, steps_file
+    from ..history import series as history
+    from ..history import steps, steps_file
+    from ..output import site
 
     if context.invoked_subcommand is not None:
         given = [p.opts[0] for p in context.command.params if context.params[p.name] not in (None, False, ())]

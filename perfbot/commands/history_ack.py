@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from ..errors import BadInput
-from ..schema import MAX_NAME, clean
+from ..records.schema import MAX_NAME, clean
 
 
 @click.command("ack")
@@ -50,7 +50,8 @@ def ack_command(store_dir: Path, step: str, reason: str, by: str | None) -> None
         perfbot history ack --store .perfbot/store --step 3f2a9c0d1e2b4a5f@20261130T051500.000000Z \\
             --reason 'the new epilogue trades 3% here for 10% on decode shapes (#123)'
     """
-    from .. import acknowledgements, history, steps
+    from ..history import acknowledgements, steps
+    from ..history import series as history
 
     identity, stored = acknowledgements.parse_step_id(step)
     text = acknowledgements.check_reason(reason)

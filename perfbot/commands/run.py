@@ -9,11 +9,11 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from .. import results as results_file
 from ..errors import EXIT_REGRESSION, WrongResult, listed
 from ..files import check_output
-from ..report import case_markdown, failures_table, run_markdown, run_table
-from ..schema import MAX_SAMPLES
+from ..output.report import case_markdown, failures_table, run_markdown, run_table
+from ..records import results as results_file
+from ..records.schema import MAX_SAMPLES
 from .context import (
     chosen,
     chosen_gpus,
@@ -71,8 +71,9 @@ def run_command(
         perfbot run --suite NAME --case CASE --kernel NAME --variant NAME=all --samples 100
         perfbot run --suite a100 --suite models --gpus 2 --out all.json
     """
-    from ..runner import plan, progress_steps, run
-    from ..shards import Job, measure_sharded
+    from ..measuring.planning import plan, progress_steps
+    from ..measuring.runner import run
+    from ..measuring.shards import Job, measure_sharded
 
     subject = load_kernels(project_config(project), kernels)
     suites = chosen(subject, suite_names, case_names)
@@ -146,7 +147,7 @@ def env_command(as_json: bool) -> None:
 
         perfbot env --json
     """
-    from ..environment import collect_environment
+    from ..measuring.environment import collect_environment
 
     record = asdict(collect_environment())
     if as_json:
@@ -232,7 +233,8 @@ def sample_command(
 
         perfbot sample --suite pr --case CASE --kernel NAME --variant NAME=VALUE
     """
-    from ..runner import RunSettings, chosen_variants, run
+    from ..measuring.planning import RunSettings, chosen_variants
+    from ..measuring.runner import run
 
     subject = load_kernels(project_config(project), kernels)
     kernel = kernel or own_implementation(subject)

@@ -10,7 +10,7 @@ import click
 from rich.markup import escape
 
 from ..files import check_output, write_atomic
-from ..schema import MAX_SAMPLES
+from ..records.schema import MAX_SAMPLES
 from .context import (
     FiniteRange,
     chosen_gpus,
@@ -27,7 +27,7 @@ from .context import (
 )
 
 if TYPE_CHECKING:
-    from ..interference import Interference  # imports torch: only when measuring
+    from ..measuring.interference import Interference  # imports torch: only when measuring
 
 
 @click.command("selftest")
@@ -124,8 +124,8 @@ def selftest_command(
     """
     from rich.table import Table
 
-    from .. import interference, selftest
-    from ..shards import on_each_gpu
+    from ..measuring import interference, selftest
+    from ..measuring.shards import on_each_gpu
 
     try:
         parsed = tuple(float(v) for v in levels.split(","))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .. import triton_build
+from ..measuring import triton_build
 from .context import project_config, project_option
 
 

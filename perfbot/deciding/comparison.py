@@ -1,0 +1,271 @@
+"""The comparison file (comparison.json): a comparison's verdicts as data, from which the PR
+comment, the job summary and the terminal table are rendered. The job that posts the PR
+comment reads only this file, validated like any other input, and renders the comment itself:
+no text a measured pull request could have written reaches the comment unescaped.
+
+Format versions:
+  1 -- (written by perfbot before 2026-12; never read) headline, comparisons with their
+       numbers and verdicts, added, removed, failures, environment differences.
+  2 -- {"format": 2, "interleaved", "geomean_ratio", "confidence", "policy", "comparisons":
+       [Row], "added": [Identity], "removed": [Identity], "failures": [Failed],
+       "environment_differences": [Difference], "environments": {"baseline": {...},
+       "current": {...}}, "notes": [str], "trend": str | null, "policy_change": [str],
+       "headline": str, "fails": bool}. The last two are written for readers of the file and
+       recomputed from the rows when perfbot reads it; other unknown keys are ignored.
+  3 -- as 2, each Row's ratio to one fixed baseline replaced by "fastest_baseline" (the fastest baseline
+       on the case, by name) and "vs_fastest_baseline" (its time over the row's), and "gbps" beside
+       "tflops". Format 2 is
+       not read: the file lives within one workflow run, written and read by one perfbot.
+       Later, within format 3: each Row's "samples" (rounds or samples per side it was judged on);
+       "declaration_changes" ([str]) and "missing" ([Failed]: benchmarks the base's subject
+       plans that the head cannot run, failing);
+       "merge" (null, or the base's tip, the head and the merge commit of `perfbot ab --merge`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, with_config
+
+from ..records.results import Benchmark, Failure, Label, Merge, Shape, Variant, variant_name
+from ..records.results import Environment as EnvironmentRecord
+from ..records.schema import MAX_ITEMS, MAX_JSON_BYTES, Finite, Name, Text, _bounded, load_json
+from .compare import VERDICTS, Comparison, Report
+
+FORMAT: Final = 3
+# The environment fields a comparison shows side by side.
+ENVIRONMENT_KEYS = ("gpu_name", "gpu_sm_count", "driver", "cuda", "torch", "triton", "triton_commit", "kernels_commit")
+_STRICT = ConfigDict(strict=True, extra="forbid")
+Verdict = Literal["regression", "improvement", "unchanged", "inconclusive"]
+Notes = Annotated[list[Text], Field(max_length=MAX_ITEMS)]
+
+
+@with_config(_STRICT)
+@dataclass(frozen=True)
+class Identity:
+    kernel: Name
+    shape: Shape
+    dtype: Name
+    suite: Label = ""
+    case: Label = ""
+    variant: Variant = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, bench: Benchmark | Failure) -> Identity:
+        return cls(bench.kernel, bench.shape, bench.dtype, bench.suite, bench.case, bench.variant)
+
+
+@with_config(_STRICT)
+@dataclass(frozen=True)
+class Row:
+    """One benchmark compared."""
+
+    benchmark: Identity
+    baseline_median_ms: Finite
+    current_median_ms: Finite
+    change_percent: Finite
+    verdict: Verdict
+    fails: bool
+    reason: Text
+    fail_percent: Finite
+    ci: tuple[Finite, Finite] | None = None
+    p_value: Finite | None = None
+    q_value: Finite | None = None
+    config_change: Text | None = None
+    tflops: Finite | None = None
+    gbps: Finite | None = None  # shown where there are no flops (a memory-bound subject)
+    fastest_baseline: Name | None = None  # the fastest baseline on the case (rows of the subject's own)
+    vs_fastest_baseline: Finite | None = None  # its time over this benchmark's: above 1, this one is faster
+    samples: int | None = None  # rounds (paired) or samples per side it was judged on: the fewer of the two
+
+
+@with_config(_STRICT)
+@dataclass(frozen=True)
+class Failed:
+    benchmark: Identity
+    reason: Text
+
+
+@with_config(_STRICT)
+@dataclass(frozen=True)
+class Difference:
+    field: Name
+    baseline: Text | int | Finite | bool | None
+    current: Text | int | Finite | bool | None
+
+
+Environment = Annotated[dict[Name, Any], AfterValidator(_bounded)]
+
+
+@with_config(ConfigDict(strict=True, extra="ignore"))
+@dataclass(frozen=True)
+class Summary:
+    """Everything a report of one comparison shows."""
+
+    format: Literal[3]
+    interleaved: bool
+    geomean_ratio: Finite | None
+    confidence: Finite
+    policy: Text  # the policy file's name
+    comparisons: Annotated[list[Row], Field(max_length=MAX_ITEMS)]
+    added: Annotated[list[Identity], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
+    removed: Annotated[list[Identity], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
+    failures: Annotated[list[Failed], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
+    environment_differences: Annotated[list[Difference], Field(max_length=64)] = field(default_factory=list)
+    environments: dict[Literal["baseline", "current"], Environment] = field(default_factory=dict)
+    notes: Notes = field(default_factory=list)
+    trend: Text | None = None
+    policy_change: Notes = field(default_factory=list)
+    declaration_changes: Notes = field(default_factory=list)
+    # What the base's suites time and the head cannot run (an A/B; declarations.py): failing.
+    missing: Annotated[list[Failed], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
+    merge: Merge | None = None  # what the current side was: the head merged into the baseline's commit
+
+    @property
+    def fails(self) -> bool:
+        return bool(self.failures) or bool(self.missing) or any(row.fails for row in self.comparisons)
+
+    def count(self, verdict: str) -> int:
+        return sum(row.verdict == verdict for row in self.comparisons)
+
+    @property
+    def headline(self) -> str:
+        """The one-line verdict a reader sees first."""
+        failing = [row for row in self.comparisons if row.fails]
+        if self.missing:
+            lead = f"❌ {len(self.missing)} benchmark(s) the base judges missing on the head"
+        elif self.failures:
+            lead = f"❌ {len(self.failures)} wrong result(s)"
+        elif failing:
+            worst = max(failing, key=lambda row: row.change_percent)
+            lead = (
+                f"❌ {len(failing)} significant slowdown(s) beyond the threshold (worst {worst.change_percent:+.1f}%)"
+            )
+        elif self.count("regression"):  # under the fail threshold, or not confirmed by a second A/B
+            lead = f"⚠️ {self.count('regression')} significant slowdown(s) that do not fail the check"
+        elif self.count("inconclusive"):
+            lead = f"❔ no significant slowdown; {self.count('inconclusive')} inconclusive"
+        else:
+            lead = "✅ no significant slowdown"
+        counts = ", ".join(f"{self.count(v)} {v}" for v in VERDICTS if self.count(v))
+        geomean = f"; geometric mean ratio {self.geomean_ratio:.3f}" if self.geomean_ratio else ""
+        return f"{lead} — {counts or 'nothing compared'}{geomean}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "headline": self.headline, "fails": self.fails}
+
+
+_SUMMARY = TypeAdapter(Summary)
+
+
+def summarize(report: Report) -> Summary:
+    """The data of a report, as the comparison file holds it."""
+    first = report.comparisons[0].estimate if report.comparisons else None
+    environments: dict[Literal["baseline", "current"], dict[str, Any]] = {
+        "baseline": {k: getattr(report.baseline_environment, k) for k in ENVIRONMENT_KEYS},
+        "current": {k: getattr(report.current_environment, k) for k in ENVIRONMENT_KEYS},
+    }
+    return Summary(
+        format=FORMAT,
+        interleaved=report.interleaved,
+        geomean_ratio=report.geomean_ratio,
+        confidence=first.confidence if first else 0.95,
+        policy=Path(report.policy_source).name,
+        comparisons=[_row(c) for c in report.comparisons],
+        added=[Identity.of(b) for b in report.added],
+        removed=[Identity.of(b) for b in report.removed],
+        failures=[Failed(Identity.of(f), f.reason) for f in report.failures],
+        environment_differences=[Difference(d.field, d.baseline, d.current) for d in report.differences],
+        environments=environments,
+        notes=_notes(report),
+        trend=report.trend,
+        policy_change=list(report.policy_change),
+        declaration_changes=list(report.declaration_changes),
+        missing=[Failed(Identity.of(f), f.reason) for f in report.missing],
+        merge=report.merge,
+    )
+
+
+def _row(c: Comparison) -> Row:
+    return Row(
+        benchmark=Identity.of(c.current),
+        baseline_median_ms=c.baseline.median_ms,
+        current_median_ms=c.current.median_ms,
+        change_percent=c.change_percent,
+        verdict=c.verdict,  # type: ignore[arg-type]
+        fails=c.fails,
+        reason=c.reason,
+        fail_percent=c.rule.fail_percent,
+        # A confidence sequence is unbounded until enough blocks are in (JSON holds no infinity).
+        ci=(c.estimate.low, c.estimate.high) if c.estimate and math.isfinite(c.estimate.high) else None,
+        p_value=c.p_value,
+        q_value=c.q_value,
+        config_change=c.config_change,
+        tflops=c.current.tflops if c.current.flops else None,
+        gbps=c.current.gbps if c.current.bytes else None,
+        fastest_baseline=c.fastest_baseline[0] if c.fastest_baseline else None,
+        vs_fastest_baseline=c.fastest_baseline[1] if c.fastest_baseline else None,
+        samples=min(len(c.current.samples_ms), len(c.baseline.samples_ms)),
+    )
+
+
+def _notes(report: Report) -> list[str]:
+    notes = []
+    for c in report.comparisons:
+        name = label(Identity.of(c.current))
+        if c.config_change:
+            notes.append(
+                f"{name}: kernel config changed ({c.config_change}) — a likely cause of any change in its time"
+            )
+        if c.verdict in ("regression", "inconclusive"):
+            notes.append(f"{name}: {c.reason}")
+    for d in report.differences:
+        notes.append(f"environment differs: {d.field} {d.baseline} → {d.current}")
+    if report.skipped_kernels:
+        notes.append(
+            f"not measured here: {', '.join(report.skipped_kernels)} (too slow to set up for every pull request); "
+            "the baseline job on main measures it"
+        )
+    if report.gpus:
+        notes.append(f"cases shared out across GPUs {'; '.join(report.gpus)}; both sides of a row on one GPU")
+    sides: tuple[tuple[str, EnvironmentRecord], ...] = (
+        ("baseline", report.baseline_environment),
+        ("current", report.current_environment),
+    )
+    for side, environment in sides:
+        if environment.clock_drift:
+            notes.append(f"{side} run: clocks drifted — {environment.clock_drift}")
+        if environment.throttled_rounds:
+            notes.append(
+                f"{side} run: {environment.throttled_rounds} timing round(s) while NVML reported "
+                f"throttling ({', '.join(environment.throttle_reasons)}); those samples are flagged in "
+                "the results"
+            )
+    return notes
+
+
+def label(benchmark: Identity) -> str:
+    """`kernel[variant] · suite/case · shape dtype`, as plain text (renderers escape it)."""
+    where = f"{benchmark.suite}/{benchmark.case} · " if benchmark.suite else ""
+    return (
+        f"{variant_name(benchmark.kernel, benchmark.variant)} · {where}{shape_text(benchmark.shape)} {benchmark.dtype}"
+    )
+
+
+def shape_text(shape: dict[str, int]) -> str:
+    """A case's parameters as "M=8192 K=2048 N=5120", in the order the suite gives them."""
+    return " ".join(f"{k}={v}" for k, v in shape.items())
+
+
+def to_text(summary: Summary) -> str:
+    return json.dumps(summary.to_json(), indent=1, allow_nan=False) + "\n"
+
+
+def load(path: Path) -> Summary:
+    """Read and validate a comparison file (schema.py's limits)."""
+    return load_json(path, "comparison file", _SUMMARY, MAX_JSON_BYTES)

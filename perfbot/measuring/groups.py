@@ -1,0 +1,273 @@
+"""A case's benchmarks checked, captured and checked again: each planned implementation run
+once on fresh inputs and compared with the trusted result, the right ones captured as CUDA
+graphs, and once timed, the last replay's output checked before it becomes a record."""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..errors import BadInput, EnvironmentFailure
+from ..loading import guard
+from ..loading.subject import Subject
+from ..records.results import Benchmark, Failure, variant_name
+from ..records.schema import clean, shown
+from . import correctness, measure
+from .planning import Planned, RunSettings
+
+
+@dataclass
+class _Ready:
+    planned: Planned
+    call: Callable[[], Any]
+    expected: Any
+    check: correctness.Check
+    config: dict[str, Any] | None
+
+
+def describe(subject: Subject) -> dict[str, Any]:
+    """What results record of the subject: its name, its tolerance, which implementations are its
+    own and which are bounds (the others are baselines)."""
+    return {
+        "subject": subject.name,
+        "error_bounds": dict(subject.tolerance),
+        "under_test": [name for name, impl in subject.implementations.items() if impl.under_test],
+        "bounds": [name for name, impl in subject.implementations.items() if impl.bound],
+    }
+
+
+def check_group(
+    group: list[Planned], generator: torch.Generator, subject: Subject, limit: float | None = None
+) -> tuple[list[_Ready], list[tuple[str, Failure]]]:
+    """Run every planned implementation of one case once, on fresh inputs, and compare its output
+    with the trusted result: the ones that are right, and a failure for each that is not (or raised).
+    Each call into the subject's code may take `limit` seconds at most, if given (guard.py)."""
+    case = group[0].case
+    label = f"case {case.suite}/{case.name}"
+    made = _subjects_own(f"inputs({label})", subject, functools.partial(subject.inputs, case, generator), limit)
+    if not isinstance(made, tuple | list):
+        raise BadInput(f"subject {subject.name!r}: inputs({label}) returned a {type(made).__name__}, not a tuple")
+    inputs = tuple(made)
+    references: dict[tuple[int, tuple[tuple[str, str], ...]], Any] = {}
+    bound = subject.tolerance[case.dtype]
+    ready, failures = [], []
+    for planned in group:
+        impl = planned.impl
+        reference = impl.reference or subject.reference
+        key = (id(reference), planned.values)
+        values = dict(planned.values)
+        if key not in references:
+            what = f"{impl.name}'s own reference ({label})" if impl.reference else f"the reference ({label})"
+            expected, untrusted = _subjects_own(
+                what, subject, functools.partial(_trusted, reference, inputs, values), limit
+            )
+            if untrusted:
+                raise BadInput(f"subject {subject.name!r}: {what} {untrusted}: no result can be checked against it")
+            references[key] = expected
+        name = f"subject {subject.name!r}: implementation {variant_name(planned.kernel, planned.variant)!r} ({label})"
+        call = guard.guarded(name, impl.fn, *inputs, **values)
+        try:
+            output = guard.call(name, functools.partial(_synchronized, call, generator.device.type), limit)
+        except guard.Refused:
+            raise
+        except Exception as error:  # noqa: BLE001 -- any failure of the subject is reported, never timed
+            failures.append(
+                (planned.side, _failure(planned, f"raised {type(error).__name__}: {_first_line(error, limit)}"))
+            )
+            continue
+        try:  # a Tensor subclass's methods are the subject's code
+            check = guard.call(
+                f"{name}: its output", functools.partial(correctness.check, output, references[key], bound), limit
+            )
+        except guard.Refused:
+            raise
+        except Exception as error:  # noqa: BLE001 -- this implementation's output, not perfbot, failed
+            reason = f"its output could not be checked: {type(error).__name__}: {_first_line(error, limit)}"
+            failures.append((planned.side, _failure(planned, reason)))
+            continue
+        if not check.passed:
+            failures.append((planned.side, _failure(planned, _wrong("wrong result", check), check)))
+            continue
+        try:
+            config = (
+                None
+                if impl.config is None
+                else guard.call(f"{name}: config", functools.partial(impl.config, *inputs), limit)
+            )
+        except guard.Refused:
+            raise
+        except Exception as error:  # noqa: BLE001 -- reported as this implementation's failure, the run goes on
+            failures.append(
+                (
+                    planned.side,
+                    _failure(planned, f"its config raised {type(error).__name__}: {_first_line(error, limit)}"),
+                )
+            )
+            continue
+        ready.append(_Ready(planned, call, references[key], check, config))
+    return ready, failures
+
+
+def _trusted(reference: Callable[..., Any], inputs: tuple[Any, ...], values: dict[str, Any]) -> tuple[Any, str | None]:
+    """The reference's result, a plain tensor if it is one, and why it cannot be trusted (or None):
+    both under the reference's guard, since a Tensor subclass's methods are the subject's code."""
+    expected = correctness.plain(reference(*inputs, **values))
+    return expected, correctness.untrusted(expected)
+
+
+def _wrong(reason: str, check: correctness.Check) -> str:
+    return f"{reason}: it returned {check.why}" if check.why else reason
+
+
+def _synchronized(call: Callable[[], Any], device: str) -> Any:
+    """The call's output once the GPU has computed it, so that its time is the call's."""
+    output = call()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return output
+
+
+def _subjects_own(what: str, subject: Subject, fn: Callable[[], Any], limit: float | None = None) -> Any:
+    """Call a function of the subject's (its inputs, a reference, a count): a failure there is the
+    subject's mistake, said in one line (exit 2); a GPU out of memory is the environment's."""
+    try:
+        return guard.call(f"subject {subject.name!r}: {what}", fn, limit)
+    except guard.Refused:
+        raise
+    except torch.cuda.OutOfMemoryError as error:
+        raise EnvironmentFailure(
+            f"subject {subject.name!r}: {what}: the GPU ran out of memory: {_first_line(error, limit)}"
+        ) from None
+    except Exception as error:  # noqa: BLE001 -- the subject's code
+        raise BadInput(
+            f"subject {subject.name!r}: {what} raised {type(error).__name__}: {_first_line(error, limit)}"
+        ) from None
+
+
+def capture_group(
+    ready: list[_Ready], settings: RunSettings, placement: random.Random
+) -> tuple[dict[str, measure.Captured], list[tuple[str, Failure]]]:
+    """Capture every checked benchmark as a CUDA graph, in an order drawn from `placement` (what
+    is captured later gets the memory the earlier ones leave: listed order would give it always
+    to the head side); one that cannot be captured leaves `ready` and becomes a failure. The
+    captures come back in `ready`'s order, the order a round lays them out in."""
+    captured, failures = {}, []
+    for r in placement.sample(ready, len(ready)):
+        try:
+            captured[r.planned.key] = measure.capture(r.call, settings.warmup_calls)
+        except guard.Refused:
+            raise
+        except Exception as error:  # noqa: BLE001 -- e.g. a kernel that cannot run inside CUDA-graph capture
+            failures.append(
+                (
+                    r.planned.side,
+                    _failure(
+                        r.planned, f"cannot be captured in a CUDA graph: {type(error).__name__}: {_first_line(error)}"
+                    ),
+                )
+            )
+            ready.remove(r)
+    return {r.planned.key: captured[r.planned.key] for r in ready}, failures
+
+
+def finish_group(
+    ready: list[_Ready], captured: dict[str, measure.Captured], samples: dict[str, list[float]], throttled: list[int]
+) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
+    """The timed benchmarks, after checking that what was timed is right too: the output of the
+    last graph replay."""
+    benchmarks, failures = [], []
+    for r in ready:
+        case = r.planned.case
+        if not samples.get(r.planned.key):  # a case's second turn: it failed its check on the first
+            failures.append(
+                (r.planned.side, _failure(r.planned, "not timed: it passed its check only on a second try"))
+            )
+            continue
+        what = f"subject {r.planned.subject.name!r}: implementation {r.planned.kernel!r}'s replayed output"
+        try:
+            replayed = guard.call(
+                what, functools.partial(correctness.check, captured[r.planned.key].output, r.expected, r.check.bound)
+            )
+        except guard.Refused:
+            raise
+        except Exception as error:  # noqa: BLE001 -- the implementation's output, not perfbot, failed
+            reason = f"its replayed output could not be checked: {type(error).__name__}: {_first_line(error)}"
+            failures.append((r.planned.side, _failure(r.planned, reason)))
+            continue
+        if not replayed.passed:
+            reason = _wrong("wrong result when replayed from a CUDA graph", replayed)
+            failures.append((r.planned.side, _failure(r.planned, reason, replayed)))
+            continue
+        benchmarks.append(
+            (
+                r.planned.side,
+                Benchmark(
+                    kernel=r.planned.kernel,
+                    variant=r.planned.variant,
+                    shape=case.shape,
+                    dtype=case.dtype,
+                    samples_ms=samples[r.planned.key],
+                    suite=case.suite,
+                    case=case.name,
+                    flops=_count(r.planned, "flops"),
+                    bytes=_count(r.planned, "bytes"),
+                    relative_error=r.check.relative_error,
+                    error_bound=r.check.bound,
+                    config=r.config,
+                    # A pair decided early stopped before the case's last rounds.
+                    throttled_samples=[i for i in throttled if i < len(samples[r.planned.key])],
+                ),
+            )
+        )
+    return benchmarks, failures
+
+
+def _count(planned: Planned, what: str) -> int:
+    """The flops or bytes of a benchmark: the implementation's own count, else the subject's, else
+    0. A bound computes something else than the subject, so it counts only its own."""
+    count = getattr(planned.impl, what)
+    if count is None and not planned.impl.bound:
+        count = getattr(planned.subject, what)
+    if count is None:
+        return 0
+    case = planned.case
+    where = f"{what} of {planned.kernel} (case {case.suite}/{case.name})"
+    value = _subjects_own(where, planned.subject, functools.partial(count, case))
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 2**63:
+        raise BadInput(f"subject {planned.subject.name!r}: {where} must be a number of at least 0, got {shown(value)}")
+    return int(value)
+
+
+def _first_line(error: Exception, limit: float | None = None) -> str:
+    """The first line of an exception's message. Its `__str__` may be the subject's code: run
+    under guard.call, within `limit` seconds (the default call limit if None); one that raises
+    gives no message, not a failure of perfbot's."""
+    within = guard.CALL_LIMIT_S if limit is None else limit
+    try:
+        text = guard.call(f"the message of a {type(error).__name__} from the subject", lambda: str(error), within)
+    except guard.Refused:
+        raise
+    except Exception as failure:  # noqa: BLE001 -- the subject's __str__
+        return f"(its message could not be read: its __str__ raised {type(failure).__name__})"
+    text = text.strip() if type(text) is str else ""
+    return clean(text.splitlines()[0], 300) if text else "(no message)"
+
+
+def _failure(planned: Planned, reason: str, check: correctness.Check | None = None) -> Failure:
+    case = planned.case
+    return Failure(
+        kernel=planned.kernel,
+        variant=planned.variant,
+        shape=case.shape,
+        dtype=case.dtype,
+        reason=reason,
+        suite=case.suite,
+        case=case.name,
+        relative_error=check.relative_error if check else None,
+        error_bound=check.bound if check else None,
+    )

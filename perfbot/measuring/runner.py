@@ -1,0 +1,299 @@
+"""`perfbot run`: check every implementation on every case, then time the correct ones. The case
+loop (one turn loop for a run on one GPU or shared out across several, shards.py), and the
+sides whose benchmarks it times, here in this process."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import torch
+
+from ..errors import BadInput, EnvironmentFailure
+from ..git import kernels_revision
+from ..loading import isolation
+from ..loading.subject import Loaded, Suite
+from ..records.results import Benchmark, Environment, Failure, GpuStates, Results
+from . import loads, measure, sequential
+from .environment import GpuMonitor, collect_environment
+from .groups import _Ready, capture_group, check_group, describe, finish_group
+from .planning import RunSettings, plan, single_cases
+from .recording import Measured, results_by_side
+from .sequential import Stopping
+
+# Where inputs live. Only the CPU tests of the orchestration change it (with the GPU's timing
+# primitives replaced): perfbot measures on CUDA devices.
+DEVICE = "cuda"
+
+
+def require_gpu() -> None:
+    if not torch.cuda.is_available():
+        raise EnvironmentFailure("no CUDA GPU is visible (torch.cuda.is_available() is False); perfbot run needs one")
+
+
+def run(
+    subject: Loaded,
+    suites: Sequence[Suite],
+    settings: RunSettings,
+    on_progress: Callable[[str, int], None] = lambda label, steps: None,
+) -> Results:
+    """Measure the suites. `on_progress(label, steps)` is told of finished steps."""
+    return measure_sides(LocalSides({"": subject}, settings), suites, settings, on_progress)[""]
+
+
+class Sides(Protocol):
+    """Where the benchmarks of a run live: one subject (a plain run), or the two sides of an A/B
+    run, in this process (`LocalSides`) or in worker processes (worker.WorkerSides). Per case,
+    `prepare` checks and captures every side's benchmarks and returns their keys; `timer` times
+    them; `finish` checks what was timed and makes the records."""
+
+    names: tuple[str, ...]
+    timing: str  # how a sample was taken, recorded with the results
+
+    def prepare(self, case: Suite) -> tuple[list[str], list[tuple[str, Failure]]]: ...
+
+    def timer(self) -> measure.Timer: ...
+
+    def finish(
+        self, samples: dict[str, list[float]], throttled: list[int]
+    ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]: ...
+
+    def environments(self) -> dict[str, Environment]: ...
+
+    def described(self) -> dict[str, dict[str, Any]]: ...
+
+    def recapture(self, keys: list[str]) -> None: ...
+
+
+def measure_case(
+    sides: Sides,
+    case: Suite,
+    settings: RunSettings,
+    monitor: measure.Monitor,
+    on_progress: Callable[[str, int], None],
+    stopping: Stopping | None = None,
+    turn: sequential.Turn = sequential.Turn(0, 0.0),
+) -> Measured:
+    """One case (a suite cut down to it) on every side: check and capture, time interleaved,
+    check again. With `stopping`, an A/B pair is timed until it is decided (sequential.py) or
+    the case has sampled for its turn's share of seconds; else `settings.samples` rounds. On its
+    first turn, a case whose time ran out with pairs undecided comes back `unfinished`, to be
+    measured again in a second turn that goes on from those timings."""
+    (only,) = case.cases
+    label = f"{only.suite}/{only.name}"
+    keys, failed = sides.prepare(case)
+    on_progress(label if turn.first else f"{label}, again", 1 if turn.first else 0)
+    measured = Measured(failures=failed)
+    started = time.monotonic()
+    deadline = started + turn.share
+    if not keys:
+        on_progress(label, 1 if stopping is not None else settings.samples)
+        return measured
+    pairs = sequential.pairs_of(keys)
+    seed = f"{settings.seed}/{label}"  # which side takes which place in each round (measure.round_order)
+    if stopping is not None and pairs:
+        timings = sequential.time_until_decided(
+            only,
+            sides.timer(),
+            keys,
+            pairs,
+            stopping,
+            deadline,
+            monitor=monitor,
+            recapture=sides.recapture,
+            earlier=turn.earlier,
+            seed=seed,
+        )
+        if turn.first and sequential.still_open(only, pairs, timings, stopping):
+            return Measured(sampling_seconds=time.monotonic() - started, unfinished=timings)
+    else:  # a plain run, or an A/B case with nothing on both sides: fixed rounds
+        per_round = None if stopping is not None else functools.partial(on_progress, label, 1)
+        timings = measure.time_rounds(
+            sides.timer(),
+            keys,
+            settings.samples,
+            monitor=monitor,
+            on_round=per_round,
+            pairs=list(pairs.values()),
+            seed=seed,
+        )
+    if stopping is not None:
+        on_progress(label, 1)
+    throttled = [index for index, r in enumerate(timings.rounds) if r.throttle_reasons]
+    measured.sampling_seconds = time.monotonic() - started
+    timed, wrong = sides.finish(timings.samples, throttled)
+    measured.benchmarks, measured.rounds = timed, timings.rounds
+    measured.failures += wrong
+    return measured
+
+
+def take_turns(
+    turns: sequential.Turns,
+    cases: Sequence[Suite],
+    measure_one: Callable[[Suite, sequential.Turn], Measured],
+    on_measured: Callable[[int, Measured], None],
+    gpu: object = None,
+) -> None:
+    """The turn loop of one GPU (a run across GPUs drives one per GPU, each in a thread): take
+    the case of the next turn, measure it, tell `turns` how long it sampled; a case that needs
+    no second turn is done (`on_measured(its index, what it gave)`). A failure ends the run:
+    no GPU takes another turn."""
+    while (turn := turns.take(gpu)) is not None:
+        try:
+            measured = measure_one(cases[turn.index], turn)
+        except BaseException:
+            turns.stop()
+            raise
+        turns.done(turn, measured.sampling_seconds, measured.unfinished, gpu)
+        if measured.unfinished is None:
+            on_measured(turn.index, measured)
+
+
+def measure_sides(
+    sides: Sides,
+    suites: Sequence[Suite],
+    settings: RunSettings,
+    on_progress: Callable[[str, int], None] = lambda label, steps: None,
+    extra_settings: dict[str, Any] | None = None,
+    stopping: Stopping | None = None,
+) -> dict[str, Results]:
+    """Measure the suites on every side, case by case; one Results per side. With two sides this
+    is an A/B run: each case's benchmarks of both sides alternate sample by sample on one GPU,
+    for `settings.samples` rounds or, with `stopping`, until each pair is decided."""
+    before = collect_environment().gpu_state
+    cases = single_cases(suites)
+    turns = sequential.Turns(len(cases), sequential.Budget(stopping.seconds, len(cases)) if stopping else None)
+    done: list[Measured] = [Measured() for _ in cases]
+    with GpuMonitor() as monitor:
+
+        def measure_one(case: Suite, turn: sequential.Turn) -> Measured:
+            return measure_case(sides, case, settings, monitor, on_progress, stopping, turn)
+
+        take_turns(turns, cases, measure_one, done.__setitem__)
+    measured = Measured()
+    for one in done:
+        measured.add(one)
+    return results_by_side(
+        sides.names,
+        sides.environments(),
+        sides.described(),
+        GpuStates(before.after, collect_environment().gpu_state.after),
+        measured,
+        suites,
+        settings,
+        extra_settings or {},
+        sides.timing,
+        stopping=stopping,
+    )
+
+
+class LocalSides:
+    """Every side's subject loaded in this process, timed on its GPU (`measure.GraphTimer`)."""
+
+    timing = f"one CUDA-graph replay per sample, {measure.L2_FLUSH}, implementations interleaved"
+
+    def __init__(self, subjects: dict[str, Loaded], settings: RunSettings):
+        require_gpu()
+        self.subjects, self.settings = subjects, settings
+        self.names = tuple(subjects)
+        self.generator: torch.Generator | None = None  # made at the first case, once the GPU is known
+        self.ready: list[_Ready] = []
+        self.captured: dict[str, measure.Captured] = {}
+        self.placement = random.Random()  # capture order and offsets: seeded for each case's turn in `prepare`
+        self.turns: dict[str, int] = {}
+        self.kernels: list[Any] = []  # every side's Triton kernels, loaded anew every few blocks (loads.py)
+        self.blocks = 0  # re-captures of this case's turn
+        self.held: list[list[Any]] = []  # the loads let go this turn, alive until its graphs are
+
+    def prepare(self, case: Suite) -> tuple[list[str], list[tuple[str, Failure]]]:
+        group = [
+            planned
+            for side, subject in self.subjects.items()
+            for planned_group in plan(subject, [case], self.settings, side, lenient=True)
+            for planned in planned_group
+        ]
+        self.ready, self.captured, self.held, self.blocks = [], {}, [], 0
+        if not group:
+            return [], []
+        # Each case's turn draws its own placements, the same for a seed wherever it is measured
+        # (on whichever GPU's worker, after whichever cases).
+        label = f"{group[0].case.suite}/{group[0].case.name}"
+        self.turns[label] = self.turns.get(label, 0) + 1
+        self.placement = random.Random(f"{self.settings.seed}/{label}/{self.turns[label]}")
+        if self.generator is None:
+            self.generator = torch.Generator(device=DEVICE).manual_seed(self.settings.seed)
+        # Which side's implementations run first (and so compile, and are loaded, first) is drawn
+        # too; the inputs and references stay the first listed side's, the round keeps its order.
+        sides = self.placement.sample(list(self.subjects), len(self.subjects))
+        checked = sorted(group, key=lambda planned: sides.index(planned.side))
+        before = set(sys.modules)
+        self.ready, failed = check_group(checked, self.generator, self.subjects[group[0].side].subject)
+        if len(self.subjects) > 1:
+            _refuse_late_imports(set(sys.modules) - before, self.subjects)
+        # Found once the check has run: a subject may import a module of kernels at its first call.
+        found = {
+            id(k): k
+            for loaded in self.subjects.values()
+            for k in loads.triton_kernels(loaded.module, loaded.modules.values())
+        }
+        self.kernels = list(found.values())
+        listed = {id(planned): at for at, planned in enumerate(group)}
+        self.ready.sort(key=lambda ready: listed[id(ready.planned)])
+        failed.sort(key=lambda failure: self.names.index(failure[0]))
+        self.captured, not_captured = capture_group(self.ready, self.settings, self.placement)
+        return list(self.captured), failed + not_captured
+
+    def timer(self) -> measure.Timer:
+        return measure.GraphTimer(self.captured)
+
+    def recapture(self, keys: list[str]) -> None:
+        """Capture these benchmarks again (a sequential A/B's next block: measure.capture_again);
+        the timer sees the new graphs. Every few blocks, on kernels every side loads anew, so that
+        no one load of a side's code is timed for the whole run (loads.py)."""
+        self.blocks += 1
+        if self.blocks % loads.BLOCKS_PER_LOAD == 0:
+            self.held.append(loads.forget_compiled(self.kernels))
+            del self.held[: -loads.MOST_HELD]
+        measure.capture_again(self.captured, {r.planned.key: r.call for r in self.ready}, keys, self.placement)
+
+    def finish(
+        self, samples: dict[str, list[float]], throttled: list[int]
+    ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
+        done = finish_group(self.ready, self.captured, samples, throttled)
+        self.ready, self.captured = [], {}
+        self.held = []  # the graphs that called into them are gone
+        if DEVICE == "cuda":
+            torch.cuda.empty_cache()
+        return done
+
+    def described(self) -> dict[str, dict[str, Any]]:
+        return {
+            side: {**describe(loaded.subject), "sources": loaded.sources.recorded()}
+            for side, loaded in self.subjects.items()
+        }
+
+    def environments(self) -> dict[str, Environment]:
+        environment = collect_environment()
+        return {
+            side: dataclasses.replace(environment, **kernels_revision(subject.path))
+            for side, subject in self.subjects.items()
+        }
+
+
+def _refuse_late_imports(imported: set[str], subjects: dict[str, Loaded]) -> None:
+    """An A/B's sides import their checkouts' own packages each from its own checkout, while the
+    subject loads (isolation.py). One imported only when an implementation first runs comes from
+    wherever Python finds it, the same copy for both sides: refused, not measured."""
+    own = {name for loaded in subjects.values() for name in isolation.own_packages(loaded.root)}
+    late = sorted(name for name in imported if name.partition(".")[0] in own)
+    if late:
+        raise BadInput(
+            f"{late[0]} was imported when an implementation first ran, not when its subject loaded: both sides "
+            "would run whichever copy Python finds; import it at module level (docs/subject.md, "
+            "'How each side's code is loaded')"
+        )
