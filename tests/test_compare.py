@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perfbot.cli import perfbot
-from perfbot.deciding.compare import compare
+from perfbot.deciding import comparison, stats
+from perfbot.deciding.compare import VERDICTS, Judgement, compare, judge_paired, judge_unpaired
 from perfbot.deciding.comparison import summarize
 from perfbot.deciding.thresholds import Override, load_policy
 from perfbot.errors import BadInput
@@ -124,6 +125,31 @@ def test_interleaved_samples_are_paired_so_a_clock_step_during_the_run_cancels()
     base, head = _interleaved_pair(1.0)
     [same] = compare(base, head, POLICY).comparisons
     assert (same.verdict, same.fails) == ("unchanged", False)
+
+
+def test_both_judges_return_one_verdict_type():
+    base, head = _interleaved_pair(1.01)
+    rule = POLICY.rule_for("fused", "", "bfloat16", "NVIDIA H200", {}, True)
+    paired = judge_paired(base.benchmarks[0].samples_ms, head.benchmarks[0].samples_ms, rule)
+    estimate = stats.RatioEstimate(1.2, 1.15, 1.25, 0.95)
+    unpaired = judge_unpaired(estimate, 1e-6, 1e-6, POLICY.defaults, 30)
+    assert isinstance(paired, Judgement) and isinstance(unpaired, Judgement)
+    assert (paired.verdict, paired.fails) == ("regression", True)
+    assert (unpaired.verdict, unpaired.fails, unpaired.estimate) == ("regression", True, estimate)
+
+
+def test_a_report_and_its_comparison_file_fail_and_count_alike(tmp_path):
+    """One rule decides `fails` and counts verdicts, for the report and for its file read back."""
+    changed = make_results({("fused", "gemma-2b"): 1.10, ("gemm", "t5-v1.1-xl"): 0.9}, seed=2)
+    missing = Failure(kernel="fused", shape={"M": 1, "K": 8, "N": 8}, dtype="bfloat16", reason="missing")
+    unchanged = compare(make_results(seed=1), make_results(seed=2), POLICY)
+    for report in (unchanged, compare(make_results(seed=1), changed, POLICY), replace(unchanged, missing=(missing,))):
+        path = tmp_path / "comparison.json"
+        path.write_text(comparison.to_text(summarize(report)))
+        summary = comparison.load(path)
+        assert report.fails == summary.fails
+        assert [report.count(v) for v in VERDICTS] == [summary.count(v) for v in VERDICTS]
+    assert not unchanged.fails and replace(unchanged, missing=(missing,)).fails
 
 
 def test_added_removed_and_wrong_results():

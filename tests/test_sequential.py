@@ -59,7 +59,7 @@ def _whole_blocks(rounds: int) -> int:
 
 def _fails(timings) -> bool:
     rule = RULES(CASE, "fused")
-    return judge_paired(timings.samples["base:fused"], timings.samples["head:fused"], rule, BLOCK_ROUNDS)["fails"]
+    return judge_paired(timings.samples["base:fused"], timings.samples["head:fused"], rule, BLOCK_ROUNDS).fails
 
 
 def test_pairs_of_an_ab_case():
@@ -102,8 +102,8 @@ def test_an_undecided_pair_keeps_going_alone_until_its_rounds_run_out():
     assert len(timings.samples["head:gemm"]) % BLOCK_ROUNDS == 0
     assert all(set(order) == {"base:fused", "head:fused"} for order in timer.timed[len(timings.samples["head:gemm"]) :])
     verdict = judge_paired(timings.samples["base:fused"], timings.samples["head:fused"], RULES(CASE, "fused"))
-    assert verdict["verdict"] == "inconclusive"
-    assert "undecided" in verdict["reason"] and "rounds to decide" in verdict["reason"]
+    assert verdict.verdict == "inconclusive"
+    assert "undecided" in verdict.reason and "rounds to decide" in verdict.reason
 
 
 def test_the_two_sides_of_a_long_open_pair_are_timed_side_by_side_from_the_second_block():

@@ -34,8 +34,9 @@ slowdown the check must catch, warn_percent the largest it must let pass.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Sized
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, Protocol, get_args
 
 import numpy as np
 
@@ -45,7 +46,8 @@ from ..records.schema import shown
 from . import stats
 from .thresholds import Policy, Rule
 
-VERDICTS = ("regression", "improvement", "unchanged", "inconclusive")
+Verdict = Literal["regression", "improvement", "unchanged", "inconclusive"]
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 # Results of a sequential A/B that do not record their blocks (perfbot before 2026-12-01) took five rounds.
 UNRECORDED_BLOCK_ROUNDS = 5
 # Environment fields that can change a kernel's speed; the GPU model must match outright.
@@ -53,10 +55,21 @@ _ENVIRONMENT_FIELDS = ("gpu_sm_count", "driver", "cuda", "torch", "triton", "tri
 
 
 @dataclass(frozen=True)
+class Judgement:
+    """One benchmark's verdict, as the paired judge (judge_paired) and the unpaired one
+    (judge_unpaired) give it; a Comparison carries its fields."""
+
+    verdict: Verdict
+    fails: bool
+    reason: str
+    estimate: stats.RatioEstimate
+
+
+@dataclass(frozen=True)
 class Comparison:
     current: Benchmark
     baseline: Benchmark
-    verdict: str
+    verdict: Verdict
     fails: bool
     reason: str
     rule: Rule
@@ -72,11 +85,32 @@ class Comparison:
         return 100 * (self.current.median_ms / self.baseline.median_ms - 1)
 
 
+class Judged(Protocol):
+    """A benchmark's verdict as a report holds it: a Comparison, or a comparison file's Row."""
+
+    @property
+    def verdict(self) -> Verdict: ...
+
+    @property
+    def fails(self) -> bool: ...
+
+
+def fails_check(failures: Sized, missing: Sized, judged: Iterable[Judged]) -> bool:
+    """Whether a comparison fails the check: a wrong result, a benchmark the base plans that the
+    head cannot run, or a failing verdict. Report.fails and comparison.Summary.fails."""
+    return bool(failures) or bool(missing) or any(j.fails for j in judged)
+
+
+def verdict_count(judged: Iterable[Judged], verdict: Verdict) -> int:
+    """How many of the verdicts are `verdict`: Report.count and comparison.Summary.count."""
+    return sum(j.verdict == verdict for j in judged)
+
+
 @dataclass(frozen=True)
 class EnvironmentDifference:
     field: str
-    baseline: Any
-    current: Any
+    baseline: str | int | float | bool | None
+    current: str | int | float | bool | None
 
 
 @dataclass(frozen=True)
@@ -104,10 +138,10 @@ class Report:
 
     @property
     def fails(self) -> bool:
-        return bool(self.failures) or bool(self.missing) or any(c.fails for c in self.comparisons)
+        return fails_check(self.failures, self.missing, self.comparisons)
 
-    def count(self, verdict: str) -> int:
-        return sum(c.verdict == verdict for c in self.comparisons)
+    def count(self, verdict: Verdict) -> int:
+        return verdict_count(self.comparisons, verdict)
 
 
 def compare(baseline: Results, current: Results, policy: Policy, *, force: bool = False) -> Report:
@@ -127,31 +161,44 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
 
     comparisons = []
     for index, ((base, cur), rule) in enumerate(zip(pairs, rules, strict=False)):
-        common: dict[str, Any] = {
-            "current": cur,
-            "baseline": base,
-            "rule": rule,
-            "config_change": _config_change(base, cur),
-            "fastest_baseline": current.fastest_baseline(cur),
-        }
         n = min(len(base.samples_ms), len(cur.samples_ms))
+        p: float | None = None
+        q: float | None = None
         if paired[index] and n >= rule.min_samples:
             block = (current.settings.block_rounds or UNRECORDED_BLOCK_ROUNDS) if current.settings.stopping else 1
-            decided = Comparison(**common, **judge_paired(base.samples_ms, cur.samples_ms, rule, block))
+            judgement = judge_paired(base.samples_ms, cur.samples_ms, rule, block)
         elif index not in tested:
             comparisons.append(
                 Comparison(
-                    **common,
+                    current=cur,
+                    baseline=base,
                     verdict="inconclusive",
                     fails=False,
                     reason=f"{n} samples; the policy needs {rule.min_samples}: "
                     f"re-run with --samples {rule.min_samples} or more",
+                    rule=rule,
+                    fastest_baseline=current.fastest_baseline(cur),
+                    config_change=_config_change(base, cur),
                 )
             )
             continue
         else:
             estimate, p = tested[index]
-            decided = _decide(common, estimate, p, q_values[index], rule)
+            q = q_values[index]
+            judgement = judge_unpaired(estimate, p, q, rule, n)
+        decided = Comparison(
+            current=cur,
+            baseline=base,
+            verdict=judgement.verdict,
+            fails=judgement.fails,
+            reason=judgement.reason,
+            rule=rule,
+            estimate=judgement.estimate,
+            p_value=p,
+            q_value=q,
+            fastest_baseline=current.fastest_baseline(cur),
+            config_change=_config_change(base, cur),
+        )
         if decided.fails and not _judged(current, cur):
             decided = dataclasses.replace(
                 decided,
@@ -184,13 +231,13 @@ def _test(baseline: list[float], current: list[float]) -> tuple[stats.RatioEstim
     return stats.ratio_of_medians(baseline, current), stats.mann_whitney_p(baseline, current)
 
 
-def judge_paired(baseline: list[float], current: list[float], rule: Rule, block: int = 1) -> dict[str, Any]:
+def judge_paired(baseline: list[float], current: list[float], rule: Rule, block: int = 1) -> Judgement:
     """The verdict on the paired samples of one interleaved A/B benchmark, on its confidence
     sequence; the same at every look, so the A/B can stop sampling it as soon as it is decided
     (sequential.py). With `block` > 1 the units are blocks of that many rounds, each the median
     of its per-round ratios (a sequential A/B re-captures every block, and a capture's own bias
     is shared by its block's rounds); rounds past the last whole block wait for the next look.
-    Returns Comparison's verdict, fails, reason and estimate."""
+    Returns the verdict a Comparison carries."""
     ratios = np.asarray(current, dtype=float) / np.asarray(baseline, dtype=float)
     n = len(ratios) // block * block
     # Fewer rounds than one block: one unit, which decides nothing (never single rounds as units).
@@ -199,6 +246,7 @@ def judge_paired(baseline: list[float], current: list[float], rule: Rule, block:
     slower, low, high = (100 * (value - 1) for value in (estimate.ratio, estimate.low, estimate.high))
     counted = f"{n} rounds in {n // block} blocks" if block > 1 else f"{len(ratios)} rounds"
     interval = f"{estimate.confidence:.0%} interval [{estimate.low:.4f}, {estimate.high:.4f}] after {counted}"
+    verdict: Verdict
     if low > rule.warn_percent:
         verdict, fails = "regression", True
         reason = f"{slower:+.2f}%, surely slower than +{rule.warn_percent:g}% ({interval})"
@@ -211,7 +259,7 @@ def judge_paired(baseline: list[float], current: list[float], rule: Rule, block:
     else:
         verdict, fails = "inconclusive", False
         reason = f"{slower:+.2f}%, undecided: the {interval} {_short_of(estimate, max(n, len(ratios)), rule)}"
-    return {"verdict": verdict, "fails": fails, "reason": reason, "estimate": estimate}
+    return Judgement(verdict, fails, reason, estimate)
 
 
 def _short_of(estimate: stats.RatioEstimate, n: int, rule: Rule) -> str:
@@ -237,11 +285,12 @@ def _judged(current: Results, bench: Benchmark) -> bool:
     return not under_test or bench.kernel in under_test
 
 
-def _decide(common: dict, estimate: stats.RatioEstimate, p: float, q: float, rule: Rule) -> Comparison:
+def judge_unpaired(estimate: stats.RatioEstimate, p: float, q: float, rule: Rule, n: int) -> Judgement:
+    """The verdict on two separate runs of one benchmark: its ratio of medians `estimate`, the
+    Mann-Whitney `p` and its Benjamini-Hochberg-adjusted `q`; `n` samples on the smaller side."""
     slower = 100 * (estimate.ratio - 1)
     significant = q < rule.alpha
     interval = f"{estimate.confidence:.0%} CI of the ratio [{estimate.low:.4f}, {estimate.high:.4f}]"
-    tested = dict(common, estimate=estimate, p_value=p, q_value=q)
     if significant and slower > rule.warn_percent:
         fails = slower > rule.fail_percent
         limit = (
@@ -249,30 +298,19 @@ def _decide(common: dict, estimate: stats.RatioEstimate, p: float, q: float, rul
             if fails
             else f"over the {rule.warn_percent:g}% warn threshold, under the {rule.fail_percent:g}% fail threshold"
         )
-        return Comparison(
-            **tested,
-            verdict="regression",
-            fails=fails,
-            reason=f"{slower:+.2f}%, significant (q={q:.2g} < {rule.alpha:g}), {limit}",
+        return Judgement(
+            "regression", fails, f"{slower:+.2f}%, significant (q={q:.2g} < {rule.alpha:g}), {limit}", estimate
         )
     if significant and -slower > rule.warn_percent:
-        return Comparison(
-            **tested,
-            verdict="improvement",
-            fails=False,
-            reason=f"{slower:+.2f}%, significant (q={q:.2g} < {rule.alpha:g})",
-        )
+        return Judgement("improvement", False, f"{slower:+.2f}%, significant (q={q:.2g} < {rule.alpha:g})", estimate)
     if not significant and 100 * (estimate.high - 1) > rule.fail_percent:
-        n = min(len(common["current"].samples_ms), len(common["baseline"].samples_ms))
-        return Comparison(
-            **tested,
-            verdict="inconclusive",
-            fails=False,
-            reason=f"not significant (q={q:.2g}), but the {interval} reaches past the "
-            f"{rule.fail_percent:g}% fail threshold: re-run with --samples {2 * n} to settle it",
+        reason = (
+            f"not significant (q={q:.2g}), but the {interval} reaches past the "
+            f"{rule.fail_percent:g}% fail threshold: re-run with --samples {2 * n} to settle it"
         )
+        return Judgement("inconclusive", False, reason, estimate)
     within = "not significant" if not significant else f"significant but within ±{rule.warn_percent:g}%"
-    return Comparison(**tested, verdict="unchanged", fails=False, reason=f"{slower:+.2f}%, {within}")
+    return Judgement("unchanged", False, f"{slower:+.2f}%, {within}", estimate)
 
 
 def _same_gpu(baseline: Results, current: Results, force: bool) -> str:

@@ -35,13 +35,12 @@ from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, with_config
 from ..records.results import Benchmark, Failure, Label, Merge, Shape, Variant, variant_name
 from ..records.results import Environment as EnvironmentRecord
 from ..records.schema import MAX_ITEMS, MAX_JSON_BYTES, Finite, Name, Text, _bounded, load_json
-from .compare import VERDICTS, Comparison, Report
+from .compare import VERDICTS, Comparison, Report, Verdict, fails_check, verdict_count
 
 FORMAT: Final = 3
 # The environment fields a comparison shows side by side.
 ENVIRONMENT_KEYS = ("gpu_name", "gpu_sm_count", "driver", "cuda", "torch", "triton", "triton_commit", "kernels_commit")
 _STRICT = ConfigDict(strict=True, extra="forbid")
-Verdict = Literal["regression", "improvement", "unchanged", "inconclusive"]
 Notes = Annotated[list[Text], Field(max_length=MAX_ITEMS)]
 
 
@@ -128,10 +127,10 @@ class Summary:
 
     @property
     def fails(self) -> bool:
-        return bool(self.failures) or bool(self.missing) or any(row.fails for row in self.comparisons)
+        return fails_check(self.failures, self.missing, self.comparisons)
 
-    def count(self, verdict: str) -> int:
-        return sum(row.verdict == verdict for row in self.comparisons)
+    def count(self, verdict: Verdict) -> int:
+        return verdict_count(self.comparisons, verdict)
 
     @property
     def headline(self) -> str:
@@ -197,7 +196,7 @@ def _row(c: Comparison) -> Row:
         baseline_median_ms=c.baseline.median_ms,
         current_median_ms=c.current.median_ms,
         change_percent=c.change_percent,
-        verdict=c.verdict,  # type: ignore[arg-type]
+        verdict=c.verdict,
         fails=c.fails,
         reason=c.reason,
         fail_percent=c.rule.fail_percent,

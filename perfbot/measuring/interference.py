@@ -153,7 +153,7 @@ def tally(base: Results, head: Results, case: Case, kernel: str, policy: Policy)
         if other is None:
             continue
         rule = policy.rule_for(bench.kernel, bench.suite, bench.dtype, gpu, bench.shape, True, other.median_ms)
-        estimate = judge_paired(other.samples_ms, bench.samples_ms, rule, BLOCK_ROUNDS)["estimate"]
+        estimate = judge_paired(other.samples_ms, bench.samples_ms, rule, BLOCK_ROUNDS).estimate
         percent, low, high = (100 * (value - 1) for value in (estimate.ratio, estimate.low, estimate.high))
         moved = Moved(str(bench.suite), str(bench.case), bench.name, percent, low, high, len(bench.samples_ms))
         if (bench.suite, bench.case, bench.name) == key:

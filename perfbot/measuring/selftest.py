@@ -132,7 +132,7 @@ def _judged(baseline: list[float], current: list[float], rule: Rule) -> tuple[st
     """One benchmark judged as `perfbot compare` judges an interleaved A/B pair, in blocks: its
     verdict and whether it fails. The baseline's samples are cut to the rounds both took."""
     judged = judge_paired(baseline[: len(current)], current, rule, BLOCK_ROUNDS)
-    return judged["verdict"], judged["fails"]
+    return judged.verdict, judged.fails
 
 
 def _flagged(checks: list[dict[str, list[float]]], base: str, name: str, rule: Rule) -> Flagged:

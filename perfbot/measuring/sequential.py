@@ -81,7 +81,7 @@ class Stopping:
         rule = self.rules(case, name, statistics.median(baseline) if baseline else None)
         if len(current) < max(rule.min_samples, self.first):
             return False
-        return judge_paired(list(baseline), list(current), rule, BLOCK_ROUNDS)["verdict"] != "inconclusive"
+        return judge_paired(list(baseline), list(current), rule, BLOCK_ROUNDS).verdict != "inconclusive"
 
 
 class Budget:

@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 import jinja2
 from rich.markup import escape
 from rich.table import Table
 
-from ..deciding.comparison import ENVIRONMENT_KEYS, Summary, label, shape_text
+from ..deciding.comparison import ENVIRONMENT_KEYS, Row, Summary, label, shape_text
 from ..errors import BadInput, listed
 from ..records.results import Benchmark, Merge, Results, variant_name
 from ..records.schema import GPU_LABEL
@@ -36,7 +36,7 @@ class Markdown(str):
     """Markdown that perfbot itself wrote (a formatted number, a fixed word): printed as is."""
 
 
-def markdown_escape(value: Any, limit: int = MAX_SHOWN) -> str:
+def markdown_escape(value: object, limit: int = MAX_SHOWN) -> str:
     """Any value as inert inline markdown: on one line, at most `limit` characters, no HTML (so
     no comment opened and no marker forged), no table cell ended, no emphasis, link, heading or
     code span started, no live @mention (a zero-width joiner follows every @, and GitHub
@@ -54,7 +54,7 @@ def markdown_escape(value: Any, limit: int = MAX_SHOWN) -> str:
     return text.replace("@", "@\u200d")
 
 
-def _finalize(value: Any) -> str:
+def _finalize(value: object) -> str:
     return value if isinstance(value, Markdown) else markdown_escape(value)
 
 
@@ -217,7 +217,7 @@ _VERDICT_ICONS = {
 }
 
 
-def _comment_cells(row: Any) -> list[Any]:
+def _comment_cells(row: Row) -> list[str]:
     verdict = Markdown(("❌ " if row.fails else "") + _VERDICT_ICONS[row.verdict])
     interval = Markdown(f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]") if row.ci else Markdown("—")
     return [
@@ -255,7 +255,7 @@ def comment_markdown(summary: Summary, limit: int = GITHUB_COMMENT_LIMIT) -> str
     template = _TEMPLATES.get_template("comment.md.j2")
     differing = {d.field for d in summary.environment_differences}
 
-    def render(rows: list[Any], folded: list[Any]) -> str:
+    def render(rows: list[Row], folded: list[Row]) -> str:
         return template.render(
             summary=summary,
             measured=Markdown(measured_line(summary.merge)) if summary.merge else None,
@@ -435,20 +435,54 @@ def compare_table(summary: Summary) -> Table:
     return table
 
 
-def _bisect_headline(outcome: Any) -> str:
+class BisectProbe(Protocol):
+    """What the bisect reports show of one probed commit: jobs.bisect.Probe (output may not import jobs)."""
+
+    @property
+    def sha(self) -> str: ...
+    @property
+    def subject(self) -> str: ...
+    @property
+    def samples(self) -> Sequence[float]: ...
+    @property
+    def unusable(self) -> str | None: ...
+    @property
+    def verdict(self) -> str | None: ...
+    @property
+    def note(self) -> str | None: ...
+    @property
+    def median_ms(self) -> float | None: ...
+
+
+class BisectOutcome(Protocol):
+    """What the bisect reports show of a finished bisect: jobs.bisect.Outcome."""
+
+    @property
+    def first_bad(self) -> str | None: ...
+    @property
+    def candidates(self) -> Sequence[str]: ...
+    @property
+    def probes(self) -> Sequence[BisectProbe]: ...
+    @property
+    def non_monotonic(self) -> Sequence[str]: ...
+    @property
+    def range_size(self) -> int: ...
+
+
+def _bisect_headline(outcome: BisectOutcome) -> str:
     if outcome.first_bad:
         return f"first bad commit {outcome.first_bad[:12]}"
     return "first bad commit is one of " + ", ".join(c[:12] for c in outcome.candidates)
 
 
-def bisect_table(outcome: Any) -> Table:
+def bisect_table(outcome: BisectOutcome) -> Table:
     """Every probed commit, oldest first: samples, median, change from good, verdict."""
     table = Table(title=f"perfbot bisect: {_bisect_headline(outcome)}", title_justify="left")
     for column in ("commit", "subject", "samples", "median ms", "vs good", "verdict", "note"):
         table.add_column(column, justify="right" if column in ("samples", "median ms", "vs good") else "left")
     good_ms = outcome.probes[0].median_ms if outcome.probes and outcome.probes[0].samples else None
     for p in outcome.probes:
-        change = f"{100 * (p.median_ms / good_ms - 1):+.2f}%" if p.samples and good_ms else ""
+        change = f"{100 * (p.median_ms / good_ms - 1):+.2f}%" if p.median_ms is not None and good_ms else ""
         verdict = p.verdict or ("skipped" if p.unusable else "—")
         if p.sha == outcome.first_bad:
             verdict += " (first bad)"
@@ -464,16 +498,17 @@ def bisect_table(outcome: Any) -> Table:
     return table
 
 
-def bisect_markdown(outcome: Any, repo: str) -> str:
+def bisect_markdown(outcome: BisectOutcome, repo: str) -> str:
     probes = list(outcome.probes)
-    good_ms = probes[0].median_ms if probes and probes[0].samples else 1.0
+    first_ms = probes[0].median_ms if probes else None  # None when the good commit has no samples
+    good_ms = 1.0 if first_ms is None else first_ms
     rows = [
         [
             Markdown(f"`{p.sha[:12]}`"),
             p.subject,
             _number(len(p.samples), "d"),
             _number(p.median_ms, ".4f"),
-            _number(100 * (p.median_ms / good_ms - 1) if p.samples else None, "+.2f", "%"),
+            _number(None if p.median_ms is None else 100 * (p.median_ms / good_ms - 1), "+.2f", "%"),
             p.verdict or ("skipped" if p.unusable else "—"),
             p.note or p.unusable or "",
         ]
