@@ -11,6 +11,7 @@ import click
 
 from ..errors import EXIT_REGRESSION, BadInput, PerfbotError
 from ..files import check_output, write_atomic
+from ..output.comment import ERROR_FILE
 from ..records import results as results_file
 from .context import (
     FiniteRange,
@@ -35,9 +36,6 @@ if TYPE_CHECKING:
     from ..measuring.planning import RunSettings
 
 _OUTPUTS = ("base.json", "head.json", "comparison.json", "comment.md")
-# Where an A/B that stopped before its verdict says why, in the line it printed: the PR check's
-# comment job shows it for a GPU that has no comparison file (a head that does not merge, say).
-ERROR_FILE = "error.txt"
 
 
 @click.command("ab")

@@ -7,19 +7,9 @@ from pathlib import Path
 
 import click
 
-from ..errors import BadInput, PerfbotError
-from ..files import read_text
-from ..output.report import (
-    GITHUB_COMMENT_LIMIT,
-    MARKER,
-    GpuReport,
-    comment_markdown,
-    fit_comment,
-    gpu_comment_markdown,
-    gpu_headline,
-)
+from ..errors import BadInput
+from ..output.comment import CommentRequest, post_report
 from ..records.schema import GPU_LABEL
-from .ab import ERROR_FILE
 
 
 def _sections(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[tuple[str, Path], ...]:
@@ -120,46 +110,23 @@ def comment_command(
         raise click.UsageError("--status needs --sha, the commit to set it on")
     if sha is not None and not re.fullmatch(r"[0-9a-f]{40}", sha):
         raise click.BadParameter(f"must be a full 40-hex-digit commit SHA, got {sha!r}", param_hint="--sha")
-    from ..output.github import GitHub  # github3 is needed here only
-
-    if sections:
-        reports = [_gpu_report(label, path) for label, path in sections]
-        # Room for the commit line and a stale note below GitHub's limit.
-        body, headline = gpu_comment_markdown(reports, GITHUB_COMMENT_LIMIT - 400), gpu_headline(reports)
-    else:
-        body = _rendered(comparison_path) if comparison_path is not None else _read_body(body_file)  # type: ignore[arg-type]
-        headline = _headline(body)
-    client = GitHub.from_environment()
-    standing = client.check_head(repo, pr, sha) if sha is not None else None
-    if sha is not None:
-        body = _for_commit(body, sha)
-    problems: list[PerfbotError] = []
-    if state is not None and sha is not None:
-        try:
-            client.set_status(repo, sha, state, headline, context, target_url)
-            click.echo(f"status {state} set on {sha[:12]}")
-        except PerfbotError as error:
-            problems.append(error)
-    if standing is not None and standing.standing == "stale":
-        click.echo(
-            f"not posted: {repo}#{pr} has moved on to {standing.head_sha[:12]}; this report is for "
-            f"{sha and sha[:12]}, and the newer run posts its own"
-        )
-    else:
-        try:
-            posted = client.upsert_comment(repo, pr, body, author)
-            click.echo(f"{posted.action} {posted.url}")
-            if sha is not None and (moved := client.check_head(repo, pr, sha)).standing == "stale":
-                # The PR moved on while this was posted: say so, until the newer run replaces it.
-                client.upsert_comment(repo, pr, _stale(body, moved.head_sha), author)
-                click.echo(f"marked stale: {repo}#{pr} moved on to {moved.head_sha[:12]} meanwhile")
-        except PerfbotError as error:
-            problems.append(error)
-    if problems:
-        worst = max(problems, key=lambda e: e.exit_code)
-        for problem in problems:
-            click.echo(f"perfbot: error: {problem}", err=True)
-        raise click.exceptions.Exit(worst.exit_code)
+    request = CommentRequest(
+        repo,
+        pr,
+        comparison=comparison_path,
+        body_file=body_file,
+        sections=sections,
+        sha=sha,
+        state=state,
+        author=author,
+        context=context,
+        target_url=target_url,
+    )
+    commented = post_report(request, say=click.echo)
+    for problem in commented.problems:
+        click.echo(f"perfbot: error: {problem}", err=True)
+    if commented.problems:
+        raise click.exceptions.Exit(commented.exit_code)
 
 
 @click.command("verify-head")
@@ -194,71 +161,3 @@ def verify_head_command(repo: str, pr: int, sha: str, same_repository: bool) -> 
             f"{repo}#{pr} comes from {standing.head_repository}, a fork: a maintainer must start its check by hand"
         )
     click.echo(f"{sha[:12]} is the head of {repo}#{pr} (from {standing.head_repository})")
-
-
-def _for_commit(body: str, sha: str) -> str:
-    """The report with the commit it measured named above the marker."""
-    lines = body.rstrip("\n").split("\n")
-    at = len(lines) - 1 if lines[-1].strip() == MARKER else len(lines)
-    return "\n".join([*lines[:at], "", f"<sub>Measured commit: {sha}</sub>", *lines[at:]]) + "\n"
-
-
-def _stale(body: str, head: str) -> str:
-    return (
-        f"_This report is for an earlier commit: the pull request has moved on to {head[:12]}, whose check "
-        f"will replace it._\n\n{body}"
-    )
-
-
-def _headline(body: str) -> str:
-    first = body.strip().splitlines()[0] if body.strip() else ""
-    return first.replace("**perfbot:**", "").strip() or "perfbot"
-
-
-def _rendered(path: Path) -> str:
-    from ..deciding import comparison
-
-    # Room for the commit line and a stale note below GitHub's limit.
-    return comment_markdown(comparison.load(path), GITHUB_COMMENT_LIMIT - 400)
-
-
-_STOPPED = "no comparison file; its job stopped before comparing"
-# More than a section shows of a line (report.MAX_SHOWN): the rest of the file is never read.
-_ERROR_BYTES = 1024
-
-
-def _gpu_report(label: str, path: Path) -> GpuReport:
-    """One GPU's section: its comparison file, or why it has none. A symlink is not followed: in
-    the PR check, the file comes from a job that ran the pull request's code."""
-    from ..deciding import comparison
-
-    if path.is_symlink() or not path.exists():
-        said = _error_line(path.with_name(ERROR_FILE))
-        return GpuReport(
-            label, None, f"its job stopped before comparing: {said}" if said else _STOPPED + " (see the workflow run)"
-        )
-    try:
-        return GpuReport(label, comparison.load(path))
-    except BadInput as error:
-        return GpuReport(label, None, f"its comparison file could not be read: {str(error).removeprefix(f'{path}: ')}")
-
-
-def _error_line(path: Path) -> str:
-    """The first line of the error file that a GPU's A/B left where it stopped (`perfbot ab`'s
-    ERROR_FILE), or "" where there is none to read. Not followed if a symlink, as above; the
-    section escapes it like any other value."""
-    if path.is_symlink() or not path.is_file():
-        return ""
-    try:
-        with path.open("rb") as handle:
-            text = handle.read(_ERROR_BYTES).decode("utf-8", "replace")
-    except OSError:
-        return ""
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
-
-
-def _read_body(path: Path) -> str:
-    body = read_text(path, "markdown file")
-    if not body.strip():
-        raise BadInput(f"{path}: is empty; nothing to post")
-    return fit_comment(body, GITHUB_COMMENT_LIMIT - 400)  # room for the commit line and a stale note

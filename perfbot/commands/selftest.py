@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.markup import escape
 
 from ..files import check_output, write_atomic
+from ..output.selftest import SelftestAsked, interference_report, selftest_report
 from ..records.schema import MAX_SAMPLES
 from .context import (
     FiniteRange,
@@ -122,8 +122,6 @@ def selftest_command(
 
         perfbot selftest --checks 100 --out selftest.json
     """
-    from rich.table import Table
-
     from ..measuring import interference, selftest
     from ..measuring.shards import on_each_gpu
 
@@ -184,51 +182,9 @@ def selftest_command(
                 crossed = interference.interference_in_worker(*asked, skipped_kernels)
             bar.update(task, total=1, completed=1)
     result = selftest.tally(collected, parsed, policy)
-    table = Table(
-        title=f"perfbot selftest: {escape(f'{kernel} on {case.suite}/{case.name}')} ({result.kernel_ms:.4f} ms), "
-        f"{checks} checks of {samples} to {max_samples} rounds{f' on {len(gpus)} GPUs' if len(gpus) > 1 else ''}; "
-        f"{result.rule}",
-        title_justify="left",
-    )
-    for column in (
-        "comparison",
-        "injected (nominal)",
-        "injected (measured)",
-        "failed, one check",
-        "failed and confirmed (pairs)",
-        "undecided",
-        "rounds (median, most)",
-    ):
-        table.add_column(column, justify="left" if column == "comparison" else "right")
-    rows = [("A/A (false alarms)", "0%", "", result.false_alarms)]
-    rows += [
-        (
-            f"A/B +{level.nominal_percent:g}%",
-            f"{level.nominal_percent:g}%",
-            f"{level.measured_percent:.2f}%",
-            level.detections,
-        )
-        for level in result.levels
-    ]
-    for name, nominal, measured, flags in rows:
-        confirmed = f"{flags.confirmed}/{flags.pairs} ({flags.confirmed / flags.pairs:.1%})" if flags.pairs else "-"
-        table.add_row(
-            name,
-            nominal,
-            measured,
-            f"{flags.flagged}/{flags.checks} ({flags.flagged / flags.checks:.1%})",
-            confirmed,
-            str(flags.undecided),
-            f"{flags.median_rounds:g}, {flags.most_rounds}",
-        )
-    console().print(table)
-    strayed = [level for level in result.levels if not level.as_asked]
-    if strayed:
-        listed = ", ".join(f"{level.nominal_percent:g}% (measured {level.measured_percent:.2f}%)" for level in strayed)
-        console().print(
-            f"note: the injection missed {listed}: read those rows by their measured column "
-            f"(the calibration could not place the sleep on this runner)"
-        )
+    checked = SelftestAsked(kernel, case.suite, case.name, checks, samples, max_samples, len(gpus))
+    for part in selftest_report(result, checked):
+        console().print(part)
     if crossed is not None:
         print_interference(crossed, selftest.selftest_rule(policy, result.kernel_ms).warn_percent)
     if out is not None:
@@ -241,35 +197,6 @@ def selftest_command(
 
 
 def print_interference(crossed: Interference, warn_percent: float) -> None:
-    """The interference check's table: every benchmark but the slowed one, the most moved first,
-    then one line naming the largest cross-talk against the interleaved warn threshold."""
-    from rich.table import Table
-
-    slowed = crossed.slowed
-    table = Table(
-        title=f"interference: {escape(slowed.label)} slowed by {slowed.percent:+.2f}% (measured) on one side of an "
-        f"A/A; every other benchmark's ratio, {crossed.confidence:.0%} interval",
-        title_justify="left",
-    )
-    for column in ("benchmark", "moved", "interval", "rounds"):
-        table.add_column(column, justify="left" if column == "benchmark" else "right")
-    for moved in sorted(crossed.others, key=lambda m: -abs(m.percent)):
-        interval = f"[{moved.low_percent:+.2f}%, {moved.high_percent:+.2f}%]"
-        table.add_row(escape(moved.label), f"{moved.percent:+.2f}%", escape(interval), str(moved.rounds))
-    console().print(table)
-    largest = crossed.largest
-    if largest is None:
-        console().print("interference: no other benchmark measured on both sides")
-        return
-    below = "below" if abs(largest.percent) < warn_percent else "NOT below"
-    sure = [row.label for row in crossed.others if row.surely_moved]
-    surely = f"surely moved: {', '.join(sure)}" if sure else "none surely moved (every interval holds no change)"
-    # The largest of many noisy estimates is noise of its intervals' width: say so, and how to narrow them.
-    unsure = abs(largest.percent) >= warn_percent and not largest.surely_moved
-    hint = "; its interval cannot tell it from no change: more --interference-rounds narrow it" if unsure else ""
-    console().print(
-        escape(
-            f"largest cross-talk: {abs(largest.percent):.2f}% ({largest.label}), {below} the interleaved "
-            f"warn threshold of {warn_percent:g}%; {surely}{hint}"
-        )
-    )
+    """The interference check's table and its summary line (output/selftest.py)."""
+    for part in interference_report(crossed, warn_percent):
+        console().print(part)
