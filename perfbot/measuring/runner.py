@@ -33,7 +33,7 @@ DEVICE = "cuda"
 
 def require_gpu() -> None:
     if not torch.cuda.is_available():
-        raise EnvironmentFailure("no CUDA GPU is visible (torch.cuda.is_available() is False); perfbot run needs one")
+        raise EnvironmentFailure("no CUDA GPU is visible (torch.cuda.is_available() is False); this command needs one")
 
 
 def run(
