@@ -478,3 +478,20 @@ def test_any_declaration_loads_or_is_refused_in_one_line(tmp_path_factory, sourc
         assert len(line) <= len(str(package)) + 600, line
     else:
         assert loaded.suites and loaded.implementations
+
+
+def test_a_suites_name_with_a_line_break_is_refused_in_one_line(tmp_path: Path):
+    """Found by the property above: the name went into the file's messages, line break and all."""
+    from perfbot.errors import BadInput
+    from perfbot.loading.subject import load_subject
+
+    package = tmp_path / "pk"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "from perfbot import Subject\n"
+        "subject = Subject('t', lambda c, g: (), lambda *a: 0, {'float32': 1e-5}, suites='a\\nb')\n"
+        "subject.implementation('mine', under_test=True)(lambda *a: 0)\n"
+    )
+    with pytest.raises(BadInput, match="without control characters") as error:
+        load_subject(package)
+    assert "\n" not in str(error.value)

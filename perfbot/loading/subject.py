@@ -369,6 +369,9 @@ def _check_subject(package: Path, subject: Subject) -> None:
     _check_variants(where, subject.variants)
     if not isinstance(subject.suites, str | Path | Mapping):
         raise BadInput(f"{where}: suites must be a file name or a dict of perfbot.Suite, got {shown(subject.suites)}")
+    if isinstance(subject.suites, str | Path) and not str(subject.suites).isprintable():
+        # The name goes into every message about the file: no line break or control character in it.
+        raise BadInput(f"{where}: suites must name a file without control characters, got {shown(str(subject.suites))}")
     default = subject.default_case
     if default is not None and not (isinstance(default, tuple) and len(default) == 2):
         raise BadInput(f"{where}: default_case must be a (suite, case) pair, got {shown(default)}")
