@@ -37,9 +37,8 @@ def shape_class(M: int, K: int, N: int, num_sms: int) -> str:
     """gemv: at most 4 rows (generating tokens one at a time). decode: at most 64 rows. Both are
     bound by reading weight once. small: short tiles (K <= SHORT_K) and fewer 128x128 output
     tiles than two waves of the GPU, where two smaller programs per SM hide each other's
-    epilogue. large: the rest. With a longer K the 128x128 tile beat the small config by 30-42%
-    on three of four unseen shapes of 65 to 650 rows and lost by 2% on the fourth, M = 107
-    (experiments/2026-11-30-h200-unseen-shapes/run1), which now takes 64-row tiles instead."""
+    epilogue. large: the rest: with a longer K the 128x128 tile beat the small config on most
+    unseen shapes of 65 to 650 rows (experiments/2026-11-30-h200-unseen-shapes/run1)."""
     if M <= 4:
         return "gemv"
     if M <= 64:
@@ -346,10 +345,9 @@ _CANDIDATES[("pointer", "gemv")] = _CANDIDATES[("pointer", "decode")]
 
 
 # Decode on TMA GPUs: one tile per program, as many resident at once as shared memory allows for
-# the real BLOCK_M (16 or 32 rows below 33), chosen per shape by `decode_by_waves`. Measured on the
-# generated suite's decode shapes, each beat the tuned persistent config (BLOCK_N 64, four stages,
-# one program per SM) on some shape by up to 23%, and none wins everywhere
-# (experiments/2026-11-30-h200-unseen-shapes/run2).
+# the real BLOCK_M (16 or 32 rows below 33), chosen per shape by `decode_by_waves`: on the
+# generated suite's decode shapes each beat the tuned persistent config on some shape, and none
+# wins everywhere (experiments/2026-11-30-h200-unseen-shapes/run2).
 _DECODE = {
     "GROUP_M": 1,
     "num_warps": 4,
@@ -388,8 +386,8 @@ def decode_by_waves(block_m: int, N: int, num_sms: int) -> dict:
 
 
 # Prefill of a few hundred rows: 64-row tiles where the rows and waves they fill outweigh what a
-# 64-row tile loses to a 128-row one (about 5% on shapes both fill; experiments/2026-11-30-h200-
-# unseen-shapes/run5, where it won on seven of eight such shapes by 1.6-14%).
+# 64-row tile loses to a 128-row one on shapes both fill (experiments/2026-11-30-h200-unseen-
+# shapes/run5).
 PREFILL_64_ROWS = {
     "BLOCK_M": 64,
     "BLOCK_N": 128,

@@ -45,7 +45,7 @@ def _gelu(z, APPROXIMATE_TANH: tl.constexpr):
     as a degree-9 polynomial in t loses 6e-6 of p to fp32 rounding). One exp2 and eight (erf) or
     eleven (tanh) FMAs, no division, no select and no branch: the epilogue runs between the tiles
     of the matmul, so each instruction of it shows in the kernel's time (libdevice's erff made the
-    erf rows 5-8% slower than tanh on the H200). Relative error below 1e-5 wherever |gelu| > 1e-6
+    erf rows measurably slower than tanh; docs/kernel.md). Relative error below 1e-5 wherever |gelu| > 1e-6
     and absolute error below 1e-6 (tests/test_geglu.py), where 0.5 z (1 + erf(z / sqrt(2))) in
     fp32 loses its relative accuracy in the negative tail, as 1 + erf cancels. Past T the tail
     stays at F(-T) (erf 5.8e-8, tanh 4.6e-8): +inf stays inf, -inf gives -T F(-T), within 3e-7
@@ -265,11 +265,9 @@ ALIGN_ROWS_FROM = 1024
 
 def _aligned_rows(x2d: torch.Tensor) -> torch.Tensor:
     """x with rows 32-byte aligned: a copy into a buffer whose rows are a multiple of 16 elements
-    long, seen at its true width. TMA reads rows that are only 16-byte aligned slowly: on the H200
-    a prefill shape with K = 8168 ran 1.25x cuBLAS's time, 1.08x with x's rows padded, 1.00x
-    with weight's too (experiments/2026-11-30-h200-unseen-shapes/probe_alignment.txt). With the
-    copy included the launch is 1.07-1.15x faster on such shapes (run7/ there); a copy of weight
-    per call would cost more than it saves."""
+    long, seen at its true width. TMA reads rows that are only 16-byte aligned slowly, and the
+    copy costs less than it saves (experiments/2026-11-30-h200-unseen-shapes/probe_alignment.txt
+    and run7/ there); a copy of weight per call would cost more than it saves."""
     M, K = x2d.shape
     buffer = torch.empty(M, -(-K // 16) * 16, dtype=x2d.dtype, device=x2d.device)
     buffer[:, :K].copy_(x2d)

@@ -68,8 +68,8 @@ if TYPE_CHECKING:
     default=1600,
     show_default=True,
     help="Rounds of the interference check (0: none): the benchmark slowed on one side of an A/A of its case "
-    "and the cases either side of it, every other benchmark's ratio reported as cross-talk. At 400, the "
-    "H200's short decode neighbours had 99% intervals about +-0.5% wide (docs/method.md).",
+    "and the cases either side of it, every other benchmark's ratio reported as cross-talk. How wide "
+    'its intervals get for a number of rounds: docs/method.md, "Cross-talk and side bias, measured".',
 )
 @click.option(
     "--interference-percent",

@@ -16,18 +16,18 @@ it to the next one, or the ends):
   (others that moved with the subject, through shared code, must not make a still reference
   look faster). Others that run the reference's library move with it and tell nothing; then:
 - the ratio is watched: the step is the subject's when its raw median moved the step's way by
-  at least MIN_OWN (1%, whatever share of the step that is: a slowdown that lands with a faster
+  at least MIN_OWN (whatever share of the step that is: a slowdown that lands with a faster
   library is still a slowdown) and its runs after rank beyond those before (one-sided
-  Mann-Whitney at OWN_ALPHA, 0.001); the reference's when its raw median moved the other way by
+  Mann-Whitney at OWN_ALPHA); the reference's when its raw median moved the other way by
   at least half the step, ranking apart likewise, while the subject's moved by less than MIN_OWN;
 - the median is watched: the subject's when its ratio over the reference moved the same way by
   at least half the step; else the whole run moved;
 - anything else is not yet clear: the step is held back until later runs tell. Once
   DECIDE_RUNS runs follow it, it is decided: the subject's if its raw median moved MIN_OWN its
-  way ranking apart at DECIDE_ALPHA (0.01), or by at least half the step; else the reference's.
+  way ranking apart at DECIDE_ALPHA, or by at least half the step; else the reference's.
 
 Why two levels of significance: docs/history.md, "Whose step it is" (run-wide noise in the few
-runs right after a step made too many steps the subject's at 0.01).
+runs right after a step made too many steps the subject's at the looser one).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ Reading = Callable[[Point], float | None]  # a value read from a run's point of 
 MIN_OWN = MIN_STEP  # the least change of the subject's own time that makes a step its own
 OWN_ALPHA = 0.001  # how surely the raw medians after a step must rank beyond those before
 DECIDE_RUNS = 12  # runs after a step once which an unclear step is decided
-DECIDE_ALPHA = 0.01  # then, how surely 1% of the subject's own still makes it the subject's
+DECIDE_ALPHA = 0.01  # then, how surely MIN_OWN of the subject's own still makes it the subject's
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def attribute(series: Series, before: Sequence[int], after: Sequence[int], chang
         and _ranks_apart(earlier, later, lambda p: p.reference_ms, step < 0)
     ):
         cause = "reference"
-    elif len(later) >= DECIDE_RUNS:  # long enough: 1% of its own less surely, or the nearer of all and none
+    elif len(later) >= DECIDE_RUNS:  # long enough: MIN_OWN of its own less surely, or the nearer of all and none
         surely = abs(own) >= MIN_OWN and _ranks_apart(earlier, later, lambda p: p.median_ms, step > 0, DECIDE_ALPHA)
         cause = "subject" if own_log * step > 0 and (surely or abs(own_log) >= abs(step) / 2) else "reference"
     else:

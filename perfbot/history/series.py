@@ -4,8 +4,9 @@ one series per benchmark, the environment changes between runs, and the steps in
 A subject's own benchmark has two series a check could watch: its median, and its median over a
 reference measured in the same run (its first bound on the case, else its first baseline), in
 which whatever moved the whole run (a slower machine, a warmer day) cancels. Each series is
-watched by whichever of the two varies less from run to run in the store: between separate H200
-runs that was the ratio, about half as noisy as a median (docs/history.md). A benchmark without
+watched by whichever of the two varies less from run to run in the store: between separate
+runs that is usually the ratio (docs/history.md, "What the check watches, and how it finds a
+step"). A benchmark without
 a reference is watched by its median. Whose a step is, the subject's own or its reference's, is
 told by both raw medians (perfbot/history/attribution.py).
 

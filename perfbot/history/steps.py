@@ -39,12 +39,12 @@ from .attribution import Attribution, attribute
 from .series import History, Run, Series
 
 STATE_FILE = "reported-steps.json"
-# A step found again within this many runs of a reported one is the same step (its estimated
-# place moves as later runs arrive: within 2 runs in 9 of 10 cases, docs/history.md).
+# A step found again within this many runs of a reported one is the same step: its estimated
+# place moves a little as later runs arrive (docs/history.md, "What it finds").
 SAME_STEP_RUNS = 5
-# A new step fails the check only if it starts among this many newest runs (a 1% step that is
-# found is found within 14 runs of its start in 9 of 10 stores, docs/history.md; and the place
-# of a step is estimated within two runs).
+# A new step fails the check only if it starts among this many newest runs: a step is found
+# within some runs of its start, and its place estimated within a few (docs/history.md, "What
+# it finds").
 RECENT_RUNS = 20
 # The commit range runs from this many runs before a step's estimated start to this many after,
 # since the estimate may be off by a run or two.

@@ -1,9 +1,9 @@
 """Fresh loads of a subject's Triton kernels, again and again within one A/B.
 
 Triton loads a compiled kernel onto the GPU (cuModuleLoad) at its first call and keeps that load
-for as long as the process lives. On the H200 one load of identical code ran a 36 us kernel up to
-0.9% slower or faster than another, for as long as both lasted (docs/method.md, "Exchangeable
-sides"): a bias fixed for the run, on the side that happened to get the worse load. So a
+for as long as the process lives, and one load of identical code can run a kernel measurably
+slower or faster than another for as long as both last (docs/method.md, "Exchangeable sides"):
+a bias fixed for the run, on the side that happened to get the worse load. So a
 sequential A/B has Triton forget each side's compiled kernels every few blocks
 (runner.LocalSides.recapture); the next call compiles them from Triton's cache on disk, which
 loads them anew, wherever the driver now puts them. A load's bias then varies from block to

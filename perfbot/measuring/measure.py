@@ -15,8 +15,8 @@ import torch
 # Bytes read between samples to evict the previous sample's data from L2; at least this,
 # and at least four times the L2 of the GPU at hand.
 MIN_FLUSH_BYTES = 256 * 1024 * 1024
-# GPU clock cycles to hold per sample of a round while the host queues it: about 0.1 ms at
-# 2 GHz, several times what queueing one sample takes the host.
+# GPU clock cycles to hold per sample of a round while the host queues it: several times what
+# queueing one sample takes the host (docs/method.md, "Timing").
 HOLD_CYCLES_PER_SAMPLE = 200_000
 # How samples are taken, recorded with every result: `perfbot compare` notes when a baseline was
 # timed another way (an older perfbot flushed L2 by overwriting the buffer).
@@ -151,9 +151,9 @@ class GraphTimer:
     sample starts with a cold cache, as a layer in a model does. While the GPU flushes, the host
     has already queued the start event and the replay: the events bracket the kernel, not the
     launch. Untimed replays come before the first timed sample of a round and after the last, so
-    that every timed sample sits between two others: without them the first sample of a round
-    ran 0.2-0.8% slow and the last 0.5% fast (docs/method.md). The GPU also holds (a spin kernel)
-    while the host queues the round.
+    that every timed sample sits between two others: without them the first and last samples of
+    a round were biased (docs/method.md, "Timing"). The GPU also holds (a spin kernel) while the
+    host queues the round.
     """
 
     def __init__(self, captured: Mapping[str, Captured]):
@@ -205,27 +205,23 @@ def round_order(
     seed: int | str = 0,
 ) -> list[str]:
     """The order of one round: rotated, and reversed in every odd round, so that every pair of
-    names runs in both orders equally often. A rotation alone puts the second name right after
-    the first in all rounds but one, and anything one sample leaves behind for the next (the
-    clock, the power state) then biases that pair.
+    names runs in both orders equally often (a rotation alone would put one name right after
+    another in all rounds but one, and what a sample leaves behind, clock or power state, would
+    bias that pair).
 
-    `pairs` are the two sides of one benchmark of an A/B (base, head). Each pair has two places
-    in the round, and which side takes which is drawn for every pair on its own (`side_places`,
-    from `seed`): so, over the blocks, each side of a benchmark follows and precedes either side of
-    its neighbours equally often, and a neighbour that changed on one side moves both of its sides
-    alike. Within one block it need not cancel: it then spreads the blocks, not their median. In
-    fixed places each side only ever met its own side's neighbours, and a changed neighbour
-    moved the unchanged benchmark beside it by a percent (docs/method.md, "Exchangeable sides").
+    `pairs` are the two sides (base, head) of one benchmark of an A/B. Which side takes which of
+    the pair's two places is drawn per pair and block (`side_places`, from `seed`), so that over
+    the blocks each side follows and precedes either side of its neighbours equally often: a
+    neighbour that changed on one side then moves both sides of a benchmark alike
+    (docs/method.md, "Exchangeable sides").
 
-    The two names of each of `side_by_side` (the base and head of one long benchmark) move as
-    one, next to each other, so that their samples are taken milliseconds apart rather than half a
-    round: on a power-capped GPU the clock wanders within a round of large kernels (sequential.py
-    says what it gained). With pairs the rotation moves on every four rounds, not two, so that
-    within those four each name takes four places, and the two sides of a pair the same four. The
-    other names keep their places (an A/B lists every base before every head), half of them on
-    each side of the paired ones, so that the two sides of a short benchmark stay apart as before;
-    for that there must be two paired units to put between the halves (one in the middle, one at
-    the wrap), and with fewer, every name is spread."""
+    The two names of each of `side_by_side` (base and head of one long benchmark) move as one
+    unit, next to each other, so that their samples are taken milliseconds apart rather than half
+    a round apart (docs/method.md, "Side by side"). With pairs the rotation moves every
+    BALANCED_ROUNDS rounds, so that each name takes that many places and both sides of a pair
+    the same ones. The other names keep their listed places, half on each side of the paired
+    units; that needs two paired units (one in the middle, one at the wrap), and with fewer every
+    name is spread."""
     balanced = [*pairs, *(pair for pair in side_by_side if pair not in pairs)]
     present = [pair for pair in balanced if pair[0] in names and pair[1] in names]
     paired = [name for pair in present for name in pair]
@@ -289,7 +285,7 @@ class L2Flush:
     """Evicts L2 before a sample by reading a buffer four times its size (at least 256 MiB).
 
     Reading, not writing: an overwritten buffer leaves L2 full of dirty lines that the next timed
-    kernel pays to write back (8-9 µs a sample on the H200: docs/method.md).
+    kernel pays to write back (docs/method.md, "Timing").
     """
 
     def __init__(self) -> None:

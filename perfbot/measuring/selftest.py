@@ -4,8 +4,8 @@
 - Sensitivity: A/B at several nominal slowdowns: the kernel followed by the shortest
   `torch.cuda._sleep`, against the kernel followed by a sleep longer by a calibrated number of
   cycles (each level's pair of its own, as each benchmark of an A/B has its own base). Both sides
-  carry the sleep kernel, so its own launch (about 1.3 us on the H200, 1.7% of a 75 us decode
-  kernel) is not part of the slowdown, and levels below it can be injected. The slowdown actually
+  carry the sleep kernel, so its own launch is not part of the slowdown and levels below it can
+  be injected (docs/method.md, "`perfbot selftest`"). The slowdown actually
   injected is reported as measured (median ratio of the two sides over all rounds), not as
   asked for.
 

@@ -129,7 +129,7 @@ class Turn:
 class Turns:
     """Hands out a run's cases one at a time to the GPUs that measure them, each with its share
     of the sampling budget. A case whose share ran out before its pairs were decided (the
-    largest kernels: a round of 3-9 ms benchmarks takes 50-80 ms) comes back for a second turn
+    largest kernels, whose rounds are longest) comes back for a second turn
     once every case has had its first, with the time the quicker cases left, on the GPU that
     measured it (its samples pair up only with that GPU's). Thread-safe: one thread drives each
     GPU."""
