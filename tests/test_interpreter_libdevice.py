@@ -5,6 +5,7 @@ ways kernels reach libdevice; and `perfbot check` on the CPU of a subject whose 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -468,3 +469,12 @@ def test_check_runs_a_kernel_that_calls_libdevice_on_the_cpu(tmp_path: Path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "perfbot check: act on cpu" in done.stdout
     assert "6 right, 0 wrong, of 6" in done.stdout
+
+
+def test_the_docs_list_the_functions_tested():
+    """docs/subject.md's table says which functions work on the CPU: each one tested, and no other."""
+    page = (ROOT / "docs" / "subject.md").read_text()
+    section = page.split("## Kernels that call libdevice\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[2] for line in section.splitlines() if line.startswith("| ") and "`" in line]
+    listed = [name for row in rows for name in re.findall(r"`(\w+)`", row)]
+    assert sorted(listed) == sorted({f.name for f in FUNCTIONS})
