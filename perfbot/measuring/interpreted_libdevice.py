@@ -252,7 +252,7 @@ def install() -> None:
     """Give Triton's interpreter libdevice's functions, where TRITON_INTERPRET=1 (elsewhere the
     compiler uses the real libdevice, and nothing is changed). Call it before the subject is
     imported: a kernel's module that imported a function by name (`from
-    triton.language.extra.libdevice import tanh`) keeps what it found then. Once is enough."""
+    triton.language.extra.libdevice import rsqrt`) keeps what it found then. Once is enough."""
     if os.environ.get("TRITON_INTERPRET") != "1":
         return
     try:
