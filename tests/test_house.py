@@ -43,11 +43,13 @@ def test_pre_commit_runs_the_same_checks():
 def test_perfbot_knows_no_subject():
     """perfbot/ measures any subject: no name or formula of this repository's GeGLU is left in it."""
     words = re.compile(r"geglu|gelu|gemm|eager|\bfused|approximate|tanh|cublas|matmul|M×K|t5-v1|gemma", re.IGNORECASE)
+    # libdevice's functions, given to Triton's interpreter by name, are every kernel's, not GeGLU's
+    libdevice = re.compile(r'"a?tanh": np\.(arc)?tanh,')
     found = [
         f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
         for path in sorted((ROOT / "perfbot").rglob("*"))
         if path.suffix in (".py", ".j2")
         for number, line in enumerate(path.read_text().splitlines(), 1)
-        if words.search(line)
+        if words.search(line) and not (path.name == "interpreted_libdevice.py" and libdevice.fullmatch(line.strip()))
     ]
     assert not found, "\n".join(found)

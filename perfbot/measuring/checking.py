@@ -15,6 +15,7 @@ import torch
 from ..errors import EnvironmentFailure
 from ..loading.subject import Case, Loaded, Suite
 from ..records.results import variant_name
+from . import interpreted_libdevice
 
 if TYPE_CHECKING:
     from .planning import RunSettings
@@ -38,13 +39,15 @@ class Checked:
 def choose_device(requested: str | None) -> str:
     """Where to check: the GPU if there is one, else the CPU. On the CPU, Triton kernels run in
     Triton's interpreter, which must be chosen before triton is first imported (a kernel defined
-    after an import without it fails in the interpreter): call this first."""
+    after an import without it fails in the interpreter), and is given libdevice's functions
+    before the subject imports them: call this first."""
     interpreting = os.environ.get("TRITON_INTERPRET") == "1"
     device = requested or ("cuda" if torch.cuda.is_available() and not interpreting else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
         raise EnvironmentFailure("--device cuda: no CUDA GPU is visible (torch.cuda.is_available() is False)")
     if device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
+    interpreted_libdevice.install()  # where TRITON_INTERPRET=1 only
     return device
 
 
