@@ -247,7 +247,7 @@ def test_a_url_split_between_suite_and_case_is_not_a_link(tmp_path: Path):
 
     from perfbot.cli import perfbot
     from perfbot.records import results
-    from perfbot.records.results import Failure
+    from perfbot.records.run import Failure
 
     failure = Failure("fused", {"M": 8}, "float32", "raised", suite="https:", case="/evil.example/login")
     run = tmp_path / "r.json"

@@ -16,7 +16,7 @@ from perfbot.measuring.environment import clock_event_reasons, collect_environme
 from perfbot.measuring.measure import round_order
 from perfbot.measuring.planning import RunSettings, chosen_variants, plan
 from perfbot.output.report import run_table
-from perfbot.records.results import Benchmark, Environment, Results, Settings
+from perfbot.records.run import Benchmark, Environment, Results, Settings
 from tests.conftest import ROOT
 
 

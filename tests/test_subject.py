@@ -353,7 +353,7 @@ def test_a_case_is_found_by_name_alone(geglu):
 
 
 def test_variant_names_are_unambiguous():
-    from perfbot.records.results import variant_name
+    from perfbot.records.run import variant_name
 
     assert variant_name("k", {"a": "1", "b": "0"}) != variant_name("k", {"a": "0", "b": "1"})
     assert variant_name("k", {"offset": "1"}) == "k[offset=1]" and variant_name("k", {}) == "k"

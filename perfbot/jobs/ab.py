@@ -33,7 +33,7 @@ from ..loading import declarations, provenance
 from ..loading.subject import Loaded, Suite, load_subject, restrict
 from ..measuring.sequential import PolicyRules, Stopping, first_look
 from ..records import store as baseline_store
-from ..records.results import Merge, Results
+from ..records.run import Merge, Results
 
 if TYPE_CHECKING:
     from ..measuring.planning import RunSettings

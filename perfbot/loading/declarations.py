@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..records.results import Failure
+from ..records.run import Failure
 from .subject import Implementation, Loaded, Suite, load_subject
 
 # The head's own parts of an implementation: its code. Everything else is the base's.

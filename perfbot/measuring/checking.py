@@ -14,7 +14,7 @@ import torch
 
 from ..errors import EnvironmentFailure
 from ..loading.subject import Case, Loaded, Suite
-from ..records.results import variant_name
+from ..records.run import variant_name
 
 if TYPE_CHECKING:
     from .planning import RunSettings

@@ -22,7 +22,7 @@ from ..deciding.compare import judge_paired
 from ..deciding.thresholds import Policy
 from ..errors import BadInput, WrongResult
 from ..loading.subject import Case, Loaded, Suite, load_subject
-from ..records.results import Results
+from ..records.run import Results
 from . import measure
 from .measure import BLOCK_ROUNDS
 from .planning import RunSettings

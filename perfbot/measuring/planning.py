@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInput, listed
 from ..loading.subject import Case, Loaded, Subject, Suite
-from ..records.results import variant_name
+from ..records.run import variant_name
 
 if TYPE_CHECKING:
     from .sequential import Stopping

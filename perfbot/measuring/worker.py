@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import EXIT_ENVIRONMENT, BadInput, EnvironmentFailure, PerfbotError, WrongResult
-from ..records.results import BENCHMARK, ENVIRONMENT, FAILURE, SETTINGS, Benchmark, Environment, Failure
+from ..records.run import BENCHMARK, ENVIRONMENT, FAILURE, SETTINGS, Benchmark, Environment, Failure
 from ..records.schema import validate_message
 from .planning import RunSettings
 

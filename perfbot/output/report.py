@@ -21,7 +21,7 @@ from rich.table import Table
 
 from ..deciding.comparison import ENVIRONMENT_KEYS, Row, Summary, label, shape_text
 from ..errors import BadInput, listed
-from ..records.results import Benchmark, Merge, Results, variant_name
+from ..records.run import Benchmark, Merge, Results, variant_name
 from ..records.schema import GPU_LABEL
 
 # The hidden line by which the bot finds its own PR comment again. Rendered text can never
