@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from perfbot.errors import BadInput
-from perfbot.loading.subject import load_subject
+from perfbot.loading.package import load_subject
 from perfbot.measuring import correctness, measure
 from perfbot.measuring.environment import clock_event_reasons, collect_environment, triton_commit
 from perfbot.measuring.measure import round_order

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..errors import EnvironmentFailure
-from ..loading.subject import Case, Loaded, Suite
+from ..loading.package import Loaded
+from ..loading.subject import Case, Suite
 from ..records.run import variant_name
 
 if TYPE_CHECKING:

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInput, listed
-from ..loading.subject import Case, Loaded, Subject, Suite
+from ..loading.package import Loaded
+from ..loading.subject import Case, Subject, Suite
 from ..records.run import variant_name
 
 if TYPE_CHECKING:
