@@ -21,7 +21,7 @@ from perfbot.cli import perfbot
 from perfbot.deciding import comparison
 from perfbot.errors import BadInput
 from perfbot.jobs import ab
-from perfbot.output.report import comment_markdown
+from perfbot.output.verdicts import comment_markdown
 from perfbot.records import results
 from perfbot.records.run import Merge
 from tests.test_runner_cpu import _git, init_repo

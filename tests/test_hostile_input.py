@@ -24,7 +24,10 @@ from perfbot.deciding import comparison
 from perfbot.deciding.compare import compare
 from perfbot.deciding.thresholds import load_policy
 from perfbot.jobs.bisect import Outcome, Probe
-from perfbot.output.report import MARKER, bisect_markdown, case_markdown, comment_markdown, run_markdown
+from perfbot.output.bisect_tables import bisect_markdown
+from perfbot.output.markdown import MARKER
+from perfbot.output.run_tables import case_markdown, run_markdown
+from perfbot.output.verdicts import comment_markdown
 from perfbot.records import results
 from perfbot.records.run import Failure, Results
 from tests.conftest import ROOT

@@ -16,15 +16,14 @@ from perfbot.deciding.compare import compare
 from perfbot.deciding.comparison import summarize
 from perfbot.deciding.thresholds import load_policy
 from perfbot.errors import BadInput
-from perfbot.output.report import (
+from perfbot.output.markdown import MARKER, markdown_escape
+from perfbot.output.verdicts import (
     GITHUB_COMMENT_LIMIT,
-    MARKER,
     GpuReport,
     _shares,
     comment_markdown,
     compare_table,
     gpu_comment_markdown,
-    markdown_escape,
 )
 from tests.conftest import ROOT
 from tests.helpers import make_results

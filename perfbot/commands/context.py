@@ -19,7 +19,7 @@ from ..deciding.compare import Report
 from ..deciding.thresholds import Policy, load_policy
 from ..errors import BadInput, EnvironmentFailure, listed
 from ..files import check_output, write_all
-from ..output.report import comment_markdown, compare_table
+from ..output.verdicts import comment_markdown, compare_table
 from ..records.schema import MAX_SAMPLES
 
 if TYPE_CHECKING:
