@@ -29,7 +29,7 @@ from kernels import configs
 from kernels import geglu as geglu_module
 from kernels.geglu import geglu
 from kernels.subject import geglu_float64, subject
-from perfbot.loading.subject import load_suites
+from perfbot.loading.suites import load_suites
 from perfbot.measuring import correctness, measure
 
 ROOT = Path(__file__).resolve().parents[1]

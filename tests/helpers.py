@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfbot.records.results import Benchmark, Environment, Results, Settings
+from perfbot.records.run import Benchmark, Environment, Results, Settings
 
 ENVIRONMENT = {
     "host": "runner-1",

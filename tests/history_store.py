@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from perfbot.records import store
-from perfbot.records.results import Benchmark, Environment, Results, Settings
+from perfbot.records.run import Benchmark, Environment, Results, Settings
 
 NOISE = json.loads((Path(__file__).parents[1] / "experiments" / "2026-11-30-history-noise" / "noise.json").read_text())
 CASES = {"t5-v1.1-xl": (8192, 2048, 5120, 0.452), "gemma-7b-m16": (16, 3072, 24576, 0.0757)}

@@ -15,7 +15,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from perfbot.records.results import Results
+from perfbot.records.run import Results
 from tests.conftest import ROOT
 from tests.history_store import make_runs
 

@@ -21,8 +21,9 @@ from perfbot.cli import perfbot
 from perfbot.deciding import comparison
 from perfbot.errors import BadInput
 from perfbot.jobs import ab
-from perfbot.output.report import comment_markdown
+from perfbot.output.verdicts import comment_markdown
 from perfbot.records import results
+from perfbot.records.run import Merge
 from tests.test_runner_cpu import _git, init_repo
 
 SPEEDUP = "\n\nFASTER_TILES = True  # the speedup O\n"
@@ -162,7 +163,7 @@ def test_a_head_that_contains_the_tip_is_measured_as_it_is(gpu, trick: Path, out
     assert result.exit_code == 0, result.output
     main = _git(trick, "rev-parse", "main")
     head = results.load(out / "head.json")
-    assert head.settings.merge == results.Merge(base=main, head=ahead, commit=None)
+    assert head.settings.merge == Merge(base=main, head=ahead, commit=None)
     assert head.environment.kernels_commit == ahead  # no merge commit made
     fast_forward = "(a fast-forward: measured as it is)"
     line = f"Measured: `{ahead[:12]}`, which contains `{main[:12]}` {fast_forward}, against `{main[:12]}`."
@@ -238,7 +239,7 @@ def test_a_head_of_another_history_is_refused(gpu, trick: Path, out: Path):
     _refused(_ab(trick, out, "main", "elsewhere", "--merge"), "shares no history with the base's tip")
 
 
-def _merge_of(repo: Path, base: str, head: str) -> results.Merge:
+def _merge_of(repo: Path, base: str, head: str) -> Merge:
     with ab.merged(repo, _git(repo, "rev-parse", base), head) as (tree, merge):
         assert _git(tree, "rev-parse", "HEAD") == merge.commit
         return merge

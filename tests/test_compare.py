@@ -18,7 +18,7 @@ from perfbot.deciding.comparison import summarize
 from perfbot.deciding.thresholds import Override, load_policy
 from perfbot.errors import BadInput
 from perfbot.records import results
-from perfbot.records.results import Benchmark, Environment, Failure, Results, Settings
+from perfbot.records.run import Benchmark, Environment, Failure, Results, Settings
 from tests.conftest import ROOT
 from tests.helpers import make_results
 

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from perfbot.cli import perfbot
-from perfbot.output.report import run_markdown
+from perfbot.output.run_tables import run_markdown
 from perfbot.records import results
 from tests.conftest import ROOT
 

@@ -132,9 +132,10 @@ def test_the_second_ab_times_each_side_loaded_anew(gpu, repo: Path, tmp_path: Pa
 
 def test_on_the_same_loads_the_second_ab_would_confirm_the_load(gpu, repo: Path, tmp_path: Path, monkeypatch):
     # The control: the second A/B on the first A/B's loads, as before.
-    from perfbot.loading import declarations, subject
+    from perfbot.loading import declarations
+    from perfbot.loading.package import load_subject
 
-    monkeypatch.setattr(declarations, "load_subject", lambda package, instance="": subject.load_subject(package))
+    monkeypatch.setattr(declarations, "load_subject", lambda package, instance="": load_subject(package))
     _first_head_load_slower(gpu)
     result = _ab(repo, tmp_path / "ab")
     assert result.exit_code == 1, result.output

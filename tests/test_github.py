@@ -9,7 +9,8 @@ from click.testing import CliRunner
 from perfbot.cli import perfbot
 from perfbot.errors import BadInput, EnvironmentFailure
 from perfbot.output.github import ACTIONS_BOT, GitHub
-from perfbot.output.report import GITHUB_COMMENT_LIMIT, MARKER
+from perfbot.output.markdown import MARKER
+from perfbot.output.verdicts import GITHUB_COMMENT_LIMIT
 from tests.fake_github import FakeGitHub
 
 TOKEN = "ghs_s3cr3tTOKENvalue"  # the workflow's own token: may not read GET /user

@@ -24,8 +24,12 @@ from perfbot.deciding import comparison
 from perfbot.deciding.compare import compare
 from perfbot.deciding.thresholds import load_policy
 from perfbot.jobs.bisect import Outcome, Probe
-from perfbot.output.report import MARKER, bisect_markdown, case_markdown, comment_markdown, run_markdown
+from perfbot.output.bisect_tables import bisect_markdown
+from perfbot.output.markdown import MARKER
+from perfbot.output.run_tables import case_markdown, run_markdown
+from perfbot.output.verdicts import comment_markdown
 from perfbot.records import results
+from perfbot.records.run import Failure, Results
 from tests.conftest import ROOT
 from tests.fake_github import FakeGitHub
 from tests.helpers import make_results
@@ -173,7 +177,7 @@ def assert_inert(text: str, *, marker: bool) -> None:
 HOSTILE_LINE = " ".join(HOSTILE.split())
 
 
-def _hostile_results(seed: int, slowdowns: dict | None = None, hostile: str = HOSTILE) -> results.Results:
+def _hostile_results(seed: int, slowdowns: dict | None = None, hostile: str = HOSTILE) -> Results:
     run = make_results(
         slowdowns,
         seed=seed,
@@ -198,7 +202,7 @@ def _hostile_results(seed: int, slowdowns: dict | None = None, hostile: str = HO
             )
             for b in run.benchmarks
         ],
-        failures=[results.Failure("@team", {"<!--": 1}, "bf16", "wrong <b>result</b> @x")],
+        failures=[Failure("@team", {"<!--": 1}, "bf16", "wrong <b>result</b> @x")],
     )
 
 

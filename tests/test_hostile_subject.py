@@ -178,7 +178,7 @@ def test_an_implementation_that_raises_is_still_its_own_wrong_result(tmp_path: P
 def test_ctrl_c_in_the_subject_passes_through_untouched(tmp_path: Path):
     """KeyboardInterrupt is the user's, not the subject's: it leaves the guard as it came (the CLI
     turns it into its own exit code)."""
-    from perfbot.loading.subject import load_subject
+    from perfbot.loading.package import load_subject
     from perfbot.measuring import checking
     from perfbot.measuring.planning import RunSettings
 
@@ -465,7 +465,7 @@ def declarations(draw) -> str:
 @given(source=declarations())
 def test_any_declaration_loads_or_is_refused_in_one_line(tmp_path_factory, source: str):
     from perfbot.errors import BadInput
-    from perfbot.loading.subject import load_subject
+    from perfbot.loading.package import load_subject
 
     package = tmp_path_factory.mktemp("declared") / "pk"
     package.mkdir()
@@ -483,7 +483,7 @@ def test_any_declaration_loads_or_is_refused_in_one_line(tmp_path_factory, sourc
 def test_a_suites_name_with_a_line_break_is_refused_in_one_line(tmp_path: Path):
     """Found by the property above: the name went into the file's messages, line break and all."""
     from perfbot.errors import BadInput
-    from perfbot.loading.subject import load_subject
+    from perfbot.loading.package import load_subject
 
     package = tmp_path / "pk"
     package.mkdir()

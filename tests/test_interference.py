@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from perfbot.cli import perfbot
 from perfbot.deciding.thresholds import load_policy
-from perfbot.loading.subject import load_subject
+from perfbot.loading.package import load_subject
 from perfbot.measuring import interference, measure
 from perfbot.measuring.selftest import BASE_SLEEP_CYCLES
 from tests.fake_gpu import listed_places

@@ -27,7 +27,7 @@ from perfbot.cli import perfbot
 from perfbot.config import load_project_config
 from perfbot.jobs import ab
 from perfbot.loading import declarations, isolation
-from perfbot.loading.subject import load_subject
+from perfbot.loading.package import load_subject
 from perfbot.measuring import loads
 from tests.conftest import ROOT
 from tests.test_runner_cpu import _git

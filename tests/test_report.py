@@ -16,15 +16,14 @@ from perfbot.deciding.compare import compare
 from perfbot.deciding.comparison import summarize
 from perfbot.deciding.thresholds import load_policy
 from perfbot.errors import BadInput
-from perfbot.output.report import (
+from perfbot.output.markdown import MARKER, markdown_escape
+from perfbot.output.verdicts import (
     GITHUB_COMMENT_LIMIT,
-    MARKER,
     GpuReport,
     _shares,
     comment_markdown,
     compare_table,
     gpu_comment_markdown,
-    markdown_escape,
 )
 from tests.conftest import ROOT
 from tests.helpers import make_results
@@ -247,7 +246,7 @@ def test_a_url_split_between_suite_and_case_is_not_a_link(tmp_path: Path):
 
     from perfbot.cli import perfbot
     from perfbot.records import results
-    from perfbot.records.results import Failure
+    from perfbot.records.run import Failure
 
     failure = Failure("fused", {"M": 8}, "float32", "raised", suite="https:", case="/evil.example/login")
     run = tmp_path / "r.json"

@@ -7,10 +7,11 @@ import pytest
 
 from perfbot.errors import BadInput
 from perfbot.records import results
+from perfbot.records.run import Benchmark, Environment, Failure, Results, Settings
 
 
-def sample_results() -> results.Results:
-    bench = results.Benchmark(
+def sample_results() -> Results:
+    bench = Benchmark(
         kernel="fused",
         shape={"M": 9, "K": 41, "N": 17},
         dtype="float16",
@@ -22,7 +23,7 @@ def sample_results() -> results.Results:
         error_bound=2e-3,
         config={"BLOCK_M": 64},
     )
-    failure = results.Failure(
+    failure = Failure(
         kernel="eager",
         shape={"M": 9, "K": 41, "N": 17},
         dtype="float16",
@@ -30,9 +31,9 @@ def sample_results() -> results.Results:
         relative_error=float("nan"),
         error_bound=2e-3,
     )
-    return results.Results(
-        environment=results.Environment(gpu_name="X"),
-        settings=results.Settings(samples=3, sources={"k": {"kernels/k.py": "0" * 64, "/site/pkg/k.py": "f" * 64}}),
+    return Results(
+        environment=Environment(gpu_name="X"),
+        settings=Settings(samples=3, sources={"k": {"kernels/k.py": "0" * 64, "/site/pkg/k.py": "f" * 64}}),
         benchmarks=[bench],
         failures=[failure],
         created="2026-11-30T00:00:00+00:00",

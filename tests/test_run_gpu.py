@@ -115,7 +115,7 @@ def test_selftest_injects_what_it_reports():
 
 def test_interference_check_slows_one_benchmark_and_measures_every_other(project: Path):
     from perfbot.deciding.thresholds import load_policy
-    from perfbot.loading.subject import load_subject
+    from perfbot.loading.package import load_subject
     from perfbot.measuring import interference
 
     # a 0.13 ms case between two small ones: long enough that 48 rounds place the injection

@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from perfbot.errors import BadInput
-from perfbot.loading.subject import load_subject
+from perfbot.loading.package import load_subject
 from perfbot.measuring import correctness, measure
 from perfbot.measuring.environment import clock_event_reasons, collect_environment, triton_commit
 from perfbot.measuring.measure import round_order
 from perfbot.measuring.planning import RunSettings, chosen_variants, plan
-from perfbot.output.report import run_table
-from perfbot.records.results import Benchmark, Environment, Results, Settings
+from perfbot.output.run_tables import run_table
+from perfbot.records.run import Benchmark, Environment, Results, Settings
 from tests.conftest import ROOT
 
 
@@ -326,7 +326,7 @@ def test_environment_helpers(monkeypatch):
 
 
 def test_markdown_table_matches_the_terminal_cells_and_escapes_pipes():
-    from perfbot.output.report import run_markdown
+    from perfbot.output.run_tables import run_markdown
 
     bench = Benchmark(
         kernel="fu|sed",
@@ -370,7 +370,7 @@ def test_terminal_table_keeps_bracketed_kernel_names():
 
 
 def test_case_view_puts_every_implementation_beside_the_kernel():
-    from perfbot.output.report import case_markdown
+    from perfbot.output.run_tables import case_markdown
 
     results = Results(
         Environment(),

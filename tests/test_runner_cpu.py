@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from perfbot.cli import perfbot
-from perfbot.loading.subject import load_subject
+from perfbot.loading.package import load_subject
 from perfbot.measuring import measure, planning, runner
 
 TINY = """

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from perfbot.cli import perfbot
 from perfbot.errors import BadInput
-from perfbot.loading.subject import load_subject
+from perfbot.loading.package import load_subject
 from perfbot.measuring import shards
 from perfbot.measuring.planning import RunSettings
 from tests.conftest import ROOT
@@ -191,7 +191,7 @@ sys.path.insert(0, {root!r})
 from pathlib import Path
 from perfbot.measuring import shards
 from perfbot.measuring.planning import RunSettings
-from perfbot.loading.subject import load_subject
+from perfbot.loading.package import load_subject
 from tests.fake_gpu import install_in_worker
 from tests.test_shards import TWO
 

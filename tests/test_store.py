@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from perfbot.cli import perfbot
 from perfbot.errors import BadInput
 from perfbot.records import results, store
+from perfbot.records.run import Results
 from tests.helpers import make_results
 
 
@@ -119,7 +120,7 @@ def test_leftovers_of_an_interrupted_update_are_reported_then_removed(tmp_path: 
     assert not leftover.exists() and len(store.history(directory)) == 2
 
 
-def _large_run(seed: int) -> results.Results:
+def _large_run(seed: int) -> Results:
     """About 8 MB of JSON: 600 benchmarks of 1,000 samples, so that a write takes a while."""
     base = make_results(seed=seed, n=1000)
     benchmarks = [
@@ -193,7 +194,7 @@ def test_an_unwritable_store_or_output_is_an_environment_failure(tmp_path: Path)
 
 
 def test_cli_refuses_to_store_a_run_with_wrong_results(tmp_path: Path):
-    from perfbot.records.results import Failure
+    from perfbot.records.run import Failure
 
     broken = replace(make_results(seed=1), failures=[Failure("fused", {"M": 1}, "bfloat16", "wrong result")])
     path = _save(tmp_path, "broken.json", broken)

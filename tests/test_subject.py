@@ -11,7 +11,8 @@ import pytest
 
 from perfbot import Case, Subject, Suite
 from perfbot.errors import BadInput
-from perfbot.loading.subject import load_subject, load_suites
+from perfbot.loading.package import load_subject
+from perfbot.loading.suites import load_suites
 from tests.conftest import ROOT
 
 
@@ -353,14 +354,15 @@ def test_a_case_is_found_by_name_alone(geglu):
 
 
 def test_variant_names_are_unambiguous():
-    from perfbot.records.results import variant_name
+    from perfbot.records.run import variant_name
 
     assert variant_name("k", {"a": "1", "b": "0"}) != variant_name("k", {"a": "0", "b": "1"})
     assert variant_name("k", {"offset": "1"}) == "k[offset=1]" and variant_name("k", {}) == "k"
 
 
 def test_a_case_several_suites_hold_is_timed_once_per_implementation():
-    from perfbot.loading.subject import Case, Suite, without_repeats
+    from perfbot.loading.subject import Case, Suite
+    from perfbot.loading.suites import without_repeats
 
     shared = Case("x", "shared", {"M": 1}, "float16")
     small = Suite("small", "", ("fused", "eager"), (shared, Case("small", "own", {"M": 2}, "float16")))

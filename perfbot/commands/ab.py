@@ -32,7 +32,8 @@ from .context import (
 if TYPE_CHECKING:
     from ..deciding.thresholds import Policy
     from ..jobs.ab import Prepared
-    from ..loading.subject import Loaded, Suite
+    from ..loading.package import Loaded
+    from ..loading.subject import Suite
     from ..measuring.planning import RunSettings
 
 _OUTPUTS = ("base.json", "head.json", "comparison.json", "comment.md")

@@ -11,7 +11,7 @@ import click
 from ..errors import BadInput, EnvironmentFailure
 from ..files import check_output, write_atomic
 from ..measuring import triton_build
-from ..output.report import bisect_markdown, bisect_table
+from ..output.bisect_tables import bisect_markdown, bisect_table
 from ..records.schema import MAX_SAMPLES
 from .context import FiniteRange, console, project_config, project_option
 

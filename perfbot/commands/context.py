@@ -19,11 +19,12 @@ from ..deciding.compare import Report
 from ..deciding.thresholds import Policy, load_policy
 from ..errors import BadInput, EnvironmentFailure, listed
 from ..files import check_output, write_all
-from ..output.report import comment_markdown, compare_table
+from ..output.verdicts import comment_markdown, compare_table
 from ..records.schema import MAX_SAMPLES
 
 if TYPE_CHECKING:
-    from ..loading.subject import Loaded, Suite
+    from ..loading.package import Loaded
+    from ..loading.subject import Suite
     from ..measuring.planning import RunSettings
 
 # Every number an option takes has a range, so that a huge or odd one is refused as a bad argument
@@ -182,7 +183,7 @@ def chosen(
 ) -> list[Suite]:
     """The suites named, cut down to the cases named. None named: the pull-request suite where
     there is one (a quick run by hand), else, or with `every_suite` (the A/B), every suite."""
-    from ..loading.subject import restrict, without_repeats
+    from ..loading.suites import restrict, without_repeats
 
     if suite_names == ("all",) and "all" not in subject.suites:
         suite_names = tuple(subject.suites)
@@ -252,7 +253,7 @@ def project_policy(config: ProjectConfig, thresholds_path: Path | None) -> Polic
 
 def load_kernels(config: ProjectConfig, kernels: Path | None, limit: float | None = None) -> Loaded:
     """The subject, its import limited to `limit` seconds (by default guard.IMPORT_LIMIT_S)."""
-    from ..loading.subject import load_subject
+    from ..loading.package import load_subject
 
     return load_subject(kernels if kernels is not None else config.kernels_dir, limit=limit)
 

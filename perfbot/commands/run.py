@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from ..errors import EXIT_REGRESSION, WrongResult, listed
 from ..files import check_output
-from ..output.report import case_markdown, failures_table, run_markdown, run_table
+from ..output.run_tables import case_markdown, failures_table, run_markdown, run_table
 from ..records import results as results_file
 from ..records.schema import MAX_SAMPLES
 from .context import (

@@ -41,7 +41,7 @@ from typing import Literal, Protocol, get_args
 import numpy as np
 
 from ..errors import BadInput
-from ..records.results import Benchmark, Environment, Failure, Merge, Results, same_gpu
+from ..records.run import Benchmark, Environment, Failure, Merge, Results, same_gpu
 from ..records.schema import shown
 from . import stats
 from .thresholds import Policy, Rule

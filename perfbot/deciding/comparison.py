@@ -32,8 +32,8 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, with_config
 
-from ..records.results import Benchmark, Failure, Label, Merge, Shape, Variant, variant_name
-from ..records.results import Environment as EnvironmentRecord
+from ..records.run import Benchmark, Failure, Label, Merge, Shape, Variant, variant_name
+from ..records.run import Environment as EnvironmentRecord
 from ..records.schema import MAX_ITEMS, MAX_JSON_BYTES, Finite, Name, Text, _bounded, load_json
 from .compare import VERDICTS, Comparison, Report, Verdict, fails_check, verdict_count
 

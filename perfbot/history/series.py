@@ -26,7 +26,7 @@ from pathlib import Path
 from ..deciding import changepoints, stats
 from ..deciding.comparison import shape_text
 from ..records import store
-from ..records.results import Benchmark, Results, variant_name
+from ..records.run import Benchmark, Results, variant_name
 from . import acknowledgements
 from .acknowledgements import Acknowledgement
 

@@ -36,7 +36,7 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, model_vali
 from ..errors import BadInput
 from ..files import write_atomic
 from ..records import results
-from ..records.results import Label, Variant
+from ..records.run import Label, Variant
 from ..records.schema import GPU_LABEL, MAX_ITEMS, MAX_TEXT, Finite, Name, Text, bad_input, load_json
 from . import acknowledgements, steps
 from .attribution import Cause

@@ -30,10 +30,12 @@ from ..deciding.compare import Report, compare
 from ..deciding.thresholds import Policy, changes, load_policy
 from ..errors import BadInput, PerfbotError
 from ..loading import declarations, provenance
-from ..loading.subject import Loaded, Suite, load_subject, restrict
+from ..loading.package import Loaded, load_subject
+from ..loading.subject import Suite
+from ..loading.suites import restrict
 from ..measuring.sequential import PolicyRules, Stopping, first_look
 from ..records import store as baseline_store
-from ..records.results import Merge, Results
+from ..records.run import Merge, Results
 
 if TYPE_CHECKING:
     from ..measuring.planning import RunSettings

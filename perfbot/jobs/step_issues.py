@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import BadInput, EnvironmentFailure
 from ..history.steps_file import StepRecord
-from ..output.report import markdown_escape
+from ..output.markdown import markdown_escape
 from . import bisect_outcome
 from .bisect_outcome import OutcomeFile
 

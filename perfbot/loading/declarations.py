@@ -21,8 +21,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..records.results import Failure
-from .subject import Implementation, Loaded, Suite, load_subject
+from ..records.run import Failure
+from .package import Loaded, load_subject
+from .subject import Implementation, Suite
 
 # The head's own parts of an implementation: its code. Everything else is the base's.
 HEAD_FIELDS = ("fn", "config")

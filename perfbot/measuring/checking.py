@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..errors import EnvironmentFailure
-from ..loading.subject import Case, Loaded, Suite
-from ..records.results import variant_name
+from ..loading.package import Loaded
+from ..loading.subject import Case, Suite
+from ..records.run import variant_name
 from . import interpreted_libdevice
 
 if TYPE_CHECKING:

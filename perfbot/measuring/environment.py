@@ -11,7 +11,7 @@ import torch
 import triton
 
 from .. import __version__
-from ..records.results import Environment, GpuState, GpuStates
+from ..records.run import Environment, GpuState, GpuStates
 
 # Release wheels carry no commit in their version; these are the commits their tags point to.
 RELEASE_COMMITS = {"3.6.0": "7c56a5e40f7fd928dfd5c72902d5def0097db73a"}

@@ -15,7 +15,7 @@ import torch
 from ..errors import BadInput, EnvironmentFailure
 from ..loading import guard
 from ..loading.subject import Subject
-from ..records.results import Benchmark, Failure, variant_name
+from ..records.run import Benchmark, Failure, variant_name
 from ..records.schema import clean, shown
 from . import correctness, measure
 from .planning import Planned, RunSettings

@@ -21,8 +21,9 @@ from typing import Any
 from ..deciding.compare import judge_paired
 from ..deciding.thresholds import Policy
 from ..errors import BadInput, WrongResult
-from ..loading.subject import Case, Loaded, Suite, load_subject
-from ..records.results import Results
+from ..loading.package import Loaded, load_subject
+from ..loading.subject import Case, Suite
+from ..records.run import Results
 from . import measure
 from .measure import BLOCK_ROUNDS
 from .planning import RunSettings

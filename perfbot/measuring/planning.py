@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInput, listed
-from ..loading.subject import Case, Loaded, Subject, Suite
-from ..records.results import variant_name
+from ..loading.package import Loaded
+from ..loading.subject import Case, Subject, Suite
+from ..records.run import variant_name
 
 if TYPE_CHECKING:
     from .sequential import Stopping

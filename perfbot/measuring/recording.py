@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..loading.subject import Suite
-from ..records.results import Benchmark, Environment, Failure, GpuStates, Results, Settings
+from ..records.run import Benchmark, Environment, Failure, GpuStates, Results, Settings
 from . import loads, measure
 from .environment import stability
 from .planning import RunSettings

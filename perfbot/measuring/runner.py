@@ -17,8 +17,9 @@ import torch
 from ..errors import BadInput, EnvironmentFailure
 from ..git import kernels_revision
 from ..loading import isolation
-from ..loading.subject import Loaded, Suite
-from ..records.results import Benchmark, Environment, Failure, GpuStates, Results
+from ..loading.package import Loaded
+from ..loading.subject import Suite
+from ..records.run import Benchmark, Environment, Failure, GpuStates, Results
 from . import loads, measure, sequential
 from .environment import GpuMonitor, collect_environment
 from .groups import _Ready, capture_group, check_group, describe, finish_group

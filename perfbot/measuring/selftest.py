@@ -28,7 +28,8 @@ from typing import Any
 from ..deciding.compare import judge_paired
 from ..deciding.thresholds import Policy, Rule
 from ..errors import WrongResult
-from ..loading.subject import Case, Loaded, Suite, load_subject
+from ..loading.package import Loaded, load_subject
+from ..loading.subject import Case, Suite
 from .measure import BLOCK_ROUNDS
 from .sequential import SIDE_BY_SIDE_MS, Stopping, first_look, side_by_side, time_until_decided
 

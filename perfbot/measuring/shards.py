@@ -28,8 +28,9 @@ from typing import Any, Protocol
 
 from ..errors import BadInput, EnvironmentFailure, PerfbotError
 from ..loading import declarations
-from ..loading.subject import Suite, load_subject
-from ..records.results import GpuStates, Results
+from ..loading.package import load_subject
+from ..loading.subject import Suite
+from ..records.run import GpuStates, Results
 from .environment import GpuMonitor, collect_environment, stability_across
 from .planning import RunSettings, case_steps, single_cases
 from .recording import Measured, results_by_side

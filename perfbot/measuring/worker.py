@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import EXIT_ENVIRONMENT, BadInput, EnvironmentFailure, PerfbotError, WrongResult
-from ..records.results import BENCHMARK, ENVIRONMENT, FAILURE, SETTINGS, Benchmark, Environment, Failure
+from ..records.run import BENCHMARK, ENVIRONMENT, FAILURE, SETTINGS, Benchmark, Environment, Failure
 from ..records.schema import validate_message
 from .planning import RunSettings
 
@@ -297,7 +297,7 @@ class _Side:
     def hello(self) -> dict[str, Any]:
         from ..git import kernels_revision
         from ..loading.declarations import judged_by_base
-        from ..loading.subject import load_subject
+        from ..loading.package import load_subject
         from .environment import collect_environment
         from .groups import describe
         from .runner import require_gpu

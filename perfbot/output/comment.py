@@ -16,15 +16,8 @@ from pathlib import Path
 from ..deciding import comparison
 from ..errors import BadInput, PerfbotError
 from ..files import read_text
-from .report import (
-    GITHUB_COMMENT_LIMIT,
-    MARKER,
-    GpuReport,
-    comment_markdown,
-    fit_comment,
-    gpu_comment_markdown,
-    gpu_headline,
-)
+from .markdown import MARKER
+from .verdicts import GITHUB_COMMENT_LIMIT, GpuReport, comment_markdown, fit_comment, gpu_comment_markdown, gpu_headline
 
 # Where an A/B that stopped before its verdict says why, in the line it printed: the PR check's
 # comment job shows it for a GPU that has no comparison file (a head that does not merge, say).
@@ -32,7 +25,7 @@ ERROR_FILE = "error.txt"
 # Room for the commit line and a stale note below GitHub's limit.
 _ROOM = GITHUB_COMMENT_LIMIT - 400
 _STOPPED = "no comparison file; its job stopped before comparing"
-# More than a section shows of a line (report.MAX_SHOWN): the rest of the file is never read.
+# More than a section shows of a line (markdown.MAX_SHOWN): the rest of the file is never read.
 _ERROR_BYTES = 1024
 
 

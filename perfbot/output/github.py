@@ -1,7 +1,7 @@
 """GitHub, through github3.py: one PR comment kept up to date, a commit status, and an issue
 opened once.
 
-The comment is found again by the report's hidden marker (report.MARKER) on its last line and
+The comment is found again by the report's hidden marker (markdown.MARKER) on its last line and
 by its author, the identity the token authenticates as: a PR carries one perfbot comment, edited
 on every push, and no one else's comment is ever touched. Before posting for a commit, the PR's
 head is checked: a report is posted only on the PR whose head is the commit it measured.
@@ -27,7 +27,7 @@ import github3
 import github3.exceptions
 
 from ..errors import BadInput, EnvironmentFailure
-from .report import MARKER
+from .markdown import MARKER
 
 DEFAULT_API_URL = "https://api.github.com"
 STATES = ("success", "failure", "error", "pending")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest_benchmark
 from pytest_benchmark.stats import Stats
 
-from .results import Results
+from .run import Results
 
 
 def to_pytest_benchmark(results: Results) -> dict[str, Any]:

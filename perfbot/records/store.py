@@ -29,7 +29,7 @@ from pathlib import Path
 from ..errors import BadInput, EnvironmentFailure
 from ..files import write_atomic
 from . import results as results_file
-from .results import Results, gpu_slug
+from .run import Results, gpu_slug
 
 
 @dataclass(frozen=True)

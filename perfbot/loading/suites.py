@@ -1,0 +1,170 @@
+"""The suites a subject declares: read from a YAML file or given in Python, checked against the
+subject, and cut down to what a run times.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, NotRequired
+
+from pydantic import ConfigDict, Field, TypeAdapter
+from typing_extensions import TypedDict
+
+from ..errors import BadInput
+from ..records.schema import MAX_DIM, MAX_ITEMS, Name, Text, load_yaml, shown, validate
+from .checks import check_name, check_text
+from .subject import Case, Subject, Suite
+
+# The parameters of a case at most: as many as a results file's shape holds (records/run.py).
+MAX_PARAMS = 16
+
+
+class _SuiteFields(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[misc]
+
+    about: NotRequired[Text]
+    dtype: NotRequired[Name]
+    implementations: NotRequired[Annotated[list[Name], Field(min_length=1, max_length=64)]]
+    kernels: NotRequired[Annotated[list[Name], Field(min_length=1, max_length=64)]]  # the older name
+    # name, dtype, and integer parameters: checked one by one (_suite), to say which is wrong and why
+    cases: Annotated[list[dict[Name, Name | int | float]], Field(min_length=1, max_length=MAX_ITEMS)]
+
+
+_SUITES = TypeAdapter(Annotated[dict[Name, _SuiteFields], Field(min_length=1, max_length=256)])
+
+
+def declared_suites(package: Path, subject: Subject) -> dict[str, Suite]:
+    """The subject's suites, checked against it: given in Python (a dict of Suite), or read from
+    the file its `suites` names, beside the package's __init__.py."""
+    if not isinstance(subject.suites, Mapping):
+        return load_suites(package / subject.suites, subject)
+    suites = {
+        key: _checked_suite(f"{package}: suite {shown(key)}", key, suite, subject)
+        for key, suite in subject.suites.items()
+    }
+    if not suites:
+        raise BadInput(f"{package}: subject {subject.name!r} has no suites")
+    return suites
+
+
+def load_suites(path: Path, subject: Subject) -> dict[str, Suite]:
+    """A suites file, validated whole (schema.py), then against the subject: every case has a name,
+    integer parameters and a dtype the subject has a tolerance for; every implementation named exists.
+
+        quick:
+          about: small enough for Triton's interpreter
+          dtype: float32
+          implementations: [triton, torch]
+          cases:
+            - {name: odd, M: 33, N: 40}
+    """
+    data = validate(str(path), load_yaml(path, "suites file"), _SUITES, "suites file")
+    return {name: _suite(path, name, body, subject) for name, body in data.items()}
+
+
+def _suite(path: Path, name: str, body: Any, subject: Subject) -> Suite:
+    where = f"{path}: suite {name!r}"
+    if "implementations" in body and "kernels" in body:
+        raise BadInput(f"{where}: name its implementations once (implementations:, or the older kernels:)")
+    cases = []
+    for index, fields in enumerate(body["cases"]):
+        case_name, dtype = fields.get("name"), fields.get("dtype", body.get("dtype"))
+        if not isinstance(case_name, str):
+            raise BadInput(f"{where}: cases[{index}]: needs a name")
+        params = {k: v for k, v in fields.items() if k not in ("name", "dtype")}
+        cases.append(Case(suite=name, name=case_name, params=params, dtype=dtype))
+    implementations = body.get("implementations", body.get("kernels", list(subject.implementations)))
+    suite = Suite(name=name, about=body.get("about", ""), implementations=tuple(implementations), cases=tuple(cases))
+    return _checked_suite(where, name, suite, subject)
+
+
+def _checked_suite(where: str, key: str, suite: Any, subject: Subject) -> Suite:
+    """A suite, from YAML or from Python, checked against the subject: every implementation it
+    names exists (once), every case has a unique name, a dtype the subject has a tolerance for
+    and 1 to MAX_PARAMS integer parameters, each from 1 to MAX_DIM (schema.py)."""
+    if not isinstance(suite, Suite) or suite.name != key:
+        raise BadInput(f"{where}: must be a perfbot.Suite named {shown(key)}")
+    check_name(where, "a suite's name", key)
+    check_text(where, "a suite's about", suite.about)
+    known = subject.implementations
+    timed = suite.implementations
+    if not isinstance(timed, tuple | list) or not all(isinstance(n, str) for n in timed):
+        raise BadInput(f"{where}: implementations must be a tuple of names, got {shown(timed)}")
+    if not suite.implementations:
+        raise BadInput(f"{where}: names no implementations")
+    for implementation in timed:
+        if implementation not in known:
+            raise BadInput(f"{where}: unknown implementation {shown(implementation)}; known: {shown(list(known))}")
+    if len(set(timed)) != len(timed):
+        raise BadInput(f"{where}: names an implementation twice: {shown(list(timed))}")
+    if not isinstance(suite.cases, tuple | list) or len(suite.cases) > MAX_ITEMS:
+        raise BadInput(f"{where}: cases must be a tuple of at most {MAX_ITEMS:,} cases, got {shown(suite.cases)}")
+    if not suite.cases:
+        raise BadInput(f"{where}: has no cases")
+    for case in suite.cases:
+        if not isinstance(case, Case) or case.suite != key:
+            raise BadInput(f"{where}: every case must be a perfbot.Case of suite {key!r}, got {shown(case)}")
+        check_name(where, "a case's name", case.name)
+        if not isinstance(case.params, Mapping):
+            raise BadInput(f"{where} case {case.name!r}: parameters must be a dict, got {shown(case.params)}")
+        for parameter in case.params:
+            check_name(f"{where} case {case.name!r}", "a parameter's name", parameter)
+        if not isinstance(case.dtype, str) or case.dtype not in subject.tolerance:
+            raise BadInput(
+                f"{where} case {case.name!r}: dtype must be one the subject has a tolerance for "
+                f"({shown(list(subject.tolerance))}), got {shown(case.dtype)}"
+            )
+        bad = [
+            k for k, v in case.params.items() if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_DIM
+        ]
+        if bad or not case.params or len(case.params) > MAX_PARAMS:
+            raise BadInput(
+                f"{where} case {case.name!r}: parameters must be 1 to {MAX_PARAMS} integers from 1 to 2^40"
+                + (f", got {bad[0]}={shown(case.params[bad[0]])}" if bad else f", got {len(case.params)}")
+            )
+    names = [case.name for case in suite.cases]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise BadInput(f"{where}: case name {duplicates[0]!r} appears twice")
+    return suite
+
+
+def restrict(suites: Sequence[Suite], cases: set[tuple[str, str]]) -> list[Suite]:
+    """The suites cut down to the given (suite, case) pairs."""
+    kept = []
+    for suite in suites:
+        chosen = tuple(c for c in suite.cases if (suite.name, c.name) in cases)
+        if chosen:
+            kept.append(dataclasses.replace(suite, cases=chosen))
+    return kept
+
+
+def without_repeats(suites: Sequence[Suite]) -> list[Suite]:
+    """The suites with each case that several of them hold (the same parameters and dtype) timed
+    once per implementation: whole in the suite that times the most implementations (the first
+    of those), and in each other suite only for the implementations that one lacks, as a suite of
+    that one case. A run of several suites then times no benchmark twice (a results file holds
+    each benchmark once) and leaves none out."""
+
+    def key(case: Case) -> tuple[Any, ...]:
+        return tuple(case.params.items()), case.dtype
+
+    holders: dict[tuple[Any, ...], list[int]] = {}
+    for index, suite in enumerate(suites):
+        for case in suite.cases:
+            holders.setdefault(key(case), []).append(index)
+    keeper = {k: min(held, key=lambda i: -len(set(suites[i].implementations))) for k, held in holders.items()}
+    timed = {k: set(suites[index].implementations) for k, index in keeper.items()}
+    kept = []
+    for index, suite in enumerate(suites):
+        own = tuple(c for c in suite.cases if keeper[key(c)] == index)
+        if own:
+            kept.append(dataclasses.replace(suite, cases=own))
+        for case in suite.cases:
+            lacking = [name for name in suite.implementations if name not in timed[key(case)]]
+            if keeper[key(case)] != index and lacking:
+                timed[key(case)].update(lacking)
+                kept.append(dataclasses.replace(suite, implementations=tuple(lacking), cases=(case,)))
+    return kept

@@ -1,0 +1,104 @@
+"""A bisect's outcome as people read it: every probed commit, oldest first, with its samples,
+median and change from the good commit, for the terminal and as markdown (`perfbot bisect`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from rich.markup import escape
+from rich.table import Table
+
+from .markdown import TEMPLATES, Markdown, number
+
+
+class BisectProbe(Protocol):
+    """What the bisect reports show of one probed commit: jobs.bisect.Probe (output may not import jobs)."""
+
+    @property
+    def sha(self) -> str: ...
+    @property
+    def subject(self) -> str: ...
+    @property
+    def samples(self) -> Sequence[float]: ...
+    @property
+    def unusable(self) -> str | None: ...
+    @property
+    def verdict(self) -> str | None: ...
+    @property
+    def note(self) -> str | None: ...
+    @property
+    def median_ms(self) -> float | None: ...
+
+
+class BisectOutcome(Protocol):
+    """What the bisect reports show of a finished bisect: jobs.bisect.Outcome."""
+
+    @property
+    def first_bad(self) -> str | None: ...
+    @property
+    def candidates(self) -> Sequence[str]: ...
+    @property
+    def probes(self) -> Sequence[BisectProbe]: ...
+    @property
+    def non_monotonic(self) -> Sequence[str]: ...
+    @property
+    def range_size(self) -> int: ...
+
+
+def _bisect_headline(outcome: BisectOutcome) -> str:
+    if outcome.first_bad:
+        return f"first bad commit {outcome.first_bad[:12]}"
+    return "first bad commit is one of " + ", ".join(c[:12] for c in outcome.candidates)
+
+
+def bisect_table(outcome: BisectOutcome) -> Table:
+    """Every probed commit, oldest first: samples, median, change from good, verdict."""
+    table = Table(title=f"perfbot bisect: {_bisect_headline(outcome)}", title_justify="left")
+    for column in ("commit", "subject", "samples", "median ms", "vs good", "verdict", "note"):
+        table.add_column(column, justify="right" if column in ("samples", "median ms", "vs good") else "left")
+    good_ms = outcome.probes[0].median_ms if outcome.probes and outcome.probes[0].samples else None
+    for p in outcome.probes:
+        change = f"{100 * (p.median_ms / good_ms - 1):+.2f}%" if p.median_ms is not None and good_ms else ""
+        verdict = p.verdict or ("skipped" if p.unusable else "—")
+        if p.sha == outcome.first_bad:
+            verdict += " (first bad)"
+        table.add_row(
+            p.sha[:12],
+            escape(p.subject[:48]),
+            str(len(p.samples)),
+            f"{p.median_ms:.4f}" if p.samples else "—",
+            change,
+            verdict,
+            escape(p.note or p.unusable or ""),
+        )
+    return table
+
+
+def bisect_markdown(outcome: BisectOutcome, repo: str) -> str:
+    probes = list(outcome.probes)
+    first_ms = probes[0].median_ms if probes else None  # None when the good commit has no samples
+    good_ms = 1.0 if first_ms is None else first_ms
+    rows = [
+        [
+            Markdown(f"`{p.sha[:12]}`"),
+            p.subject,
+            number(len(p.samples), "d"),
+            number(p.median_ms, ".4f"),
+            number(None if p.median_ms is None else 100 * (p.median_ms / good_ms - 1), "+.2f", "%"),
+            p.verdict or ("skipped" if p.unusable else "—"),
+            p.note or p.unusable or "",
+        ]
+        for p in probes
+    ]
+    return TEMPLATES.get_template("bisect.md.j2").render(
+        headline=_bisect_headline(outcome),
+        repo=repo,
+        good=Markdown(probes[0].sha[:12] if probes else ""),
+        bad=Markdown(probes[-1].sha[:12] if probes else ""),
+        rows=rows,
+        measured=sum(bool(p.samples) for p in probes),
+        total=outcome.range_size,
+        non_monotonic=outcome.non_monotonic,
+    )

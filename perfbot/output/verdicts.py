@@ -1,0 +1,255 @@
+"""A comparison's verdicts as people read them: the PR comment (`comment_markdown`; one section
+per GPU kind, `gpu_comment_markdown`), kept within GitHub's limit on a comment, and the terminal
+table (`compare_table`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.markup import escape
+from rich.table import Table
+
+from ..deciding.comparison import ENVIRONMENT_KEYS, Row, Summary, label, shape_text
+from ..errors import BadInput
+from ..records.run import Merge, variant_name
+from ..records.schema import GPU_LABEL
+from .markdown import MARKER, TEMPLATES, Markdown, number
+from .run_tables import faster_cell
+
+# The most characters GitHub takes in a comment: a longer report is cut to fit (`fit_comment`).
+GITHUB_COMMENT_LIMIT = 65536
+
+
+def _throughput(tflops: float | None, gbps: float | None) -> Markdown:
+    """TFLOP/s where the benchmark counts flops, else GB/s (a memory-bound one)."""
+    if tflops is not None:
+        return Markdown(f"{tflops:.0f} TFLOP/s")
+    return Markdown(f"{gbps:.0f} GB/s" if gbps is not None else "")
+
+
+_VERDICT_ICONS = {
+    "regression": "🔺 regression",
+    "improvement": "🟢 improvement",
+    "unchanged": "unchanged",
+    "inconclusive": "❔ inconclusive",
+}
+
+
+def _comment_cells(row: Row) -> list[str]:
+    verdict = Markdown(("❌ " if row.fails else "") + _VERDICT_ICONS[row.verdict])
+    interval = Markdown(f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]") if row.ci else Markdown("—")
+    return [
+        label(row.benchmark),
+        number(row.baseline_median_ms, ".4f"),
+        number(row.current_median_ms, ".4f"),
+        number(row.change_percent, "+.2f", "%"),
+        interval,
+        verdict,
+        _throughput(row.tflops, row.gbps),
+        faster_cell(row.fastest_baseline, row.vs_fastest_baseline),
+        number(row.samples, "d"),
+    ]
+
+
+def measured_line(merge: Merge) -> str:
+    """What `perfbot ab --merge` measured, in one line of markdown. Only hex digits are printed
+    (the record's SHAs are validated), so the code spans need no escaping."""
+    head, base = f"`{merge.head[:12]}`", f"`{merge.base[:12]}`"
+    if merge.commit is None:
+        return f"{head}, which contains {base} (a fast-forward: measured as it is), against {base}"
+    return f"{head} merged into {base} (merge `{merge.commit[:12]}`), against {base}"
+
+
+def comment_markdown(summary: Summary, limit: int = GITHUB_COMMENT_LIMIT) -> str:
+    """The PR comment: verdict line first, changed rows, unchanged rows folded, environments,
+    and the hidden marker. Over `limit` characters, unchanged rows go first, then changed rows
+    from the end, each with a note saying so."""
+    order = {"regression": 0, "inconclusive": 1, "improvement": 2}
+    changed = sorted(
+        (r for r in summary.comparisons if r.verdict != "unchanged"),
+        key=lambda r: (not r.fails, order[r.verdict], -abs(r.change_percent)),
+    )
+    unchanged = [r for r in summary.comparisons if r.verdict == "unchanged"]
+    template = TEMPLATES.get_template("comment.md.j2")
+    differing = {d.field for d in summary.environment_differences}
+
+    def render(rows: list[Row], folded: list[Row]) -> str:
+        return template.render(
+            summary=summary,
+            measured=Markdown(measured_line(summary.merge)) if summary.merge else None,
+            rows=[_comment_cells(r) for r in rows],
+            unchanged=[_comment_cells(r) for r in folded],
+            omitted_rows=len(changed) - len(rows),
+            omitted_unchanged=len(unchanged) - len(folded),
+            confidence=Markdown(f"{summary.confidence:.0%}"),
+            environment_keys=[Markdown(k) for k in ENVIRONMENT_KEYS],
+            differing=differing,
+            environments={side: summary.environments.get(side, {}) for side in ("baseline", "current")},
+            method=Markdown(
+                "Paired by round: the median per-round ratio with a confidence sequence, each row timed "
+                "until it was decided"
+                if summary.interleaved
+                else "Two-sided Mann-Whitney U on every sample"
+            ),
+        )
+
+    text = render(changed, unchanged)
+    if len(text) > limit:
+        text = render(changed, [])
+    keep = len(changed)
+    while len(text) > limit and keep > 0:
+        keep = keep * 3 // 4
+        text = render(changed[:keep], [])
+    return fit_comment(text, limit)
+
+
+def fit_comment(body: str, limit: int = GITHUB_COMMENT_LIMIT) -> str:
+    """`body` if it fits in a GitHub comment; else its first lines, with any `<details>` left
+    open closed again, a note saying it was cut, and the marker, all within `limit` characters."""
+    if len(body) <= limit:
+        return body
+    note = (
+        f"\n\n_…the report was cut here: it has {len(body):,} characters, over GitHub's limit of "
+        f"{limit:,} for a comment. The full report is in the workflow run's artifact._\n{MARKER}\n"
+    )
+    closing = "\n</details>\n"
+    room = limit - len(note) - closing.count("\n") - len(closing) * body.count("<details>")
+    kept = body[: max(room, 0)]
+    kept = kept[: kept.rfind("\n") + 1] if "\n" in kept else kept
+    unclosed = max(kept.count("<details>") - kept.count("</details>"), 0)
+    return kept + closing * unclosed + note
+
+
+_HEADLINE_PREFIX = "**perfbot:** "
+
+
+@dataclass(frozen=True)
+class GpuReport:
+    """One GPU kind's part of a PR comment: the runner label its job ran on, and its comparison,
+    or why there is none (`problem`). The label comes from whoever chose the runner (the
+    workflow), never from the comparison file, so no report can claim another GPU's section."""
+
+    label: str
+    summary: Summary | None
+    problem: str = ""
+
+    def __post_init__(self) -> None:
+        if not GPU_LABEL.fullmatch(self.label):
+            raise BadInput(
+                f"GPU label {self.label!r}: a runner label is 1 to 64 letters, digits, '.', '_' or '-', "
+                "starting with a letter or digit"
+            )
+        if (self.summary is None) != bool(self.problem):
+            raise ValueError("a GpuReport has a summary, or a problem saying why it has none")
+
+    @property
+    def gpu_name(self) -> str | None:
+        """The GPU the comparison file says it measured (its current side)."""
+        if self.summary is None:
+            return None
+        name = self.summary.environments.get("current", {}).get("gpu_name")
+        return None if name is None else str(name)
+
+
+def gpu_headline(reports: Sequence[GpuReport]) -> str:
+    """One line over every GPU kind, failing ones first: "❌ fails on a100; passes on h200"."""
+    groups = (
+        ("fails", [r.label for r in reports if r.summary is not None and r.summary.fails]),
+        ("not measured", [r.label for r in reports if r.summary is None]),
+        ("passes", [r.label for r in reports if r.summary is not None and not r.summary.fails]),
+    )
+    icon = "❌" if groups[0][1] else "⚠️" if groups[1][1] else "✅"
+    return f"{icon} " + "; ".join(f"{what} on {', '.join(labels)}" for what, labels in groups if labels)
+
+
+def gpu_comment_markdown(reports: Sequence[GpuReport], limit: int = GITHUB_COMMENT_LIMIT) -> str:
+    """The PR comment of a check on several GPU kinds: one headline over all of them, then a
+    section per GPU (its runner label and GPU name, then its comparison as `comment_markdown`
+    renders it, or why it could not measure), and one marker. Over `limit` characters, the
+    sections share the room: each gets what it needs or an equal share of what the shorter ones
+    left, and a section over its share is shortened as `comment_markdown` shortens a comment."""
+    if not reports:
+        raise BadInput("no GPU to report on: give at least one section")
+    labels = [r.label for r in reports]
+    if len(set(labels)) != len(labels):
+        raise BadInput(f"each GPU label may have one section; got {', '.join(labels)}")
+    template = TEMPLATES.get_template("gpus.md.j2")
+
+    def render(bodies: dict[int, str]) -> str:
+        sections = [
+            {"label": r.label, "gpu": r.gpu_name, "problem": r.problem, "body": Markdown(bodies.get(i, ""))}
+            for i, r in enumerate(reports)
+        ]
+        return template.render(headline=gpu_headline(reports), sections=sections)
+
+    measured = [(i, r.summary) for i, r in enumerate(reports) if r.summary is not None]
+    full = [_gpu_section(summary, limit) for _, summary in measured]
+    shares = _shares(max(limit - len(render({})), 0), [len(text) for text in full])
+    bodies = {
+        i: text if len(text) <= share else _gpu_section(summary, share)
+        for (i, summary), text, share in zip(measured, full, shares, strict=True)
+    }
+    return fit_comment(render(bodies), limit)
+
+
+def _gpu_section(summary: Summary, limit: int) -> str:
+    """One comparison as `comment_markdown` renders it within `limit`, without its marker, its
+    verdict line as the section's first line."""
+    text = comment_markdown(summary, limit)
+    # A section cut short was cut to its share of the comment, not to GitHub's whole limit.
+    text = text.replace(f"over GitHub's limit of {limit:,} for a comment", f"over its share ({limit:,}) of the comment")
+    lines = text.rstrip("\n").split("\n")
+    if lines[-1].strip() == MARKER:
+        lines.pop()
+    lines[0] = lines[0].removeprefix(_HEADLINE_PREFIX)
+    return "\n".join(lines).rstrip("\n")
+
+
+def _shares(room: int, wants: Sequence[int]) -> list[int]:
+    """`room` characters split among sections that want `wants`: max-min fair, so a section
+    gets what it wants or an equal share of what the shorter ones left, whichever is less."""
+    shares = [0] * len(wants)
+    pending = sorted(range(len(wants)), key=lambda i: wants[i])
+    left = room
+    while pending:
+        fair = left // len(pending)
+        if wants[pending[0]] > fair:
+            for i in pending:
+                shares[i] = fair
+            break
+        first = pending.pop(0)
+        shares[first] = wants[first]
+        left -= wants[first]
+    return shares
+
+
+def compare_table(summary: Summary) -> Table:
+    measured = f"Measured: {measured_line(summary.merge).replace('`', '')}" if summary.merge else None
+    table = Table(title=summary.headline, title_justify="left", caption=measured, caption_justify="left")
+    for column in (
+        "benchmark",
+        "baseline ms",
+        "current ms",
+        "change",
+        "CI of ratio",
+        "verdict",
+        "throughput",
+        "vs fastest baseline",
+    ):
+        table.add_column(column, justify="right" if column not in ("benchmark", "verdict", "CI of ratio") else "left")
+    for row in summary.comparisons:
+        cur = row.benchmark
+        name = f"{variant_name(cur.kernel, cur.variant)} {cur.suite}/{cur.case} {shape_text(cur.shape)} {cur.dtype}"
+        table.add_row(
+            escape(name),
+            f"{row.baseline_median_ms:.4f}",
+            f"{row.current_median_ms:.4f}",
+            f"{row.change_percent:+.2f}%",
+            f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]" if row.ci else "—",
+            ("FAIL " if row.fails else "") + row.verdict,
+            _throughput(row.tflops, row.gbps),
+            escape(faster_cell(row.fastest_baseline, row.vs_fastest_baseline)),
+        )
+    return table
