@@ -166,6 +166,7 @@ def run(
     (shards.py)."""
     from ..measuring.environment import collect_environment
     from ..measuring.planning import plan, progress_steps
+    from ..measuring.recording import Measurement
     from ..measuring.runner import LocalSides, measure_sides
     from ..measuring.shards import Job, measure_sharded
     from ..measuring.worker import WorkerSides, workers
@@ -199,7 +200,7 @@ def run(
                     measured = measure_sharded(job, chosen, gpus, advance, extra, worker_specs=specs or None)
                 else:
                     sides = WorkerSides(started, drawn) if started else LocalSides(loaded, drawn)
-                    measured = measure_sides(sides, chosen, drawn, advance, extra, stopping)
+                    measured = measure_sides(sides, Measurement(chosen, drawn, stopping, extra), advance)
             return measured["base"], measured["head"]
 
         base, head = measure(suites, "", settings, subjects)
