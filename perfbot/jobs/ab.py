@@ -239,7 +239,7 @@ def run(
 def checkout(root: Path, rev: str) -> Iterator[tuple[Path, str]]:
     """The project `root` as of `rev`, in a detached worktree removed afterwards: (its path there,
     the full SHA). The project may be a folder of a larger repository (an example in a monorepo)."""
-    sha = _commit(root, rev)
+    sha = git.named_commit(root, rev)
     with _worktree(root, sha) as tree:
         yield tree / _inside(root), sha
 
@@ -255,7 +255,7 @@ def merged(root: Path, base_sha: str, head_rev: str) -> Iterator[tuple[Path, Mer
     what was merged). A head that contains the tip already is itself the merge (a fast-forward).
     Measured against the tip, a head shows what merging it would do to the tip, whatever it
     took from the base's branch since it forked (docs/github.md)."""
-    head_sha = _commit(root, head_rev)
+    head_sha = git.named_commit(root, head_rev)
     if git.is_ancestor(root, head_sha, base_sha):
         raise BadInput(
             f"the head {head_sha[:12]} is already in the history of the base's tip {base_sha[:12]}: "
@@ -281,13 +281,6 @@ def merged(root: Path, base_sha: str, head_rev: str) -> Iterator[tuple[Path, Mer
                 "base into it, and measure again"
             ) from None
         yield tree / _inside(root), Merge(base=base_sha, head=head_sha, commit=commit)
-
-
-def _commit(root: Path, rev: str) -> str:
-    sha = git.commit_of(root, rev)
-    if sha is None:
-        raise BadInput(f"{rev!r} is not a commit in {root}")
-    return sha
 
 
 def _inside(root: Path) -> Path:
