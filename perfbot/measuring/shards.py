@@ -222,7 +222,7 @@ def measure_sharded(
 ) -> dict[str, Results]:
     """runner.measure_sides across `gpus`, one worker process each; `setup` runs first in every
     worker (a module-level function: the processes are spawned). With `worker_specs` (an A/B
-    whose sides need two Tritons: ab.worker_specs), two workers per GPU, one per side."""
+    whose sides need two Tritons: ab_tritons.worker_specs), two workers per GPU, one per side."""
     if not gpus:
         raise EnvironmentFailure("no GPU to measure on")
     before = collect_environment().gpu_state
