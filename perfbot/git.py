@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .errors import EnvironmentFailure
+from .errors import BadInput, EnvironmentFailure
 
 # What git runs for perfbot's own worktrees and merges: none of the repository's hooks (a hook
 # is code of whoever set up the checkout, and none of it belongs in a measurement).
@@ -49,6 +49,14 @@ def commit_of(repo: Path, rev: str) -> str | None:
     """The full SHA of the commit `rev` names in `repo`, or None where it names none."""
     done = run(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
     return done.stdout.strip() if done.returncode == 0 else None
+
+
+def named_commit(repo: Path, rev: str) -> str:
+    """The full SHA of the commit `rev` names in `repo`; a rev that names none is refused."""
+    sha = commit_of(repo, rev)
+    if sha is None:
+        raise BadInput(f"{rev!r} is not a commit in {repo}")
+    return sha
 
 
 @contextmanager

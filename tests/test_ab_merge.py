@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from perfbot.cli import perfbot
 from perfbot.deciding import comparison
 from perfbot.errors import BadInput
-from perfbot.jobs import ab
+from perfbot.jobs import ab_sides
 from perfbot.output.verdicts import comment_markdown
 from perfbot.records import results
 from perfbot.records.run import Merge
@@ -240,7 +240,7 @@ def test_a_head_of_another_history_is_refused(gpu, trick: Path, out: Path):
 
 
 def _merge_of(repo: Path, base: str, head: str) -> Merge:
-    with ab.merged(repo, _git(repo, "rev-parse", base), head) as (tree, merge):
+    with ab_sides.merged(repo, _git(repo, "rev-parse", base), head) as (tree, merge):
         assert _git(tree, "rev-parse", "HEAD") == merge.commit
         return merge
 

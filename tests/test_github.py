@@ -256,6 +256,16 @@ def test_cli_exit_codes(fake, env, monkeypatch, tmp_path: Path):
     assert result.exit_code == 3 and "GITHUB_TOKEN is not set" in result.output
 
 
+@pytest.mark.parametrize("sha", ["main", "a" * 39, "a" * 41, "A" * 40])
+@pytest.mark.parametrize("command", ["comment", "verify-head"])
+def test_cli_takes_only_a_full_sha(fake, env, command, sha):
+    """GitHub names a head by its full lowercase SHA: anything else would never match it."""
+    extra = ["--body-file", str(env)] if command == "comment" else []
+    result = CliRunner().invoke(perfbot, [command, "--repo", REPO, "--pr", "7", "--sha", sha, *extra])
+    assert result.exit_code == 2 and "must be a full 40-hex-digit commit SHA" in result.output
+    assert fake.comments.get((REPO, 7)) is None
+
+
 # Several GPU kinds: one comment, a section per runner label.
 def _comparison_file(path: Path, slowdown: float, gpu: str) -> Path:
     from perfbot.deciding import comparison

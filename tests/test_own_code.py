@@ -25,7 +25,7 @@ from click.testing import CliRunner
 
 from perfbot.cli import perfbot
 from perfbot.config import load_project_config
-from perfbot.jobs import ab
+from perfbot.jobs import ab_sides
 from perfbot.loading import declarations, isolation
 from perfbot.loading.package import load_subject
 from perfbot.measuring import loads
@@ -152,7 +152,7 @@ def test_an_editable_src_layout_times_each_sides_own_kernel(gpu, clean_imports, 
     assert Path(installed.__file__).resolve() == (repo / "src" / "tinyops" / "ops" / "k.py").resolve()
     loaded = []
     recorded = lambda *a, **k: loaded.append(load_subject(*a, **k)) or loaded[-1]  # noqa: E731
-    monkeypatch.setattr(ab, "load_subject", recorded)  # the first A/B's base
+    monkeypatch.setattr(ab_sides, "load_subject", recorded)  # the first A/B's base
     monkeypatch.setattr(declarations, "load_subject", recorded)  # the confirming A/B's sides
     _slower_where_the_head_kernel_ran(gpu, tmp_path)
     result = _ab(repo, tmp_path / "ab")

@@ -271,6 +271,7 @@ def test_a_case_whose_time_ran_out_gets_a_second_turn_after_the_others(gpu, proj
 
     from perfbot.deciding.thresholds import load_policy
     from perfbot.measuring import sequential
+    from perfbot.measuring.recording import Measurement
     from perfbot.measuring.sequential import PolicyRules, Stopping
 
     subject = _subject(project)
@@ -294,10 +295,8 @@ def test_a_case_whose_time_ran_out_gets_a_second_turn_after_the_others(gpu, proj
     sides = runner.LocalSides({"base": subject, "head": subject}, settings)
     measured = runner.measure_sides(
         sides,
-        [subject.suites["tiny"]],
-        settings,
+        Measurement([subject.suites["tiny"]], settings, stopping),
         lambda label, steps: progress.append((label, steps)),
-        stopping=stopping,
     )
     assert [(name, again) for name, again, _ in turns] == [
         ("odd", False),

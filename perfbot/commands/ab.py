@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,9 +16,9 @@ from ..output.comment import ERROR_FILE
 from ..records import results as results_file
 from .context import (
     FiniteRange,
-    chosen,
-    chosen_gpus,
+    Measuring,
     emit,
+    given_as,
     load_kernels,
     max_samples_option,
     measure_options,
@@ -25,18 +26,53 @@ from .context import (
     project_config,
     project_option,
     project_policy,
-    run_settings,
     thresholds_option,
 )
 
 if TYPE_CHECKING:
     from ..deciding.thresholds import Policy
-    from ..jobs.ab import Prepared
+    from ..jobs.ab_sides import Prepared, Revisions
+    from ..jobs.ab_tritons import Tritons
     from ..loading.package import Loaded
     from ..loading.subject import Suite
     from ..measuring.planning import RunSettings
 
 _OUTPUTS = ("base.json", "head.json", "comparison.json", "comment.md")
+
+
+@dataclass(frozen=True)
+class AbOptions:
+    """`perfbot ab`'s arguments and options, as click parsed and checked them."""
+
+    base_rev: str
+    head_rev: str | None
+    measuring: Measuring
+    out_dir: Path
+    overwrite: bool
+    thresholds_path: Path | None
+    trend_store: Path | None
+    triton_envs: tuple[str, ...]
+    triton_source: str | None
+    triton_cache: Path | None
+    merge: bool
+    dry_run: bool
+    max_samples: int
+    time_budget: float
+    project: Path | None
+
+    def revisions(self) -> Revisions:
+        from ..jobs.ab_sides import Revisions
+
+        return Revisions(self.base_rev, self.head_rev, self.merge)
+
+    def choose(self, base: Loaded) -> tuple[list[Suite], RunSettings]:
+        """The suites, cases and implementations asked for, from the base's subject: it decides."""
+        return self.measuring.suites(base, every_suite=True), self.measuring.settings(base)
+
+    def tritons(self) -> Tritons:
+        from ..jobs.ab_tritons import Tritons
+
+        return Tritons(_parse_triton_envs(self.triton_envs), self.triton_source, self.triton_cache)
 
 
 @click.command("ab")
@@ -104,32 +140,8 @@ _OUTPUTS = ("base.json", "head.json", "comparison.json", "comment.md")
     "turn, with what the others left, after every case had its first.",
 )
 @project_option
-def ab_command(
-    base_rev: str,
-    head_rev: str | None,
-    suite_names: tuple[str, ...],
-    case_names: tuple[str, ...],
-    kernel_names: tuple[str, ...],
-    skipped_kernels: tuple[str, ...],
-    variants: tuple[str, ...],
-    samples: int,
-    warmup: int,
-    seed: int,
-    gpu_count: int | None,
-    mixed_gpus: bool,
-    out_dir: Path,
-    overwrite: bool,
-    thresholds_path: Path | None,
-    trend_store: Path | None,
-    triton_envs: tuple[str, ...],
-    triton_source: str | None,
-    triton_cache: Path | None,
-    merge: bool,
-    dry_run: bool,
-    max_samples: int,
-    time_budget: float,
-    project: Path | None,
-) -> None:
+@given_as(AbOptions)
+def ab_command(options: AbOptions) -> None:
     """Measure the kernels of git revision BASE against HEAD's (default: this checkout's),
     interleaved sample by sample on one GPU, and judge the pairs. By default every case of every
     suite, each pair timed until it is decided (at least --samples rounds, at most --max-samples,
@@ -162,56 +174,48 @@ def ab_command(
         perfbot ab origin/main my-branch --merge --dry-run
         perfbot ab "$BASE_SHA" "$HEAD_SHA" --triton-source https://github.com/triton-lang/triton.git
     """
-    from ..jobs import ab
+    from ..jobs import ab, ab_sides
 
-    config = project_config(project)
+    config = project_config(options.project)
     running = load_kernels(config, None)
-
-    def choose(base: Loaded) -> tuple[list[Suite], RunSettings]:
-        """The suites, cases and implementations asked for, from the base's subject: it decides."""
-        suites = chosen(base, suite_names, case_names, every_suite=True)
-        return suites, run_settings(base, samples, warmup, seed, variants, kernel_names, skipped_kernels)
-
-    if max_samples < samples:
-        raise click.BadParameter(f"must be at least --samples ({samples})", param_hint="--max-samples")
-    tritons = ab.Tritons(_parse_triton_envs(triton_envs), triton_source, triton_cache)
-    policy = project_policy(config, thresholds_path)  # before the dry run: it refuses as the run does
-    if dry_run:
-        with ab.prepared(config, config.kernels_dir, running, choose, base_rev, head_rev, merge) as ready:
-            click.echo(_planned_text(ready, ab.tritons_text(ready.pins, tritons, base_rev), base_rev, head_rev, policy))
+    if options.max_samples < options.measuring.samples:
+        raise click.BadParameter(
+            f"must be at least --samples ({options.measuring.samples})", param_hint="--max-samples"
+        )
+    tritons = options.tritons()
+    policy = project_policy(config, options.thresholds_path)  # before the dry run: it refuses as the run does
+    revisions = options.revisions()
+    if options.dry_run:
+        with ab_sides.prepared(config, running, revisions, options.choose) as ready:
+            click.echo(_planned_text(ready, tritons, revisions, policy))
         return
-    gpus = chosen_gpus(gpu_count, mixed_gpus)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise BadInput(f"--out-dir {out_dir}: is a file")
-    for name in (*_OUTPUTS, ERROR_FILE):
-        check_output(out_dir / name, overwrite=overwrite)
+    sampling = ab.Sampling(options.max_samples, options.time_budget)
+    request = ab.Request(
+        revisions, options.choose, policy, tritons, sampling, options.measuring.gpus(), options.trend_store
+    )
+    out_dir, overwrite = options.out_dir, options.overwrite
+    _clear(out_dir, overwrite)
 
     def keep(base: results_file.Results, head: results_file.Results) -> None:
         for name, loaded in (("base.json", base), ("head.json", head)):
             results_file.save(loaded, out_dir / name, overwrite=overwrite)
 
-    if out_dir.is_dir():
-        (out_dir / ERROR_FILE).unlink(missing_ok=True)  # an earlier run's (--overwrite)
     with _error_kept(out_dir / ERROR_FILE):
-        outcome = ab.run(
-            config,
-            config.kernels_dir,
-            running,
-            choose,
-            base_rev,
-            head_rev,
-            policy,
-            tritons,
-            _bar,
-            on_measured=keep,
-            trend_store=trend_store,
-            sampling=ab.Sampling(max_samples, time_budget),
-            gpus=gpus,
-            merge=merge,
-        )
+        outcome = ab.run(config, running, request, _bar, on_measured=keep)
         emit(outcome.report, out_dir / "comment.md", out_dir / "comparison.json", overwrite=overwrite)
     if outcome.report.fails:
         raise click.exceptions.Exit(EXIT_REGRESSION)
+
+
+def _clear(out_dir: Path, overwrite: bool) -> None:
+    """--out-dir made ready before anything is measured: refused where its files would be
+    replaced without --overwrite; an earlier run's error file removed."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise BadInput(f"--out-dir {out_dir}: is a file")
+    for name in (*_OUTPUTS, ERROR_FILE):
+        check_output(out_dir / name, overwrite=overwrite)
+    if out_dir.is_dir():
+        (out_dir / ERROR_FILE).unlink(missing_ok=True)  # an earlier run's (--overwrite)
 
 
 @contextmanager
@@ -225,23 +229,24 @@ def _error_kept(path: Path) -> Iterator[None]:
         raise
 
 
-def _planned_text(ready: Prepared, tritons: str, base_rev: str, head_rev: str | None, policy: Policy) -> str:
+def _planned_text(ready: Prepared, tritons: Tritons, revisions: Revisions, policy: Policy) -> str:
     """What `perfbot ab --dry-run` prints: what the run would measure, and from which files."""
+    from ..jobs.ab_tritons import tritons_text
     from ..loading import declarations
     from ..measuring.planning import plan
 
     base_sha, head_sha = ready.trees["base"][1], ready.trees["head"][1]
     head = (
-        f"{head_rev} = {head_sha}"
-        if head_rev
+        f"{revisions.head} = {head_sha}"
+        if revisions.head
         else f"this checkout, uncommitted changes included ({ready.trees['head'][0]})"
     )
-    lines = ["perfbot ab --dry-run: nothing is timed; the run would measure", f"  base: {base_rev} = {base_sha}"]
+    lines = ["perfbot ab --dry-run: nothing is timed; the run would measure", f"  base: {revisions.base} = {base_sha}"]
     lines.append(f"  head: {head}")
     if ready.merge is not None:
         merge = f"merge commit {ready.merge.commit}" if ready.merge.commit else "a fast-forward: the head as it is"
         lines.append(f"  the head merged into the base ({merge}), against the base")
-    lines.append(f"  Triton: {tritons}")
+    lines.append(f"  Triton: {tritons_text(ready.pins, tritons, revisions.base)}")
     lines.append(f"  judged with: {policy.source}")
     # Each side planned as the run plans it: what a side lacks is left out, not refused.
     groups = {

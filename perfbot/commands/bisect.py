@@ -160,7 +160,8 @@ def bisect_command(
         perfbot bisect --repo . --good v1 --bad main --measure "./bench --ms" --outcome outcome.json
     """
     from ..jobs import bisect_outcome
-    from ..jobs.bisect import CommandProber, Probe, Prober, TritonProber, bisect
+    from ..jobs.bisect import Criteria, Probe, bisect
+    from ..jobs.bisect_probers import CommandProber, Prober, TritonProber
 
     for output in (report_path, outcome_path):  # refused before a commit is built
         if output is not None:
@@ -193,17 +194,9 @@ def bisect_command(
                 )
                 click.echo(f"probed {probe.sha[:12]} {probe.subject[:50]}: {what}", err=True)
 
+            criteria = Criteria(alpha, min_slowdown, max_rounds)
             outcome = bisect(
-                repo,
-                good,
-                bad,
-                prober,
-                state_path=state_path,
-                alpha=alpha,
-                min_slowdown_percent=min_slowdown,
-                max_rounds=max_rounds,
-                max_probes=max_probes,
-                on_probe=shown,
+                repo, good, bad, prober, criteria, state_path=state_path, max_probes=max_probes, on_probe=shown
             )
         finally:
             shutil.rmtree(workdir, ignore_errors=True)

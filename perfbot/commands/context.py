@@ -3,9 +3,12 @@ measure, the terminal it writes to, and where a comparison's report goes."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -153,14 +156,65 @@ def _apply(command: Callable[..., Any], options: Sequence[Callable[[Any], Any]])
     return command
 
 
+def given_as(cls: type[Any], keyword: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator: the command's parameters that `cls` (a dataclass) has fields for, given to it
+    as one `cls`, as the argument `keyword`; without `keyword`, every parameter, as its only
+    argument. What the command hands on is then one typed object, not a long list."""
+    names = [each.name for each in dataclasses.fields(cls)]
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(command)  # click reads the help and the options from what it wraps
+        def gathering(**given: Any) -> Any:
+            if keyword is None:
+                return command(cls(**given))
+            gathered = cls(**{name: given.pop(name) for name in names})
+            return command(**given, **{keyword: gathered})
+
+        return gathering
+
+    return decorate
+
+
+@dataclass(frozen=True)
+class Measuring:
+    """What `measure_options` chose: the suites, cases and implementations, the variants, how many
+    samples and warmup calls, the seed of the inputs, and the GPUs."""
+
+    suite_names: tuple[str, ...]
+    case_names: tuple[str, ...]
+    kernel_names: tuple[str, ...]
+    skipped_kernels: tuple[str, ...]
+    variants: tuple[str, ...]
+    samples: int
+    warmup: int
+    seed: int
+    gpu_count: int | None
+    mixed_gpus: bool
+
+    def suites(self, subject: Loaded, every_suite: bool = False) -> list[Suite]:
+        """The suites chosen of the subject's (`chosen`)."""
+        return chosen(subject, self.suite_names, self.case_names, every_suite)
+
+    def settings(self, subject: Loaded) -> RunSettings:
+        return run_settings(
+            subject, self.samples, self.warmup, self.seed, self.variants, self.kernel_names, self.skipped_kernels
+        )
+
+    def gpus(self) -> list[Any]:
+        """The GPUs to shard across (`chosen_gpus`)."""
+        return chosen_gpus(self.gpu_count, self.mixed_gpus)
+
+
 def choice_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The options that choose what to check: suites, cases, implementations, variants, the seed."""
     return _apply(command, (*_CHOICE_OPTIONS, _SEED_OPTION))
 
 
 def measure_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The options that choose what `run` and `ab` measure, how many samples, and on which GPUs."""
-    return _apply(command, (*_CHOICE_OPTIONS, *_TIMING_OPTIONS, _SEED_OPTION, *_GPU_OPTIONS))
+    """The options that choose what `run` and `ab` measure, how many samples, and on which GPUs,
+    given to the command as one `measuring: Measuring`."""
+    gathered = given_as(Measuring, "measuring")(command)
+    return _apply(gathered, (*_CHOICE_OPTIONS, *_TIMING_OPTIONS, _SEED_OPTION, *_GPU_OPTIONS))
 
 
 def gpu_options(command: Callable[..., Any]) -> Callable[..., Any]:

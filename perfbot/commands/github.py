@@ -10,6 +10,7 @@ import click
 from ..errors import BadInput
 from ..output.comment import CommentRequest, post_report
 from ..records.schema import GPU_LABEL
+from .context import given_as
 
 
 def _sections(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[tuple[str, Path], ...]:
@@ -31,12 +32,17 @@ def _sections(ctx: click.Context, param: click.Parameter, values: tuple[str, ...
     return tuple(parsed.items())
 
 
+def _full_sha(sha: str) -> None:
+    """A --sha that is not a full commit SHA, the form GitHub gives a head in, is refused."""
+    if not re.fullmatch(r"[0-9a-f]{40}", sha):
+        raise click.BadParameter(f"must be a full 40-hex-digit commit SHA, got {sha!r}", param_hint="--sha")
+
+
 @click.command("comment")
 @click.option("--repo", required=True, help="Repository as OWNER/NAME.")
 @click.option("--pr", type=click.IntRange(min=1, max=2**31 - 1), required=True, help="Pull request number.")
 @click.option(
     "--comparison",
-    "comparison_path",
     type=click.Path(path_type=Path),
     default=None,
     help="The comparison file (`perfbot compare --json`, or comparison.json of `perfbot ab`): "
@@ -80,18 +86,8 @@ def _sections(ctx: click.Context, param: click.Parameter, values: tuple[str, ...
 )
 @click.option("--context", default="perfbot", show_default=True, help="Name of the commit status.")
 @click.option("--target-url", default=None, help="Link of the commit status, e.g. the workflow run.")
-def comment_command(
-    repo: str,
-    pr: int,
-    comparison_path: Path | None,
-    body_file: Path | None,
-    sections: tuple[tuple[str, Path], ...],
-    sha: str | None,
-    state: str | None,
-    author: str | None,
-    context: str,
-    target_url: str | None,
-) -> None:
+@given_as(CommentRequest)
+def comment_command(request: CommentRequest) -> None:
     """Post the report as the PR's one perfbot comment (edited in place on every push).
 
     Token from GITHUB_TOKEN, API root from GITHUB_API_URL. Transient failures are retried
@@ -104,24 +100,12 @@ def comment_command(
         perfbot comment --repo octo/perfbot --pr 7 --section a100=a100/comparison.json \\
             --section h200=h200/comparison.json --sha $SHA --status success
     """
-    if sum((comparison_path is not None, body_file is not None, bool(sections))) != 1:
+    if sum((request.comparison is not None, request.body_file is not None, bool(request.sections))) != 1:
         raise click.UsageError("give --comparison FILE, --body-file FILE or --section LABEL=FILE ... (one of them)")
-    if state is not None and sha is None:
+    if request.state is not None and request.sha is None:
         raise click.UsageError("--status needs --sha, the commit to set it on")
-    if sha is not None and not re.fullmatch(r"[0-9a-f]{40}", sha):
-        raise click.BadParameter(f"must be a full 40-hex-digit commit SHA, got {sha!r}", param_hint="--sha")
-    request = CommentRequest(
-        repo,
-        pr,
-        comparison=comparison_path,
-        body_file=body_file,
-        sections=sections,
-        sha=sha,
-        state=state,
-        author=author,
-        context=context,
-        target_url=target_url,
-    )
+    if request.sha is not None:
+        _full_sha(request.sha)
     commented = post_report(request, say=click.echo)
     for problem in commented.problems:
         click.echo(f"perfbot: error: {problem}", err=True)
@@ -149,8 +133,7 @@ def verify_head_command(repo: str, pr: int, sha: str, same_repository: bool) -> 
 
         perfbot verify-head --repo octo/perfbot --pr 7 --sha $SHA --same-repository
     """
-    if not re.fullmatch(r"[0-9a-f]{40}", sha):
-        raise click.BadParameter(f"must be a full 40-hex-digit commit SHA, got {sha!r}", param_hint="--sha")
+    _full_sha(sha)
     from ..output.github import GitHub
 
     standing = GitHub.from_environment().check_head(repo, pr, sha)

@@ -15,8 +15,7 @@ from ..output.run_tables import case_markdown, failures_table, run_markdown, run
 from ..records import results as results_file
 from ..records.schema import MAX_SAMPLES
 from .context import (
-    chosen,
-    chosen_gpus,
+    Measuring,
     console,
     kernels_option,
     load_kernels,
@@ -25,7 +24,6 @@ from .context import (
     progress,
     project_config,
     project_option,
-    run_settings,
 )
 
 
@@ -41,20 +39,7 @@ from .context import (
 @kernels_option
 @project_option
 def run_command(
-    suite_names: tuple[str, ...],
-    case_names: tuple[str, ...],
-    kernel_names: tuple[str, ...],
-    skipped_kernels: tuple[str, ...],
-    variants: tuple[str, ...],
-    samples: int,
-    warmup: int,
-    seed: int,
-    gpu_count: int | None,
-    mixed_gpus: bool,
-    out: Path | None,
-    overwrite: bool,
-    kernels: Path | None,
-    project: Path | None,
+    measuring: Measuring, out: Path | None, overwrite: bool, kernels: Path | None, project: Path | None
 ) -> None:
     """Check and time the kernels on a shape suite, and print a table.
 
@@ -76,11 +61,11 @@ def run_command(
     from ..measuring.shards import Job, measure_sharded
 
     subject = load_kernels(project_config(project), kernels)
-    suites = chosen(subject, suite_names, case_names)
+    suites = measuring.suites(subject)
     if out is not None:  # checked again by save(); refused before measuring
         check_output(out, overwrite=overwrite)
-    settings = run_settings(subject, samples, warmup, seed, variants, kernel_names, skipped_kernels)
-    gpus = chosen_gpus(gpu_count, mixed_gpus)
+    settings = measuring.settings(subject)
+    gpus = measuring.gpus()
     total = progress_steps(plan(subject, suites, settings), settings)
     with progress() as bar:
         task = bar.add_task("starting", total=total)

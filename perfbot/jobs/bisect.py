@@ -1,8 +1,8 @@
 """`perfbot bisect`: find the first commit between a good and a bad one that made a benchmark
 slower, measuring as few commits as a binary search allows, with statistics at each step.
 
-Each probed commit is built and measured by a `Prober` (shell commands in a worktree of its
-own, or Triton built at that commit). Samples are compared with both ends by one-sided
+Each probed commit is built and measured by a `Prober` (bisect_probers.py: shell commands in a
+worktree of its own, or Triton built at that commit). Samples are compared with both ends by one-sided
 Mann-Whitney U tests: a commit significantly slower than good is bad (so the earliest slowdown
 is found), one significantly faster than bad is good. An ambiguous commit is measured again; a
 commit between the two ends, or beyond either, is reported as evidence that the range is not
@@ -16,15 +16,11 @@ import hashlib
 import json
 import math
 import os
-import shutil
-import signal
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import median
-from typing import Annotated, Any, Final, Literal, Protocol
+from typing import Annotated, Final, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
 
@@ -32,18 +28,8 @@ from .. import git
 from ..deciding.stats import mann_whitney_p
 from ..errors import BadInput, EnvironmentFailure
 from ..files import write_atomic
-from ..records.schema import (
-    MAX_ITEMS,
-    MAX_JSON_BYTES,
-    MAX_MS,
-    MAX_SAMPLES,
-    MIN_MS,
-    Ms,
-    Text,
-    bad_input,
-    clean,
-    read_limited,
-)
+from ..records.schema import MAX_ITEMS, MAX_JSON_BYTES, MAX_SAMPLES, Ms, Text, bad_input, clean, read_limited
+from .bisect_probers import Prober, Unusable
 
 STATE_VERSION: Final = 1
 
@@ -109,31 +95,12 @@ class Outcome:
     range_size: int  # commits from good to bad, both included
 
 
-class Prober(Protocol):
-    recipe: str
-
-    def measure(self, sha: str) -> list[float]:
-        """Build the commit if needed and return timing samples (ms); raise Unusable if it
-        cannot be built or measured."""
-
-
-class Unusable(Exception):
-    """The commit cannot be built or measured: skip it, never blame it."""
-
-
 class NotReproduced(BadInput):
     """Bad is not significantly slower than good: there is no slowdown in the range to find."""
 
     def __init__(self, message: str, good: Probe, bad: Probe):
         super().__init__(message)
         self.good, self.bad = good, bad
-
-
-def rev_parse(repo: Path, rev: str) -> str:
-    sha = git.commit_of(repo, rev)
-    if sha is None:
-        raise BadInput(f"{rev!r} is not a commit in {repo}")
-    return sha
 
 
 def commits_between(repo: Path, good: str, bad: str) -> list[tuple[str, str]]:
@@ -153,24 +120,34 @@ def default_state_path(repo: Path, good: str, bad: str, recipe: str) -> Path:
     return base / "perfbot" / "bisect" / f"{good[:12]}-{bad[:12]}-{key}.json"
 
 
+@dataclass(frozen=True)
+class Criteria:
+    """How a bisect decides: the significance level of its one-sided Mann-Whitney U tests, the
+    percent by which bad must be slower than good to bisect at all, and the measurement rounds a
+    commit gets before an ambiguous one is classified by the nearer median."""
+
+    alpha: float
+    min_slowdown_percent: float
+    max_rounds: int
+
+
 def bisect(
     repo: Path,
     good_rev: str,
     bad_rev: str,
     prober: Prober,
+    criteria: Criteria,
     *,
     state_path: Path | None = None,
-    alpha: float = 0.01,
-    min_slowdown_percent: float = 1.0,
-    max_rounds: int = 3,
     max_probes: int | None = None,
     on_probe: Callable[[Probe], None] = lambda probe: None,
 ) -> Outcome:
-    """Find the first bad commit. Raises NotReproduced (a BadInput) when bad is not significantly
-    slower than good."""
+    """Find the first bad commit, stopping after `max_probes` new commits measured (the state file
+    at `state_path` resumes it); `on_probe` is told of each. Raises NotReproduced (a BadInput) when
+    bad is not significantly slower than good."""
     if not (repo / ".git").exists() and git.run(repo, "rev-parse", "--git-dir").returncode != 0:
         raise BadInput(f"{repo}: not a git repository")
-    good, bad = rev_parse(repo, good_rev), rev_parse(repo, bad_rev)
+    good, bad = git.named_commit(repo, good_rev), git.named_commit(repo, bad_rev)
     if good == bad:
         raise BadInput("good and bad are the same commit")
     commits = commits_between(repo, good, bad)
@@ -207,6 +184,7 @@ def bisect(
         good_probe.verdict, bad_probe.verdict = "good", "bad"
         p = mann_whitney_p(good_probe.samples, bad_probe.samples, "greater")
         slowdown = 100 * (_ms(bad_probe) / _ms(good_probe) - 1)
+        alpha, min_slowdown_percent = criteria.alpha, criteria.min_slowdown_percent
         if not (p < alpha and slowdown > min_slowdown_percent):
             raise NotReproduced(
                 f"bad {bad[:12]} is not significantly slower than good {good[:12]}: medians "
@@ -224,7 +202,7 @@ def bisect(
             current = probe(order[index])
             if current.unusable:
                 continue
-            _classify(current, good_probe, bad_probe, alpha, max_rounds, prober, state, state_path)
+            _classify(current, good_probe, bad_probe, criteria, prober, lambda: state.save(state_path))
             if current.verdict == "bad":
                 hi = index
             else:
@@ -255,9 +233,13 @@ def _resume(path: Path, repo: Path, good: str, bad: str, recipe: str) -> State:
     return state
 
 
+# The fewest samples a probe's Mann-Whitney U tests take.
+FEWEST_SAMPLES = 3
+
+
 def _checked(samples: list[float], sha: str) -> list[float]:
-    if len(samples) < 3:
-        raise Unusable(f"measure gave {len(samples)} sample(s); at least 3 are needed")
+    if len(samples) < FEWEST_SAMPLES:
+        raise Unusable(f"measure gave {len(samples)} sample(s); at least {FEWEST_SAMPLES} are needed")
     return samples
 
 
@@ -274,27 +256,21 @@ def _next_index(order: list[str], lo: int, hi: int, probes: dict[str, Probe]) ->
 
 
 # Where a commit sits between the ends, in log-time: 0 at good, 1 at bad. Non-monotonic evidence
-# needs significance and a real effect: a quarter of the good-to-bad step beyond an end (or
-# within the middle half, for a commit between them). Without that gate a 0.4% difference
-# between two bad commits was flagged (experiments/2026-11-30-h200-bisect-demo).
+# needs significance and a real effect: this share of the good-to-bad step beyond an end (or this
+# far inside both ends, for a commit between them). Significance alone flagged two bad commits
+# whose difference was a small fraction of the step (experiments/2026-11-30-h200-bisect-demo).
 NON_MONOTONIC_MARGIN = 0.25
 
 
 def _classify(
-    current: Probe,
-    good: Probe,
-    bad: Probe,
-    alpha: float,
-    max_rounds: int,
-    prober: Prober,
-    state: State,
-    state_path: Path,
+    current: Probe, good: Probe, bad: Probe, criteria: Criteria, prober: Prober, save: Callable[[], None]
 ) -> None:
     """Bad if significantly slower than good (so bisect finds the earliest slowdown, also when it
     came in steps); good if significantly faster than bad; otherwise measure again, and after
     max_rounds let the nearer median decide."""
     if current.verdict is not None:
         return
+    alpha, max_rounds = criteria.alpha, criteria.max_rounds
     while True:
         slower_than_good = mann_whitney_p(good.samples, current.samples, "greater") < alpha
         faster_than_bad = mann_whitney_p(bad.samples, current.samples, "less") < alpha
@@ -312,21 +288,17 @@ def _classify(
             current.rounds = max_rounds
             continue
         current.rounds += 1
-        state.save(state_path)
+        save()
     position = _position(current, good, bad)
     if position < -NON_MONOTONIC_MARGIN and mann_whitney_p(good.samples, current.samples, "less") < alpha:
         current.note = "significantly faster than the good end: range not monotonic"
     elif position > 1 + NON_MONOTONIC_MARGIN and mann_whitney_p(bad.samples, current.samples, "greater") < alpha:
         current.note = "significantly slower than the bad end: range not monotonic"
-    elif (
-        NON_MONOTONIC_MARGIN < position < 1 - NON_MONOTONIC_MARGIN
-        and mann_whitney_p(good.samples, current.samples, "greater") < alpha
-        and mann_whitney_p(bad.samples, current.samples, "less") < alpha
-    ):
+    elif NON_MONOTONIC_MARGIN < position < 1 - NON_MONOTONIC_MARGIN and slower_than_good and faster_than_bad:
         current.note = (
             "between the two ends (slower than good, faster than bad): range not monotonic, the slowdown comes in steps"
         )
-    state.save(state_path)
+    save()
 
 
 def _position(current: Probe, good: Probe, bad: Probe) -> float:
@@ -338,105 +310,3 @@ def _ms(probe: Probe) -> float:
     if probe.median_ms is None:
         raise EnvironmentFailure(f"{probe.sha[:12]} has no samples to compare")
     return probe.median_ms
-
-
-class CommandProber:
-    """Any repository: `build` then `measure` run by the shell in a worktree of the commit;
-    `measure` prints samples in ms, one per line. A non-zero exit makes the commit unusable."""
-
-    def __init__(self, repo: Path, build: str, measure: str, workdir: Path, timeout_s: float = 3600):
-        self.repo, self.build, self.measure_command, self.workdir, self.timeout_s = (
-            repo,
-            build,
-            measure,
-            workdir,
-            timeout_s,
-        )
-        self.recipe = f"build: {build}\nmeasure: {measure}"
-
-    def measure(self, sha: str) -> list[float]:
-        tree = self.workdir / sha
-        if tree.exists():
-            shutil.rmtree(tree)
-        with git.worktree(self.repo, sha, tree):
-            env = dict(os.environ, PERFBOT_BISECT_COMMIT=sha)
-            try:
-                for name, command in (("build", self.build), ("measure", self.measure_command)):
-                    done = run_in_group(command, shell=True, cwd=tree, env=env, timeout=self.timeout_s)
-                    if done.returncode != 0:
-                        last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [""]
-                        raise Unusable(f"{name} exited {done.returncode}: {last[0][:200]}")
-            except subprocess.TimeoutExpired as error:
-                raise Unusable(f"timed out after {error.timeout:.0f} s") from None
-            return parse_samples(done.stdout)
-
-
-def run_in_group(args: str | list[str], timeout: float, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    """`subprocess.run(args, capture_output=True, text=True, timeout=timeout)`, with the command in
-    a session (and process group) of its own that is killed whole however the call ends: past its
-    timeout, on Ctrl-C (which the terminal sends perfbot's group, not this one), on any error, or
-    done. A shell's children (`sleep`, a benchmark) never outlive perfbot, nor hold its pipes."""
-    with subprocess.Popen(
-        args, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs
-    ) as process:
-        try:
-            stdout, stderr = process.communicate(timeout=timeout)
-        finally:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass  # the group is gone already
-    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
-
-
-def parse_samples(text: str) -> list[float]:
-    samples: list[float] = []
-    for line in text.splitlines():
-        if len(samples) >= MAX_SAMPLES:
-            raise Unusable(f"measure printed more than {MAX_SAMPLES} samples")
-        if not line.strip():
-            continue
-        try:
-            value = float(line)
-        except ValueError:
-            raise Unusable(f"measure printed {line.strip()[:60]!r}, not a number of milliseconds") from None
-        if not MIN_MS <= value <= MAX_MS:
-            raise Unusable(f"measure printed {value:g}, not a time in milliseconds ({MIN_MS:g} to {MAX_MS:g})")
-        samples.append(value)
-    return samples
-
-
-class TritonProber:
-    """Triton, the default: each commit's wheel from `perfbot triton build` (cached by commit) is
-    unpacked into an environment of its own, put first on PYTHONPATH, and one benchmark is
-    timed there by `perfbot sample` with perfbot's own engine."""
-
-    def __init__(
-        self, repo: Path, cache: Path, sample_args: list[str], timeout_s: float = 7200, build_isolation: bool = True
-    ):
-        self.repo, self.cache, self.sample_args, self.timeout_s = repo, cache, sample_args, timeout_s
-        self.build_isolation = build_isolation
-        self.recipe = "triton: perfbot sample " + " ".join(sample_args)
-
-    def measure(self, sha: str) -> list[float]:
-        from ..measuring import triton_build
-
-        try:
-            environment = triton_build.environment(
-                sha, str(self.repo), self.cache, build_isolation=self.build_isolation
-            )
-        except EnvironmentFailure as error:
-            raise Unusable(str(error).splitlines()[0]) from None
-        env = dict(
-            os.environ,
-            PYTHONPATH=os.pathsep.join(filter(None, [str(environment), os.environ.get("PYTHONPATH")])),
-            PERFBOT_TRITON_COMMIT=sha,
-        )
-        done = run_in_group(
-            [sys.executable, "-m", "perfbot", "sample", *self.sample_args], env=env, timeout=self.timeout_s
-        )
-        if done.returncode == 3:
-            raise EnvironmentFailure(f"perfbot sample could not run: {done.stderr.strip()[-300:]}")
-        if done.returncode != 0:
-            raise Unusable(f"perfbot sample exited {done.returncode}: {done.stderr.strip()[-200:]}")
-        return parse_samples(done.stdout)

@@ -27,6 +27,7 @@ from ..records.run import Results
 from . import measure
 from .measure import BLOCK_ROUNDS
 from .planning import RunSettings
+from .recording import Measurement
 from .runner import LocalSides, measure_sides
 from .selftest import BASE_SLEEP_CYCLES, followed_by_sleep, selftest_rule, sleep_line
 from .sequential import PolicyRules, Stopping, first_look
@@ -138,7 +139,7 @@ def measure_interference(
     settings = RunSettings(skipped=tuple(k for k in skipped if k != kernel and k in loaded.implementations))
     sides = SlowedSides(loaded, settings, case, kernel, percent)
     stopping = Stopping(rounds, rounds, math.inf, PolicyRules(policy, ""))
-    measured = measure_sides(sides, [neighbourhood(loaded, case)], settings, on_progress, stopping=stopping)
+    measured = measure_sides(sides, Measurement([neighbourhood(loaded, case)], settings, stopping), on_progress)
     return tally(measured["base"], measured[SLOWED_SIDE], case, kernel, policy)
 
 

@@ -46,69 +46,64 @@ def stopping_text(stopping: Stopping) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Measurement:
+    """What a run measures and how, as its results record it: the suites, the run's settings,
+    how a sequential A/B chooses its rounds (None: `settings.samples` rounds), and settings the
+    caller records besides (an A/B's run and revisions)."""
+
+    suites: Sequence[Suite]
+    settings: RunSettings
+    stopping: Stopping | None = None
+    extra_settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Described:
+    """The sides of a run as their results describe them: each side's environment and subject
+    (its description and the files its code came from), and how a sample was taken."""
+
+    names: tuple[str, ...]
+    environments: dict[str, Environment]
+    subjects: dict[str, dict[str, Any]]
+    timing: str
+
+
 def results_by_side(
-    names: Sequence[str],
-    environments: dict[str, Environment],
-    described: dict[str, dict[str, Any]],
-    states: GpuStates,
+    sides: Described,
+    measurement: Measurement,
     measured: Measured,
-    suites: Sequence[Suite],
-    settings: RunSettings,
-    extra_settings: dict[str, Any],
-    timing: str,
+    states: GpuStates,
     stable: dict[str, Any] | None = None,
-    stopping: Stopping | None = None,
 ) -> dict[str, Results]:
-    """One Results per side from what was measured; `stable`, the GPU's stability (from the
-    rounds measured, by default); `stopping`, how a sequential A/B chose its rounds."""
+    """One Results per side from what was measured, the GPU's states before and after with it;
+    `stable`, the GPU's stability (from the rounds measured, by default)."""
     stable = stable if stable is not None else stability(measured.rounds)
-    if stopping is not None:
-        sequential_settings = {"stopping": stopping_text(stopping), "block_rounds": measure.BLOCK_ROUNDS}
+    extra_settings = measurement.extra_settings
+    if measurement.stopping is not None:
+        sequential_settings = {"stopping": stopping_text(measurement.stopping), "block_rounds": measure.BLOCK_ROUNDS}
         extra_settings = {**extra_settings, **sequential_settings}
     return {
-        side: side_results(
-            environments[side],
-            states,
-            stable,
-            suites,
-            settings,
-            side,
-            [bench for owner, bench in measured.benchmarks if owner == side],
-            [failure for owner, failure in measured.failures if owner == side],
-            {**described[side], **extra_settings},
-            timing,
+        side: Results(
+            environment=dataclasses.replace(sides.environments[side], gpu_state=states, **stable),
+            settings=_settings(side, measurement, sides.timing, {**sides.subjects[side], **extra_settings}),
+            benchmarks=[bench for owner, bench in measured.benchmarks if owner == side],
+            failures=[failure for owner, failure in measured.failures if owner == side],
+            created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         )
-        for side in names
+        for side in sides.names
     }
 
 
-def side_results(
-    environment: Environment,
-    states: GpuStates,
-    stable: dict[str, Any],
-    suites: Sequence[Suite],
-    settings: RunSettings,
-    side: str,
-    benchmarks: list[Benchmark],
-    failures: list[Failure],
-    extra_settings: dict[str, Any],
-    timing: str,
-) -> Results:
-    """One side's results: the environment with the GPU's states before and after and the run's
-    stability, the settings, and what was measured."""
-    return Results(
-        environment=dataclasses.replace(environment, gpu_state=states, **stable),
-        settings=Settings(
-            suites=list(dict.fromkeys(s.name for s in suites)),
-            samples=settings.samples,
-            warmup_calls=settings.warmup_calls,
-            seed=settings.seed,
-            timing=timing,
-            side=side or None,
-            skipped_kernels=list(settings.skipped),
-            **extra_settings,
-        ),
-        benchmarks=benchmarks,
-        failures=failures,
-        created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+def _settings(side: str, measurement: Measurement, timing: str, extra_settings: dict[str, Any]) -> Settings:
+    settings = measurement.settings
+    return Settings(
+        suites=list(dict.fromkeys(s.name for s in measurement.suites)),
+        samples=settings.samples,
+        warmup_calls=settings.warmup_calls,
+        seed=settings.seed,
+        timing=timing,
+        side=side or None,
+        skipped_kernels=list(settings.skipped),
+        **extra_settings,
     )

@@ -24,7 +24,7 @@ from . import loads, measure, sequential
 from .environment import GpuMonitor, collect_environment
 from .groups import _Ready, capture_group, check_group, describe, finish_group
 from .planning import RunSettings, plan, single_cases
-from .recording import Measured, results_by_side
+from .recording import Described, Measured, Measurement, results_by_side
 from .sequential import Stopping
 
 # Where inputs live. Only the CPU tests of the orchestration change it (with the GPU's timing
@@ -44,7 +44,7 @@ def run(
     on_progress: Callable[[str, int], None] = lambda label, steps: None,
 ) -> Results:
     """Measure the suites. `on_progress(label, steps)` is told of finished steps."""
-    return measure_sides(LocalSides({"": subject}, settings), suites, settings, on_progress)[""]
+    return measure_sides(LocalSides({"": subject}, settings), Measurement(suites, settings), on_progress)[""]
 
 
 class Sides(Protocol):
@@ -156,18 +156,14 @@ def take_turns(
 
 
 def measure_sides(
-    sides: Sides,
-    suites: Sequence[Suite],
-    settings: RunSettings,
-    on_progress: Callable[[str, int], None] = lambda label, steps: None,
-    extra_settings: dict[str, Any] | None = None,
-    stopping: Stopping | None = None,
+    sides: Sides, measurement: Measurement, on_progress: Callable[[str, int], None] = lambda label, steps: None
 ) -> dict[str, Results]:
     """Measure the suites on every side, case by case; one Results per side. With two sides this
     is an A/B run: each case's benchmarks of both sides alternate sample by sample on one GPU,
     for `settings.samples` rounds or, with `stopping`, until each pair is decided."""
+    settings, stopping = measurement.settings, measurement.stopping
     before = collect_environment().gpu_state
-    cases = single_cases(suites)
+    cases = single_cases(measurement.suites)
     turns = sequential.Turns(len(cases), sequential.Budget(stopping.seconds, len(cases)) if stopping else None)
     done: list[Measured] = [Measured() for _ in cases]
     with GpuMonitor() as monitor:
@@ -179,18 +175,13 @@ def measure_sides(
     measured = Measured()
     for one in done:
         measured.add(one)
-    return results_by_side(
-        sides.names,
-        sides.environments(),
-        sides.described(),
-        GpuStates(before.after, collect_environment().gpu_state.after),
-        measured,
-        suites,
-        settings,
-        extra_settings or {},
-        sides.timing,
-        stopping=stopping,
-    )
+    states = GpuStates(before.after, collect_environment().gpu_state.after)
+    return results_by_side(describe_sides(sides), measurement, measured, states)
+
+
+def describe_sides(sides: Sides) -> Described:
+    """The sides as their results describe them."""
+    return Described(sides.names, sides.environments(), sides.described(), sides.timing)
 
 
 class LocalSides:

@@ -33,8 +33,8 @@ from ..loading.subject import Suite
 from ..records.run import GpuStates, Results
 from .environment import GpuMonitor, collect_environment, stability_across
 from .planning import RunSettings, case_steps, single_cases
-from .recording import Measured, results_by_side
-from .runner import LocalSides, Sides, measure_case, take_turns
+from .recording import Described, Measured, Measurement, results_by_side
+from .runner import LocalSides, Sides, describe_sides, measure_case, take_turns
 from .sequential import Budget, Stopping, Turn, Turns
 from .worker import WorkerSides, workers
 
@@ -158,9 +158,8 @@ def _measured_on(gpu: Gpu, sides: Sides, job: Job, case: Suite, turn: Turn, moni
     return measured
 
 
-def _describe(job: Job) -> tuple[dict[str, Any], dict[str, dict[str, Any]], str]:
-    sides = _sides(job)
-    return sides.environments(), sides.described(), sides.timing
+def _describe(job: Job) -> Described:
+    return describe_sides(_sides(job))
 
 
 class _OnGpu(Protocol):
@@ -168,7 +167,7 @@ class _OnGpu(Protocol):
 
     def measure(self, case: Suite, turn: Turn) -> Measured: ...
 
-    def describe(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]], str]: ...
+    def describe(self) -> Described: ...
 
 
 @dataclass(frozen=True)
@@ -182,7 +181,7 @@ class _InWorker:
     def measure(self, case: Suite, turn: Turn) -> Measured:
         return _ask(self.gpu, self.pool, _measure, self.job, case, turn)
 
-    def describe(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]], str]:
+    def describe(self) -> Described:
         return _ask(self.gpu, self.pool, _describe, self.job)
 
 
@@ -209,8 +208,8 @@ class _WorkerPair:
             monitor = GpuMonitor(nvml_gpu=self.gpu.uuid or self.gpu.index)
             return _measured_on(self.gpu, self.sides, self.job, case, turn, monitor)
 
-    def describe(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]], str]:
-        return self.sides.environments(), self.sides.described(), self.sides.timing
+    def describe(self) -> Described:
+        return describe_sides(self.sides)
 
 
 def measure_sharded(
@@ -224,7 +223,7 @@ def measure_sharded(
 ) -> dict[str, Results]:
     """runner.measure_sides across `gpus`, one worker process each; `setup` runs first in every
     worker (a module-level function: the processes are spawned). With `worker_specs` (an A/B
-    whose sides need two Tritons: ab.worker_specs), two workers per GPU, one per side."""
+    whose sides need two Tritons: ab_tritons.worker_specs), two workers per GPU, one per side."""
     if not gpus:
         raise EnvironmentFailure("no GPU to measure on")
     before = collect_environment().gpu_state
@@ -257,7 +256,7 @@ def measure_sharded(
         with ThreadPoolExecutor(len(gpus)) as threads, _interruptible(turns.stop, *stop_workers):
             for future in [threads.submit(drive, gpu) for gpu in gpus]:
                 future.result()  # a worker's error, raised here
-        environments, described, timing = on_gpu[gpus[0]].describe()
+        described = on_gpu[gpus[0]].describe()
     measured = Measured()
     rounds_of: dict[Gpu, list[Any]] = {gpu: [] for gpu in gpus}
     for gpu, part in filter(None, done):
@@ -266,19 +265,7 @@ def measure_sharded(
     extra = {**(extra_settings or {}), "gpus": [gpu.label for gpu in gpus]}
     states = GpuStates(before.after, collect_environment().gpu_state.after)
     stable = stability_across(list(rounds_of.values()))
-    return results_by_side(
-        tuple(job.kernels),
-        environments,
-        described,
-        states,
-        measured,
-        suites,
-        job.settings,
-        extra,
-        timing,
-        stable,
-        job.stopping,
-    )
+    return results_by_side(described, Measurement(suites, job.settings, job.stopping, extra), measured, states, stable)
 
 
 def _workers(stack: ExitStack, gpus: Sequence[Gpu], setup: Callable[[], None] | None) -> list[ProcessPoolExecutor]:

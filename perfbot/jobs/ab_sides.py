@@ -1,0 +1,167 @@
+"""The two sides of an A/B made ready, nothing timed: each side's tree (a revision checked out, or
+the head merged into the base's tip, in a temporary git worktree; the checkout perfbot runs in is
+never touched) and its subject loaded from it, the head's judged by the base's declarations."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .. import git
+from ..config import ProjectConfig, load_project_config
+from ..errors import BadInput
+from ..loading import declarations, provenance
+from ..loading.package import Loaded, load_subject
+from ..loading.subject import Suite
+from ..records.run import Merge
+
+if TYPE_CHECKING:
+    from ..measuring.planning import RunSettings
+
+# What the base's subject chooses: the suites to measure and the run's settings.
+Choose = Callable[[Loaded], tuple[Sequence[Suite], "RunSettings"]]
+
+
+@dataclass(frozen=True)
+class Revisions:
+    """The sides of an A/B: the base's revision, the head's (None: this checkout's kernels,
+    uncommitted changes included), and whether the head is measured merged into the base."""
+
+    base: str
+    head: str | None = None
+    merge: bool = False
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """An A/B made ready to measure, nothing timed yet: each side's tree and commit, what the
+    head was merged into, both sides' subjects (the head's judged by the base's declarations),
+    what the base judges that the head cannot run, and what the base's subject chose."""
+
+    trees: dict[str, tuple[Path, str | None]]
+    merge: Merge | None
+    subjects: dict[str, Loaded]
+    head_own: Loaded  # the head's subject with its own declarations (to list what differs)
+    missing: dict[str, str]
+    suites: Sequence[Suite]
+    settings: RunSettings
+    declared: list[str]
+    pins: dict[str, str]
+    relative: Path  # the kernels package, inside each tree
+
+    def kernels(self) -> dict[str, Path]:
+        return {side: tree / self.relative for side, (tree, _) in self.trees.items()}
+
+
+@contextmanager
+def prepared(config: ProjectConfig, running: Loaded, revisions: Revisions, choose: Choose) -> Iterator[Prepared]:
+    """Both sides checked out (the head merged into the base with `revisions.merge`) and loaded,
+    each from its own checkout (provenance.check), the head under the base's declarations; the head
+    by default this checkout's kernels, `running`; `choose(base)` picks the base's suites and the
+    run's settings. Needs no GPU; the trees live while it does."""
+    try:
+        relative = config.kernels_dir.resolve().relative_to(config.root.resolve())
+    except ValueError:
+        raise BadInput(
+            f"the A/B needs the kernels inside the project ({config.root}), got {config.kernels_dir}"
+        ) from None
+    if revisions.merge and not revisions.head:
+        raise BadInput(
+            "--merge needs HEAD, the head's commit: this checkout's uncommitted changes cannot be merged; "
+            "commit them and name the commit"
+        )
+    with ExitStack() as stack:
+        trees: dict[str, tuple[Path, str | None]] = {"base": stack.enter_context(checkout(config.root, revisions.base))}
+        trees["head"] = (config.root, None)
+        merged_as: Merge | None = None
+        if revisions.merge and revisions.head:
+            head_tree, merged_as = stack.enter_context(merged(config.root, str(trees["base"][1]), revisions.head))
+            trees["head"] = (head_tree, merged_as.head)
+        elif revisions.head:
+            trees["head"] = stack.enter_context(checkout(config.root, revisions.head))
+        base_subject = load_subject(trees["base"][0] / relative)
+        head_own = load_subject(trees["head"][0] / relative) if revisions.head else running
+        head_subject, missing = declarations.judged_by_base(base_subject, head_own)
+        subjects = {"base": base_subject, "head": head_subject}
+        provenance.check({side: loaded.sources for side, loaded in subjects.items()})
+        suites, settings = choose(base_subject)
+        yield Prepared(
+            trees=trees,
+            merge=merged_as,
+            subjects=subjects,
+            head_own=head_own,
+            missing=missing,
+            suites=suites,
+            settings=settings,
+            declared=declarations.differences(base_subject, head_own, suites),
+            pins={side: load_project_config(tree).triton_commit for side, (tree, _) in trees.items()},
+            relative=relative,
+        )
+
+
+@contextmanager
+def checkout(root: Path, rev: str) -> Iterator[tuple[Path, str]]:
+    """The project `root` as of `rev`, in a detached worktree removed afterwards: (its path there,
+    the full SHA). The project may be a folder of a larger repository (an example in a monorepo)."""
+    sha = git.named_commit(root, rev)
+    with _worktree(root, sha) as tree:
+        yield tree / _inside(root), sha
+
+
+# The most conflicting paths a refused merge names.
+CONFLICTS_NAMED = 3
+
+
+@contextmanager
+def merged(root: Path, base_sha: str, head_rev: str) -> Iterator[tuple[Path, Merge]]:
+    """The project `root` as of `head_rev` merged into the base's tip `base_sha`, in a detached
+    worktree removed afterwards (the checkout perfbot runs in is never touched): (its path there,
+    what was merged). A head that contains the tip already is itself the merge (a fast-forward).
+    Measured against the tip, a head shows what merging it would do to the tip, whatever it
+    took from the base's branch since it forked (docs/github.md)."""
+    head_sha = git.named_commit(root, head_rev)
+    if git.is_ancestor(root, head_sha, base_sha):
+        raise BadInput(
+            f"the head {head_sha[:12]} is already in the history of the base's tip {base_sha[:12]}: "
+            "merged, it would add nothing to measure"
+        )
+    if git.is_ancestor(root, base_sha, head_sha):
+        with checkout(root, head_sha) as (tree, _):
+            yield tree, Merge(base=base_sha, head=head_sha)
+        return
+    if not git.share_history(root, base_sha, head_sha):
+        raise BadInput(
+            f"the head {head_sha[:12]} shares no history with the base's tip {base_sha[:12]}: nothing to merge into"
+        )
+    with _worktree(root, base_sha) as tree:
+        try:
+            commit = git.merge(tree, head_sha)
+        except git.MergeConflict as conflict:
+            named = ", ".join(conflict.paths[:CONFLICTS_NAMED])
+            more = len(conflict.paths) - CONFLICTS_NAMED
+            raise BadInput(
+                f"the head {head_sha[:12]} does not merge into the base's tip {base_sha[:12]}: conflicts in "
+                f"{named}{f' and {more} more' if more > 0 else ''}; rebase the head on the base, or merge the "
+                "base into it, and measure again"
+            ) from None
+        yield tree / _inside(root), Merge(base=base_sha, head=head_sha, commit=commit)
+
+
+def _inside(root: Path) -> Path:
+    """Where the project lies in its git repository (a folder of a larger one: an example in a
+    monorepo)."""
+    top = git.run(root, "rev-parse", "--show-toplevel")
+    return root.resolve().relative_to(Path(top.stdout.strip()).resolve()) if top.returncode == 0 else Path()
+
+
+@contextmanager
+def _worktree(root: Path, sha: str) -> Iterator[Path]:
+    with (
+        tempfile.TemporaryDirectory(prefix="perfbot-ab-") as scratch,
+        git.worktree(root, sha, Path(scratch) / "side") as tree,
+    ):
+        yield tree
