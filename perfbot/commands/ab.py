@@ -184,6 +184,9 @@ def ab_command(
         raise BadInput(f"--out-dir {out_dir}: is a file")
     for name in (*_OUTPUTS, ERROR_FILE):
         check_output(out_dir / name, overwrite=overwrite)
+    from ..measuring import runner
+
+    runner.require_gpu("perfbot ab")  # before the worktrees are made for nothing
 
     def keep(base: results_file.Results, head: results_file.Results) -> None:
         for name, loaded in (("base.json", base), ("head.json", head)):
