@@ -20,6 +20,7 @@ from .commands.check import check_command
 from .commands.compare import baseline_group, compare_command, export_command
 from .commands.github import comment_command, verify_head_command
 from .commands.history import history_command
+from .commands.init import init_command
 from .commands.run import env_command, run_command, sample_command, show_command, suites_command
 from .commands.selftest import selftest_command
 from .commands.triton import triton_group
@@ -143,6 +144,7 @@ def perfbot() -> None:
 
 
 for _command in (
+    init_command,
     check_command,
     run_command,
     ab_command,

@@ -11,7 +11,7 @@ from typing import Any
 from .errors import BadInput
 
 _KEYS = {"triton-commit", "kernels", "store"}
-_SHA = re.compile(r"[0-9a-f]{40}")
+FULL_SHA = re.compile(r"[0-9a-f]{40}")  # a full commit, as triton-commit must be
 # A path the table names: one line of text, as long as a path may be (PATH_MAX).
 _PATH = re.compile(r"[^\x00-\x1f\x7f]{1,4096}")
 
@@ -56,7 +56,7 @@ def load_project_config(root: Path) -> ProjectConfig:
     if unknown:
         raise BadInput(f"{path}: [tool.perfbot] has unknown key {unknown[0][:100]!r}; allowed: {sorted(_KEYS)}")
     commit = table.get("triton-commit")
-    if not isinstance(commit, str) or not _SHA.fullmatch(commit):
+    if not isinstance(commit, str) or not FULL_SHA.fullmatch(commit):
         raise BadInput(f"{path}: [tool.perfbot] triton-commit must be a full 40-hex-digit SHA, got {_shown(commit)}")
     for key in ("kernels", "store"):
         if key in table and not (isinstance(table[key], str) and _PATH.fullmatch(table[key])):

@@ -101,7 +101,7 @@ def listed_places(count, round_index, seed=0):
 def fake_gpu(monkeypatch) -> FakeGpu:
     fake = FakeGpu()
     monkeypatch.setattr(runner, "DEVICE", "cpu")
-    monkeypatch.setattr(runner, "require_gpu", lambda: None)
+    monkeypatch.setattr(runner, "require_gpu", lambda command="": None)
     monkeypatch.setattr(measure, "capture", fake.capture)
     monkeypatch.setattr(measure, "GraphTimer", fake.timer)
     monkeypatch.setattr(loads, "triton_kernels", fake.triton_kernels)
@@ -144,7 +144,7 @@ def install_in_worker():
 
     fake.ms = ms
     runner.DEVICE = "cpu"
-    runner.require_gpu = lambda: None
+    runner.require_gpu = lambda command="": None
     measure.capture = fake.capture
     measure.GraphTimer = fake.timer
 

@@ -25,6 +25,7 @@ from click.testing import CliRunner
 
 from perfbot.cli import perfbot
 from perfbot.config import load_project_config
+from perfbot.deciding.thresholds import DEFAULT_NOTE, DEFAULT_PATH
 from perfbot.jobs import ab_sides
 from perfbot.loading import declarations, isolation
 from perfbot.loading.package import load_subject
@@ -228,25 +229,35 @@ def test_a_dry_run_is_refused_where_the_run_would_be(clean_imports, tmp_path, mo
     assert "one checkout would be measured twice" in result.output and len(result.output.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("dry_run", [True, False])
-def test_an_ab_without_a_regression_policy_is_refused_in_one_line_dry_run_or_not(clean_imports, tmp_path, dry_run):
-    # As a new repository starts: no thresholds.yaml. The dry run must refuse as the run does.
+def test_an_ab_without_a_regression_policy_is_judged_with_perfbots_defaults_and_says_so(clean_imports, tmp_path):
+    # As a new repository starts: no thresholds.yaml. The dry run says what the run would judge with.
     repo = src_layout_repo(tmp_path / "repo")
     (repo / "thresholds.yaml").unlink()
-    args = ["ab", "HEAD~1", "--project", str(repo), "--out-dir", str(tmp_path / "ab")]
-    result = CliRunner().invoke(perfbot, [*args, "--dry-run"] if dry_run else args)
-    assert result.exit_code == 2, result.output
-    assert result.output.strip().splitlines() == [
-        f"perfbot: error: {repo / 'thresholds.yaml'}: no such file; the verdicts need a regression policy: "
-        "give --thresholds FILE, or start from perfbot's examples/rmsnorm/thresholds.yaml"
+    result = CliRunner().invoke(perfbot, ["ab", "HEAD~1", "--project", str(repo), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        f"perfbot: note: {repo / 'thresholds.yaml'}: no such file; judging with perfbot's defaults "
+        f"({DEFAULT_PATH}); copy that file there to set the project's own"
     ]
+    assert f"  judged with: {DEFAULT_PATH}\n" in result.stdout
     policy = tmp_path / "policy.yaml"
     shutil.copy(ROOT / "thresholds.yaml", policy)
     given = CliRunner().invoke(
         perfbot, ["ab", "HEAD~1", "--project", str(repo), "--dry-run", "--thresholds", str(policy)]
     )
     assert given.exit_code == 0, given.output
-    assert f"  judged with: {policy}\n" in given.output
+    assert f"  judged with: {policy}\n" in given.output and "note:" not in given.stderr
+
+
+def test_an_ab_without_a_regression_policy_notes_the_defaults_in_its_report(gpu, clean_imports, tmp_path):
+    repo = src_layout_repo(tmp_path / "repo")
+    (repo / "thresholds.yaml").unlink()
+    result = _ab(repo, tmp_path / "ab")
+    assert result.exit_code in (0, 1), result.output
+    summary = json.loads((tmp_path / "ab" / "comparison.json").read_text())
+    assert summary["notes"][0] == DEFAULT_NOTE and summary["policy"] == "default-thresholds.yaml"
+    assert summary["policy_change"] == []  # neither side has one: the note says what judged
+    assert f"- {DEFAULT_NOTE}" in (tmp_path / "ab" / "comment.md").read_text().replace("\\", "")
 
 
 def test_the_triton_kernels_of_the_packages_imported_by_name_are_loaded_anew(clean_imports, tmp_path):

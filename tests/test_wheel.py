@@ -28,6 +28,7 @@ from tests.fake_github import FakeGitHub
 from tests.helpers import make_results
 
 COMMANDS = [
+    "init",
     "run",
     "show",
     "compare",
@@ -136,7 +137,8 @@ def _perfbot(bin_dir: Path, *args: str, cwd: Path, env: dict | None = None) -> s
 
 def test_the_wheel_holds_every_subpackage_and_template_and_no_subject(wheel: Path):
     names = zipfile.ZipFile(wheel).namelist()
-    sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "perfbot").rglob("*") if p.suffix in (".py", ".j2")}
+    shipped = (".py", ".j2", ".yml", ".yaml", ".sh")  # the code, its templates, the files perfbot init copies
+    sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "perfbot").rglob("*") if p.suffix in shipped}
     assert sources <= set(names), sorted(sources - set(names))
     assert "perfbot/commands/run.py" in names and "perfbot/output/templates/comment.md.j2" in names
     assert not [n for n in names if n.startswith(("kernels/", "tests/", "scripts/"))]
@@ -229,6 +231,16 @@ def test_measuring_commands_start_from_the_wheel(measuring: Path, tmp_path: Path
     for command in (["run"], ["sample", "--suite", "pr", "--case", "t5-v1.1-xl"], ["selftest"]):
         done = _perfbot(measuring, *command, "--project", str(project), cwd=outside)
         assert done.returncode == 3 and "no CUDA GPU" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_init_writes_its_files_from_the_wheel(measuring: Path, tmp_path: Path):
+    repo = tmp_path / "repo"
+    (repo / "src" / "pkg").mkdir(parents=True)
+    (repo / "src" / "pkg" / "__init__.py").write_text("def double(x):\n    return 2 * x\n")
+    done = _perfbot(measuring, "init", "--kernel", "pkg:double", "--triton-commit", "a" * 40, "--workflows", cwd=repo)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (repo / "thresholds.yaml").read_bytes() == (ROOT / "thresholds.yaml").read_bytes()
+    assert (repo / ".github" / "workflows" / "gpu-check.yml").is_file() and (repo / "perf" / "double").is_dir()
 
 
 def test_another_repository_checks_its_kernels_with_the_wheels_perfbot(measuring: Path, tmp_path: Path):

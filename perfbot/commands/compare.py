@@ -14,7 +14,7 @@ from ..files import check_output, write_atomic
 from ..records import results as results_file
 from ..records import store as baseline_store
 from ..records.export import to_pytest_benchmark
-from .context import check_outputs, emit, project_config, project_option, thresholds_option
+from .context import check_outputs, emit, project_config, project_option, project_policy, thresholds_option
 
 
 def _store_dir(store: Path | None, project: Path | None) -> Path:
@@ -84,8 +84,11 @@ def compare_command(
         click.echo(f"baseline: {baseline_path}", err=True)
     else:
         baseline = results_file.load(files[0])
-    policy_path = thresholds_path if thresholds_path is not None else project_config(project).root / "thresholds.yaml"
-    report = compare(baseline, current, load_policy(policy_path), force=force)
+    # --thresholds needs no project; without it, the project's policy (or perfbot's defaults).
+    policy = (
+        load_policy(thresholds_path) if thresholds_path is not None else project_policy(project_config(project), None)
+    )
+    report = compare(baseline, current, policy, force=force)
     emit(report, markdown_path, json_path, overwrite=overwrite)
     for item in report.added:
         click.echo(f"added (no baseline): {item.kernel} {item.shape} {item.dtype}")

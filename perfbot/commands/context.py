@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..config import ProjectConfig, find_project_root, load_project_config
 from ..deciding import comparison as comparison_file
 from ..deciding.compare import Report
-from ..deciding.thresholds import Policy, load_policy
+from ..deciding.thresholds import DEFAULT_PATH, Policy, default_policy, load_policy
 from ..errors import BadInput, EnvironmentFailure, listed
 from ..files import check_output, write_all
 from ..output.verdicts import comment_markdown, compare_table
@@ -59,7 +59,8 @@ thresholds_option = click.option(
     "thresholds_path",
     type=click.Path(path_type=Path),
     default=None,
-    help="Regression policy. Default: thresholds.yaml at the project root.",
+    help="Regression policy. Default: thresholds.yaml at the project root; where there is none, perfbot's "
+    "defaults, which the report says.",
 )
 kernels_option = click.option(
     "--kernels",
@@ -296,13 +297,20 @@ def project_config(project: Path | None) -> ProjectConfig:
 
 
 def project_policy(config: ProjectConfig, thresholds_path: Path | None) -> Policy:
-    """The policy a command judges with: --thresholds, or the project's own thresholds.yaml."""
-    if thresholds_path is None and not (config.root / "thresholds.yaml").exists():
-        raise BadInput(
-            f"{config.root / 'thresholds.yaml'}: no such file; the verdicts need a regression policy: "
-            "give --thresholds FILE, or start from perfbot's examples/rmsnorm/thresholds.yaml"
-        )
-    return load_policy(thresholds_path or config.root / "thresholds.yaml")
+    """The policy a command judges with: --thresholds, or the project's own thresholds.yaml, or
+    where it has none perfbot's defaults, said on the terminal here and in the report (its note)."""
+    if thresholds_path is not None:
+        return load_policy(thresholds_path)
+    own = config.root / "thresholds.yaml"
+    if os.path.lexists(own):
+        return load_policy(own)
+    policy = default_policy()
+    click.echo(
+        f"perfbot: note: {own}: no such file; judging with perfbot's defaults ({DEFAULT_PATH}); "
+        "copy that file there to set the project's own",
+        err=True,
+    )
+    return policy
 
 
 def load_kernels(config: ProjectConfig, kernels: Path | None, limit: float | None = None) -> Loaded:

@@ -125,6 +125,7 @@ class Report:
     current_environment: Environment = field(repr=False)
     interleaved: bool
     policy_source: str
+    policy_note: str | None = None  # the policy's own note (perfbot's defaults stood in for the project's)
     trend: str | None = None  # one line on the longer trend (an A/B run against a stored baseline)
     # When the two sides' thresholds.yaml differ: which one judged, and what the other changes.
     policy_change: tuple[str, ...] = ()
@@ -221,6 +222,7 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
         current_environment=current.environment,
         interleaved=interleaved,
         policy_source=policy.source,
+        policy_note=policy.note,
         skipped_kernels=tuple(current.settings.skipped_kernels),
         gpus=tuple(current.settings.gpus),
         merge=current.settings.merge,

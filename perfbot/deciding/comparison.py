@@ -214,7 +214,7 @@ def _row(c: Comparison) -> Row:
 
 
 def _notes(report: Report) -> list[str]:
-    notes = []
+    notes = [report.policy_note] if report.policy_note else []
     for c in report.comparisons:
         name = label(Identity.of(c.current))
         if c.config_change:

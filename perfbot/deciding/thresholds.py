@@ -15,6 +15,13 @@ from ..records.schema import MAX_ITEMS, MAX_SAMPLES, Dim, Name, load_yaml, valid
 
 VERSION = 1
 _STRICT = ConfigDict(extra="forbid", strict=True)
+# What a project without a thresholds.yaml is judged with: the policy of perfbot's own repository,
+# shipped with the package (tests/test_init.py keeps the two files equal).
+DEFAULT_PATH = Path(__file__).with_name("default-thresholds.yaml")
+DEFAULT_NOTE = (
+    "the checkout that ran this has no thresholds.yaml: judged with perfbot's defaults "
+    "(default-thresholds.yaml, the policy of perfbot's own repository)"
+)
 
 
 class _RuleFields(TypedDict, total=False):
@@ -102,6 +109,7 @@ class Policy:
     interleaved: dict[str, Any]
     overrides: tuple[Override, ...]
     source: str
+    note: str | None = None  # said in every report it judges: perfbot's defaults stood in for the project's own
 
     def rule_for(
         self,
@@ -140,6 +148,11 @@ def _flat(policy: Policy) -> dict[str, str]:
         flat[f"overrides[{index}].match"] = str(override.match)
         flat.update({f"overrides[{index}].{k}": f"{v:g}" for k, v in override.changes.items()})
     return flat
+
+
+def default_policy() -> Policy:
+    """perfbot's default policy, for a project that has no thresholds.yaml; its note says so."""
+    return replace(load_policy(DEFAULT_PATH), note=DEFAULT_NOTE)
 
 
 def load_policy(path: Path) -> Policy:

@@ -212,15 +212,17 @@ def policy_change(policy: Policy, other_tree: Path) -> tuple[str, ...]:
     one line per difference. Empty when they agree. (What the subjects declare differently is
     declarations.differences.)"""
     other = other_tree / "thresholds.yaml"
+    # perfbot's defaults (policy.note says so) where the checkout that ran it has no thresholds.yaml
+    applied = "perfbot's default policy" if policy.note else "the thresholds.yaml of the checkout that ran it"
     if not other.exists():  # named without its path, a temporary worktree's that tells the reader nothing
-        return ("This check applied the thresholds.yaml of the checkout that ran it; the other side has none.",)
+        return () if policy.note else (f"This check applied {applied}; the other side has none.",)
     try:
         lines = [f"thresholds {line}" for line in changes(policy, load_policy(other))]
     except PerfbotError as error:
         lines = [f"the other side's thresholds.yaml does not load: {error}"]
     if not lines:
         return ()
-    return ("This check applied the thresholds.yaml of the checkout that ran it; the other side's differs:", *lines)
+    return (f"This check applied {applied}; the other side's differs:", *lines)
 
 
 def trend(store: Path, head: Results, policy: Policy) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -44,16 +45,35 @@ def triton_version() -> str:
     return str(getattr(triton, "__version__", "unknown"))
 
 
-def triton_commit(version: str | None = None) -> str | None:
-    """The Triton commit, when known: set by the CI build, in a source build's version
-    (3.6.0+git7c56a5e4), or the tag commit of a release wheel."""
+@dataclass(frozen=True)
+class FoundCommit:
+    """The Triton commit, as far as it is known, and where it was found, in words."""
+
+    commit: str  # a full SHA, or the abbreviation a source build's version holds
+    source: str
+
+
+def found_triton_commit(version: str | None = None) -> FoundCommit | None:
+    """The Triton commit, when known, and where from: set by the CI build
+    (PERFBOT_TRITON_COMMIT), in a source build's version (3.6.0+git7c56a5e4), or the tag commit
+    of a release wheel."""
     if os.environ.get("PERFBOT_TRITON_COMMIT"):
-        return os.environ["PERFBOT_TRITON_COMMIT"]
+        return FoundCommit(os.environ["PERFBOT_TRITON_COMMIT"], "the environment variable PERFBOT_TRITON_COMMIT")
     version = triton_version() if version is None else version
     match = re.search(r"\+git([0-9a-f]{7,40})", version)
     if match:
-        return match.group(1)
-    return RELEASE_COMMITS.get(version)
+        return FoundCommit(match.group(1), f"the installed Triton's version, {version} (a build from source)")
+    if version in RELEASE_COMMITS:
+        return FoundCommit(
+            RELEASE_COMMITS[version], f"Triton {version}, a release: the commit its v{version} tag points to"
+        )
+    return None
+
+
+def triton_commit(version: str | None = None) -> str | None:
+    """The Triton commit, when known (found_triton_commit)."""
+    found = found_triton_commit(version)
+    return found.commit if found is not None else None
 
 
 def collect_environment(device: int | None = None) -> Environment:

@@ -32,9 +32,9 @@ from .sequential import Stopping
 DEVICE = "cuda"
 
 
-def require_gpu() -> None:
+def require_gpu(command: str = "this command") -> None:
     if not torch.cuda.is_available():
-        raise EnvironmentFailure("no CUDA GPU is visible (torch.cuda.is_available() is False); this command needs one")
+        raise EnvironmentFailure(f"no CUDA GPU is visible (torch.cuda.is_available() is False); {command} needs one")
 
 
 def run(

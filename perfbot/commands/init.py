@@ -1,0 +1,100 @@
+"""Adopting perfbot in an existing repository: `perfbot init`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..output import scaffold
+
+# What cannot be written for the user: perfbot's docs/github.md and SECURITY.md say how.
+_BY_HAND = (
+    "the GPU check needs what no file can hold (perfbot's docs/github.md and SECURITY.md): OWNER in "
+    ".github/CODEOWNERS; the repository variables PERFBOT_SOURCE (perfbot pinned at a commit, "
+    "git+https://github.com/ORG/perfbot@SHA) and PERFBOT_GPU_LABELS; a self-hosted GPU runner per label; "
+    "the settings SECURITY.md lists"
+)
+
+
+@click.command("init")
+@click.option(
+    "--kernel",
+    "kernel_spec",
+    required=True,
+    metavar="MODULE:FUNCTION",
+    help="The function to measure, as its callers call it (it takes tensors and returns the output), in a "
+    "package of the project: at its root or under src/, e.g. mypkg.ops.rmsnorm:rmsnorm.",
+)
+@click.option("--name", default=None, help="The subject's name, in every report. Default: FUNCTION.")
+@click.option(
+    "--dir",
+    "folder",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where the subject package goes, relative to the project. Default: perf/NAME.",
+)
+@click.option(
+    "--triton-commit",
+    default=None,
+    metavar="SHA",
+    help="The Triton commit CI builds and measures with (40 hex digits). Default: the installed Triton's, "
+    "where it can be found (PERFBOT_TRITON_COMMIT, a source build's version, a release perfbot knows).",
+)
+@click.option(
+    "--workflows",
+    is_flag=True,
+    help="Also write the GitHub workflows (the pull-request GPU check, the baseline on main, bisect, a CPU "
+    "check), the GPU setup action and CODEOWNERS into .github/.",
+)
+@click.option(
+    "--project",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=Path("."),
+    help="The repository to set up (its root). Default: the current directory.",
+)
+def init_command(
+    kernel_spec: str,
+    name: str | None,
+    folder: Path | None,
+    triton_commit: str | None,
+    workflows: bool,
+    project: Path,
+) -> None:
+    """Set perfbot up in an existing repository, for one of its kernels: a subject package to fill
+    in (inputs, float64 reference, tolerance, suites; each place marked "# perfbot init: fill
+    in"), a [tool.perfbot] table appended to pyproject.toml, with the Triton commit to pin, and
+    perfbot's default thresholds.yaml. The function is read from its source, not imported.
+
+    Writes over nothing: where any of these files stands already, or pyproject.toml has a
+    [tool.perfbot] table, it exits 2 naming it and writes nothing. Without --triton-commit and
+    with no full commit to be found for the installed Triton, it exits 2 and writes nothing.
+
+    Example:
+
+    \b
+        perfbot init --kernel mypkg.ops.rmsnorm:rmsnorm
+        perfbot init --kernel mypkg.ops.rmsnorm:rmsnorm --dir bench/rmsnorm --workflows
+        perfbot init --kernel mypkg.ops:softmax --triton-commit 7c56a5e40f7fd928dfd5c72902d5def0097db73a
+    """
+    root = project.resolve()
+    kernel = scaffold.find_kernel(root, kernel_spec)
+    pin = scaffold.triton_pin(triton_commit)
+    name = name if name is not None else kernel.function
+    planned = scaffold.plan(root, kernel, pin, name=name, folder=folder or Path("perf") / name, workflows=workflows)
+    had_pyproject = planned.pyproject.exists()
+    scaffold.write(planned)
+    for path in sorted(planned.files):
+        click.echo(f"wrote {path.relative_to(root)}")
+    added = "appended [tool.perfbot] to" if had_pyproject else "wrote [tool.perfbot] into a new"
+    click.echo(f"{added} {planned.pyproject.relative_to(root)}")
+    click.echo(f"Triton commit {pin.commit}: {pin.source}")
+    if kernel.parameters is None:
+        click.echo(f"note: {kernel.signature}'s arguments are not in {kernel.path}'s source; make_inputs guesses one")
+    if workflows:
+        click.echo(f"note: {_BY_HAND}")
+    click.echo("Next:")
+    marked = f"{planned.kernels} .github/CODEOWNERS" if workflows else planned.kernels
+    click.echo(f'  1. write the places marked "# {scaffold.MARK}": grep -rn "{scaffold.MARK}" {marked}')
+    click.echo("  2. perfbot check                  # no GPU needed: the quick suite against your reference")
+    click.echo("  3. perfbot run --out run.json     # on a GPU; then perfbot ab main, this checkout against main")

@@ -1,0 +1,360 @@
+"""`perfbot init`: the files that make an existing repository's kernel measurable, planned whole
+and written only where nothing stands.
+
+What it writes: a subject package for one function of the project (its inputs, a float64
+reference, the tolerance and the suites left for the user to fill in, each place marked with
+MARK), the `[tool.perfbot]` table appended to pyproject.toml, perfbot's default thresholds.yaml
+and, on request, the GitHub workflows with the GPU setup action. It refuses to write over
+anything: every target is checked before the first byte is written.
+
+The user's function is read from its source (ast), never imported: init runs none of the
+project's code, which may need a GPU or do work at import. The first import is `perfbot
+check`'s, under perfbot's guard.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from ..config import FULL_SHA
+from ..deciding.thresholds import DEFAULT_PATH
+from ..errors import BadInput, EnvironmentFailure
+from ..files import read_text, umask, write_all
+from ..loading import isolation
+
+MARK = "perfbot init: fill in"
+# The subject's name: also the folder's, and a string in Python and YAML, so kept plain.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+# A decorator that makes a Triton kernel, which takes a launch grid, not the tensors of a call.
+_TRITON_KERNEL = re.compile(r"(^|\.)(jit|autotune|heuristics)$")  # triton.jit, not torch.jit.script
+# Names the written module defines or uses itself: an argument of the user's function by one of
+# these names is renamed in it.
+_TAKEN = frozenset({"annotations", "case", "generator", "dtype", "device", "torch", "Case", "Subject", "DTYPES"})
+_TEMPLATES = "templates/init"
+# The workflows and the GPU setup action, shipped as copies of perfbot's own (tests/test_init.py
+# keeps them equal): (the packaged file under templates/init/github, where it goes under .github).
+_GITHUB_FILES = (
+    "workflows/gpu-request.yml",
+    "workflows/gpu-check.yml",
+    "workflows/baseline.yml",
+    "workflows/bisect.yml",
+    "workflows/perfbot-check.yml",  # examples/rmsnorm's CPU check: perfbot check on every push
+    "actions/gpu-setup/action.yml",
+    "perfbot/install.sh",
+    "perfbot/gpu-labels.sh",
+    "perfbot/maintainer.sh",
+    "perfbot/push-baseline.sh",
+)
+_REEXPORTS_FOLLOWED = 8  # how many `from x import f` re-exports are followed to f's definition
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """The user's function, as its source defines it."""
+
+    module: str
+    function: str
+    path: Path  # the file that defines it
+    parameters: tuple[str, ...] | None  # the arguments a call passes; None: not to be read from the source
+    signature: str  # `rmsnorm(x, weight, eps=1e-06)`, or the bare name
+
+
+@dataclass(frozen=True)
+class TritonPin:
+    commit: str
+    source: str  # where it came from, in words
+
+
+@dataclass(frozen=True)
+class Scaffold:
+    """Everything init would write, planned; nothing of it is on disk yet."""
+
+    root: Path
+    files: dict[Path, str]  # the new files
+    scripts: tuple[Path, ...]  # of those, the ones made executable
+    pyproject: Path
+    table: str  # appended to pyproject.toml, or its whole text where there was none
+    kernels: str  # the subject package, relative to the root
+    pin: TritonPin
+    workflows: bool
+
+
+def find_kernel(root: Path, spec: str) -> Kernel:
+    """MODULE:FUNCTION, found in the project at `root` (a package at its root or under src/, as
+    perfbot imports a checkout's own packages) and read from its source."""
+    module, colon, function = spec.partition(":")
+    if not colon or not function.isidentifier() or not all(part.isidentifier() for part in module.split(".")):
+        raise BadInput(
+            f"--kernel {spec!r}: expected MODULE:FUNCTION, a dotted module name and the function's name "
+            "(mypkg.ops.rmsnorm:rmsnorm)"
+        )
+    top = module.split(".")[0]
+    holder = isolation.own_packages(root).get(top)
+    if holder is None:
+        raise BadInput(
+            f"--kernel {spec}: {top} is not one of {root}'s own packages: no {top}/ with an __init__.py (or {top}.py) "
+            "there, and none under src/; perfbot imports a checkout's kernels from the checkout itself"
+        )
+    return _read_kernel(root, holder, module, function, spec, _REEXPORTS_FOLLOWED)
+
+
+def _read_kernel(root: Path, holder: Path, module: str, function: str, spec: str, depth: int) -> Kernel:
+    path = _module_file(holder, module)
+    if path is None:
+        dotted = module.replace(".", "/")
+        raise BadInput(f"--kernel {spec}: no module {module} in {holder}: neither {dotted}.py nor {dotted}/__init__.py")
+    try:
+        tree = ast.parse(read_text(path, "Python module"), filename=str(path))
+    except SyntaxError as error:
+        raise BadInput(f"--kernel {spec}: {path} does not parse: {error.msg} (line {error.lineno})") from None
+    found: ast.stmt | None = None
+    for statement in _module_level(tree.body):
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Assign | ast.AnnAssign):
+            if function in _defined(statement):
+                found = statement
+        elif isinstance(statement, ast.ImportFrom) and any((a.asname or a.name) == function for a in statement.names):
+            found = statement
+    if found is None:
+        raise BadInput(f"--kernel {spec}: {path} defines no {function} at module level")
+    if isinstance(found, ast.ImportFrom):
+        source = _imported_module(module, path, found)
+        name = next(a.name for a in found.names if (a.asname or a.name) == function)
+        places = isolation.own_packages(root)
+        if depth > 0 and source is not None and source.split(".")[0] in places:
+            inner = _read_kernel(root, places[source.split(".")[0]], source, name, spec, depth - 1)
+            return Kernel(module, function, inner.path, inner.parameters, inner.signature.replace(name, function, 1))
+        return Kernel(module, function, path, None, function)
+    if isinstance(found, ast.FunctionDef | ast.AsyncFunctionDef):
+        for decorator in found.decorator_list:
+            text = ast.unparse(decorator.func if isinstance(decorator, ast.Call) else decorator)
+            if _TRITON_KERNEL.search(text):
+                raise BadInput(
+                    f"--kernel {spec}: {function} is a Triton kernel (@{text}), launched on a grid; name the Python "
+                    "function that launches it, which takes the tensors and returns the output"
+                )
+        return Kernel(module, function, path, _arguments(found.args), f"{function}({ast.unparse(found.args)})"[:300])
+    return Kernel(module, function, path, None, function)  # a class, or a name bound to something else
+
+
+def _module_file(holder: Path, module: str) -> Path | None:
+    base = holder.joinpath(*module.split("."))
+    for candidate in (base.with_name(base.name + ".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _module_level(statements: Sequence[ast.stmt]) -> list[ast.stmt]:
+    """The module's own statements, those inside its `if`, `try` and `with` blocks too, in order."""
+    found: list[ast.stmt] = []
+    for statement in statements:
+        found.append(statement)
+        if isinstance(statement, ast.If | ast.With):
+            found += _module_level([*statement.body, *getattr(statement, "orelse", [])])
+        elif isinstance(statement, ast.Try):
+            handlers = [s for handler in statement.handlers for s in handler.body]
+            found += _module_level([*statement.body, *handlers, *statement.orelse, *statement.finalbody])
+    return found
+
+
+def _defined(statement: ast.stmt) -> set[str]:
+    if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {statement.name}
+    targets = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
+    return {target.id for target in targets if isinstance(target, ast.Name)}
+
+
+def _imported_module(module: str, path: Path, statement: ast.ImportFrom) -> str | None:
+    """The module a `from ... import` statement of `module` names, made absolute."""
+    if not statement.level:
+        return statement.module
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    if statement.level - 1 >= len(package):
+        return None
+    base = package[: len(package) - (statement.level - 1)]
+    return ".".join([*base, *([statement.module] if statement.module else [])])
+
+
+def _arguments(args: ast.arguments) -> tuple[str, ...] | None:
+    """The arguments a call passes by position: those without a default, else every positional
+    one; None where it takes only *args."""
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    required = positional[: len(positional) - len(args.defaults)]
+    return tuple(required or positional) or None
+
+
+def triton_pin(given: str | None) -> TritonPin:
+    """The Triton commit for `[tool.perfbot] triton-commit`: `given`, else the installed Triton's
+    (PERFBOT_TRITON_COMMIT, a source build's version, a release's tag). One that is not a full
+    commit is refused, saying how to pass it, since the config accepts nothing else."""
+    if given is not None:
+        if not FULL_SHA.fullmatch(given):
+            raise BadInput(f"--triton-commit {given[:100]!r}: must be a full commit, 40 lower-case hex digits")
+        return TritonPin(given, "--triton-commit")
+    try:
+        from ..measuring.environment import found_triton_commit, triton_version
+
+        version, found = triton_version(), found_triton_commit()
+    except ModuleNotFoundError as error:
+        if error.name not in ("torch", "triton"):
+            raise
+        raise BadInput(
+            f"{error.name} is not installed here, so the Triton commit to pin cannot be read; pass "
+            "--triton-commit SHA, the full commit of the Triton CI should build (a release's: git rev-parse "
+            "vX.Y.Z^{commit} in a clone of github.com/triton-lang/triton)"
+        ) from None
+    if found is None:
+        raise BadInput(
+            f"the installed Triton {version} is a release whose commit perfbot does not know; pass "
+            f"--triton-commit SHA, the commit its tag points to (git rev-parse v{version}^{{commit}} in a clone "
+            "of github.com/triton-lang/triton), or set PERFBOT_TRITON_COMMIT"
+        )
+    if not FULL_SHA.fullmatch(found.commit):
+        raise BadInput(
+            f"{found.source} gives the Triton commit as {found.commit[:100]!r}, not a full 40-hex-digit one; pass "
+            f"--triton-commit SHA with the full commit (git rev-parse {found.commit[:40]} in a clone of Triton)"
+        )
+    return TritonPin(found.commit, found.source)
+
+
+def plan(root: Path, kernel: Kernel, pin: TritonPin, *, name: str, folder: Path, workflows: bool) -> Scaffold:
+    """What init would write for `kernel`; refused (BadInput naming it) where anything it would
+    write stands already, or where pyproject.toml has a [tool.perfbot] table."""
+    if not _NAME.fullmatch(name):
+        raise BadInput(
+            f"--name {name[:100]!r}: 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    package = Path(os.path.normpath(root / folder))
+    if not package.is_relative_to(root) or package == root:
+        raise BadInput(f"--dir {folder}: must be a folder inside the project, {root}")
+    kernels = package.relative_to(root).as_posix()
+    parameters = _parameter_names(kernel)
+    implementation = kernel.function if kernel.function != "torch" else "kernel"
+    values = {
+        "module": kernel.module,
+        "function": kernel.function,
+        "name": name,
+        "implementation": implementation,
+        "inputs": parameters,
+        "parameters": ", ".join(parameters) if kernel.parameters is not None else "*inputs",
+        "arguments": ", ".join(parameters) if kernel.parameters is not None else "*inputs",
+        "call": kernel.signature
+        if kernel.parameters is not None
+        else f"{kernel.function} (its arguments are not to be read from {kernel.path.name})",
+        "implementations": [implementation, "torch"],
+        "commit": pin.commit,
+        "source": " ".join(pin.source.split()),
+        "kernels": kernels,
+    }
+    files = {
+        package / "__init__.py": _render("subject.py.j2", values),
+        package / "suites.yaml": _render("suites.yaml.j2", values),
+        root / "thresholds.yaml": DEFAULT_PATH.read_text(encoding="utf-8"),
+    }
+    scripts = []
+    if workflows:
+        github = _templates() / "github"
+        for packaged in _GITHUB_FILES:
+            files[root / ".github" / packaged] = (github / packaged).read_text(encoding="utf-8")
+            if packaged.endswith(".sh"):
+                scripts.append(root / ".github" / packaged)
+        files[root / ".github" / "CODEOWNERS"] = _render("CODEOWNERS.j2", {"kernels": kernels.replace(" ", "\\ ")})
+    pyproject = root / "pyproject.toml"
+    table = _render("pyproject.toml.j2", values)
+    _refuse_what_stands(package, files, pyproject, table)
+    return Scaffold(root, files, tuple(scripts), pyproject, table, kernels, pin, workflows)
+
+
+def _parameter_names(kernel: Kernel) -> list[str]:
+    """The names the written module gives the function's arguments: its own, but for those the
+    module uses itself."""
+    names: list[str] = []
+    for parameter in kernel.parameters or ("x",):
+        while parameter in _TAKEN or parameter == kernel.function or parameter in names:
+            parameter += "_"
+        names.append(parameter)
+    return names
+
+
+def _refuse_what_stands(package: Path, files: dict[Path, str], pyproject: Path, table: str) -> None:
+    standing = [path for path in (package, *files) if os.path.lexists(path)]
+    if standing:
+        where = " (give --dir another folder)" if standing[0] == package else ""
+        raise BadInput(f"{standing[0]}: already exists; perfbot init writes over nothing, so it wrote nothing{where}")
+    if not os.path.lexists(pyproject):
+        return
+    text = read_text(pyproject, "TOML file")
+    tool = _toml(pyproject, text).get("tool", {})
+    if isinstance(tool, dict) and "perfbot" in tool:
+        raise BadInput(
+            f"{pyproject}: already has a [tool.perfbot] table; perfbot init writes over nothing, so it wrote nothing"
+        )
+    appended = _toml(pyproject, _appended(text, table)).get("tool")
+    if not isinstance(appended, dict) or "perfbot" not in appended:
+        raise BadInput(f"{pyproject}: [tool.perfbot] cannot be appended to it (its tool is not a table)")
+
+
+def _toml(pyproject: Path, text: str) -> dict[str, object]:
+    try:
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError, ValueError) as error:
+        raise BadInput(f"{pyproject}: cannot read it as TOML, to add [tool.perfbot] to it: {error}") from None
+
+
+def _appended(text: str, table: str) -> str:
+    """What follows the file's own text: a blank line, then the table."""
+    return text + ("" if not text or text.endswith("\n") else "\n") + ("\n" if text.strip() else "") + table
+
+
+def write(scaffold: Scaffold) -> None:
+    """Write the planned files (all or none), then append the table to pyproject.toml, or write it
+    whole where there was none. Should appending fail, the new files are taken away again."""
+    created = [p for path in scaffold.files for p in reversed(path.parents) if not os.path.lexists(p)]
+    new_pyproject = not os.path.lexists(scaffold.pyproject)
+    files = dict(scaffold.files)
+    if new_pyproject:
+        files[scaffold.pyproject] = scaffold.table
+    write_all(files, replace=False)
+    for script in scaffold.scripts:
+        os.chmod(script, 0o777 & ~umask())  # a script the workflows run, as git would check it out
+    if new_pyproject:
+        return
+    try:
+        text = scaffold.pyproject.read_text(encoding="utf-8")
+        with open(scaffold.pyproject, "a", encoding="utf-8") as handle:
+            handle.write(_appended(text, scaffold.table)[len(text) :])
+    except OSError as error:
+        for path in scaffold.files:
+            path.unlink(missing_ok=True)
+        for folder in sorted(set(created), key=lambda p: len(p.parts), reverse=True):
+            if folder.is_dir():
+                folder.rmdir()
+        reason = error.strerror or error
+        raise EnvironmentFailure(f"{scaffold.pyproject}: cannot append [tool.perfbot]: {reason}") from None
+
+
+def _templates() -> Path:
+    return Path(__file__).with_name("templates") / "init"
+
+
+def _render(template: str, values: Mapping[str, object]) -> str:
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_templates()),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,  # Python, YAML and TOML: each value goes through the filter of its language
+    )
+    environment.filters["py"] = json.dumps  # a Python string literal too, for the plain names it is given
+    environment.filters["toml"] = lambda value: json.dumps(value, ensure_ascii=False)  # a TOML basic string
+    return environment.get_template(template).render(values)

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Install perfbot into .venv for a job: `install.sh core` (compare, comment, baseline: no PyTorch)
+# or `install.sh gpu` (the measuring extra, then the measured project with its own dependencies);
+# `install.sh check` only checks PERFBOT_SOURCE and installs nothing.
+# Where this repository is perfbot itself, PERFBOT_SOURCE is unset or "." and perfbot is installed
+# from the checkout. Any other repository sets the repository variable PERFBOT_SOURCE to where pip
+# finds perfbot, pinned to a commit: git+https://github.com/OWNER/REPO@<40-hex commit>.
+set -euo pipefail
+kind=${1:?usage: .github/perfbot/install.sh core|gpu|check}
+source=${PERFBOT_SOURCE:-.}
+case "$kind" in
+  core) extra= ;;
+  gpu) extra="[gpu]" ;;
+  check) extra= ;;
+  *) echo "install.sh: core, gpu or check, got $kind" >&2; exit 2 ;;
+esac
+# The GPU runner runs whatever this names, so it must name one reviewed commit and nothing else:
+# exactly git+https://github.com/OWNER/REPO@<40 lower-case hex digits>, the whole value. No branch
+# or tag (they move), no fragment or query (pip reads "#egg=" and "@" in them), no other host or
+# scheme, no file. OWNER as GitHub spells one (1 to 39 letters, digits and single inner hyphens),
+# REPO 1 to 100 letters, digits, '.', '_' or '-', neither "." nor "..". ($ ends the string here:
+# a trailing newline or space is refused too.)
+pinned='^git\+https://github\.com/([A-Za-z0-9]+(-[A-Za-z0-9]+)*)/([A-Za-z0-9._-]{1,100})@[0-9a-f]{40}$'
+if [ "$source" != . ]; then
+  if [[ ! "$source" =~ $pinned ]] || [ "${#BASH_REMATCH[1]}" -gt 39 ] || [[ "${BASH_REMATCH[3]}" =~ ^\.\.?$ ]]; then
+    # The value is not echoed: it would be read as workflow commands.
+    echo "::error::PERFBOT_SOURCE must be perfbot pinned to a full commit, exactly git+https://github.com/OWNER/REPO@<40 lower-case hex digits>" >&2
+    exit 2
+  fi
+fi
+if [ "$source" = . ] && ! python3 -c 'import sys, tomllib; sys.exit(tomllib.load(open("pyproject.toml", "rb"))["project"]["name"] != "perfbot")' 2>/dev/null; then
+  echo "::error::this repository is not perfbot: set the repository variable PERFBOT_SOURCE to perfbot pinned at a commit (git+https://github.com/OWNER/REPO@SHA)" >&2
+  exit 2
+fi
+if [ "$kind" = check ]; then
+  if [ "$source" = . ]; then echo "perfbot from this checkout"; else echo "perfbot from $source"; fi
+  exit 0
+fi
+python3 -m venv .venv
+if [ "$source" = . ]; then
+  .venv/bin/pip install -q ".$extra"
+  exit 0
+fi
+.venv/bin/pip install -q "perfbot$extra @ $source"
+if [ "$kind" = gpu ]; then
+  .venv/bin/pip install -q .  # the measured project, with what its kernels import
+fi
