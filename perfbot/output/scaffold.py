@@ -40,8 +40,8 @@ _TRITON_KERNEL = re.compile(r"(^|\.)(jit|autotune|heuristics)$")  # triton.jit, 
 # these names is renamed in it.
 _TAKEN = frozenset({"annotations", "case", "generator", "dtype", "device", "torch", "Case", "Subject", "DTYPES"})
 _TEMPLATES = "templates/init"
-# The workflows and the GPU setup action, shipped as copies of perfbot's own (tests/test_init.py
-# keeps them equal): (the packaged file under templates/init/github, where it goes under .github).
+# The workflows and the GPU setup action, shipped as links to perfbot's own (the wheel carries the
+# files): (the packaged file under templates/init/github, where it goes under .github).
 _GITHUB_FILES = (
     "workflows/gpu-request.yml",
     "workflows/gpu-check.yml",
