@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from perfbot.cli import perfbot
 from perfbot.commands.context import chosen, chosen_implementations, one_benchmark
 from perfbot.errors import BadInput
+from perfbot.loading.families import Families
 from perfbot.loading.package import load_subject
 from perfbot.measuring.checking import check
 from perfbot.measuring.planning import RunSettings
@@ -117,6 +118,7 @@ def test_inputs_go_to_the_cases_family_as_it_declared_the_case(two: Path):
     case = loaded.suites["norm/quick"].cases[0]
     assert len(loaded.subject.inputs(case, generator)) == 1
     assert len(loaded.subject.inputs(loaded.suites["pair/quick"].cases[0], generator)) == 2
+    assert isinstance(loaded.subject, Families)
     (given,) = loaded.subject.families["norm"].inputs.__globals__["SEEN"]
     assert (given.suite, given.name, given.rows) == ("quick", "one", 4)  # unprefixed: as the family declared it
 
