@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.test_init import BASELINE, KERNEL, SHA, _fill
+from tests.test_init import FILLED as FILLED_RMSNORM
 from tests.test_runner_cpu import _git
 
-SHA = "0123456789abcdef0123456789abcdef01234567"
 GEGLU = '''\
 """GeGLU in Triton: y = gelu_tanh(a) * b, elementwise, gelu_tanh(a) = a/2 (1 + tanh(k (a + 0.044715 a^3)))."""
 
@@ -46,35 +47,10 @@ def geglu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     _geglu_kernel[(triton.cdiv(a.numel(), 1024),)](a, b, y, a.numel(), BLOCK=1024)
     return y
 '''
-RMSNORM = '''\
-"""RMSNorm in Triton: y = x / sqrt(mean(x^2) + eps) * weight, one program per row."""
-
-import torch
-import triton
-import triton.language as tl
-from triton.language.extra import libdevice
-
-
-@triton.jit
-def _rmsnorm_kernel(x_ptr, weight_ptr, y_ptr, stride, cols, eps, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    columns = tl.arange(0, BLOCK)
-    inside = columns < cols
-    x = tl.load(x_ptr + row * stride + columns, mask=inside, other=0.0).to(tl.float32)
-    weight = tl.load(weight_ptr + columns, mask=inside, other=0.0).to(tl.float32)
-    rstd = libdevice.rsqrt(tl.sum(x * x, axis=0) / cols + eps)
-    tl.store(y_ptr + row * stride + columns, (x * rstd * weight).to(y_ptr.dtype.element_ty), mask=inside)
-
-
-def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    if weight.shape != (x.shape[-1],):
-        raise ValueError(f"rmsnorm: weight must have shape ({x.shape[-1]},), got {tuple(weight.shape)}")
-    x = x.contiguous()
-    y = torch.empty_like(x)
-    block = triton.next_power_of_2(x.shape[-1])
-    _rmsnorm_kernel[(x.shape[0],)](x, weight.contiguous(), y, x.stride(0), x.shape[-1], eps, BLOCK=block)
-    return y
-'''
+# test_init's RMSNorm, its rsqrt libdevice's.
+RMSNORM = KERNEL.replace(
+    "import triton.language as tl\n", "import triton.language as tl\nfrom triton.language.extra import libdevice\n"
+).replace("tl.rsqrt(", "libdevice.rsqrt(")
 # What a user writes into the places init marked, per family: each marked line replaced.
 FILLED = {
     "geglu": {
@@ -85,18 +61,7 @@ FILLED = {
             "    return torch.nn.functional.gelu(a, approximate='tanh') * b\n"
         ),
     },
-    "rmsnorm": {
-        "    weight = torch.randn(case.rows, case.cols, generator=generator, device=device).to(dtype)\n": (
-            "    weight = (0.5 + torch.rand(case.cols, generator=generator, device=device)).to(dtype)\n"
-        ),
-        '    raise NotImplementedError("perfbot init: write the float64 reference")\n': (
-            "    x, weight = x.double(), weight.double()\n"
-            "    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight\n"
-        ),
-        '    raise NotImplementedError("perfbot init: write the PyTorch baseline")\n': (
-            "    return torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, 1e-6)\n"
-        ),
-    },
+    "rmsnorm": {**FILLED_RMSNORM, **BASELINE},
 }
 # The cases, as the user sets them: GeGLU's quick suite of its own shapes.
 SUITES = {
@@ -144,15 +109,8 @@ def _shell(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def _fill(path: Path, places: dict[str, str]) -> None:
-    text = path.read_text()
-    for marked, written in places.items():
-        assert marked in text, marked
-        text = text.replace(marked, written)
-    path.write_text(text)
-
-
 def test_the_readmes_two_kernel_path_ends_in_a_passing_check_of_each_family(repo: Path, tmp_path: Path):
+    assert "libdevice.rsqrt(" in RMSNORM and "tl.rsqrt(" not in RMSNORM
     env = _shell(tmp_path)
     commands = _readme_commands()
     assert [line.split()[:2] for line in commands if line.startswith("perfbot")] == [["perfbot", "init"]] * 2 + [
