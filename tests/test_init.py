@@ -136,6 +136,7 @@ def test_init_writes_the_subject_the_table_and_the_policy_and_says_what_comes_ne
     result = _init(repo, "--kernel", "mypkg.ops.rmsnorm:rmsnorm")
     assert result.exit_code == 0, result.output
     assert sorted(_git(repo, "ls-files", "--modified", "--others").splitlines()) == [
+        "perf/__init__.py",
         "perf/rmsnorm/__init__.py",
         "perf/rmsnorm/suites.yaml",
         "pyproject.toml",
@@ -143,9 +144,15 @@ def test_init_writes_the_subject_the_table_and_the_policy_and_says_what_comes_ne
     ]
     text = (repo / "pyproject.toml").read_text()
     assert text.startswith(PYPROJECT)  # appended: the file's own text is left as it was
-    assert tomllib.loads(text)["tool"]["perfbot"] == {"triton-commit": SHA, "kernels": "perf/rmsnorm"}
+    assert tomllib.loads(text)["tool"]["perfbot"] == {"triton-commit": SHA, "kernels": "perf"}
     config = load_project_config(repo)
-    assert config.kernels_dir == repo / "perf" / "rmsnorm" and config.triton_commit == SHA
+    assert config.kernels_dir == repo / "perf" and config.triton_commit == SHA
+    # The kernels package lists the families: this one, imported from its folder.
+    assert (
+        (repo / "perf" / "__init__.py")
+        .read_text()
+        .endswith("\nfrom .rmsnorm import subject as rmsnorm\n\nsubjects = [rmsnorm]\n")
+    )
     assert (repo / "thresholds.yaml").read_bytes() == DEFAULT_PATH.read_bytes()
     subject = (repo / "perf" / "rmsnorm" / "__init__.py").read_text()
     assert "from mypkg.ops.rmsnorm import rmsnorm\n" in subject  # the package by its name
@@ -173,7 +180,7 @@ def test_a_release_wheel_is_pinned_at_its_tags_commit_and_says_so(repo: Path, un
     assert result.exit_code == 0, result.output
     assert f"Triton commit {RELEASE}: Triton 3.6.0, a release: the commit its v3.6.0 tag points to" in result.output
     table = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["perfbot"]
-    assert table == {"triton-commit": RELEASE, "kernels": "bench/norm"}
+    assert table == {"triton-commit": RELEASE, "kernels": "bench"}
     assert 'name="norm",' in (repo / "bench" / "norm" / "__init__.py").read_text()
 
 
@@ -205,6 +212,39 @@ def test_the_environment_variable_wins_and_an_unknown_release_has_no_commit(unse
     assert environment.found_triton_commit("3.6.0") == environment.FoundCommit(
         SHA, "the environment variable PERFBOT_TRITON_COMMIT"
     )
+
+
+def test_a_second_init_writes_only_the_new_family_and_says_the_two_lines_to_add(repo: Path):
+    (repo / "src" / "mypkg" / "ops" / "scale.py").write_text("def scale(x, factor=2.0):\n    return x * factor\n")
+    assert _init(repo, "--kernel", "mypkg.ops.rmsnorm:rmsnorm", "--triton-commit", SHA).exit_code == 0
+    before = _tree(repo)
+    result = _init(repo, "--kernel", "mypkg.ops.scale:scale")  # no commit asked: the table pins it already
+    assert result.exit_code == 0, result.output
+    after = _tree(repo)
+    assert sorted(set(after) - set(before)) == ["perf/scale/__init__.py", "perf/scale/suites.yaml"]
+    assert {path: after[path] for path in before} == before  # perf/__init__.py, the table, the policy: untouched
+    assert result.output.splitlines()[2:6] == [
+        "Next:",
+        "  1. add these two lines to perf/__init__.py, which lists the families:",
+        "         from .scale import subject as scale",
+        "         subjects.append(scale)",
+    ]
+    again = _init(repo, "--kernel", "mypkg.ops.scale:scale")
+    assert again.exit_code == 2 and "perf/scale: already exists" in again.output
+    elsewhere = _init(repo, "--kernel", "mypkg.ops.scale:scale", "--dir", "bench/scale")
+    assert elsewhere.exit_code == 2, elsewhere.output
+    assert (
+        "--dir bench/scale: a kernel family goes in perf/, the package [tool.perfbot] kernels names" in elsewhere.output
+    )
+    assert _tree(repo) == after
+
+
+@pytest.mark.parametrize("folder", ["rmsnorm", "perf/rms-norm"])
+def test_a_family_folder_that_cannot_be_imported_from_the_kernels_package_is_refused(repo: Path, folder: str):
+    result = _init(repo, "--kernel", "mypkg.ops.rmsnorm:rmsnorm", "--triton-commit", SHA, "--dir", folder)
+    assert result.exit_code == 2, result.output
+    assert "a kernel family goes in a folder" in result.output or "must be a Python name" in result.output
+    assert not (repo / "perf").exists() and not (repo / "thresholds.yaml").exists()
 
 
 # --- what init refuses -------------------------------------------------------------------------
@@ -248,7 +288,6 @@ STANDING = {
     "the subject's folder, empty": lambda repo: _folder(repo / "perf" / "rmsnorm"),
     "a workflow": lambda repo: _written(repo / ".github" / "workflows" / "gpu-check.yml", "name: mine\n"),
     "CODEOWNERS": lambda repo: _written(repo / ".github" / "CODEOWNERS", ""),
-    "a [tool.perfbot] table": _table,
 }
 
 
@@ -260,6 +299,18 @@ def test_anything_init_would_write_standing_already_is_refused_and_nothing_is_wr
     assert result.exit_code == 2, result.output
     (line,) = result.output.splitlines()
     assert line.startswith(f"perfbot: error: {standing}: already ") and "so it wrote nothing" in line
+    assert _tree(repo) == before
+
+
+def test_a_table_without_the_kernels_package_it_names_is_refused_and_nothing_is_written(repo: Path):
+    _table(repo)  # [tool.perfbot] without kernels: the package is kernels/, which is not there
+    before = _tree(repo)
+    result = _init(repo, "--kernel", "mypkg.ops.rmsnorm:rmsnorm", "--workflows")
+    assert result.exit_code == 2, result.output
+    assert result.output.splitlines() == [
+        f"perfbot: error: {repo / 'kernels' / '__init__.py'}: no such file; [tool.perfbot] kernels names kernels, "
+        "the package whose `subjects` lists the families, and perfbot init adds one beside the others there"
+    ]
     assert _tree(repo) == before
 
 
@@ -359,7 +410,8 @@ def test_the_skeleton_loads_fails_the_check_until_filled_in_then_passes_it(repo:
     as_written = _perfbot(repo, "check")
     assert as_written.returncode == 2, as_written.stdout + as_written.stderr
     assert as_written.stderr.strip().splitlines() == [
-        "perfbot: error: subject 'rmsnorm': the reference (case quick/small) raised NotImplementedError: "
+        "perfbot: error: subject 'rmsnorm': rmsnorm/rmsnorm's own reference (case rmsnorm/quick/small) raised "
+        "NotImplementedError: "
         "perfbot init: write the float64 reference"
     ]
     _fill(subject, FILLED)
@@ -405,7 +457,7 @@ def test_with_workflows_init_writes_perfbots_workflows_and_says_what_it_cannot(r
         assert written.read_bytes() == original.read_bytes()
         assert bool(written.stat().st_mode & stat.S_IXUSR) == written.name.endswith(".sh")
     owners = (repo / ".github" / "CODEOWNERS").read_text()
-    assert "/perf/rmsnorm/ @OWNER/perfbot-maintainers\n" in owners and f"# {scaffold.MARK} OWNER" in owners
+    assert "/perf/ @OWNER/perfbot-maintainers\n" in owners and f"# {scaffold.MARK} OWNER" in owners
     assert "/perfbot/" not in owners and "/kernels/" not in owners
     assert "note: the GPU check needs what no file can hold" in result.output
     assert "PERFBOT_SOURCE" in result.output and "PERFBOT_GPU_LABELS" in result.output

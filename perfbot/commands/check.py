@@ -46,6 +46,7 @@ MOST_LIMIT_S = 86_400.0  # a day
 @kernels_option
 @project_option
 def check_command(
+    family_names: tuple[str, ...],
     suite_names: tuple[str, ...],
     case_names: tuple[str, ...],
     kernel_names: tuple[str, ...],
@@ -62,23 +63,22 @@ def check_command(
     own code fails (its inputs or reference raise, a reference holds NaN or inf), quits
     (sys.exit) or takes longer than --time-limit.
 
-    The default suite is quick, where the subject has one (else as for run), with every value of
-    every variant parameter.
+    The default suite is quick, where the subject has one (else as for run; of kernel families,
+    each family's), with every value of every variant parameter.
 
     Example:
 
     \b
         perfbot check                        # the quick suite, on the CPU where there is no GPU
         perfbot check --suite pr --variant NAME=VALUE --device cuda
+        perfbot check --family rmsnorm       # one kernel family, of a package's subjects
         perfbot check --time-limit 1800      # a subject whose calls take long in the interpreter
     """
     from ..measuring.checking import check, choose_device
 
     chosen_device = choose_device(device)  # before the subject's Triton kernels are defined
     subject = load_kernels(project_config(project), kernels, time_limit)
-    if not suite_names and "quick" in subject.suites:
-        suite_names = ("quick",)
-    suites = chosen(subject, suite_names, case_names)
+    suites = chosen(subject, suite_names, case_names, family_names=family_names, preferred=("quick", "pr"))
     # Every value of every variant parameter unless told otherwise: checking is cheap, and a
     # variant's code path is as likely to be wrong as the default's.
     variants = variants or tuple(f"{name}=all" for name in subject.subject.variants)

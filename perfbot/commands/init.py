@@ -26,13 +26,14 @@ _BY_HAND = (
     help="The function to measure, as its callers call it (it takes tensors and returns the output), in a "
     "package of the project: at its root or under src/, e.g. mypkg.ops.rmsnorm:rmsnorm.",
 )
-@click.option("--name", default=None, help="The subject's name, in every report. Default: FUNCTION.")
+@click.option("--name", default=None, help="The kernel family's name, in every report. Default: FUNCTION.")
 @click.option(
     "--dir",
     "folder",
     type=click.Path(path_type=Path),
     default=None,
-    help="Where the subject package goes, relative to the project. Default: perf/NAME.",
+    help="Where the family's package goes, relative to the project: a folder of the kernels package. "
+    "Default: perf/NAME (the first time), then KERNELS/NAME, where [tool.perfbot] kernels names KERNELS.",
 )
 @click.option(
     "--triton-commit",
@@ -61,40 +62,57 @@ def init_command(
     workflows: bool,
     project: Path,
 ) -> None:
-    """Set perfbot up in an existing repository, for one of its kernels: a subject package to fill
-    in (inputs, float64 reference, tolerance, suites; each place marked "# perfbot init: fill
+    """Set perfbot up in an existing repository, for one of its kernels: a kernels package,
+    perf/__init__.py, whose `subjects` lists the kernel families, and in it the family to fill in,
+    perf/NAME/ (inputs, float64 reference, tolerance, suites; each place marked "# perfbot init: fill
     in"), a [tool.perfbot] table appended to pyproject.toml, with the Triton commit to pin, and
     perfbot's default thresholds.yaml. The function is read from its source, not imported.
 
-    Writes over nothing: where any of these files stands already, or pyproject.toml has a
-    [tool.perfbot] table, it exits 2 naming it and writes nothing. Without --triton-commit and
-    with no full commit to be found for the installed Triton, it exits 2 and writes nothing.
+    Run again for another kernel, where the table stands: it writes only the new family's folder
+    beside the first, and prints the two lines that add it to the kernels package's __init__.py,
+    which it leaves as it is, as it leaves the table and the policy.
+
+    Writes over nothing: where any of these files stands already it exits 2 naming it and writes
+    nothing. Without --triton-commit and with no full commit to be found for the installed Triton,
+    the first init exits 2 and writes nothing.
 
     Example:
 
     \b
         perfbot init --kernel mypkg.ops.rmsnorm:rmsnorm
+        perfbot init --kernel mypkg.ops.softmax:softmax  # a second family, beside the first
         perfbot init --kernel mypkg.ops.rmsnorm:rmsnorm --dir bench/rmsnorm --workflows
         perfbot init --kernel mypkg.ops:softmax --triton-commit 7c56a5e40f7fd928dfd5c72902d5def0097db73a
     """
     root = project.resolve()
     kernel = scaffold.find_kernel(root, kernel_spec)
-    pin = scaffold.triton_pin(triton_commit)
+    kernels = scaffold.existing_kernels(root)
+    pin = scaffold.triton_pin(triton_commit) if kernels is None else None
     name = name if name is not None else kernel.function
-    planned = scaffold.plan(root, kernel, pin, name=name, folder=folder or Path("perf") / name, workflows=workflows)
+    folder = folder or Path(kernels or "perf") / name
+    planned = scaffold.plan(root, kernel, pin, name=name, folder=folder, workflows=workflows, kernels=kernels)
     had_pyproject = planned.pyproject.exists()
     scaffold.write(planned)
     for path in sorted(planned.files):
         click.echo(f"wrote {path.relative_to(root)}")
-    added = "appended [tool.perfbot] to" if had_pyproject else "wrote [tool.perfbot] into a new"
-    click.echo(f"{added} {planned.pyproject.relative_to(root)}")
-    click.echo(f"Triton commit {pin.commit}: {pin.source}")
+    if pin is not None:
+        added = "appended [tool.perfbot] to" if had_pyproject else "wrote [tool.perfbot] into a new"
+        click.echo(f"{added} {planned.pyproject.relative_to(root)}")
+        click.echo(f"Triton commit {pin.commit}: {pin.source}")
     if kernel.parameters is None:
         click.echo(f"note: {kernel.signature}'s arguments are not in {kernel.path}'s source; make_inputs guesses one")
     if workflows:
         click.echo(f"note: {_BY_HAND}")
     click.echo("Next:")
-    marked = f"{planned.kernels} .github/CODEOWNERS" if workflows else planned.kernels
-    click.echo(f'  1. write the places marked "# {scaffold.MARK}": grep -rn "{scaffold.MARK}" {marked}')
-    click.echo("  2. perfbot check                  # no GPU needed: the quick suite against your reference")
-    click.echo("  3. perfbot run --out run.json     # on a GPU; then perfbot ab main, this checkout against main")
+    step = 1
+    if pin is None:
+        click.echo(f"  {step}. add these two lines to {planned.kernels}/__init__.py, which lists the families:")
+        for line in planned.lines_to_add():
+            click.echo(f"         {line}")
+        step += 1
+    marked = f"{planned.family} .github/CODEOWNERS" if workflows else planned.family
+    click.echo(f'  {step}. write the places marked "# {scaffold.MARK}": grep -rn "{scaffold.MARK}" {marked}')
+    click.echo(f"  {step + 1}. perfbot check                  # no GPU needed: the quick suite against your reference")
+    click.echo(
+        f"  {step + 2}. perfbot run --out run.json     # on a GPU; then perfbot ab main, this checkout against main"
+    )

@@ -169,18 +169,20 @@ def suites_command(project: Path | None) -> None:
 
         perfbot suites
     """
+    from ..loading.families import family_of
+
     subject = load_kernels(project_config(project), None)
-    click.echo(
-        f"subject {subject.subject.name}: "
-        + ", ".join(
-            f"{name}{' (under test)' if impl.under_test else ''}" for name, impl in subject.implementations.items()
+    for family in subject.families or (None,):  # of kernel families, each family's in turn
+        implementations = {n: i for n, i in subject.implementations.items() if family_of(n) == family or not family}
+        click.echo(
+            (f"family {family}: " if family else f"subject {subject.subject.name}: ")
+            + ", ".join(f"{name}{' (under test)' if impl.under_test else ''}" for name, impl in implementations.items())
         )
-    )
-    for suite in subject.suites.values():
-        click.echo(f"{suite.name}: {suite.about}  [{', '.join(suite.implementations)}]")
-        for case in suite.cases:
-            params = " ".join(f"{k}={v}" for k, v in case.params.items())
-            click.echo(f"  {case.name:<18} {params}  {case.dtype}")
+        for suite in [s for s in subject.suites.values() if family_of(s.name) == family or not family]:
+            click.echo(f"{suite.name}: {suite.about}  [{', '.join(suite.implementations)}]")
+            for case in suite.cases:
+                params = " ".join(f"{k}={v}" for k, v in case.params.items())
+                click.echo(f"  {case.name:<18} {params}  {case.dtype}")
 
 
 @click.command("sample")

@@ -14,11 +14,12 @@ from ..records.schema import MAX_SAMPLES
 from .context import (
     FiniteRange,
     chosen_gpus,
+    chosen_implementations,
     console,
     gpu_options,
     load_kernels,
     max_samples_option,
-    own_implementation,
+    one_benchmark,
     progress,
     project_config,
     project_option,
@@ -31,6 +32,13 @@ if TYPE_CHECKING:
 
 
 @click.command("selftest")
+@click.option(
+    "--family",
+    default=None,
+    metavar="NAME",
+    help="Kernel family of the benchmark, of a package that declares `subjects`: bare --suite and --kernel "
+    "names are then its. Default: the family of the case.",
+)
 @click.option(
     "--suite", "suite_name", default=None, help="Suite of the benchmark. Default: the subject's default case."
 )
@@ -87,6 +95,7 @@ if TYPE_CHECKING:
 @gpu_options
 @project_option
 def selftest_command(
+    family: str | None,
     suite_name: str | None,
     case_name: str | None,
     kernel: str | None,
@@ -140,14 +149,14 @@ def selftest_command(
     config = project_config(project)
     policy = project_policy(config, thresholds_path)
     subject = load_kernels(config, None)
-    case = subject.case(suite_name, case_name)
+    case, kernel = one_benchmark(subject, family, suite_name, case_name, kernel)
     if max_samples < samples:
         raise click.BadParameter(f"must be at least --samples ({samples})", param_hint="--max-samples")
     if keep_samples and out is None:
         raise click.UsageError("--keep-samples writes into --out; pass --out FILE too")
-    kernel = kernel or own_implementation(subject)
     if kernel not in subject.implementations:
         raise click.BadParameter(f"unknown implementation {kernel!r}", param_hint="--kernel")
+    skipped_kernels = chosen_implementations(subject, skipped_kernels)
     unknown = [name for name in skipped_kernels if name not in subject.implementations]
     if unknown:
         raise click.BadParameter(f"unknown implementation {unknown[0]!r}", param_hint="--skip-kernel")

@@ -17,6 +17,7 @@ from ..errors import BadInput, listed
 from ..records.schema import clean
 from . import guard, isolation, provenance
 from .checks import check_subject
+from .families import Families, combine
 from .subject import Case, Implementation, Subject, Suite
 from .suites import declared_suites
 
@@ -34,6 +35,11 @@ class Loaded:
     # (isolation.py), so that another load imports its own copy.
     modules: Mapping[str, ModuleType]
     sources: provenance.Sources  # the files each implementation's code came from
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        """The kernel families of a package's `subjects`; none for a package's one `subject`."""
+        return tuple(self.subject.families) if isinstance(self.subject, Families) else ()
 
     @property
     def implementations(self) -> dict[str, Implementation]:
@@ -78,7 +84,7 @@ def load_subject(package: Path, instance: str = "", limit: float | None = None) 
     if not init.is_file():
         raise BadInput(
             f"{package}: not a Python package (no __init__.py); [tool.perfbot] kernels names the "
-            "package that defines `subject`"
+            "package that defines `subject` or `subjects`"
         )
     root = _checkout(package)
     key = str(package.resolve()) + (f"\0{instance}" if instance else "")
@@ -88,17 +94,30 @@ def load_subject(package: Path, instance: str = "", limit: float | None = None) 
         with isolation.own_imports(root) as imported:
             module = _import(package, name, init, guard.IMPORT_LIMIT_S if limit is None else limit)
         _OWN_IMPORTS[name] = imported
-    subject = getattr(module, "subject", None)
-    if not isinstance(subject, Subject):
-        raise BadInput(f"{package}: the package defines no `subject` (a perfbot.Subject); see docs/subject.md")
-    check_subject(package, subject)
-    suites = declared_suites(package, subject)
+    subject, suites = _declared(package, module)
     functions = {implementation: impl.fn for implementation, impl in subject.implementations.items()}
     sources = provenance.of(root, functions, {*isolation.own_packages(root), name})
     modules = _OWN_IMPORTS.get(name, {})
     return Loaded(
         path=package, subject=subject, suites=suites, module=name, root=root, modules=modules, sources=sources
     )
+
+
+def _declared(package: Path, module: Any) -> tuple[Subject, dict[str, Suite]]:
+    """The package's `subject`, or its `subjects` (kernel families) combined into one
+    (families.py), checked, with its suites."""
+    subject, subjects = getattr(module, "subject", None), getattr(module, "subjects", None)
+    if subjects is not None:
+        if subject is not None:
+            raise BadInput(f"{package}: the package defines both `subject` and `subjects`; keep one")
+        return combine(package, subjects)
+    if not isinstance(subject, Subject):
+        raise BadInput(
+            f"{package}: the package defines no `subject` (a perfbot.Subject) nor `subjects` (a list of them); "
+            "see docs/subject.md"
+        )
+    check_subject(package, subject)
+    return subject, declared_suites(package, subject)
 
 
 # The checkout's own packages each loaded subject imported, by the subject's name in sys.modules.

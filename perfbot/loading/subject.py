@@ -36,6 +36,7 @@ checked as it loads (checks.py, and suites.py for its suites).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,6 +106,20 @@ class Subject:
     # (suite, case) that `perfbot selftest` measures when none is named; else the first case there is.
     default_case: tuple[str, str] | None = None
     implementations: dict[str, Implementation] = field(default_factory=dict)
+    # The file of the module that made it: a kernel family's `suites` file is read beside it
+    # (families.py). None where it cannot be told.
+    defined_in: Path | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_globals.get("__name__") in (__name__, "dataclasses"):
+            frame = frame.f_back  # type: ignore[assignment]
+        where = frame.f_globals.get("__file__") if frame is not None else None
+        self.defined_in = Path(where) if isinstance(where, str) else None
+
+    def tolerance_for(self, case: Case) -> float:
+        """The largest relative error accepted for a case: its dtype's."""
+        return self.tolerance[case.dtype]
 
     def implementation(
         self,

@@ -66,7 +66,6 @@ def check(
     from .planning import plan
 
     generator = torch.Generator(device=device).manual_seed(settings.seed)
-    bounds = loaded.subject.tolerance
     checked = []
     for group in plan(loaded, suites, settings):
         case = group[0].case
@@ -79,7 +78,7 @@ def check(
         }
         for _, f in failed:
             name = variant_name(f.kernel, f.variant)
-            outcomes[name] = Checked(case, name, f.relative_error, bounds[case.dtype], f.reason)
+            outcomes[name] = Checked(case, name, f.relative_error, loaded.subject.tolerance_for(case), f.reason)
         checked += [outcomes[variant_name(p.kernel, p.variant)] for p in group]  # in the suite's order
         on_case(f"{case.suite}/{case.name}")
     return checked

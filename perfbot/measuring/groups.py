@@ -54,7 +54,7 @@ def check_group(
         raise BadInput(f"subject {subject.name!r}: inputs({label}) returned a {type(made).__name__}, not a tuple")
     inputs = tuple(made)
     references: dict[tuple[int, tuple[tuple[str, str], ...]], Any] = {}
-    bound = subject.tolerance[case.dtype]
+    bound = subject.tolerance_for(case)
     ready, failures = [], []
     for planned in group:
         impl = planned.impl

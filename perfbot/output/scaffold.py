@@ -1,11 +1,14 @@
 """`perfbot init`: the files that make an existing repository's kernel measurable, planned whole
 and written only where nothing stands.
 
-What it writes: a subject package for one function of the project (its inputs, a float64
-reference, the tolerance and the suites left for the user to fill in, each place marked with
-MARK), the `[tool.perfbot]` table appended to pyproject.toml, perfbot's default thresholds.yaml
-and, on request, the GitHub workflows with the GPU setup action. It refuses to write over
-anything: every target is checked before the first byte is written.
+What it writes, the first time: the kernels package (`perf/__init__.py`, whose `subjects` lists
+the kernel families) and in it a family for one function of the project (`perf/NAME/`: its
+inputs, a float64 reference, the tolerance and the suites left for the user to fill in, each
+place marked with MARK), the `[tool.perfbot]` table appended to pyproject.toml, perfbot's default
+thresholds.yaml and, on request, the GitHub workflows with the GPU setup action. Where the table
+stands already, another family beside the first, and nothing else: the package's __init__.py,
+the table and the policy are the user's by then, so the two lines to add are said, not written.
+It refuses to write over anything: every target is checked before the first byte is written.
 
 The user's function is read from its source (ast), never imported: init runs none of the
 project's code, which may need a GPU or do work at import. The first import is `perfbot
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import json
+import keyword
 import os
 import re
 import tomllib
@@ -82,10 +86,16 @@ class Scaffold:
     files: dict[Path, str]  # the new files
     scripts: tuple[Path, ...]  # of those, the ones made executable
     pyproject: Path
-    table: str  # appended to pyproject.toml, or its whole text where there was none
-    kernels: str  # the subject package, relative to the root
-    pin: TritonPin
+    table: str | None  # appended to pyproject.toml, or its whole text where there was none; None: there is one
+    kernels: str  # the kernels package, relative to the root
+    family: str  # the family's package in it, relative to the root
+    alias: str  # the family's name in the kernels package's __init__.py
+    pin: TritonPin | None  # None: the table, which pins Triton, stands already
     workflows: bool
+
+    def lines_to_add(self) -> tuple[str, str]:
+        """What the kernels package's __init__.py needs to list this family beside the others."""
+        return f"from .{self.alias} import subject as {self.alias}", f"subjects.append({self.alias})"
 
 
 def find_kernel(root: Path, spec: str) -> Kernel:
@@ -226,9 +236,36 @@ def triton_pin(given: str | None) -> TritonPin:
     return TritonPin(found.commit, found.source)
 
 
-def plan(root: Path, kernel: Kernel, pin: TritonPin, *, name: str, folder: Path, workflows: bool) -> Scaffold:
-    """What init would write for `kernel`; refused (BadInput naming it) where anything it would
-    write stands already, or where pyproject.toml has a [tool.perfbot] table."""
+def existing_kernels(root: Path) -> str | None:
+    """The kernels package the project's [tool.perfbot] table names (by default `kernels`), or
+    None where it has no table: the first init."""
+    pyproject = root / "pyproject.toml"
+    if not os.path.lexists(pyproject):
+        return None
+    tool = _toml(pyproject, read_text(pyproject, "TOML file")).get("tool", {})
+    table = tool.get("perfbot") if isinstance(tool, dict) else None
+    if not isinstance(table, dict):
+        return None
+    kernels = table.get("kernels", "kernels")
+    if not isinstance(kernels, str):
+        raise BadInput(f"{pyproject}: [tool.perfbot] kernels must be a folder's name, got {kernels!r}")
+    return kernels
+
+
+def plan(
+    root: Path,
+    kernel: Kernel,
+    pin: TritonPin | None,
+    *,
+    name: str,
+    folder: Path,
+    workflows: bool,
+    kernels: str | None = None,
+) -> Scaffold:
+    """What init would write for `kernel`: the family at `folder` and, without the `kernels`
+    package of a [tool.perfbot] table standing (the first init), that package around it, the
+    table and the policy. Refused (BadInput naming it) where anything it would write stands
+    already, or where the family would be no package of the kernels package."""
     if not _NAME.fullmatch(name):
         raise BadInput(
             f"--name {name[:100]!r}: 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit"
@@ -236,13 +273,29 @@ def plan(root: Path, kernel: Kernel, pin: TritonPin, *, name: str, folder: Path,
     package = Path(os.path.normpath(root / folder))
     if not package.is_relative_to(root) or package == root:
         raise BadInput(f"--dir {folder}: must be a folder inside the project, {root}")
-    kernels = package.relative_to(root).as_posix()
+    top = package.parent if kernels is None else Path(os.path.normpath(root / kernels))
+    if top == root or package.parent != top:
+        inside = f"in {kernels}/, the package [tool.perfbot] kernels names" if kernels is not None else "in a folder"
+        raise BadInput(f"--dir {folder}: a kernel family goes {inside} (perf/NAME); its package lists the families")
+    alias = package.name
+    if not alias.isidentifier() or keyword.iskeyword(alias):
+        raise BadInput(
+            f"--dir {folder}: the family's folder {alias!r} must be a Python name (letters, digits, '_'): "
+            f"the kernels package imports it as .{alias}"
+        )
+    if kernels is not None and not (top / "__init__.py").is_file():
+        raise BadInput(
+            f"{top / '__init__.py'}: no such file; [tool.perfbot] kernels names {kernels}, the package whose "
+            "`subjects` lists the families, and perfbot init adds one beside the others there"
+        )
+    relative = top.relative_to(root).as_posix()
     parameters = _parameter_names(kernel)
     implementation = kernel.function if kernel.function != "torch" else "kernel"
     values = {
         "module": kernel.module,
         "function": kernel.function,
         "name": name,
+        "alias": alias,
         "implementation": implementation,
         "inputs": parameters,
         "parameters": ", ".join(parameters) if kernel.parameters is not None else "*inputs",
@@ -251,15 +304,17 @@ def plan(root: Path, kernel: Kernel, pin: TritonPin, *, name: str, folder: Path,
         if kernel.parameters is not None
         else f"{kernel.function} (its arguments are not to be read from {kernel.path.name})",
         "implementations": [implementation, "torch"],
-        "commit": pin.commit,
-        "source": " ".join(pin.source.split()),
-        "kernels": kernels,
+        "commit": pin.commit if pin is not None else "",
+        "source": " ".join(pin.source.split()) if pin is not None else "",
+        "kernels": relative,
     }
     files = {
         package / "__init__.py": _render("subject.py.j2", values),
         package / "suites.yaml": _render("suites.yaml.j2", values),
-        root / "thresholds.yaml": DEFAULT_PATH.read_text(encoding="utf-8"),
     }
+    if kernels is None:
+        files[top / "__init__.py"] = _render("families.py.j2", values)
+        files[root / "thresholds.yaml"] = DEFAULT_PATH.read_text(encoding="utf-8")
     scripts = []
     if workflows:
         github = _templates() / "github"
@@ -267,11 +322,12 @@ def plan(root: Path, kernel: Kernel, pin: TritonPin, *, name: str, folder: Path,
             files[root / ".github" / packaged] = (github / packaged).read_text(encoding="utf-8")
             if packaged.endswith(".sh"):
                 scripts.append(root / ".github" / packaged)
-        files[root / ".github" / "CODEOWNERS"] = _render("CODEOWNERS.j2", {"kernels": kernels.replace(" ", "\\ ")})
+        files[root / ".github" / "CODEOWNERS"] = _render("CODEOWNERS.j2", {"kernels": relative.replace(" ", "\\ ")})
     pyproject = root / "pyproject.toml"
-    table = _render("pyproject.toml.j2", values)
+    table = _render("pyproject.toml.j2", values) if kernels is None else None
     _refuse_what_stands(package, files, pyproject, table)
-    return Scaffold(root, files, tuple(scripts), pyproject, table, kernels, pin, workflows)
+    family = package.relative_to(root).as_posix()
+    return Scaffold(root, files, tuple(scripts), pyproject, table, relative, family, alias, pin, workflows)
 
 
 def _parameter_names(kernel: Kernel) -> list[str]:
@@ -285,12 +341,12 @@ def _parameter_names(kernel: Kernel) -> list[str]:
     return names
 
 
-def _refuse_what_stands(package: Path, files: dict[Path, str], pyproject: Path, table: str) -> None:
+def _refuse_what_stands(package: Path, files: dict[Path, str], pyproject: Path, table: str | None) -> None:
     standing = [path for path in (package, *files) if os.path.lexists(path)]
     if standing:
         where = " (give --dir another folder)" if standing[0] == package else ""
         raise BadInput(f"{standing[0]}: already exists; perfbot init writes over nothing, so it wrote nothing{where}")
-    if not os.path.lexists(pyproject):
+    if table is None or not os.path.lexists(pyproject):
         return
     text = read_text(pyproject, "TOML file")
     tool = _toml(pyproject, text).get("tool", {})
@@ -321,17 +377,18 @@ def write(scaffold: Scaffold) -> None:
     created = [p for path in scaffold.files for p in reversed(path.parents) if not os.path.lexists(p)]
     new_pyproject = not os.path.lexists(scaffold.pyproject)
     files = dict(scaffold.files)
-    if new_pyproject:
+    if new_pyproject and scaffold.table is not None:
         files[scaffold.pyproject] = scaffold.table
     write_all(files, replace=False)
     for script in scaffold.scripts:
         os.chmod(script, 0o777 & ~umask())  # a script the workflows run, as git would check it out
-    if new_pyproject:
+    table = scaffold.table
+    if new_pyproject or table is None:
         return
     try:
         text = scaffold.pyproject.read_text(encoding="utf-8")
         with open(scaffold.pyproject, "a", encoding="utf-8") as handle:
-            handle.write(_appended(text, scaffold.table)[len(text) :])
+            handle.write(_appended(text, table)[len(text) :])
     except OSError as error:
         for path in scaffold.files:
             path.unlink(missing_ok=True)

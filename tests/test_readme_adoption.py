@@ -1,0 +1,134 @@
+"""The README's adoption path, run verbatim: a generated repository of a src/ layout with two
+kernel families (GeGLU calling libdevice's tanh, RMSNorm libdevice's rsqrt), `perfbot init` once
+per kernel, the marked places filled in as a user would, the two lines added, and `perfbot check`
+on the CPU, of both families and of one."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.test_init import BASELINE, KERNEL, SHA, _fill
+from tests.test_init import FILLED as FILLED_RMSNORM
+from tests.test_runner_cpu import _git
+
+GEGLU = '''\
+"""GeGLU in Triton: y = gelu_tanh(a) * b, elementwise, gelu_tanh(a) = a/2 (1 + tanh(k (a + 0.044715 a^3)))."""
+
+import torch
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+
+@triton.jit
+def _geglu_kernel(a_ptr, b_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offsets < n
+    a = tl.load(a_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
+    inner = 0.7978845608028654 * (a + 0.044715 * a * a * a)
+    y = 0.5 * a * (1.0 + libdevice.tanh(inner)) * b
+    tl.store(y_ptr + offsets, y.to(y_ptr.dtype.element_ty), mask=inside)
+
+
+def geglu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    if a.shape != b.shape:
+        raise ValueError(f"geglu: a and b must have one shape, got {tuple(a.shape)} and {tuple(b.shape)}")
+    a, b = a.contiguous(), b.contiguous()
+    y = torch.empty_like(a)
+    _geglu_kernel[(triton.cdiv(a.numel(), 1024),)](a, b, y, a.numel(), BLOCK=1024)
+    return y
+'''
+# test_init's RMSNorm, its rsqrt libdevice's.
+RMSNORM = KERNEL.replace(
+    "import triton.language as tl\n", "import triton.language as tl\nfrom triton.language.extra import libdevice\n"
+).replace("tl.rsqrt(", "libdevice.rsqrt(")
+# What a user writes into the places init marked, per family: each marked line replaced.
+FILLED = {
+    "geglu": {
+        '    raise NotImplementedError("perfbot init: write the float64 reference")\n': (
+            "    return torch.nn.functional.gelu(a.double(), approximate='tanh') * b.double()\n"
+        ),
+        '    raise NotImplementedError("perfbot init: write the PyTorch baseline")\n': (
+            "    return torch.nn.functional.gelu(a, approximate='tanh') * b\n"
+        ),
+    },
+    "rmsnorm": {**FILLED_RMSNORM, **BASELINE},
+}
+# The cases, as the user sets them: GeGLU's quick suite of its own shapes.
+SUITES = {
+    "geglu": {"    - {name: odd, rows: 37, cols: 200, dtype: float16}\n": "    - {name: odd, rows: 9, cols: 41}\n"}
+}
+
+
+def _readme_commands() -> list[str]:
+    """The fenced sh block right under the README's "### Two kernels, step by step"."""
+    text = (ROOT / "README.md").read_text()
+    found = re.search(r"(?ms)^### Two kernels, step by step\n.*?^```sh\n(.*?)^```\n", text)
+    assert found is not None, "README.md: no sh block under ### Two kernels, step by step"
+    return found.group(1).splitlines()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """An existing repository: src/mypkg/ops/geglu.py and rmsnorm.py, one commit, no perfbot."""
+    root = tmp_path / "repo"
+    ops = root / "src" / "mypkg" / "ops"
+    ops.mkdir(parents=True)
+    (root / "pyproject.toml").write_text('[project]\nname = "mypkg"\nversion = "0.1"\n')
+    (root / "src" / "mypkg" / "__init__.py").write_text("")
+    (ops / "__init__.py").write_text("")
+    (ops / "geglu.py").write_text(GEGLU)
+    (ops / "rmsnorm.py").write_text(RMSNORM)
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "kernels")
+    return root
+
+
+def _shell(tmp_path: Path) -> dict[str, str]:
+    """The user's shell: `perfbot` on PATH is this checkout's, in a process of its own, with the
+    Triton commit to pin in the environment and nothing that chose Triton's interpreter yet."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "perfbot"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m perfbot "$@"\n')
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    env["PERFBOT_TRITON_COMMIT"] = SHA
+    return env
+
+
+def test_the_readmes_two_kernel_path_ends_in_a_passing_check_of_each_family(repo: Path, tmp_path: Path):
+    assert "libdevice.rsqrt(" in RMSNORM and "tl.rsqrt(" not in RMSNORM
+    env = _shell(tmp_path)
+    commands = _readme_commands()
+    assert [line.split()[:2] for line in commands if line.startswith("perfbot")] == [["perfbot", "init"]] * 2 + [
+        ["perfbot", "check"]
+    ] * 2
+    outputs = []
+    for line in commands:
+        if line.startswith("#"):  # the user's part: what init marked, written
+            for family in ("geglu", "rmsnorm"):
+                _fill(repo / "perf" / family / "__init__.py", FILLED[family])
+                _fill(repo / "perf" / family / "suites.yaml", SUITES.get(family, {}))
+            continue
+        done = subprocess.run(line, shell=True, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
+        outputs.append(done.stdout)
+    second_init, both, one = outputs[1], outputs[-2], outputs[-1]
+    # The lines the README appends are the ones the second init says to add.
+    assert "from .rmsnorm import subject as rmsnorm" in second_init and "subjects.append(rmsnorm)" in second_init
+    assert "perfbot check: geglu+rmsnorm on cpu" in both and "8 right, 0 wrong, of 8" in both
+    assert "geglu/quick" in both and "rmsnorm/quick" in both and "rmsnorm/rmsnorm" in both
+    assert "4 right, 0 wrong, of 4" in one and "geglu/" not in one
