@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from perfbot.cli import perfbot
 from perfbot.commands.context import chosen, chosen_implementations, one_benchmark
 from perfbot.errors import BadInput
+from perfbot.loading import declarations
 from perfbot.loading.families import Families
 from perfbot.loading.package import load_subject
 from perfbot.measuring.checking import check
@@ -234,3 +235,28 @@ def test_the_cli_lists_the_suites_per_family_and_refuses_an_unknown_one_in_a_lin
     )
     refused = CliRunner().invoke(perfbot, ["check", "--project", str(tmp_path), "--family", "other"])
     assert refused.exit_code == 2 and "unknown family 'other'; known: pair, norm" in refused.output
+
+
+def test_an_ab_lists_a_change_to_one_familys_inputs_reference_or_tolerance(tmp_path: Path):
+    # The combined subject's own inputs and reference only route: each family's are compared.
+    sides = {}
+    for side, (n, scale, tolerance) in {"base": (1, 2.0, 1e-3), "head": (2, 3.0, 1e-2)}.items():
+        top = tmp_path / side / "perf"
+        _family(top, "pair", n=2, scale=0.5)
+        _family(top, "norm", n=n, scale=scale, tolerance=tolerance)
+        sides[side] = load_subject(_package(tmp_path / side, ["pair", "norm"]), side)
+    lines = declarations.differences(sides["base"], sides["head"], list(sides["base"].suites.values()))
+    changed = {line.split(":")[0] for line in lines}
+    assert {"subject family norm inputs", "subject family norm reference", "subject family norm tolerance"} <= changed
+    assert not any("family pair" in line for line in lines)
+
+
+def test_an_ab_lists_a_family_only_one_side_has(tmp_path: Path):
+    sides = {}
+    for side, names in {"base": ["pair", "norm"], "head": ["pair"]}.items():
+        top = tmp_path / side / "perf"
+        for name in names:
+            _family(top, name)
+        sides[side] = load_subject(_package(tmp_path / side, names), side)
+    lines = declarations.differences(sides["base"], sides["head"], [])
+    assert "subject family norm: present on the base, absent on the head" in lines

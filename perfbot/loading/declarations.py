@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from ..records.run import Failure
+from .families import Families
 from .package import Loaded, load_subject
-from .subject import Implementation, Suite
+from .subject import Implementation, Subject, Suite
 
 # The head's own parts of an implementation: its code. Everything else is the base's.
 HEAD_FIELDS = ("fn", "config")
@@ -99,7 +100,20 @@ def differences(base: Loaded, head: Loaded, suites: Sequence[Suite]) -> list[str
 
 
 def _subject_fields(base: Loaded, head: Loaded) -> list[tuple[str, Any, Any]]:
+    fields = _fields_of(base.subject, head.subject)
+    # Combined families route to each family's own inputs and references: compare those too.
     before, after = base.subject, head.subject
+    if isinstance(before, Families) and isinstance(after, Families):
+        for name in sorted(set(before.families) | set(after.families)):
+            mine, theirs = before.families.get(name), after.families.get(name)
+            if mine is None or theirs is None:
+                fields.append((f"family {name}", "present" if mine else "absent", "present" if theirs else "absent"))
+            else:
+                fields += [(f"family {name} {what}", b, a) for what, b, a in _fields_of(mine, theirs)]
+    return fields
+
+
+def _fields_of(before: Subject, after: Subject) -> list[tuple[str, Any, Any]]:
     return [
         ("name", repr(before.name), repr(after.name)),
         ("tolerance", dict(before.tolerance), dict(after.tolerance)),
