@@ -37,10 +37,17 @@ ROOT = Path(__file__).resolve().parents[1]
 SLOW = (
     "tests/test_sequential.py::test_false_alarms_at_most_one_percent_and_half_percent_caught_in_95_under_repeated_looks"
 )
+# The golden files pin the exact numbers and words of a comparison.
+GOLDEN = ["tests/test_report.py::test_pr_comment_golden", "tests/test_report.py::test_terminal_table_golden"]
 # Each decision module and the tests that pin it: the fast ones (a long simulation left out).
 TESTS = {
-    "perfbot/deciding/stats.py": ["tests/test_stats.py", "tests/test_compare.py", "tests/test_sequential_interval.py"],
-    "perfbot/deciding/compare.py": ["tests/test_compare.py", "tests/test_sequential_interval.py"],
+    "perfbot/deciding/stats.py": [
+        "tests/test_stats.py",
+        "tests/test_compare.py",
+        "tests/test_sequential_interval.py",
+        *GOLDEN,
+    ],
+    "perfbot/deciding/compare.py": ["tests/test_compare.py", "tests/test_sequential_interval.py", *GOLDEN],
     "perfbot/deciding/thresholds.py": ["tests/test_thresholds.py", "tests/test_compare.py"],
     "perfbot/deciding/changepoints.py": [
         "tests/test_history.py::test_change_points_on_plain_series",
@@ -300,10 +307,13 @@ def main(argv: list[str] | None = None) -> int:
             def run(mutant: Mutant, tests: list[str] = tests, timeout: float = timeout) -> tuple[str, float]:
                 return runner.run(mutant.module, sites[mutant.module].mutated(mutant.site), tests, timeout)
 
-            with ThreadPoolExecutor(args.jobs) as pool:
+            pool = ThreadPoolExecutor(args.jobs)
+            try:
                 for mutant, (outcome, seconds) in zip(mutants, pool.map(run, mutants), strict=True):
                     outcomes[mutant] = outcome
                     print(f"{outcome:8} {seconds:5.1f}s  {mutant}", file=sys.stderr, flush=True)
+            finally:  # on Ctrl-C, start no more; the copies are removed once the running ones end
+                pool.shutdown(cancel_futures=True)
         minutes = (time.monotonic() - began) / 60
     score = report(chosen, totals, outcomes, args.list_survivors)
     print(f"{len(outcomes)} mutants in {minutes:.1f} min, --sample {args.sample} --seed {args.seed}")
@@ -331,8 +341,8 @@ def report(
             )
         )
     lived = [m for m, outcome in outcomes.items() if outcome == "survived"]
-    if survivors:
-        print(*(["", "survived:", *map(str, lived)] if lived else []), sep="\n")
+    if survivors and lived:
+        print("", "survived:", *lived, sep="\n")
     elif lived:
         print(f"{len(lived)} survived: --list-survivors lists them")
     detected = counts["killed"] + counts["timeout"]
@@ -345,4 +355,7 @@ def _score(counts: dict[str, int]) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit("interrupted")
