@@ -267,11 +267,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="the seed of the draw (default 0)")
     parser.add_argument("--jobs", type=int, default=1, help="pytest processes at once (default 1)")
     parser.add_argument("--timeout", type=float, help="seconds per mutant (default: 3 times the clean run, plus 10)")
+    parser.add_argument("--only", type=Path, help="run the mutants listed in this file (a run's survivors, say)")
     parser.add_argument("--list", action="store_true", help="list the mutants and run nothing")
     parser.add_argument("--list-survivors", action="store_true", help="list each surviving mutant")
     parser.add_argument("--fail-under", type=float, help="exit 1 when the score, in percent, is under this")
     parser.add_argument("--python", default=sys.executable, help="the interpreter that runs pytest")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupted)
     root = args.root.resolve()
     for module in args.modules:
         if not (root / module).is_file():
@@ -282,14 +284,17 @@ def main(argv: list[str] | None = None) -> int:
     sites = {module: Sites((root / module).read_text()) for module in args.modules}
     chosen = {module: site.mutants(module) for module, site in sites.items()}
     totals = {module: len(mutants) for module, mutants in chosen.items()}
+    if args.only is not None:  # the lines --list and --list-survivors print
+        listed = set(args.only.read_text().splitlines())
+        chosen = {m: [mutant for mutant in ms if str(mutant) in listed] for m, ms in chosen.items()}
     if args.sample is not None:
         draw = random.Random(args.seed)
         chosen = {
             m: sorted(draw.sample(ms, min(args.sample, len(ms))), key=lambda x: x.site) for m, ms in chosen.items()
         }
     if args.list:
-        for mutants in chosen.values():
-            print(*mutants, sep="\n")
+        for mutant in (mutant for mutants in chosen.values() for mutant in mutants):
+            print(mutant)
         return 0
 
     with tempfile.TemporaryDirectory(prefix="mutation-check-") as work:
@@ -347,6 +352,10 @@ def report(
         print(f"{len(lived)} survived: --list-survivors lists them")
     detected = counts["killed"] + counts["timeout"]
     return 100.0 * detected / max(len(outcomes), 1)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # `kill` stops a run as Ctrl-C does, copies removed
 
 
 def _score(counts: dict[str, int]) -> str:
