@@ -50,6 +50,7 @@ TESTS = {
     "perfbot/deciding/compare.py": ["tests/test_compare.py", "tests/test_sequential_interval.py", *GOLDEN],
     "perfbot/deciding/thresholds.py": ["tests/test_thresholds.py", "tests/test_compare.py"],
     "perfbot/deciding/changepoints.py": [
+        "tests/test_changepoints.py",
         "tests/test_history.py::test_change_points_on_plain_series",
         "tests/test_history.py::test_a_2_percent_step_at_run_25_is_reported_near_25_with_its_commits",
         "tests/test_history.py::test_the_same_stores_without_the_step_report_nothing",
@@ -61,7 +62,7 @@ TESTS = {
         f"--deselect={SLOW}[0.01]",
     ],
 }
-COPY_SKIPS = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*_cache", ".hypothesis", "experiments")
+COPY_SKIPS = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*_cache", ".hypothesis")
 COMPARISONS: dict[type[ast.cmpop], tuple[type[ast.cmpop], ...]] = {
     ast.Lt: (ast.LtE, ast.GtE),
     ast.LtE: (ast.Lt, ast.Gt),
