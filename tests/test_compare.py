@@ -15,7 +15,7 @@ from perfbot.cli import perfbot
 from perfbot.deciding import comparison, stats
 from perfbot.deciding.compare import VERDICTS, Judgement, compare, judge_paired, judge_unpaired
 from perfbot.deciding.comparison import summarize
-from perfbot.deciding.thresholds import Override, load_policy
+from perfbot.deciding.thresholds import Override, Rule, load_policy
 from perfbot.errors import BadInput
 from perfbot.records import results
 from perfbot.records.run import Benchmark, Environment, Failure, Results, Settings
@@ -382,3 +382,110 @@ def test_a_speedup_that_is_not_significant_is_not_an_improvement():
     row = _row(compare(base, head, POLICY), "gemm", "t5-v1.1-xl")
     assert row.q_value >= row.rule.alpha and row.change_percent < -row.rule.warn_percent
     assert row.verdict == "unchanged" and "not significant" in row.reason
+
+
+# Rules that scripts/mutation_check.py found unpinned (docs/method.md, "Tests that pin the decisions").
+def _units(low: float, high: float) -> list[float]:
+    """Twelve per-round ratios from `low` to `high`: at alpha 0.01 the fewest units whose interval
+    can exclude anything, which is then their whole range (tests/test_stats.py)."""
+    return np.linspace(low, high, 12).tolist()
+
+
+def _paired(ratios: list[float], rule: Rule, block: int = 1) -> Judgement:
+    return judge_paired([1.0] * len(ratios), ratios, rule, block)
+
+
+def test_a_paired_interval_must_lie_wholly_past_a_threshold_to_decide():
+    """An interval whose end lies exactly on +warn_percent is not surely slower, one on
+    -warn_percent not surely faster, one on +fail_percent not surely under the slowdown to catch;
+    a hundredth of a percent past each, it is. (The threshold is computed as judge_paired
+    computes the interval's end, so that the two are equal to the last bit.)"""
+    on = 100 * (1.02 - 1)
+    slower, faster, around = _units(1.02, 1.03), _units(0.97, 0.98), _units(0.99, 1.02)
+    assert _paired(slower, Rule(5.0, on, 0.01, 10)).verdict == "unchanged"
+    assert _paired(slower, Rule(5.0, on - 0.01, 0.01, 10)).verdict == "regression"
+    assert _paired(faster, Rule(5.0, on, 0.01, 10)).verdict == "unchanged"
+    assert _paired(faster, Rule(5.0, on - 0.01, 0.01, 10)).verdict == "improvement"
+    assert _paired(around, Rule(on, 0.5, 0.01, 10)).verdict == "inconclusive"
+    assert _paired(around, Rule(on + 0.01, 0.5, 0.01, 10)).verdict == "unchanged"
+
+
+def test_by_default_each_round_is_a_unit_and_rounds_past_the_last_whole_block_wait():
+    rule = POLICY.rule_for("fused", "", "bfloat16", "NVIDIA H200", {}, True)
+    rounds = judge_paired([1.0] * 12, _units(1.02, 1.03), rule)  # no block given
+    assert rounds.verdict == "regression" and rounds.reason.endswith("after 12 rounds)")
+    blocks = _paired([*np.repeat(_units(1.02, 1.03), 5).tolist(), 0.5, 0.5], rule, block=5)
+    assert blocks.verdict == "regression" and blocks.reason.endswith("after 60 rounds in 12 blocks)")
+    assert blocks.estimate == rounds.estimate  # the two odd rounds wait for their block
+
+
+def test_a_sequential_run_that_did_not_record_its_blocks_is_judged_in_blocks_of_five():
+    """Results of a sequential A/B written before block_rounds was recorded took five rounds a
+    block; those that record it are judged in theirs."""
+    base, head = _interleaved_pair(1.01)
+    samples = np.repeat(_units(1.02, 1.03), 5) * 0.53
+
+    def reason(block_rounds: int | None) -> str:
+        settings = Settings(ab_run="run-1", stopping="until decided", block_rounds=block_rounds)
+        sides = [
+            replace(side, settings=settings, benchmarks=[replace(side.benchmarks[0], samples_ms=list(ms))])
+            for side, ms in ((base, [0.53] * 60), (head, samples))
+        ]
+        return compare(*sides, POLICY).comparisons[0].reason
+
+    assert reason(None).endswith("after 60 rounds in 12 blocks)")
+    assert reason(4).endswith("after 60 rounds in 15 blocks)")
+
+
+def test_an_undecided_paired_verdict_says_how_many_rounds_would_decide_it():
+    """Width against the gap between the thresholds, the width shrinking as one over the root of
+    the rounds: 12 rounds 2% wide against a 0.25% gap want 12 * 8^2 = 768. With too few rounds
+    for any interval, more rounds; with no gap at all, no number of rounds."""
+    rule = POLICY.rule_for("fused", "", "bfloat16", "NVIDIA H200", {}, True)
+    assert (rule.fail_percent, rule.warn_percent) == (0.5, 0.25)
+    wide = _paired(_units(0.99, 1.01), rule)
+    assert wide.verdict == "inconclusive" and wide.reason.endswith(
+        "2.00% wide against a 0.25% gap, about 768 rounds to decide"
+    )
+    few = _paired(_units(0.99, 1.01)[:6], rule)
+    assert few.reason.endswith("reaches both +0.25% and +0.5%; more rounds would decide it")
+    no_gap = _paired(_units(0.99, 1.01), replace(rule, warn_percent=0.5))
+    assert no_gap.reason.endswith("no interval can lie between them (warn_percent >= fail_percent)")
+
+
+def test_an_unpaired_verdict_needs_each_threshold_strictly_passed():
+    """q equal to alpha is not significant; a slowdown of exactly warn_percent is no regression and
+    one of exactly fail_percent does not fail; a speedup of exactly warn_percent is no improvement;
+    an interval reaching exactly to fail_percent leaves a non-significant change unchanged. A
+    hundredth past each, the verdict changes (the thresholds are computed as judge_unpaired
+    computes the change, so that the two are equal to the last bit)."""
+
+    def judged(ratio: float, q: float, rule: Rule, high: float | None = None) -> tuple[str, bool]:
+        estimate = stats.RatioEstimate(ratio, ratio - 0.001, ratio + 0.001 if high is None else high, 0.95)
+        judgement = judge_unpaired(estimate, q, q, rule, 30)
+        return judgement.verdict, judgement.fails
+
+    rule = Rule(6.0, 3.0, 0.01, 10)
+    assert judged(1.10, 0.01, rule) == ("inconclusive", False)  # not significant, reaching past 6%
+    assert judged(1.10, 0.0099, rule) == ("regression", True)
+    warn = 100 * (1.03 - 1)
+    assert judged(1.03, 1e-6, replace(rule, warn_percent=warn)) == ("unchanged", False)
+    assert judged(1.03, 1e-6, replace(rule, warn_percent=warn - 0.01)) == ("regression", False)
+    fail = 100 * (1.06 - 1)
+    assert judged(1.06, 1e-6, replace(rule, fail_percent=fail)) == ("regression", False)
+    assert judged(1.06, 1e-6, replace(rule, fail_percent=fail - 0.01)) == ("regression", True)
+    speedup = -100 * (0.97 - 1)
+    assert judged(0.97, 1e-6, replace(rule, warn_percent=speedup)) == ("unchanged", False)
+    assert judged(0.97, 1e-6, replace(rule, warn_percent=speedup - 0.01)) == ("improvement", False)
+    assert judged(1.0, 0.5, replace(rule, fail_percent=fail), high=1.06) == ("unchanged", False)
+    assert judged(1.0, 0.5, replace(rule, fail_percent=fail - 0.01), high=1.06) == ("inconclusive", False)
+
+
+def test_a_run_without_a_cuda_gpu_matches_no_gpu_pattern_but_the_empty_one():
+    """Results measured without a CUDA GPU have no GPU name; the policy sees an empty one, so an
+    override for NVIDIA's GPUs ("N*") leaves them alone."""
+    base = make_results(seed=1, environment={"gpu_name": None})
+    head = make_results({("fused", "gemma-2b"): 1.10}, seed=2, environment={"gpu_name": None})
+    lenient = replace(POLICY, overrides=(Override(match={"gpu": "N*"}, changes={"fail_percent": 20.0}),))
+    row = _row(compare(base, head, lenient), "fused", "gemma-2b")
+    assert (row.rule.fail_percent, row.fails) == (6.0, True)

@@ -286,3 +286,67 @@ def test_a_pair_decided_at_the_last_look_of_a_turn_is_not_sampled_again():
     timer.timed.clear()
     again = time_until_decided(CASE, timer, keys, pairs_of(keys), stopping, float("inf"), earlier=timings)
     assert timer.timed == [] and again.samples == timings.samples
+
+
+# Rules that scripts/mutation_check.py found unpinned (docs/method.md, "Tests that pin the decisions").
+def test_a_pair_is_timed_side_by_side_from_a_baseline_median_of_0_08_ms_on():
+    """0.08 ms or more (docs/method.md, "Side by side"); none before its base's first sample."""
+    pairs = [("base:at", "head:at"), ("base:under", "head:under"), ("base:new", "head:new")]
+    samples = {"base:at": [0.07, 0.08, 0.09], "base:under": [0.0799, 5.0, 0.01], "head:new": [1.0]}
+    assert sequential.side_by_side(pairs, samples) == [("base:at", "head:at")]
+
+
+def test_stopping_takes_a_first_look_that_is_also_the_last_and_any_positive_budget():
+    stopping = Stopping(first=48, most=48, seconds=0.5, rules=RULES)
+    assert (stopping.first, stopping.most, stopping.seconds) == (48, 48, 0.5)
+
+
+def test_a_pair_is_judged_under_the_rule_of_its_baselines_median():
+    """Stopping.decided asks the policy with the baseline's median time, so a short kernel is
+    judged under the short kernels' override (+2%/+1% under 0.03 ms). Twelve blocks from +0.5%
+    to +2.5%: all above +0.25%, a regression under the interleaved rule; reaching past +2% while
+    not all above +1%, undecided under the override."""
+    stopping = Stopping(first=48, most=4000, seconds=60, rules=RULES)
+    ratios = np.repeat(np.linspace(1.005, 1.025, 12), BLOCK_ROUNDS)
+    for ms, decided in ((0.02, False), (1.0, True)):
+        assert stopping.decided(CASE, "fused", [ms] * len(ratios), (ms * ratios).tolist()) is decided
+
+
+def test_a_case_that_overspent_its_share_leaves_nothing_and_nothing_is_left_after_the_last():
+    budget = Budget(10, cases=2)
+    first, second = budget.next_share(), budget.next_share()
+    assert (first, second) == (5, 5)
+    budget.spend(7, second)  # two seconds over its share
+    budget.again(1)
+    assert budget.next_share() == 0.0  # not a negative share
+    assert budget.next_share() == 0.0  # asked past every case: nothing, and no error
+
+
+def test_cases_sent_back_share_what_the_first_turns_left_in_the_order_they_came_back():
+    turns = sequential.Turns(2, Budget(20, cases=2))
+    a, b = turns.take(), turns.take()
+    unfinished = sequential.measure.Timings({"base:x": [1.0]}, [])
+    turns.done(a, 4, unfinished)
+    turns.done(b, 2, unfinished)  # 6 + 8 seconds left for the two second turns
+    again_a = turns.take()
+    turns.done(again_a, 7)
+    again_b = turns.take()
+    assert (again_a.index, again_b.index) == (0, 1)
+    assert (a.share, b.share, again_a.share, again_b.share) == pytest.approx((10, 10, 7, 7))
+    assert turns.take() is None
+
+
+def test_an_undecided_pair_stops_at_exactly_its_most_rounds_even_within_a_block():
+    """`most` caps the rounds where it cuts the last block short (49: twelve blocks and one
+    round); every block but the first is captured afresh, none after the last; and a pair out of
+    rounds does not come back for a second turn."""
+    keys = ["base:fused", "head:fused"]
+    noisy = {"base:fused": 0.03, "head:fused": 0.03}  # undecidable in 49 rounds
+    timer = DrawnTimer({}, 0.001, np.random.default_rng(2), noise_of=noisy)
+    stopping = Stopping(first=48, most=49, seconds=60, rules=RULES)
+    recaptured: list[list[str]] = []
+    timings = time_until_decided(CASE, timer, keys, pairs_of(keys), stopping, float("inf"), recapture=recaptured.append)
+    assert len(timings.rounds) == 49 == len(timings.samples["head:fused"]) == len(timings.samples["base:fused"])
+    assert len(recaptured) == 12
+    assert sequential.undecided(CASE, pairs_of(keys), timings, stopping)  # undecided, but out of rounds
+    assert not sequential.still_open(CASE, pairs_of(keys), timings, stopping)

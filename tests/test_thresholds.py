@@ -1,3 +1,4 @@
+import re
 import time
 from pathlib import Path
 
@@ -5,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from perfbot.cli import perfbot
-from perfbot.deciding.thresholds import load_policy
+from perfbot.deciding.thresholds import changes, load_policy
 from perfbot.errors import BadInput
 from tests.conftest import ROOT
 
@@ -205,3 +206,126 @@ def test_an_integer_too_long_for_python_is_refused_in_one_line(tmp_path: Path):
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith(f"perfbot: error: {path}: cannot read it as YAML: ")
     assert "4300 digits" in result.stderr and result.stderr.count("\n") == 1
+
+
+# The limits of a rule and of a match, each at its edge (a limit moved by one unit fails here).
+def _policy_text(defaults: dict, override: dict | None = None) -> str:
+    text = f"version: 1\ndefaults: {defaults}\n".replace("'", "")
+    if override is not None:
+        text += f"overrides:\n  - {{match: {{kernel: fused}}, {str(override)[1:-1]}}}\n".replace("'", "")
+    return text
+
+
+EDGES_INSIDE = [
+    {"fail_percent": 0.01, "warn_percent": 0, "alpha": 0.0001, "min_samples": 3},
+    {"fail_percent": 99.99, "warn_percent": 99.99, "alpha": 0.999, "min_samples": 10_000},
+]
+EDGES_OUTSIDE = [
+    ({"fail_percent": 100}, "fail_percent: should be less than 100"),
+    ({"fail_percent": 0, "warn_percent": 0}, "fail_percent: should be greater than 0"),
+    ({"warn_percent": -0.01}, "warn_percent: should be greater than or equal to 0"),
+    ({"alpha": 1}, "alpha: should be less than 1"),
+    ({"alpha": 0}, "alpha: should be greater than 0"),
+    ({"min_samples": 2}, "min_samples: should be greater than or equal to 3"),
+    ({"min_samples": 10_001}, "min_samples: should be less than or equal to 10000"),
+]
+DEFAULTS = {"fail_percent": 5, "warn_percent": 2, "alpha": 0.01, "min_samples": 10}
+
+
+@pytest.mark.parametrize("rule", EDGES_INSIDE, ids=["lower", "upper"])
+def test_a_rule_at_the_edge_of_every_limit_is_taken_in_defaults_and_overrides(tmp_path: Path, rule: dict):
+    """fail_percent in (0, 100), warn_percent in [0, fail_percent], alpha in (0, 1), min_samples
+    in [3, 10000]: the defaults and an override take the same edges."""
+    path = tmp_path / "thresholds.yaml"
+    for text in (_policy_text(rule), _policy_text(DEFAULTS, rule)):
+        path.write_text(text)
+        got = load_policy(path).rule_for("fused", "s", "float16", "gpu", {})
+        assert (got.fail_percent, got.warn_percent, got.alpha, got.min_samples) == tuple(rule.values())
+
+
+@pytest.mark.parametrize("change,words", EDGES_OUTSIDE, ids=[words for _, words in EDGES_OUTSIDE])
+def test_a_rule_just_past_a_limit_is_refused_in_defaults_and_overrides(tmp_path: Path, change: dict, words: str):
+    path = tmp_path / "thresholds.yaml"
+    for text, where in (
+        (_policy_text({**DEFAULTS, **change}), "defaults"),
+        (_policy_text(DEFAULTS, change), "overrides[0]"),
+    ):
+        path.write_text(text)
+        with pytest.raises(BadInput, match=re.escape(f"{where}.{words}")):
+            load_policy(path)
+
+
+@pytest.mark.parametrize(
+    "match,words",
+    [
+        ({}, "overrides[0].match: Value should have at least 1 item"),
+        ({"shape": {}}, "overrides[0].match.shape: Dictionary should have at least 1 item"),
+        (
+            {"shape": {f"d{i}": 1 for i in range(17)}},
+            "overrides[0].match.shape: Dictionary should have at most 16 items",
+        ),
+        ({"under_ms": 0}, "overrides[0].match.under_ms: should be greater than 0"),
+    ],
+    ids=["empty match", "empty shape", "17 dimensions", "under 0 ms"],
+)
+def test_a_match_that_could_match_everything_or_is_too_large_is_refused(tmp_path: Path, match: dict, words: str):
+    path = tmp_path / "thresholds.yaml"
+    path.write_text(
+        f"version: 1\n{GOOD_DEFAULTS}overrides:\n  - {{match: {match}, fail_percent: 3}}\n".replace("'", "")
+    )
+    with pytest.raises(BadInput, match=re.escape(words)):
+        load_policy(path)
+
+
+def test_a_match_on_sixteen_dimensions_is_taken(tmp_path: Path):
+    shape = {f"d{i}": i + 1 for i in range(16)}
+    path = tmp_path / "thresholds.yaml"
+    path.write_text(f"version: 1\n{GOOD_DEFAULTS}overrides:\n  - {{match: {{shape: {shape}}}, fail_percent: 3}}\n")
+    assert load_policy(path).rule_for("k", "s", "d", "g", shape).fail_percent == 3
+
+
+def test_under_ms_means_strictly_under():
+    """The short-kernel override (under_ms: 0.03) takes a baseline median under 0.03 ms, not one
+    of 0.03 ms itself."""
+    policy = load_policy(ROOT / "thresholds.yaml")
+    shape = {"M": 1, "K": 3072, "N": 24576}
+    under = policy.rule_for("fused", "decode", "bfloat16", "NVIDIA H200", shape, True, 0.0299)
+    at = policy.rule_for("fused", "decode", "bfloat16", "NVIDIA H200", shape, True, 0.03)
+    assert (under.fail_percent, at.fail_percent) == (2.0, 0.5)
+
+
+def test_an_overrides_min_samples_stays_a_whole_number(tmp_path: Path):
+    """A count of samples is an integer (the reason of a short run prints `--samples 40`); the
+    percentages are floats, however the file writes them."""
+    path = tmp_path / "thresholds.yaml"
+    path.write_text(_policy_text(DEFAULTS, {"min_samples": 40, "fail_percent": 8}))
+    rule = load_policy(path).rule_for("fused", "s", "float16", "gpu", {})
+    assert (rule.min_samples, rule.fail_percent) == (40, 8.0)
+    assert type(rule.min_samples) is int and type(rule.fail_percent) is float
+
+
+def test_changes_lists_each_field_the_other_policy_sets_differently(tmp_path: Path):
+    used, other = tmp_path / "used.yaml", tmp_path / "other.yaml"
+    used.write_text(_policy_text(DEFAULTS))
+    other.write_text(
+        _policy_text({**DEFAULTS, "fail_percent": 6}, {"fail_percent": 8}) + "interleaved: {fail_percent: 2.5}\n"
+    )
+    assert changes(load_policy(used), load_policy(other)) == [
+        "defaults.fail_percent: 5 → 6",
+        "interleaved.fail_percent: (unset) → 2.5",
+        "overrides[0].fail_percent: (unset) → 8",
+        "overrides[0].match: (unset) → {'kernel': 'fused'}",
+    ]
+    assert changes(load_policy(used), load_policy(used)) == []
+
+
+def test_an_override_whose_shape_differs_in_one_dimension_leaves_the_rule_alone(tmp_path: Path):
+    """Every key of a match must hold: the kernel matching is not enough when the shape does not."""
+    path = tmp_path / "thresholds.yaml"
+    path.write_text(
+        f"version: 1\n{GOOD_DEFAULTS}overrides:\n  - {{match: {{kernel: fused, shape: {{M: 16}}}}, fail_percent: 3}}\n"
+    )
+    policy = load_policy(path)
+    assert policy.rule_for("fused", "s", "d", "g", {"M": 16, "N": 8}).fail_percent == 3
+    assert policy.rule_for("fused", "s", "d", "g", {"M": 512, "N": 8}).fail_percent == 5
+    assert policy.rule_for("fused", "s", "d", "g", {"N": 8}).fail_percent == 5  # no M at all
