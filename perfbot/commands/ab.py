@@ -195,9 +195,6 @@ def ab_command(options: AbOptions) -> None:
     )
     out_dir, overwrite = options.out_dir, options.overwrite
     _clear(out_dir, overwrite)
-    from ..measuring import runner
-
-    runner.require_gpu("perfbot ab")  # before the worktrees are made for nothing
 
     def keep(base: results_file.Results, head: results_file.Results) -> None:
         for name, loaded in (("base.json", base), ("head.json", head)):

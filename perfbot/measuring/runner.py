@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+import click
 import torch
 
 from ..errors import BadInput, EnvironmentFailure
@@ -32,8 +33,12 @@ from .sequential import Stopping
 DEVICE = "cuda"
 
 
-def require_gpu(command: str = "this command") -> None:
+def require_gpu(command: str | None = None) -> None:
+    """Refuse without a CUDA GPU, naming the command (by default the one the command line runs)."""
     if not torch.cuda.is_available():
+        if command is None:
+            context = click.get_current_context(silent=True)
+            command = context.command_path if context is not None else "this command"
         raise EnvironmentFailure(f"no CUDA GPU is visible (torch.cuda.is_available() is False); {command} needs one")
 
 
