@@ -21,6 +21,7 @@ from .context import (
     project_config,
     project_option,
     run_settings,
+    warn_of_triton_pin,
 )
 
 MOST_LIMIT_S = 86_400.0  # a day
@@ -75,7 +76,9 @@ def check_command(
     from ..measuring.checking import check, choose_device
 
     chosen_device = choose_device(device)  # before the subject's Triton kernels are defined
-    subject = load_kernels(project_config(project), kernels, time_limit)
+    config = project_config(project)
+    subject = load_kernels(config, kernels, time_limit)
+    warn_of_triton_pin(config.triton_commit)
     if not suite_names and "quick" in subject.suites:
         suite_names = ("quick",)
     suites = chosen(subject, suite_names, case_names)

@@ -24,6 +24,7 @@ from .context import (
     project_option,
     project_policy,
     thresholds_option,
+    warn_of_triton_pin,
 )
 
 if TYPE_CHECKING:
@@ -140,6 +141,7 @@ def selftest_command(
     config = project_config(project)
     policy = project_policy(config, thresholds_path)
     subject = load_kernels(config, None)
+    warn_of_triton_pin(config.triton_commit)
     case = subject.case(suite_name, case_name)
     if max_samples < samples:
         raise click.BadParameter(f"must be at least --samples ({samples})", param_hint="--max-samples")

@@ -116,7 +116,9 @@ def run(
                 else:
                     sides = WorkerSides(started, drawn) if started else LocalSides(loaded, drawn)
                     measured = measure_sides(sides, Measurement(chosen, drawn, stopping, extra), advance)
-            return measured["base"], measured["head"]
+            # Each side's Triton against its own revision's pin.
+            base, head = (_pinned(measured[side], ready.pins[side]) for side in ("base", "head"))
+            return base, head
 
         base, head = measure(ready.suites, "", ready.settings, ready.subjects)
         on_measured(base, head)
@@ -147,6 +149,12 @@ def run(
     if request.trend_store is not None:
         report = dataclasses.replace(report, trend=trend(request.trend_store, head, policy))
     return Outcome(base, head, report)
+
+
+def _pinned(results: Results, pin: str) -> Results:
+    from ..measuring.triton_pin import with_pin
+
+    return dataclasses.replace(results, environment=with_pin(results.environment, pin))
 
 
 def _recorded_revisions(ready: Prepared) -> dict[str, Any]:
