@@ -2,6 +2,7 @@
 every measuring command and recorded in the results."""
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,15 @@ def test_the_warning_names_both_tritons_and_what_to_do():
         "(Triton 3.6.0): its timings may not compare with results measured with the pin"
     )
     assert "set PERFBOT_TRITON_COMMIT" in triton_pin.check("3.9.0", None, OTHER).warning
+
+
+def test_this_projects_pin_is_the_release_the_gpu_extra_installs():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    pin = project["tool"]["perfbot"]["triton-commit"]
+    gpu = project["project"]["optional-dependencies"]["gpu"]
+    release = triton_pin.pinned_release(pin)
+    assert release is not None, f"{pin} is no release RELEASE_COMMITS knows"
+    assert f"triton=={release}" in gpu, gpu
 
 
 def test_committed_results_load_without_the_pin_fields():
