@@ -32,6 +32,7 @@ from ..loading.package import Loaded
 from ..loading.subject import Suite
 from ..loading.suites import restrict
 from ..measuring.sequential import PolicyRules, Stopping, first_look
+from ..measuring.triton_pin import with_pin
 from ..records import store as baseline_store
 from ..records.run import Results
 from .ab_sides import Choose, Prepared, Revisions, prepared
@@ -152,8 +153,6 @@ def run(
 
 
 def _pinned(results: Results, pin: str) -> Results:
-    from ..measuring.triton_pin import with_pin
-
     return dataclasses.replace(results, environment=with_pin(results.environment, pin))
 
 
