@@ -8,8 +8,9 @@ export PYTHONUNBUFFERED=1
 mkdir -p "$out"
 python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 || { echo "install failed"; exit 3; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
-# The GPU machine lacks github3.py (perfbot is installed there with --no-deps); the GitHub tests
-# have no GPU part, so leave their modules out there instead of failing to collect them.
+# The GPU machine lacks github3.py (the gpu extra does not need it, and perfbot is installed there
+# with --no-deps); the GitHub tests that need it have no GPU part, so leave their modules out there
+# instead of failing to collect them.
 skip=(); python3 -c 'import github3' 2>/dev/null || skip=(--ignore tests/test_github.py --ignore tests/test_fake_github.py)
 python3 -m pytest -q -m gpu tests/ "${skip[@]}" --tb=short -p no:logging 2>&1 | tee "$out/gpu-tests.txt" | tail -25
 if [ $# -gt 0 ]; then

@@ -185,7 +185,7 @@ def test_cli_verify_head(fake, env):
     ok = runner.invoke(perfbot, ["verify-head", "--repo", REPO, "--pr", "7", "--sha", SHA, "--same-repository"])
     assert ok.exit_code == 0 and "is the head of octo/perfbot#7 (from octo/perfbot)" in ok.output
     moved = runner.invoke(perfbot, ["verify-head", "--repo", REPO, "--pr", "7", "--sha", "c" * 40])
-    assert moved.exit_code == 2 and "no longer its head" in moved.output
+    assert moved.exit_code == 2 and "cccccccccccc is not, or no longer, its head" in moved.output
     fork = runner.invoke(perfbot, ["verify-head", "--repo", REPO, "--pr", "9", "--sha", "9" * 40, "--same-repository"])
     assert fork.exit_code == 2 and "comes from someone/perfbot, a fork" in fork.output
     by_hand = runner.invoke(perfbot, ["verify-head", "--repo", REPO, "--pr", "9", "--sha", "9" * 40])
@@ -362,3 +362,42 @@ def test_cli_sections_exclude_the_other_report_options(fake, env, tmp_path: Path
     )
     assert result.exit_code == 2 and "one of them" in result.output
     assert fake.comments == {}
+
+
+def test_verify_head_reads_the_pull_request_without_github3(fake, env, tmp_path):
+    """The GPU job installs only the measuring extra: verify-head must run where github3.py cannot
+    be imported, and the commands that post must stop there with one line saying what to install."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    blocked = "import sys; sys.modules['github3'] = None; from perfbot.cli import perfbot; perfbot(prog_name='perfbot')"
+
+    def perfbot_without_github3(*args: str):
+        return subprocess.run([sys.executable, "-c", blocked, *args], capture_output=True, text=True, cwd=ROOT)
+
+    ok = perfbot_without_github3("verify-head", "--repo", REPO, "--pr", "7", "--sha", SHA, "--same-repository")
+    assert ok.returncode == 0 and "is the head of octo/perfbot#7" in ok.stdout, ok.stderr
+    posting = perfbot_without_github3("comment", "--repo", REPO, "--pr", "7", "--body-file", str(env))
+    assert posting.returncode == 3
+    assert posting.stderr == "perfbot: error: perfbot comment needs github3.py: pip install 'perfbot[github]'\n"
+    assert fake.comments == {}
+
+
+def test_verify_head_tries_again_after_a_5xx_and_says_when_there_is_no_such_pull(fake):
+    from perfbot.output.pull_head import read_head
+
+    waits: list[float] = []
+    fake.fail_next(502, count=2)
+    head = read_head(REPO, 7, TOKEN, fake.url, backoff_s=0.5, sleep=waits.append)
+    assert (head.sha, head.repository, waits) == (SHA, REPO, [0.5, 1.0])
+    with pytest.raises(BadInput, match="no such pull request"):
+        read_head(REPO, 99, TOKEN, fake.url, sleep=waits.append)
+    fake.fail_next(503, count=4)
+    with pytest.raises(EnvironmentFailure, match="GitHub answered 503"):
+        read_head(REPO, 7, TOKEN, fake.url, sleep=waits.append)
+    with pytest.raises(EnvironmentFailure, match="GITHUB_TOKEN is not set"):
+        read_head(REPO, 7, "", fake.url)
+    with pytest.raises(BadInput, match="OWNER/NAME"):
+        read_head("octo/..", 7, TOKEN, fake.url)

@@ -115,6 +115,7 @@ def _perfbot(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     that chose Triton's interpreter yet."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    env["PERFBOT_TRITON_COMMIT"] = SHA  # the Triton the project pins: no warning that it is another
     return subprocess.run(
         [sys.executable, "-m", "perfbot", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
     )

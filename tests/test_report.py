@@ -254,3 +254,44 @@ def test_a_url_split_between_suite_and_case_is_not_a_link(tmp_path: Path):
     done = CliRunner().invoke(perfbot, ["show", str(run), "--markdown"])
     assert done.exit_code == 0, done.output
     assert "evil.example" in done.stdout and not _AUTOLINK.search(done.stdout)
+
+
+PIN = "7c56a5e40f7fd928dfd5c72902d5def0097db73a"
+
+
+@pytest.mark.parametrize(
+    "current,note",
+    [
+        (
+            {"triton": "3.9.0", "triton_commit": None, "triton_pin": PIN, "triton_pin_matches": False},
+            "current run: measured with Triton 3.9.0 (commit unknown), not the pinned 7c56a5e40f7f; its times may "
+            "not compare",
+        ),
+        (
+            {"triton": "3.9.0", "triton_commit": None, "triton_pin": "0" * 40, "triton_pin_matches": None},
+            "current run: measured with Triton 3.9.0 (commit unknown); whether it is the pinned 000000000000 cannot "
+            "be told",
+        ),
+        ({"triton": "3.6.0", "triton_commit": PIN, "triton_pin": PIN, "triton_pin_matches": True}, None),
+        ({"triton": "3.9.0"}, None),  # results from before the pin was checked: nothing to say
+    ],
+)
+def test_a_run_against_a_baseline_says_when_its_triton_is_not_the_pin(current, note):
+    pinned = {"triton": "3.6.0", "triton_commit": PIN, "triton_pin": PIN, "triton_pin_matches": True}
+    summary = summarize(
+        compare(make_results(seed=1, environment=pinned), make_results(seed=2, environment=current), POLICY)
+    )
+    pin_notes = [line for line in summary.notes if "pinned" in line]
+    assert pin_notes == ([note] if note else [])
+    if note:
+        assert markdown_escape(note) in comment_markdown(summary)
+
+
+def test_a_baseline_measured_off_the_pin_is_named_as_the_baseline():
+    off = {"triton": "3.9.0", "triton_commit": None, "triton_pin": PIN, "triton_pin_matches": False}
+    summary = summarize(compare(make_results(seed=1, environment=off), make_results(seed=2), POLICY))
+    assert [line for line in summary.notes if "pinned" in line] == [
+        "baseline run: measured with Triton 3.9.0 (commit unknown), not the pinned 7c56a5e40f7f; its times may not "
+        "compare"
+    ]
+    assert "environment differs: triton 3.9.0 → " in " ".join(summary.notes)

@@ -1346,3 +1346,27 @@ def test_the_post_step_edits_the_apps_own_comment(tmp_path: Path):
         statuses = fake.statuses[("octo/perfbot", sha)]
     assert len(posted) == 1 and posted[0]["body"].rstrip().endswith("<!-- perfbot-report -->")
     assert {s["creator"]["login"] for s in statuses} == {"perfbot-app[bot]"}
+
+
+def test_each_job_installs_the_extra_its_commands_use():
+    """The GPU runner gets the measuring extra alone (verify-head reads GitHub with the standard
+    library); the GitHub-hosted jobs that post get github3.py through the github extra."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    assert not any(r.startswith("github3") for r in project["dependencies"] + extras["gpu"])
+    assert extras["github"] == ["github3.py>=4"] and extras["test"][0] == "perfbot[gpu,github]"
+    install = (ROOT / ".github" / "perfbot" / "install.sh").read_text()
+    assert re.findall(r'(?m)^  (core|gpu)\) extra="([^"]*)" ;;$', install) == [("core", "[github]"), ("gpu", "[gpu]")]
+    uses = {}
+    for workflow in (ROOT / ".github" / "workflows").glob("*.yml"):
+        for name, job in _load(workflow)["jobs"].items():
+            steps = job.get("steps", [])
+            kinds = {kind for s in steps for kind in re.findall(r"install\.sh (core|gpu)", s.get("run", ""))}
+            kinds |= {"gpu" for s in steps if "gpu-setup" in s.get("uses", "")}
+            posts = any(re.search(r"perfbot (comment|history open-issues)", s.get("run", "")) for s in steps)
+            uses[f"{workflow.name}:{name}"] = (kinds, posts)
+    posting = {job for job, (_, posts) in uses.items() if posts}
+    assert posting and all(uses[job][0] == {"core"} for job in posting), uses
+    assert uses["gpu-check.yml:check"][0] == {"gpu"}

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Install perfbot into .venv for a job: `install.sh core` (compare, comment, baseline: no PyTorch)
-# or `install.sh gpu` (the measuring extra, then the measured project with its own dependencies);
-# `install.sh check` only checks PERFBOT_SOURCE and installs nothing.
+# Install perfbot into .venv for a job: `install.sh core` (compare, comment, baseline, issues: no
+# PyTorch; the github extra, for the jobs that post) or `install.sh gpu` (the measuring extra
+# alone, then the measured project with its own dependencies: no github3.py on the GPU runner);
+# `install.sh check` only checks PERFBOT_SOURCE and installs nothing (docs/github.md, "Which
+# extra each job installs").
 # Where this repository is perfbot itself, PERFBOT_SOURCE is unset or "." and perfbot is installed
 # from the checkout. Any other repository sets the repository variable PERFBOT_SOURCE to where pip
 # finds perfbot, pinned to a commit: git+https://github.com/OWNER/REPO@<40-hex commit>.
@@ -9,7 +11,7 @@ set -euo pipefail
 kind=${1:?usage: .github/perfbot/install.sh core|gpu|check}
 source=${PERFBOT_SOURCE:-.}
 case "$kind" in
-  core) extra= ;;
+  core) extra="[github]" ;;
   gpu) extra="[gpu]" ;;
   check) extra= ;;
   *) echo "install.sh: core, gpu or check, got $kind" >&2; exit 2 ;;

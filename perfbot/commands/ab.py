@@ -27,6 +27,7 @@ from .context import (
     project_option,
     project_policy,
     thresholds_option,
+    warn_of_triton_pin,
 )
 
 if TYPE_CHECKING:
@@ -199,6 +200,8 @@ def ab_command(options: AbOptions) -> None:
     def keep(base: results_file.Results, head: results_file.Results) -> None:
         for name, loaded in (("base.json", base), ("head.json", head)):
             results_file.save(loaded, out_dir / name, overwrite=overwrite)
+            if loaded.environment.triton_pin is not None:
+                warn_of_triton_pin(loaded.environment.triton_pin, loaded.environment, side=name.removesuffix(".json"))
 
     with _error_kept(out_dir / ERROR_FILE):
         outcome = ab.run(config, running, request, _bar, on_measured=keep)

@@ -136,7 +136,7 @@ def open_issues_command(
         from ..output.github import GitHub  # github3 is needed here only
 
         try:
-            client = GitHub.from_environment()
+            client = GitHub.from_environment(needed_by="perfbot history open-issues")
             login = author or client.identity()
             for issue in planned:
                 posted = client.open_issue(repo, issue.title, issue.body, issue.marker, issue.since, login)

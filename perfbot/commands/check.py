@@ -21,6 +21,7 @@ from .context import (
     project_config,
     project_option,
     run_settings,
+    warn_of_triton_pin,
 )
 
 MOST_LIMIT_S = 86_400.0  # a day
@@ -77,7 +78,9 @@ def check_command(
     from ..measuring.checking import check, choose_device
 
     chosen_device = choose_device(device)  # before the subject's Triton kernels are defined
-    subject = load_kernels(project_config(project), kernels, time_limit)
+    config = project_config(project)
+    subject = load_kernels(config, kernels, time_limit)
+    warn_of_triton_pin(config.triton_commit)
     suites = chosen(subject, suite_names, case_names, family_names=family_names, preferred=("quick", "pr"))
     # Every value of every variant parameter unless told otherwise: checking is cheap, and a
     # variant's code path is as likely to be wrong as the default's.

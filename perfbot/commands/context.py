@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..loading.package import Loaded
     from ..loading.subject import Case, Suite
     from ..measuring.planning import RunSettings
+    from ..records.run import Environment
 
 # Every number an option takes has a range, so that a huge or odd one is refused as a bad argument
 # (exit 2) rather than met deep inside (a seed past 2^64 is torch's error).
@@ -410,6 +411,20 @@ def run_settings(
 
 def project_config(project: Path | None) -> ProjectConfig:
     return load_project_config(project if project is not None else find_project_root(Path.cwd()))
+
+
+def warn_of_triton_pin(pin: str, environment: Environment | None = None, side: str | None = None) -> None:
+    """One warning line on stderr when the Triton (`environment`'s, else the one imported here) is
+    not the pinned one, or cannot be told to be (measuring/triton_pin.py); `side`: an A/B's."""
+    from ..measuring import triton_pin
+    from ..measuring.environment import triton_commit, triton_version
+
+    if environment is not None:
+        warning = triton_pin.recorded_check(environment, pin).warning
+    else:
+        warning = triton_pin.check(triton_version(), triton_commit(), pin).warning
+    if warning:
+        click.echo(f"perfbot: warning: {f'the {side} side: ' if side else ''}{warning}", err=True)
 
 
 def project_policy(config: ProjectConfig, thresholds_path: Path | None) -> Policy:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -134,13 +135,12 @@ def verify_head_command(repo: str, pr: int, sha: str, same_repository: bool) -> 
         perfbot verify-head --repo octo/perfbot --pr 7 --sha $SHA --same-repository
     """
     _full_sha(sha)
-    from ..output.github import GitHub
+    from ..output.pull_head import DEFAULT_API_URL, read_head
 
-    standing = GitHub.from_environment().check_head(repo, pr, sha)
-    if standing.standing != "current":
-        raise BadInput(f"{repo}#{pr} has moved on to {standing.head_sha[:12]}; {sha[:12]} is no longer its head")
-    if same_repository and standing.head_repository.lower() != repo.lower():
-        raise BadInput(
-            f"{repo}#{pr} comes from {standing.head_repository}, a fork: a maintainer must start its check by hand"
-        )
-    click.echo(f"{sha[:12]} is the head of {repo}#{pr} (from {standing.head_repository})")
+    api_url = os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
+    head = read_head(repo, pr, os.environ.get("GITHUB_TOKEN", ""), api_url)
+    if head.sha != sha:
+        raise BadInput(f"{repo}#{pr}'s head is {head.sha[:12]}: {sha[:12]} is not, or no longer, its head")
+    if same_repository and head.repository.lower() != repo.lower():
+        raise BadInput(f"{repo}#{pr} comes from {head.repository}, a fork: a maintainer must start its check by hand")
+    click.echo(f"{sha[:12]} is the head of {repo}#{pr} (from {head.repository})")

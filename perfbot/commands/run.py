@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from ..errors import EXIT_REGRESSION, WrongResult, listed
+from ..errors import EXIT_REGRESSION, BadInput, WrongResult, listed
 from ..files import check_output
 from ..output.run_tables import case_markdown, failures_table, run_markdown, run_table
 from ..records import results as results_file
@@ -24,6 +24,7 @@ from .context import (
     progress,
     project_config,
     project_option,
+    warn_of_triton_pin,
 )
 
 
@@ -59,8 +60,10 @@ def run_command(
     from ..measuring.planning import plan, progress_steps
     from ..measuring.runner import run
     from ..measuring.shards import Job, measure_sharded
+    from ..measuring.triton_pin import with_pin
 
-    subject = load_kernels(project_config(project), kernels)
+    config = project_config(project)
+    subject = load_kernels(config, kernels)
     suites = measuring.suites(subject)
     if out is not None:  # checked again by save(); refused before measuring
         check_output(out, overwrite=overwrite)
@@ -77,6 +80,8 @@ def run_command(
             result = measure_sharded(Job({"": subject.path}, settings), suites, gpus, advance)[""]
         else:
             result = run(subject, suites, settings, on_progress=advance)
+    result = replace(result, environment=with_pin(result.environment, config.triton_commit))
+    warn_of_triton_pin(config.triton_commit, result.environment)
     if out is not None:
         results_file.save(result, out, overwrite=overwrite)
     terminal = console()
@@ -125,19 +130,31 @@ def show_command(results_path: Path, markdown: bool, by_case: str | None) -> Non
 
 @click.command("env")
 @click.option("--json", "as_json", is_flag=True, help="Print the record as JSON.")
-def env_command(as_json: bool) -> None:
-    """Print where a run would be measured: versions, GPU, driver, clocks. Works without a GPU.
+@project_option
+def env_command(as_json: bool, project: Path | None) -> None:
+    """Print where a run would be measured: versions, GPU, driver, clocks, and whether the Triton
+    is the one the project pins ([tool.perfbot] triton-commit; outside a project, not checked).
+    Works without a GPU.
 
     Example:
 
         perfbot env --json
     """
-    from ..measuring.environment import collect_environment
+    from ..measuring.environment import collect_environment, found_triton_commit
+    from ..measuring.triton_pin import with_pin
 
-    record = asdict(collect_environment())
+    environment = collect_environment()
+    try:
+        environment = with_pin(environment, project_config(project).triton_commit)
+    except BadInput:
+        if project is not None:  # asked for: its error stands
+            raise
+    record = asdict(environment)
     if as_json:
         click.echo(json.dumps(record, indent=1))
         return
+    found = found_triton_commit()
+    record["triton_commit_from"] = found.source if found else "unknown: not in the version, nor PERFBOT_TRITON_COMMIT"
     state = record.pop("gpu_state")["after"]
     for key in (
         "host",
@@ -147,6 +164,9 @@ def env_command(as_json: bool) -> None:
         "cuda",
         "triton",
         "triton_commit",
+        "triton_commit_from",
+        "triton_pin",
+        "triton_pin_matches",
         "triton_path",
         "gpu_name",
         "gpu_sm_count",
@@ -155,9 +175,9 @@ def env_command(as_json: bool) -> None:
         "driver",
         "nvml_error",
     ):
-        click.echo(f"{key:<18}{'' if record[key] is None else record[key]}")
+        click.echo(f"{key:<20}{'' if record[key] is None else record[key]}")
     for key, value in (state or {}).items():
-        click.echo(f"gpu.{key:<14}{value}")
+        click.echo(f"gpu.{key:<16}{value}")
 
 
 @click.command("suites")
@@ -223,7 +243,8 @@ def sample_command(
     from ..measuring.planning import RunSettings, chosen_variants
     from ..measuring.runner import run
 
-    subject = load_kernels(project_config(project), kernels)
+    config = project_config(project)
+    subject = load_kernels(config, kernels)
     kernel = kernel or own_implementation(subject)
     if kernel not in subject.implementations:
         raise click.BadParameter(
@@ -235,6 +256,7 @@ def sample_command(
     if len({values for _, values in settings.variants if len(values) > 1}):
         raise click.BadParameter("one value per parameter: sample times one benchmark", param_hint="--variant")
     result = run(subject, [replace(suite, cases=(case,), implementations=(kernel,))], settings)
+    warn_of_triton_pin(config.triton_commit, result.environment)
     for failure in result.failures:
         raise WrongResult(f"{failure.kernel} on {failure.case}: {failure.reason}")
     for value in result.benchmarks[0].samples_ms:

@@ -25,6 +25,7 @@ from .context import (
     project_option,
     project_policy,
     thresholds_option,
+    warn_of_triton_pin,
 )
 
 if TYPE_CHECKING:
@@ -149,6 +150,7 @@ def selftest_command(
     config = project_config(project)
     policy = project_policy(config, thresholds_path)
     subject = load_kernels(config, None)
+    warn_of_triton_pin(config.triton_commit)
     case, kernel = one_benchmark(subject, family, suite_name, case_name, kernel)
     if max_samples < samples:
         raise click.BadParameter(f"must be at least --samples ({samples})", param_hint="--max-samples")

@@ -237,6 +237,9 @@ def _notes(report: Report) -> list[str]:
         ("current", report.current_environment),
     )
     for side, environment in sides:
+        pin_note = _pin_note(side, environment)
+        if pin_note:
+            notes.append(pin_note)
         if environment.clock_drift:
             notes.append(f"{side} run: clocks drifted — {environment.clock_drift}")
         if environment.throttled_rounds:
@@ -246,6 +249,18 @@ def _notes(report: Report) -> list[str]:
                 "the results"
             )
     return notes
+
+
+def _pin_note(side: str, environment: EnvironmentRecord) -> str | None:
+    """What a side's results say of its Triton against the pin it was measured under
+    (measuring/triton_pin.py); None where it held, or where the file predates the check."""
+    pin = environment.triton_pin
+    if pin is None or environment.triton_pin_matches:
+        return None
+    triton = f"Triton {environment.triton or 'of unknown version'} (commit {environment.triton_commit or 'unknown'})"
+    if environment.triton_pin_matches is False:
+        return f"{side} run: measured with {triton}, not the pinned {pin[:12]}; its times may not compare"
+    return f"{side} run: measured with {triton}; whether it is the pinned {pin[:12]} cannot be told"
 
 
 def label(benchmark: Identity) -> str:

@@ -32,6 +32,7 @@ from ..loading.package import Loaded
 from ..loading.subject import Suite
 from ..loading.suites import restrict
 from ..measuring.sequential import PolicyRules, Stopping, first_look
+from ..measuring.triton_pin import with_pin
 from ..records import store as baseline_store
 from ..records.run import Results
 from .ab_sides import Choose, Prepared, Revisions, prepared
@@ -116,7 +117,9 @@ def run(
                 else:
                     sides = WorkerSides(started, drawn) if started else LocalSides(loaded, drawn)
                     measured = measure_sides(sides, Measurement(chosen, drawn, stopping, extra), advance)
-            return measured["base"], measured["head"]
+            # Each side's Triton against its own revision's pin.
+            base, head = (_pinned(measured[side], ready.pins[side]) for side in ("base", "head"))
+            return base, head
 
         base, head = measure(ready.suites, "", ready.settings, ready.subjects)
         on_measured(base, head)
@@ -147,6 +150,10 @@ def run(
     if request.trend_store is not None:
         report = dataclasses.replace(report, trend=trend(request.trend_store, head, policy))
     return Outcome(base, head, report)
+
+
+def _pinned(results: Results, pin: str) -> Results:
+    return dataclasses.replace(results, environment=with_pin(results.environment, pin))
 
 
 def _recorded_revisions(ready: Prepared) -> dict[str, Any]:

@@ -13,9 +13,7 @@ import triton
 
 from .. import __version__
 from ..records.run import Environment, GpuState, GpuStates
-
-# Release wheels carry no commit in their version; these are the commits their tags point to.
-RELEASE_COMMITS = {"3.6.0": "7c56a5e40f7fd928dfd5c72902d5def0097db73a"}
+from .triton_pin import RELEASE_COMMITS
 
 # NVML's clocks-event ("throttle") reason bits, from nvml.h.
 _CLOCK_EVENT_REASONS = {

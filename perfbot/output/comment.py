@@ -65,7 +65,7 @@ def post_report(request: CommentRequest, say: Callable[[str], None]) -> Commente
 
     repo, pr, sha = request.repo, request.pr, request.sha
     body, headline = _body(request)
-    client = GitHub.from_environment()
+    client = GitHub.from_environment(needed_by="perfbot comment")
     standing = client.check_head(repo, pr, sha) if sha is not None else None
     if sha is not None:
         body = _for_commit(body, sha)

@@ -23,13 +23,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import github3
-import github3.exceptions
-
 from ..errors import BadInput, EnvironmentFailure
 from .markdown import MARKER
+from .pull_head import DEFAULT_API_URL, split_repo
 
-DEFAULT_API_URL = "https://api.github.com"
+# The `github` extra: only the commands that post need it (docs/github.md, "Which extra each job installs").
+try:
+    import github3
+    import github3.exceptions
+
+    HAS_GITHUB3 = True
+except ModuleNotFoundError as missing:
+    if missing.name != "github3":
+        raise
+    HAS_GITHUB3 = False
 STATES = ("success", "failure", "error", "pending")
 # Who the workflow's own GITHUB_TOKEN posts as. That token may not read GET /user (403).
 ACTIONS_BOT = "github-actions[bot]"
@@ -72,7 +79,10 @@ class GitHub:
         backoff_s: float = 2.0,
         budget_s: float = 180.0,
         sleep: Callable[[float], None] = time.sleep,
+        needed_by: str = "perfbot",
     ):
+        if not HAS_GITHUB3:
+            raise EnvironmentFailure(f"{needed_by} needs github3.py: pip install 'perfbot[github]'")
         if not token:
             raise EnvironmentFailure("GITHUB_TOKEN is not set; the comment needs a token with pull-requests: write")
         self._token = token
@@ -292,10 +302,3 @@ def _rate_limit_wait(headers: Any) -> float | None:
 
 def _utc_now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%H:%M:%S UTC")
-
-
-def split_repo(repo: str) -> tuple[str, str]:
-    parts = repo.split("/")
-    if len(parts) != 2 or not all(parts) or any(c.isspace() for c in repo):
-        raise BadInput(f"--repo must be OWNER/NAME, got {repo!r}")
-    return parts[0], parts[1]

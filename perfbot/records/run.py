@@ -79,6 +79,11 @@ class Environment:
     triton: Text | None = None
     triton_commit: Text | None = None
     triton_path: Text | None = None  # where the imported Triton lives: tells two environments of one version apart
+    # The Triton the project pins ([tool.perfbot] triton-commit, or the side's own in an A/B) and
+    # whether the one measured with is it: None when that cannot be told, or in a file that predates
+    # the check (measuring/triton_pin.py).
+    triton_pin: Sha | None = None
+    triton_pin_matches: bool | None = None
     gpu_name: Name | None = None  # None without a CUDA GPU
     gpu_sm_count: Count | None = None
     gpu_memory_bytes: Count | None = None
