@@ -43,12 +43,15 @@ def test_run_without_a_gpu_exits_3_with_one_line(project: Path):
 
 @pytest.mark.skipif(HAS_GPU, reason="checks the machine without a GPU")
 def test_ab_without_a_gpu_names_itself_in_one_line(project: Path, tmp_path: Path):
+    from tests.test_runner_cpu import init_repo
+
+    init_repo(project)  # a real A/B of a repository, refused where it would first time a kernel
     result = invoke("ab", "HEAD", "--project", str(project), "--out-dir", str(tmp_path / "ab"))
     assert result.exit_code == 3
     assert result.output.strip().splitlines() == [
         "perfbot: error: no CUDA GPU is visible (torch.cuda.is_available() is False); perfbot ab needs one"
     ]
-    assert not (tmp_path / "ab").exists()
+    assert not any((tmp_path / "ab" / name).exists() for name in ("base.json", "head.json", "comment.md"))
 
 
 @pytest.mark.parametrize(
