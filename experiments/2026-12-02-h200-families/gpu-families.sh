@@ -16,9 +16,9 @@ for cmd in "perfbot suites" "perfbot check" "perfbot run --out $out/run.json" \
            "perfbot run --family rmsnorm --out $out/run-rmsnorm.json" \
            "perfbot ab HEAD --out-dir $out/aa"; do
   echo "\$ $cmd" >> "$out/families.txt"
-  start=$(date +%s.%N)
+  start=$SECONDS
   timeout 300 $cmd >> "$out/families.txt" 2>&1; rc=$?
-  echo "exit $rc, $(echo "$(date +%s.%N) - $start" | bc) s" >> "$out/families.txt"
+  echo "exit $rc, $((SECONDS - start)) s" >> "$out/families.txt"
 done
 cd "$tree"
 (timeout 260 python3 -m pytest -m gpu -q -p no:cacheprovider) > "$out/pytest-gpu.txt" 2>&1
