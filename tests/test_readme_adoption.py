@@ -79,8 +79,11 @@ def _readme_commands() -> list[str]:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
+    return existing_repository(tmp_path / "repo")
+
+
+def existing_repository(root: Path) -> Path:
     """An existing repository: src/mypkg/ops/geglu.py and rmsnorm.py, one commit, no perfbot."""
-    root = tmp_path / "repo"
     ops = root / "src" / "mypkg" / "ops"
     ops.mkdir(parents=True)
     (root / "pyproject.toml").write_text('[project]\nname = "mypkg"\nversion = "0.1"\n')

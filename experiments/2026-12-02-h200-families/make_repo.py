@@ -8,20 +8,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.test_init import SHA, _fill  # noqa: E402
-from tests.test_readme_adoption import FILLED, GEGLU, RMSNORM, SUITES, _readme_commands  # noqa: E402
+from tests.test_readme_adoption import FILLED, SUITES, _readme_commands, existing_repository  # noqa: E402
 
-root = Path(sys.argv[1])
-ops = root / "src" / "mypkg" / "ops"
-ops.mkdir(parents=True)
-(root / "pyproject.toml").write_text('[project]\nname = "mypkg"\nversion = "0.1"\n')
-(root / "src" / "mypkg" / "__init__.py").write_text("")
-(ops / "__init__.py").write_text("")
-(ops / "geglu.py").write_text(GEGLU)
-(ops / "rmsnorm.py").write_text(RMSNORM)
+root = existing_repository(Path(sys.argv[1]))
 git = ["git", "-c", "user.name=perfbot", "-c", "user.email=perfbot@localhost"]
-subprocess.run([*git, "init", "-q", "-b", "main"], cwd=root, check=True)
-subprocess.run([*git, "add", "-A"], cwd=root, check=True)
-subprocess.run([*git, "commit", "-qm", "kernels"], cwd=root, check=True)
 for line in _readme_commands():
     if line.startswith("#"):
         for family in ("geglu", "rmsnorm"):
