@@ -1,0 +1,21 @@
+"""scripts/paired_ratios.py reproduces the paired ratios docs/kernel.md quotes, from the committed
+results files."""
+
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+RESULTS = ROOT / "experiments" / "2026-11-30-h200-kernel-results"
+
+
+def test_the_script_reproduces_the_committed_paired_ratios():
+    files = [str(RESULTS / f"{name}.json") for name in ("a100", "models", "decode")]
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "paired_ratios.py"), *files],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    assert done.stdout == (RESULTS / "paired-ratios.txt").read_text()
