@@ -125,7 +125,7 @@ def test_cli_bad_levels_and_no_gpu(project):
     if not HAS_GPU:
         result = CliRunner().invoke(perfbot, ["selftest", "--project", str(project), "--checks", "5"])
         assert result.exit_code == 3 and "no CUDA GPU" in result.output
-        assert "this command needs one" in result.stderr and "perfbot run" not in result.stderr
+        assert "perfbot selftest needs one" in result.stderr and "perfbot run" not in result.stderr
 
 
 def _measure_with_fake_gpu(monkeypatch, kernel_ms, levels, checks, noise=0.0, placement=0.0):
