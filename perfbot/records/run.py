@@ -9,6 +9,7 @@ strict types within schema.py's limits, and unknown fields skipped.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from statistics import median
 from typing import Annotated, Any, Final
@@ -156,6 +157,14 @@ class Settings:
     sources: Sources = field(default_factory=dict)
 
 
+# What names one benchmark within a run: its implementation, variant, shape and dtype.
+Key = tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, int], ...], str]
+
+
+def benchmark_key(kernel: str, variant: Mapping[str, str], shape: Mapping[str, int], dtype: str) -> Key:
+    return (kernel, tuple(sorted(variant.items())), tuple(sorted(shape.items())), dtype)
+
+
 @with_config(_RECORD)
 @dataclass(frozen=True)
 class Benchmark:
@@ -178,8 +187,8 @@ class Benchmark:
     gpu: Text | None = None  # "INDEX: MODEL" of the GPU that measured it, in a run sharded across GPUs
 
     @property
-    def key(self) -> tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, int], ...], str]:
-        return (self.kernel, tuple(sorted(self.variant.items())), tuple(sorted(self.shape.items())), self.dtype)
+    def key(self) -> Key:
+        return benchmark_key(self.kernel, self.variant, self.shape, self.dtype)
 
     @property
     def name(self) -> str:
@@ -214,9 +223,9 @@ class Failure:
     error_bound: NonNegative | None = None
 
     @property
-    def key(self) -> tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, int], ...], str]:
+    def key(self) -> Key:
         """As Benchmark.key: the benchmark that failed."""
-        return (self.kernel, tuple(sorted(self.variant.items())), tuple(sorted(self.shape.items())), self.dtype)
+        return benchmark_key(self.kernel, self.variant, self.shape, self.dtype)
 
     @property
     def name(self) -> str:
