@@ -220,6 +220,13 @@ def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET") == "1"
 
 
+def _compiling_only() -> bool:
+    """Whether Triton compiles for a GPU that is not here (`perfbot explain` on a machine without
+    one, perfbot/compiling/offline.py): tensors stay on the CPU, nothing is launched, and Triton's
+    driver names the GPU. Asked without creating a driver, which would need CUDA."""
+    return bool(getattr(getattr(triton.runtime.driver, "_active", None), "compile_only", False))
+
+
 def _check_inputs(x: torch.Tensor, weight: torch.Tensor, approximate: str) -> None:
     if not isinstance(x, torch.Tensor) or not isinstance(weight, torch.Tensor):
         raise ValueError(f"geglu: x and weight must be tensors, got {type(x).__name__} and {type(weight).__name__}")
@@ -241,7 +248,7 @@ def _check_inputs(x: torch.Tensor, weight: torch.Tensor, approximate: str) -> No
         )
     if x.device != weight.device:
         raise ValueError(f"geglu: x is on {x.device} but weight is on {weight.device}")
-    if x.device.type != "cuda" and not _interpreting():
+    if x.device.type != "cuda" and not _interpreting() and not _compiling_only():
         raise ValueError(f"geglu: tensors must be on a CUDA device (or run with TRITON_INTERPRET=1), got {x.device}")
 
 
@@ -275,7 +282,12 @@ def _aligned_rows(x2d: torch.Tensor) -> torch.Tensor:
 
 
 def _device_info(device: torch.device) -> tuple[str, int, bool]:
-    """(GPU name, SM count, has TMA); the interpreter counts as an unknown GPU without TMA."""
+    """(GPU name, SM count, has TMA); the interpreter counts as an unknown GPU without TMA, and a
+    GPU compiled for without one (_compiling_only) is the one Triton's driver names."""
+    if device.type != "cuda" and _compiling_only():
+        driver = triton.runtime.driver.active
+        props = driver.utils.get_device_properties(0)
+        return props["name"], props["multiprocessor_count"], driver.get_current_target().arch >= 90
     if device.type != "cuda":
         return "interpreter", 4, False
     props = torch.cuda.get_device_properties(device)

@@ -48,7 +48,7 @@ def test_round_trip(tmp_path: Path):
     assert loaded.failures[0].relative_error is None  # NaN is written as null
     assert loaded.benchmarks[0].median_ms == 1.0
     data = json.loads(path.read_text())
-    assert data["format"] == 2 and loaded.environment == sample_results().environment
+    assert data["format"] == 3 and loaded.environment == sample_results().environment
     assert loaded.settings == sample_results().settings  # the sources too
     assert set(data["benchmarks"][0]) >= {"kernel", "variant", "shape", "dtype", "samples_ms"}
 

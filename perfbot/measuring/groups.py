@@ -12,9 +12,11 @@ from typing import Any
 
 import torch
 
+from ..compiling import artifacts, launches
 from ..errors import BadInput, EnvironmentFailure
 from ..loading import guard
 from ..loading.subject import Subject
+from ..records.compiled import Compiled
 from ..records.run import Benchmark, Failure, variant_name
 from ..records.schema import clean, shown
 from . import correctness, measure
@@ -28,6 +30,7 @@ class _Ready:
     expected: Any
     check: correctness.Check
     config: dict[str, Any] | None
+    compiled: Compiled | None = None  # the Triton kernels its checked call launched
 
 
 def describe(subject: Subject) -> dict[str, Any]:
@@ -42,11 +45,17 @@ def describe(subject: Subject) -> dict[str, Any]:
 
 
 def check_group(
-    group: list[Planned], generator: torch.Generator, subject: Subject, limit: float | None = None
+    group: list[Planned],
+    generator: torch.Generator,
+    subject: Subject,
+    limit: float | None = None,
+    keep_sass: bool = False,
 ) -> tuple[list[_Ready], list[tuple[str, Failure]]]:
     """Run every planned implementation of one case once, on fresh inputs, and compare its output
     with the trusted result: the ones that are right, and a failure for each that is not (or raised).
-    Each call into the subject's code may take `limit` seconds at most, if given (guard.py)."""
+    On a GPU, the Triton kernels each one launched are recorded with it (compiling/), with their
+    SASS if `keep_sass`. Each call into the subject's code may take `limit` seconds at most, if
+    given (guard.py)."""
     case = group[0].case
     label = f"case {case.suite}/{case.name}"
     made = _subjects_own(f"inputs({label})", subject, functools.partial(subject.inputs, case, generator), limit)
@@ -72,7 +81,8 @@ def check_group(
         name = f"subject {subject.name!r}: implementation {variant_name(planned.kernel, planned.variant)!r} ({label})"
         call = guard.guarded(name, impl.fn, *inputs, **values)
         try:
-            output = guard.call(name, functools.partial(_synchronized, call, generator.device.type), limit)
+            with launches.recording() as launched:
+                output = guard.call(name, functools.partial(_synchronized, call, generator.device.type), limit)
         except guard.Refused:
             raise
         except Exception as error:  # noqa: BLE001 -- any failure of the subject is reported, never timed
@@ -109,7 +119,9 @@ def check_group(
                 )
             )
             continue
-        ready.append(_Ready(planned, call, references[key], check, config))
+        # The interpreter compiles nothing: only a GPU run has machine code to record.
+        compiled = artifacts.compiled(launched, keep_sass) if generator.device.type == "cuda" else None
+        ready.append(_Ready(planned, call, references[key], check, config, compiled))
     return ready, failures
 
 
@@ -219,6 +231,7 @@ def finish_group(
                     relative_error=r.check.relative_error,
                     error_bound=r.check.bound,
                     config=r.config,
+                    compiled=r.compiled,
                     # A pair decided early stopped before the case's last rounds.
                     throttled_samples=[i for i in throttled if i < len(samples[r.planned.key])],
                 ),

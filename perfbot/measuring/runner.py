@@ -229,7 +229,9 @@ class LocalSides:
         sides = self.placement.sample(list(self.subjects), len(self.subjects))
         checked = sorted(group, key=lambda planned: sides.index(planned.side))
         before = set(sys.modules)
-        self.ready, failed = check_group(checked, self.generator, self.subjects[group[0].side].subject)
+        self.ready, failed = check_group(
+            checked, self.generator, self.subjects[group[0].side].subject, keep_sass=self.settings.keep_sass
+        )
         if len(self.subjects) > 1:
             _refuse_late_imports(set(sys.modules) - before, self.subjects)
         # Found once the check has run: a subject may import a module of kernels at its first call.

@@ -1,7 +1,7 @@
 """The results file: a run's records (run.py) as JSON, written atomically and read back
 validated, from any format this perfbot reads.
 
-Format versions (both are read; perfbot writes the newest):
+Format versions (all are read; perfbot writes the newest):
   1 -- {"format": 1, "created", "environment", "settings", "benchmarks": [...], "failures": [...]}.
        A benchmark is identified by (kernel, shape, dtype); a variant is written into the kernel's
        name ("kernel[value]"), with each variant parameter also a field of the record.
@@ -9,6 +9,8 @@ Format versions (both are read; perfbot writes the newest):
        benchmark's variant a field of its own: {"kernel": "mine", "variant": {"mode": "fast"}},
        holding the parameters set away from their defaults ({} for none). A benchmark is
        identified by (kernel, variant, shape, dtype). Format 1 is read into the same records.
+  3 -- format 2 with each benchmark's `compiled` (records/compiled.py): the Triton kernels its
+       checked call launched, their resources, digests and SASS counts, or null.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from ..files import check_output, write_atomic
 from .run import Benchmark, Environment, Failure, Results, Settings
 from .schema import MAX_ITEMS, MAX_JSON_BYTES, bad_input, read_limited, shown
 
-READS = (1, 2)  # the formats this perfbot reads; it writes run.FORMAT
+READS = (1, 2, 3)  # the formats this perfbot reads; it writes run.FORMAT
 
 
 def _iso_or_empty(text: str) -> str:
@@ -57,9 +59,9 @@ def to_text(results: Results) -> str:
 @with_config(ConfigDict(strict=True))
 @dataclass(frozen=True)
 class _File:
-    """The file as written: format 2."""
+    """The file as written: format 2, or 3 (the same with compiled kernels)."""
 
-    format: Literal[2]
+    format: Literal[2, 3]
     environment: Environment
     benchmarks: Annotated[list[Benchmark], Field(max_length=MAX_ITEMS)]
     settings: Settings = field(default_factory=Settings)

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Final
 
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, with_config
 
+from .compiled import Compiled
 from .schema import (
     MAX_ITEMS,
     MAX_NAME,
@@ -31,7 +32,7 @@ from .schema import (
     _printable,
 )
 
-FORMAT: Final = 2  # the results format `Results.to_json` writes; results.py lists every format
+FORMAT: Final = 3  # the results format `Results.to_json` writes; results.py lists every format
 _RECORD = ConfigDict(strict=True, extra="ignore")  # a newer perfbot may add fields: they are skipped
 
 # A label that may be empty (a benchmark outside any suite has suite "").
@@ -185,6 +186,9 @@ class Benchmark:
         field(default_factory=list)
     )
     gpu: Text | None = None  # "INDEX: MODEL" of the GPU that measured it, in a run sharded across GPUs
+    # The Triton kernels its checked call launched, as compiled (compiled.py); None where nothing
+    # was compiled (the interpreter) or in files written before perfbot recorded them.
+    compiled: Compiled | None = None
 
     @property
     def key(self) -> Key:

@@ -1,0 +1,83 @@
+"""Which Triton kernels a call launches, and on what grids: `launched(call)` runs the call and
+returns the compiled kernels with their launch counts, in the order they were first launched.
+
+Every launch of a compiled Triton kernel, through a JIT function, an autotuner, a Gluon kernel or
+`kernel[grid](...)` on a compiled one, asks its `CompiledKernel.launch_metadata(grid, stream,
+*args)` for what to hand the launch hooks. For the call's length that method is wrapped to note
+the kernel and grid first; what it returns is unchanged, so the launch is too. A Triton without
+that method launches unseen: the call runs and nothing is recorded (`Launched.unrecorded` says
+why). The kernels a subject launches some other way (a vendor library, a CUDA extension) are not
+Triton's and are not recorded.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+Grid = tuple[int, int, int]
+_LOCK = threading.Lock()  # one recording at a time: the wrapped method is the class's
+
+
+@dataclass
+class Launched:
+    """What one call launched: (kernel, grid) -> launches, in first-launch order."""
+
+    kernels: dict[tuple[int, Grid], tuple[Any, int]] = field(default_factory=dict)
+    unrecorded: str | None = None
+
+    def note(self, kernel: Any, grid: Any) -> None:
+        shape = _grid(grid)
+        key = (id(kernel), shape)
+        seen, count = self.kernels.get(key, (kernel, 0))
+        self.kernels[key] = (seen, count + 1)
+
+    def each(self) -> list[tuple[Any, Grid, int]]:
+        return [(kernel, shape, count) for (_, shape), (kernel, count) in self.kernels.items()]
+
+
+@contextmanager
+def recording() -> Iterator[Launched]:
+    """Note every Triton kernel launched inside the `with` block."""
+    launched = Launched()
+    try:
+        from triton.compiler.compiler import CompiledKernel
+    except ImportError:
+        launched.unrecorded = "Triton is not importable"
+        yield launched
+        return
+    original = getattr(CompiledKernel, "launch_metadata", None)
+    if not callable(original):
+        launched.unrecorded = "this Triton's CompiledKernel has no launch_metadata to see launches through"
+        yield launched
+        return
+
+    def noting(self: Any, grid: Any, *args: Any, **kwargs: Any) -> Any:
+        launched.note(self, grid)
+        return original(self, grid, *args, **kwargs)
+
+    with _LOCK:
+        CompiledKernel.launch_metadata = noting
+        try:
+            yield launched
+        finally:
+            CompiledKernel.launch_metadata = original
+
+
+def launched(call: Callable[[], Any]) -> tuple[Any, Launched]:
+    """The call's result, and what it launched."""
+    with recording() as seen:
+        result = call()
+    return result, seen
+
+
+def _grid(grid: Any) -> Grid:
+    """A launch's grid as three integers (Triton's launchers take one to three)."""
+    try:
+        values = [int(g) for g in tuple(grid)[:3]]
+    except (TypeError, ValueError):
+        return (0, 0, 0)
+    return (*values, *([1] * (3 - len(values))))  # type: ignore[return-value]
