@@ -44,6 +44,7 @@ from ..errors import BadInput
 from ..records.run import Benchmark, Environment, Failure, Merge, Results, same_gpu
 from ..records.schema import shown
 from . import stats
+from .compiled_change import CompiledChange, compiled_change
 from .thresholds import Policy, Rule
 
 Verdict = Literal["regression", "improvement", "unchanged", "inconclusive"]
@@ -79,6 +80,7 @@ class Comparison:
     # The fastest baseline on the case and how many times faster than it this benchmark is.
     fastest_baseline: tuple[str, float] | None = None
     config_change: str | None = None  # "BLOCK_N 128 -> 64": a likely cause of any change
+    compiled_change: CompiledChange | None = None  # its Triton kernels' compiled code, where it differs
 
     @property
     def change_percent(self) -> float:
@@ -180,6 +182,7 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
                     rule=rule,
                     fastest_baseline=current.fastest_baseline(cur),
                     config_change=_config_change(base, cur),
+                    compiled_change=compiled_change(base.compiled, cur.compiled),
                 )
             )
             continue
@@ -199,6 +202,7 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
             q_value=q,
             fastest_baseline=current.fastest_baseline(cur),
             config_change=_config_change(base, cur),
+            compiled_change=compiled_change(base.compiled, cur.compiled),
         )
         if decided.fails and not _judged(current, cur):
             decided = dataclasses.replace(

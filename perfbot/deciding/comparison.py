@@ -19,7 +19,9 @@ Format versions:
        Later, within format 3: each Row's "samples" (rounds or samples per side it was judged on);
        "declaration_changes" ([str]) and "missing" ([Failed]: benchmarks the base's subject
        plans that the head cannot run, failing);
-       "merge" (null, or the base's tip, the head and the merge commit of `perfbot ab --merge`).
+       "merge" (null, or the base's tip, the head and the merge commit of `perfbot ab --merge`);
+       each Row's "compiled_change" (null, or deciding/compiled_change.py's CompiledChange: what
+       differs in its Triton kernels' compiled code).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ..records.run import Benchmark, Failure, Label, Merge, Shape, Variant, vari
 from ..records.run import Environment as EnvironmentRecord
 from ..records.schema import MAX_ITEMS, MAX_JSON_BYTES, Finite, Name, Text, _bounded, load_json
 from .compare import VERDICTS, Comparison, Report, Verdict, fails_check, verdict_count
+from .compiled_change import CompiledChange
 
 FORMAT: Final = 3
 # The environment fields a comparison shows side by side.
@@ -76,6 +79,7 @@ class Row:
     p_value: Finite | None = None
     q_value: Finite | None = None
     config_change: Text | None = None
+    compiled_change: CompiledChange | None = None  # what differs in its Triton kernels' compiled code
     tflops: Finite | None = None
     gbps: Finite | None = None  # shown where there are no flops (a memory-bound subject)
     fastest_baseline: Name | None = None  # the fastest baseline on the case (rows of the subject's own)
@@ -205,6 +209,7 @@ def _row(c: Comparison) -> Row:
         p_value=c.p_value,
         q_value=c.q_value,
         config_change=c.config_change,
+        compiled_change=c.compiled_change,
         tflops=c.current.tflops if c.current.flops else None,
         gbps=c.current.gbps if c.current.bytes else None,
         fastest_baseline=c.fastest_baseline[0] if c.fastest_baseline else None,
