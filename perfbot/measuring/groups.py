@@ -81,8 +81,7 @@ def check_group(
         name = f"subject {subject.name!r}: implementation {variant_name(planned.kernel, planned.variant)!r} ({label})"
         call = guard.guarded(name, impl.fn, *inputs, **values)
         try:
-            with launches.recording() as launched:
-                output = guard.call(name, functools.partial(_synchronized, call, generator.device.type), limit)
+            output = guard.call(name, functools.partial(_synchronized, call, generator.device.type), limit)
         except guard.Refused:
             raise
         except Exception as error:  # noqa: BLE001 -- any failure of the subject is reported, never timed
@@ -119,10 +118,30 @@ def check_group(
                 )
             )
             continue
-        # The interpreter compiles nothing: only a GPU run has machine code to record.
-        compiled = artifacts.compiled(launched, keep_sass) if generator.device.type == "cuda" else None
+        try:
+            compiled = _compiled(name, call, generator.device.type, limit, keep_sass)
+        except guard.Refused:
+            raise
+        except Exception as error:  # noqa: BLE001 -- its second call failed where its first did not
+            failures.append(
+                (
+                    planned.side,
+                    _failure(planned, f"raised on its second call {type(error).__name__}: {_first_line(error, limit)}"),
+                )
+            )
+            continue
         ready.append(_Ready(planned, call, references[key], check, config, compiled))
     return ready, failures
+
+
+def _compiled(name: str, call: Callable[[], Any], device: str, limit: float | None, keep_sass: bool) -> Compiled | None:
+    """The Triton kernels a checked implementation launches, seen on a second call: its first may
+    autotune, launching candidates it then drops. None off a GPU: the interpreter compiles nothing."""
+    if device != "cuda":
+        return None
+    with launches.recording() as launched:
+        guard.call(name, functools.partial(_synchronized, call, device), limit)
+    return artifacts.compiled(launched, keep_sass)
 
 
 def _trusted(reference: Callable[..., Any], inputs: tuple[Any, ...], values: dict[str, Any]) -> tuple[Any, str | None]:
