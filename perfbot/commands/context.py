@@ -135,6 +135,12 @@ _TIMING_OPTIONS = (
         help="Untimed calls per implementation before capture (compiles and autotunes).",
     ),
 )
+_KEEP_SASS_OPTION = click.option(
+    "--keep-sass",
+    is_flag=True,
+    help="Keep each Triton kernel's full SASS in the results (docs/files.md gives the size limits); "
+    "by default only its counts by instruction class are kept.",
+)
 _SEED_OPTION = click.option(
     "--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True, help="Seed of the random inputs."
 )
@@ -204,6 +210,7 @@ class Measuring:
     seed: int
     gpu_count: int | None
     mixed_gpus: bool
+    keep_sass: bool
 
     def suites(self, subject: Loaded, every_suite: bool = False) -> list[Suite]:
         """The suites chosen of the subject's (`chosen`)."""
@@ -211,7 +218,14 @@ class Measuring:
 
     def settings(self, subject: Loaded) -> RunSettings:
         return run_settings(
-            subject, self.samples, self.warmup, self.seed, self.variants, self.kernel_names, self.skipped_kernels
+            subject,
+            self.samples,
+            self.warmup,
+            self.seed,
+            self.variants,
+            self.kernel_names,
+            self.skipped_kernels,
+            self.keep_sass,
         )
 
     def gpus(self) -> list[Any]:
@@ -228,7 +242,7 @@ def measure_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The options that choose what `run` and `ab` measure, how many samples, and on which GPUs,
     given to the command as one `measuring: Measuring`."""
     gathered = given_as(Measuring, "measuring")(command)
-    return _apply(gathered, (*_CHOICE_OPTIONS, *_TIMING_OPTIONS, _SEED_OPTION, *_GPU_OPTIONS))
+    return _apply(gathered, (*_CHOICE_OPTIONS, *_TIMING_OPTIONS, _SEED_OPTION, *_GPU_OPTIONS, _KEEP_SASS_OPTION))
 
 
 def gpu_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -396,6 +410,7 @@ def run_settings(
     variants: tuple[str, ...],
     kernel_names: tuple[str, ...],
     skipped_kernels: tuple[str, ...] = (),
+    keep_sass: bool = False,
 ) -> RunSettings:
     from ..measuring.planning import RunSettings, chosen_variants
 
@@ -406,6 +421,7 @@ def run_settings(
         variants=chosen_variants(subject.subject, variants),
         kernels=chosen_implementations(subject, kernel_names),
         skipped=chosen_implementations(subject, skipped_kernels),
+        keep_sass=keep_sass,
     )
 
 

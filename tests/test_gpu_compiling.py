@@ -1,0 +1,92 @@
+"""The compiled-kernel records on the GPU: what perfbot reads from the cubin against what the CUDA
+driver says of the loaded kernel (registers, local memory, occupancy), on both paths of this
+repository's kernel, its three dtypes and its decode and prefill plans; and `perfbot run`
+writing them into the results."""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from kernels import geglu
+from perfbot.cli import perfbot
+from perfbot.compiling import artifacts, launches
+from perfbot.records import results
+
+pytestmark = pytest.mark.gpu
+
+SHAPES = {
+    "decode": (16, 3072, 24576),
+    "prefill": (777, 2304, 9216),
+    "small": (1024, 1024, 4096),
+}
+
+
+def _driver_occupancy(kernel) -> int:
+    """cuOccupancyMaxActiveBlocksPerMultiprocessor for the loaded kernel."""
+    cuda = ctypes.CDLL("libcuda.so.1")
+    blocks = ctypes.c_int()
+    status = cuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        ctypes.byref(blocks),
+        ctypes.c_void_p(kernel.function),
+        ctypes.c_int(kernel.metadata.num_warps * 32),
+        ctypes.c_size_t(kernel.metadata.shared),
+    )
+    assert status == 0, f"cuOccupancyMaxActiveBlocksPerMultiprocessor: CUresult {status}"
+    return blocks.value
+
+
+@pytest.mark.parametrize("path", ["tma", "pointer"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("plan", list(SHAPES))
+def test_recorded_resources_are_the_drivers(path: str, dtype: torch.dtype, plan: str):
+    if path == "tma" and dtype == torch.float32:
+        pytest.skip("the TMA path takes 16-bit inputs")
+    M, K, N = SHAPES[plan]
+    x = torch.randn(M, K, device="cuda", dtype=dtype)
+    weight = torch.randn(2 * N, K, device="cuda", dtype=dtype) / K**0.5
+    geglu.geglu(x, weight, path=path)  # compiled (and autotuned, where untuned) before it is seen
+    with launches.recording() as seen:
+        geglu.geglu(x, weight, path=path)
+    torch.cuda.synchronize()
+    compiled = artifacts.compiled(seen)
+    assert compiled.unrecorded is None and len(compiled.kernels) == 1
+    record = compiled.kernels[0]
+    kernel, grid, count = seen.each()[0]
+    assert record.name == f"_geglu_{path}_kernel" and count == 1 and record.grid == list(grid)
+    assert record.registers == kernel.n_regs
+    assert (record.spill_store_bytes > 0) == (kernel.n_spills > 0)  # the driver's local memory a thread
+    assert record.dynamic_shared_bytes == kernel.metadata.shared
+    assert record.occupancy is not None and record.occupancy.blocks_per_sm == _driver_occupancy(kernel)
+    assert record.specialization["BLOCK_K"] == geglu.launch_plan(x, weight, path)["BLOCK_K"]
+    assert record.instructions["tma"] > 0 if path == "tma" else record.instructions["tma"] == 0
+    if dtype != torch.float32:
+        assert record.instructions["mma"] > 0
+
+
+TINY = """
+tiny:
+  about: one decode case
+  dtype: bfloat16
+  implementations: [fused, fused-pointer, eager]
+  cases:
+    - {name: m16, M: 16, K: 3072, N: 24576}
+"""
+
+
+def test_run_writes_the_compiled_kernels_of_each_benchmark(project: Path, tmp_path: Path):
+    (project / "kernels" / "suites.yaml").write_text(TINY)
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(
+        perfbot, ["run", "--project", str(project), "--suite", "tiny", "--samples", "10", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    by_kernel = {b.kernel: b.compiled for b in results.load(out).benchmarks}
+    assert [k.name for k in by_kernel["fused"].kernels] == ["_geglu_tma_kernel"]
+    assert [k.name for k in by_kernel["fused-pointer"].kernels] == ["_geglu_pointer_kernel"]
+    assert by_kernel["eager"] is not None and by_kernel["eager"].kernels == []  # no Triton kernel
+    assert all(k.sass is None for k in by_kernel["fused"].kernels)  # kept only on request
