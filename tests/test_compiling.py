@@ -65,6 +65,7 @@ PROBE = textwrap.dedent(
             k.scale[(8, 2)](x, out, 4095, BLOCK=512)
             k.square_matmul[(1,)](a, a, a, BLOCK=128, num_warps=4, maxnreg=int(sys.argv[1]))
     compiled = artifacts.compiled(seen, keep_sass=True)
+    assert artifacts.compiled_later(seen, keep_sass=True).result() == compiled  # read on another thread
     matmul = next(kernel for kernel, _, _ in seen.each() if kernel.name == "square_matmul")
     open(sys.argv[2] + "/matmul.cubin", "wb").write(matmul.asm["cubin"])
     open(sys.argv[2] + "/matmul.ptx", "w").write(matmul.asm["ptx"])

@@ -5,13 +5,17 @@ target without one (offline.py): everything is read from the compiler's output.
 
 Reading a cubin runs cuobjdump (about half a second for a large kernel), so what is read of one
 is kept for the process, by the cubin's digest: the two sides of an A/A, and each case a kernel
-serves, read it once.
+serves, read it once. And it is read beside the timing (`compiled_later`, a few threads): a
+full-width check compiles some 34 kernels, whose reading in line would add a tenth to its time
+(docs/method.md, "What recording costs").
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ..errors import EnvironmentFailure
@@ -22,6 +26,9 @@ from .launches import Launched
 from .occupancy import occupancy
 
 _read: dict[str, sass.Disassembly] = {}
+_reading: dict[str, threading.Lock] = {}  # one reader a cubin; the others wait for its result
+_readers_lock = threading.Lock()
+_READERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="perfbot-compiled")
 
 
 def record(kernel: Any, grid: tuple[int, int, int], launches: int = 1, keep_sass: bool = False) -> CompiledKernel:
@@ -94,8 +101,11 @@ def _argument(names: list[str], path: Any) -> str | None:
 
 
 def _disassembly(digest: str, cubin: bytes) -> sass.Disassembly:
-    if digest not in _read:
-        _read[digest] = sass.disassemble(cubin)
+    with _readers_lock:
+        gate = _reading.setdefault(digest, threading.Lock())
+    with gate:
+        if digest not in _read:
+            _read[digest] = sass.disassemble(cubin)
     return _read[digest]
 
 
@@ -118,6 +128,11 @@ def _name(text: str) -> str:
 
 def _value(value: Any) -> Any:
     return value[:MAX_TEXT] if isinstance(value, str) else value
+
+
+def compiled_later(launched: Launched, keep_sass: bool = False) -> Future[Compiled]:
+    """`compiled`, read on another thread while the caller goes on (to time the call)."""
+    return _READERS.submit(compiled, launched, keep_sass)
 
 
 def compiled(launched: Launched, keep_sass: bool = False) -> Compiled:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,7 @@ class _Ready:
     expected: Any
     check: correctness.Check
     config: dict[str, Any] | None
-    compiled: Compiled | None = None  # the Triton kernels its checked call launched
+    compiled: Future[Compiled] | None = None  # the Triton kernels its checked call launched, being read
 
 
 def describe(subject: Subject) -> dict[str, Any]:
@@ -134,14 +135,17 @@ def check_group(
     return ready, failures
 
 
-def _compiled(name: str, call: Callable[[], Any], device: str, limit: float | None, keep_sass: bool) -> Compiled | None:
-    """The Triton kernels a checked implementation launches, seen on a second call: its first may
-    autotune, launching candidates it then drops. None off a GPU: the interpreter compiles nothing."""
+def _compiled(
+    name: str, call: Callable[[], Any], device: str, limit: float | None, keep_sass: bool
+) -> Future[Compiled] | None:
+    """The Triton kernels a checked implementation launches, seen on a second call (its first may
+    autotune, launching candidates it then drops) and read while the case is timed. None off a
+    GPU: the interpreter compiles nothing."""
     if device != "cuda":
         return None
     with launches.recording() as launched:
         guard.call(name, functools.partial(_synchronized, call, device), limit)
-    return artifacts.compiled(launched, keep_sass)
+    return artifacts.compiled_later(launched, keep_sass)
 
 
 def _trusted(reference: Callable[..., Any], inputs: tuple[Any, ...], values: dict[str, Any]) -> tuple[Any, str | None]:
@@ -250,7 +254,7 @@ def finish_group(
                     relative_error=r.check.relative_error,
                     error_bound=r.check.bound,
                     config=r.config,
-                    compiled=r.compiled,
+                    compiled=None if r.compiled is None else r.compiled.result(),
                     # A pair decided early stopped before the case's last rounds.
                     throttled_samples=[i for i in throttled if i < len(samples[r.planned.key])],
                 ),
