@@ -95,7 +95,7 @@ def test_each_flagged_row_gets_a_section_below_the_table_and_no_other_row_does()
     assert "| \\_geglu\\_tma\\_kernel | registers | 62 | 45 |" in text
     assert "|  | spill stores (B) | 0 | 1080 |" in text
     assert "|  | occupancy | 1 blocks/SM (registers) | 1 blocks/SM (shared memory) |" in text
-    assert "| \\_align\\_rows\\_kernel | only the current side launched it | not launched | launched |" in text
+    assert "| \\_align\\_rows\\_kernel | launched by one side only | not launched | launched |" in text
     assert "Same machine code: the change is outside this kernel (launch, inputs, neighbours)." in text
     assert "Not known: the baseline recorded no compiled kernels" in text
     assert "mma instructions | 8 | 8" not in text  # equal on both sides of the maxnreg row: not shown
@@ -120,7 +120,10 @@ def test_names_from_the_record_are_escaped_and_cannot_forge_the_marker():
     )
     text = comment_markdown(summarize(compare(base, head, POLICY)))
     assert text.count(MARKER) == 1
-    assert "| evil\\|name &lt;\\!-- perfbot-report --&gt; @\u200dsomeone \\[x\\](y) | only the current side" in text
+    assert (
+        "| evil\\|name &lt;\\!-- perfbot-report --&gt; @\u200dsomeone \\[x\\](y) | launched by one side only "
+        "| not launched | launched |" in text
+    )
 
 
 def _crowded(summary: Summary, kernels: int = 20, differences: int = 60) -> Summary:

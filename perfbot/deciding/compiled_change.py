@@ -88,12 +88,15 @@ class CompiledChange:
     unknown: Text | None = None
 
 
-def compiled_change(baseline: Compiled | None, current: Compiled | None) -> CompiledChange | None:
+def compiled_change(
+    baseline: Compiled | None, current: Compiled | None, names: tuple[str, str] = ("baseline", "current")
+) -> CompiledChange | None:
     """The change between two benchmarks' compiled kernels; None where neither side recorded
-    any (an implementation that launches no Triton kernel, a run on the interpreter)."""
+    any (an implementation that launches no Triton kernel, a run on the interpreter). `names`
+    are the sides' as `unknown` says them (a bisect's: "the last good commit")."""
     if not _launched(baseline) and not _launched(current):
         return None
-    for side, compiled in (("baseline", baseline), ("current", current)):
+    for side, compiled in zip(names, (baseline, current), strict=True):
         if compiled is None:
             return CompiledChange(unknown=f"the {side} recorded no compiled kernels (an older perfbot, or no GPU)")
         if compiled.unrecorded:

@@ -24,6 +24,7 @@ FEW_ROWS_PER_KERNEL: Final = 8  # when the PR comment is near GitHub's limit
 SAME_MACHINE_CODE: Final = "same machine code: the change is outside this kernel (launch, inputs, neighbours)"
 
 Cells = tuple[str, str, str, str]
+SIDES: Final = ("baseline", "current")  # the two sides' columns, as a comparison names them
 
 
 def shown(value: Value) -> str:
@@ -48,8 +49,8 @@ def lines(change: CompiledChange) -> list[str]:
 
 def rows(change: CompiledChange, per_kernel: int | None = ROWS_PER_KERNEL) -> list[Cells]:
     """One row per difference, each kernel's first `per_kernel` (None: all) and then how many
-    more; a kernel only one side launched is one row saying which side. A kernel is named on its
-    first row only."""
+    more; a kernel only one side launched is one row, "launched" under that side. A kernel is
+    named on its first row only."""
     found: list[Cells] = []
     for kernel in change.kernels:
         first, *rest = _kernel_rows(kernel, per_kernel)
@@ -60,7 +61,7 @@ def rows(change: CompiledChange, per_kernel: int | None = ROWS_PER_KERNEL) -> li
 def _kernel_rows(kernel: KernelChange, per_kernel: int | None) -> list[Cells]:
     if kernel.only_on is not None:
         launched = ("not launched", "launched") if kernel.only_on == "current" else ("launched", "not launched")
-        return [(kernel.name, f"only the {kernel.only_on} side launched it", *launched)]
+        return [(kernel.name, "launched by one side only", *launched)]
     kept = kernel.differences if per_kernel is None else kernel.differences[:per_kernel]
     found: list[Cells] = [(kernel.name, d.what, shown(d.baseline), shown(d.current)) for d in kept]
     left = len(kernel.differences) - len(kept)
@@ -69,22 +70,28 @@ def _kernel_rows(kernel: KernelChange, per_kernel: int | None) -> list[Cells]:
     return found
 
 
-def compiled_markdown(change: CompiledChange, per_kernel: int | None = ROWS_PER_KERNEL) -> Markdown:
-    """The change as markdown: its sentences, then the table; every value escaped."""
-    return Markdown(
-        TEMPLATES.get_template("compiled.md.j2").render(lines=lines(change), rows=rows(change, per_kernel)).strip("\n")
-    )
+def compiled_markdown(
+    change: CompiledChange, per_kernel: int | None = ROWS_PER_KERNEL, sides: tuple[str, str] = SIDES
+) -> Markdown:
+    """The change as markdown: its sentences, then the table, its two sides' columns headed
+    `sides`; every value escaped."""
+    template = TEMPLATES.get_template("compiled.md.j2")
+    return Markdown(template.render(lines=lines(change), rows=rows(change, per_kernel), sides=sides).strip("\n"))
 
 
-def compiled_renderable(title: str, change: CompiledChange, per_kernel: int | None = ROWS_PER_KERNEL) -> RenderableType:
+def compiled_renderable(
+    title: str, change: CompiledChange, per_kernel: int | None = ROWS_PER_KERNEL, sides: tuple[str, str] = SIDES
+) -> RenderableType:
     """The change for the terminal, under `title` (plain text, escaped here)."""
     said = [Text(f"{title}: {line}") for line in lines(change)]
     found = rows(change, per_kernel)
     if not found:
         return Group(*said) if said else Text(title)
     table = Table(title=escape(title), title_justify="left")
-    for column in ("kernel", "what", "baseline", "current"):
-        table.add_column(column, justify="right" if column in ("baseline", "current") else "left")
+    for column in ("kernel", "what"):
+        table.add_column(column)
+    for side in sides:
+        table.add_column(escape(side), justify="right")
     for cells in found:
         table.add_row(*(escape(cell) for cell in cells))
     return Group(*said, table)
