@@ -5,8 +5,9 @@ measured is `Unusable`: skipped, never blamed.
 
 Beside its samples, a measure command may hand back the compiled kernels of the benchmark it
 timed (records/compiled.py), so that the report can say what changed in them: it writes the
-record as JSON to the file named by $PERFBOT_BISECT_COMPILED (`hand_back` does it for `perfbot
-sample`). Without one the bisect goes on as before; a file it cannot read is said in the report.
+record as JSON to the file named by $PERFBOT_BISECT_COMPILED (`hand_back` writes it: what
+`perfbot sample` calls with its benchmark's record). Without one the bisect goes on as before; a
+file it cannot read is said in the report.
 """
 
 from __future__ import annotations
