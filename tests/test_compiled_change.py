@@ -73,6 +73,10 @@ def test_kernels_pair_by_name_and_by_rank_among_their_launches():
     assert change is not None and not change.same_machine_code
     registers, cubin = Difference("registers", 160, 168), Difference("cubin", "761dea15944d", "111111111111")
     assert change.kernels == [KernelChange("_geglu_tma_kernel", [registers, cubin])]  # the second launch's
+    # A change in the first launch is the first's, not hidden by the second's.
+    first = compiled_change(compiled(LARGE_TUNED, second), compiled(other_cubin(LARGE_TUNED, "1"), second))
+    assert first is not None and not first.same_machine_code
+    assert [d.what for kernel in first.kernels for d in kernel.differences] == ["cubin"]
     # The order of launch alone differs: paired by name, nothing else.
     assert compiled_change(before, compiled(copy, LARGE_TUNED, second)) == CompiledChange(same_machine_code=True)
 
