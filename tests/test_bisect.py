@@ -24,6 +24,10 @@ speed, noise = map(float, pathlib.Path("speed.txt").read_text().split())
 rng = random.Random(os.environ["PERFBOT_BISECT_COMMIT"] + str(calls))
 for _ in range(15):
     print(f"{speed * (1 + noise * rng.gauss(0, 1)):.6f}")
+# The commit's compiled kernels, handed back as `perfbot sample` hands back its benchmark's.
+compiled, handed = pathlib.Path("compiled.json"), os.environ.get("PERFBOT_BISECT_COMPILED")
+if compiled.exists() and handed:
+    pathlib.Path(handed).write_text(compiled.read_text())
 """
 BUILD = """
 import os, pathlib, sys
@@ -48,9 +52,14 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def history(
-    tmp_path: Path, speeds: list[float], noise: float = 0.01, broken: tuple[int, ...] = ()
+    tmp_path: Path,
+    speeds: list[float],
+    noise: float = 0.01,
+    broken: tuple[int, ...] = (),
+    compiled: list[str] | None = None,
 ) -> tuple[Path, list[str]]:
-    """One commit per speed (ms); commits in `broken` do not build."""
+    """One commit per speed (ms); commits in `broken` do not build. `compiled[i]`, if given, is
+    the text commit i's measure command hands back as its compiled kernels."""
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q")
@@ -61,6 +70,8 @@ def history(
         (repo / "speed.txt").write_text(f"{speed} {noise}\n")
         (repo / "version.txt").write_text(f"{index}\n")  # every commit changes something
         (repo / "BROKEN").unlink(missing_ok=True)
+        if compiled is not None:
+            (repo / "compiled.json").write_text(compiled[index])
         if index in broken:
             (repo / "BROKEN").write_text("x")
         _git(repo, "add", "-A")

@@ -214,6 +214,29 @@ def test_no_culprit_says_why_and_still_opens_the_issue(fake, steps, tmp_path: Pa
     assert "the kernel does not compile" in stopped and "| commit |" not in stopped
 
 
+def test_the_issue_says_what_changed_in_the_compiled_code_at_the_culprit(fake, steps, tmp_path: Path):
+    """From the outcome file: the culprit's kernels against the last good commit's, each value
+    escaped (a kernel's name comes from the GPU runner); an outcome without any shows nothing."""
+    from perfbot.deciding.compiled_change import compiled_change
+    from tests import compiled_records as records
+
+    first, second = _records(steps)
+    before, after = (replace(k, name="k|<!-- x -->") for k in (records.DECODE_BLOCK_K_128, records.DECODE_BLOCK_K_64))
+    change = compiled_change(records.compiled(before), records.compiled(after))
+    outcome(tmp_path / "bisect", first, last_good=first.good.commit, earliest_bad="c" * 40, compiled_change=change)
+    outcome(tmp_path / "bisect", second)
+    result = open_issues(steps, tmp_path / "bisect")
+    assert result.exit_code == 0, result.output
+    shown, plain = (issue["body"] for issue in fake.issues[REPO])
+    assert (
+        f"### What changed in the compiled code\n\nFrom the last good commit `{first.good.commit[:12]}` to the first "
+        "bad one, `cccccccccccc`:\n\n| kernel | what | last good | first bad |" in shown
+    )
+    assert "| k\\|&lt;\\!-- x --&gt; | registers | 62 | 45 |" in shown and shown.count("<!-- ") == 1
+    assert shown.index("### What changed in the compiled code") < shown.index("### Reproduce")
+    assert "compiled code" not in plain
+
+
 def test_a_failing_step_no_runner_bisected_gets_its_issue_with_the_reason(fake, tmp_path: Path):
     steps = _store_steps(tmp_path, runner=False)
     result = open_issues(steps, tmp_path / "nothing-downloaded")

@@ -88,12 +88,15 @@ class CompiledChange:
     unknown: Text | None = None
 
 
-def compiled_change(baseline: Compiled | None, current: Compiled | None) -> CompiledChange | None:
+def compiled_change(
+    baseline: Compiled | None, current: Compiled | None, names: tuple[str, str] = ("baseline", "current")
+) -> CompiledChange | None:
     """The change between two benchmarks' compiled kernels; None where neither side recorded
-    any (an implementation that launches no Triton kernel, a run on the interpreter)."""
+    any (an implementation that launches no Triton kernel, a run on the interpreter). `names`
+    are the sides' as `unknown` says them (a bisect's: "the last good commit")."""
     if not _launched(baseline) and not _launched(current):
         return None
-    for side, compiled in (("baseline", baseline), ("current", current)):
+    for side, compiled in zip(names, (baseline, current), strict=True):
         if compiled is None:
             return CompiledChange(unknown=f"the {side} recorded no compiled kernels (an older perfbot, or no GPU)")
         if compiled.unrecorded:
@@ -126,7 +129,7 @@ def kernel_differences(before: CompiledKernel, after: CompiledKernel) -> list[Di
     for key in sorted(set(before.specialization) | set(after.specialization)):
         old, new = before.specialization.get(key), after.specialization.get(key)
         if old != new:
-            found.append(Difference(key[:200], _plain(old), _plain(new)))
+            found.append(Difference(key[:200], _plain(old, ", "), _plain(new, ", ")))
     for kind in sorted(set(before.instructions) | set(after.instructions), key=_instruction_order):
         old_count, new_count = before.instructions.get(kind), after.instructions.get(kind)
         if old_count != new_count:
@@ -164,12 +167,13 @@ def _instruction_order(kind: str) -> tuple[int, str]:
     return (INSTRUCTION_ORDER.index(kind) if kind in INSTRUCTION_ORDER else len(INSTRUCTION_ORDER), kind)
 
 
-def _plain(value: object) -> Value:
-    """A value as the comparison file holds it: occupancy and grids as short text."""
+def _plain(value: object, joiner: str = "×") -> Value:
+    """A value as the comparison file holds it: occupancy and grids ("132×1×1") as short text, and
+    a specialization's lists (its aligned arguments) joined by `joiner`."""
     if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, list):
-        return "×".join(str(v) for v in value)
+        return joiner.join(str(v) for v in value)[:2000]
     blocks = getattr(value, "blocks_per_sm", None)
     if blocks is not None:
         return f"{blocks} blocks/SM ({getattr(value, 'limited_by', '?')})"

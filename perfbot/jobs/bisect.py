@@ -8,6 +8,8 @@ is found), one significantly faster than bad is good. An ambiguous commit is mea
 commit between the two ends, or beyond either, is reported as evidence that the range is not
 monotonic.
 All samples and verdicts live in a state file, so an interrupted bisect resumes where it stopped.
+So do the compiled kernels a measure command hands back (bisect_probers.py), without their SASS:
+the outcome says what changed in them from the last good commit to the first bad one.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from typing import Annotated, Final, Literal
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
 
 from .. import git
+from ..deciding.compiled_change import CompiledChange, compiled_change
 from ..deciding.stats import mann_whitney_p
 from ..errors import BadInput, EnvironmentFailure
 from ..files import write_atomic
+from ..records.compiled import Compiled
 from ..records.schema import MAX_ITEMS, MAX_JSON_BYTES, MAX_SAMPLES, Ms, Text, bad_input, clean, read_limited
-from .bisect_probers import Prober, Unusable
+from .bisect_probers import Measured, Prober, Unusable
 
 STATE_VERSION: Final = 1
 
@@ -49,6 +53,8 @@ class Probe:
     verdict: Literal["good", "bad"] | None = None  # None while undecided
     note: Text | None = None  # non-monotonic evidence, or how an ambiguous verdict was reached
     rounds: Annotated[int, Field(ge=0, le=1000)] = 0
+    # The benchmark's compiled kernels as its first measurement that handed them back gave them.
+    compiled: Compiled | None = None
 
     @property
     def median_ms(self) -> float | None:
@@ -93,6 +99,12 @@ class Outcome:
     non_monotonic: tuple[str, ...]  # notes on commits that do not fit one step from good to bad
     state_path: Path
     range_size: int  # commits from good to bad, both included
+    # The two commits the search ended between: the last good one and the earliest bad one
+    # measured (the first bad commit where one is named), and what changed in their compiled
+    # kernels (None where neither handed any back).
+    last_good: str | None = None
+    earliest_bad: str | None = None
+    compiled_change: CompiledChange | None = None
 
 
 class NotReproduced(BadInput):
@@ -166,7 +178,7 @@ def bisect(
             budget[0] -= 1
         current = Probe(sha, clean(subjects.get(sha, "")))
         try:
-            current.samples = _checked(prober.measure(sha), sha)
+            _add(current, prober.measure(sha))
             current.rounds = 1
         except Unusable as why:
             current.unusable = clean(str(why))
@@ -215,7 +227,18 @@ def bisect(
     probes = tuple(state.probes[sha] for sha in [good] + [c for c, _ in commits] if sha in state.probes)
     candidates = tuple(order[lo + 1 : hi + 1])
     notes = tuple(f"{p.sha[:12]}: {p.note}" for p in probes if p.note and "not monotonic" in p.note)
-    return Outcome(order[hi] if len(candidates) == 1 else None, candidates, probes, notes, state_path, len(order))
+    last_good, earliest_bad = state.probes[order[lo]], state.probes[order[hi]]
+    return Outcome(
+        order[hi] if len(candidates) == 1 else None,
+        candidates,
+        probes,
+        notes,
+        state_path,
+        len(order),
+        last_good.sha,
+        earliest_bad.sha,
+        compiled_change(last_good.compiled, earliest_bad.compiled, ("last good commit", "bad commit")),
+    )
 
 
 class _Paused(Exception):
@@ -237,10 +260,13 @@ def _resume(path: Path, repo: Path, good: str, bad: str, recipe: str) -> State:
 FEWEST_SAMPLES = 3
 
 
-def _checked(samples: list[float], sha: str) -> list[float]:
-    if len(samples) < FEWEST_SAMPLES:
-        raise Unusable(f"measure gave {len(samples)} sample(s); at least {FEWEST_SAMPLES} are needed")
-    return samples
+def _add(probe: Probe, measured: Measured) -> None:
+    """A measurement's samples added to the probe's, and its compiled kernels if it had none."""
+    if len(measured.samples) < FEWEST_SAMPLES:
+        raise Unusable(f"measure gave {len(measured.samples)} sample(s); at least {FEWEST_SAMPLES} are needed")
+    probe.samples = probe.samples + measured.samples
+    if probe.compiled is None:
+        probe.compiled = measured.compiled
 
 
 def _next_index(order: list[str], lo: int, hi: int, probes: dict[str, Probe]) -> int | None:
@@ -282,7 +308,7 @@ def _classify(
             current.note = f"ambiguous after {current.rounds} rounds; classified by the nearer median"
             break
         try:
-            current.samples = current.samples + _checked(prober.measure(current.sha), current.sha)
+            _add(current, prober.measure(current.sha))
         except Unusable as why:
             current.note = clean(f"a further round failed ({why}); classified with the samples at hand")
             current.rounds = max_rounds

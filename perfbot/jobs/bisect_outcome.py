@@ -4,7 +4,8 @@ read (the baseline workflow's issue job). Format 1:
     {"format": 1, "result": "culprit", "good": "<sha>", "bad": "<sha>", "first_bad": "<sha>",
      "candidates": ["<sha>"], "message": "first bad commit: <sha>", "range_size": 16,
      "probes": [{"sha": "<sha>", "subject": "kernel as tuned", "samples": 20, "median_ms": 0.4977,
-                 "verdict": "good", "note": null}], "non_monotonic": []}
+                 "verdict": "good", "note": null}], "non_monotonic": [],
+     "last_good": "<sha>", "earliest_bad": "<sha>", "compiled_change": null}
 
 `result` says what the bisect found; `perfbot bisect` exits as it does without the file:
 - "culprit": the first bad commit, `first_bad` (exit 0);
@@ -15,6 +16,10 @@ read (the baseline workflow's issue job). Format 1:
 - "failed": it stopped before a verdict (a revision that is no commit, an end that cannot be
   measured, the environment); `message` says why.
 `good` and `bad` are full commits once the bisect resolved them, else the revisions as given.
+`last_good` and `earliest_bad` (a culprit: the first bad commit) are the two commits a concluded
+bisect ended between, and `compiled_change` what changed in the measured benchmark's compiled
+kernels from one to the other (deciding/compiled_change.py; null where the measure command
+handed none back, bisect_probers.py). Added within format 1; absent in older files.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter, with_config
 
+from ..deciding.compiled_change import CompiledChange
 from ..errors import PerfbotError
 from ..files import write_atomic
 from ..records.schema import MAX_ITEMS, MAX_SAMPLES, Ms, Text, clean, load_json
@@ -62,6 +68,9 @@ class OutcomeFile:
     probes: Annotated[list[ProbeRecord], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
     non_monotonic: Annotated[list[Text], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
     format: Literal[1] = FORMAT
+    last_good: Sha | None = None
+    earliest_bad: Sha | None = None
+    compiled_change: CompiledChange | None = None
 
 
 _FILE = TypeAdapter(OutcomeFile)
@@ -87,6 +96,9 @@ def concluded(outcome: Outcome) -> OutcomeFile:
         outcome.range_size,
         [_probe(p) for p in outcome.probes],
         [clean(note) for note in outcome.non_monotonic],
+        last_good=outcome.last_good,
+        earliest_bad=outcome.earliest_bad,
+        compiled_change=outcome.compiled_change,
     )
 
 

@@ -1,29 +1,89 @@
 """How `perfbot bisect` builds and measures one commit: a `Prober`. `CommandProber` runs shell
 commands in a worktree of the commit, for any repository; `TritonProber` builds Triton at the
 commit and times one benchmark there with perfbot's own engine. A commit that cannot be built or
-measured is `Unusable`: skipped, never blamed."""
+measured is `Unusable`: skipped, never blamed.
+
+Beside its samples, a measure command may hand back the compiled kernels of the benchmark it
+timed (records/compiled.py), so that the report can say what changed in them: it writes the
+record as JSON to the file named by $PERFBOT_BISECT_COMPILED (`hand_back` writes it: what
+`perfbot sample` calls with its benchmark's record). Without one the bisect goes on as before; a
+file it cannot read is said in the report.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
+
+from pydantic import TypeAdapter
 
 from .. import git
-from ..errors import EnvironmentFailure
-from ..records.schema import MAX_MS, MAX_SAMPLES, MIN_MS
+from ..errors import BadInput, EnvironmentFailure
+from ..files import write_atomic
+from ..records.compiled import Compiled
+from ..records.schema import MAX_MS, MAX_SAMPLES, MAX_TEXT, MIN_MS, clean, load_json
+
+COMPILED_ENV: Final = "PERFBOT_BISECT_COMPILED"
+# A record of MAX_KERNELS kernels without their SASS is a few tens of kB.
+MAX_COMPILED_BYTES: Final = 1024 * 1024
+_COMPILED = TypeAdapter(Compiled)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One measurement of a commit: its samples (ms), and the compiled kernels the measure
+    command handed back, if it did."""
+
+    samples: list[float] = field(default_factory=list)
+    compiled: Compiled | None = None
 
 
 class Prober(Protocol):
     recipe: str
 
-    def measure(self, sha: str) -> list[float]:
-        """Build the commit if needed and return timing samples (ms); raise Unusable if it
-        cannot be built or measured."""
+    def measure(self, sha: str) -> Measured:
+        """Build the commit if needed and measure it; raise Unusable if it cannot be built or
+        measured."""
+
+
+def hand_back(compiled: Compiled | None) -> None:
+    """For a measure command that a bisect runs (`perfbot sample`): write the compiled kernels
+    of the benchmark it timed where the bisect reads them, without their SASS. Does nothing
+    outside a bisect, or where nothing was compiled."""
+    path = os.environ.get(COMPILED_ENV)
+    if not path or compiled is None:
+        return
+    kept = replace(compiled, kernels=[replace(kernel, sass=None) for kernel in compiled.kernels])
+    write_atomic(Path(path), json.dumps(asdict(kept)))
+
+
+def handed_back(path: Path) -> Compiled | None:
+    """What a measure command wrote to `path` (COMPILED_ENV): None where it wrote nothing, and a
+    record saying why where it cannot be read (never a reason to skip the commit)."""
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        return load_json(path, "compiled-kernels record", _COMPILED, MAX_COMPILED_BYTES)
+    except BadInput as error:
+        return Compiled(unrecorded=clean(f"the measure command's record cannot be read: {error}", MAX_TEXT))
+
+
+def measured_with_compiled(measure: Callable[[dict[str, str]], list[float]]) -> Measured:
+    """`measure(env)`'s samples, `env` naming a fresh file for the compiled kernels (COMPILED_ENV),
+    and what was written there."""
+    with tempfile.TemporaryDirectory(prefix="perfbot-compiled-") as folder:
+        path = Path(folder) / "compiled.json"
+        samples = measure({COMPILED_ENV: str(path)})
+        return Measured(samples, handed_back(path))
 
 
 class Unusable(Exception):
@@ -44,12 +104,15 @@ class CommandProber:
         )
         self.recipe = f"build: {build}\nmeasure: {measure}"
 
-    def measure(self, sha: str) -> list[float]:
+    def measure(self, sha: str) -> Measured:
+        return measured_with_compiled(lambda extra: self._samples(sha, extra))
+
+    def _samples(self, sha: str, extra: dict[str, str]) -> list[float]:
         tree = self.workdir / sha
         if tree.exists():
             shutil.rmtree(tree)
         with git.worktree(self.repo, sha, tree):
-            env = dict(os.environ, PERFBOT_BISECT_COMMIT=sha)
+            env = dict(os.environ, PERFBOT_BISECT_COMMIT=sha, **extra)
             try:
                 for name, command in (("build", self.build), ("measure", self.measure_command)):
                     done = run_in_group(command, shell=True, cwd=tree, env=env, timeout=self.timeout_s)
@@ -108,7 +171,10 @@ class TritonProber:
         self.build_isolation = build_isolation
         self.recipe = "triton: perfbot sample " + " ".join(sample_args)
 
-    def measure(self, sha: str) -> list[float]:
+    def measure(self, sha: str) -> Measured:
+        return measured_with_compiled(lambda extra: self._samples(sha, extra))
+
+    def _samples(self, sha: str, extra: dict[str, str]) -> list[float]:
         from ..measuring import triton_build
 
         try:
@@ -121,6 +187,7 @@ class TritonProber:
             os.environ,
             PYTHONPATH=os.pathsep.join(filter(None, [str(environment), os.environ.get("PYTHONPATH")])),
             PERFBOT_TRITON_COMMIT=sha,
+            **extra,
         )
         done = run_in_group(
             [sys.executable, "-m", "perfbot", "sample", *self.sample_args], env=env, timeout=self.timeout_s

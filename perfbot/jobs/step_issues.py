@@ -4,10 +4,12 @@ gets one, and its title and body.
 Each failing step of the steps file gets one issue, unless its bisect did not reproduce it (bad
 not significantly slower than good: then no step is there to report). The body says the step
 (benchmark, GPU, change, levels, runs, stored stamps, commits), the culprit or why there is none,
-the command to reproduce, and the evidence (the check's lines, every probe of the bisect), and
-ends with a hidden marker naming the step, by which a later run finds the issue again instead of
-opening another. Every value read from a file goes through report.markdown_escape: the bisect's
-outcome comes from a GPU runner, where pull requests' code runs too.
+what changed in the benchmark's compiled kernels from the last good commit to the first bad one
+(where the bisect's measure command handed them back), the command to reproduce, and the
+evidence (the check's lines, every probe of the bisect), and ends with a hidden marker naming the
+step, by which a later run finds the issue again instead of opening another. Every value read
+from a file goes through report.markdown_escape: the bisect's outcome comes from a GPU runner,
+where pull requests' code runs too.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from ..errors import BadInput, EnvironmentFailure
 from ..history.steps_file import StepRecord
+from ..output.compiled_tables import FEW_ROWS_PER_KERNEL, compiled_markdown
 from ..output.markdown import markdown_escape
 from . import bisect_outcome
 from .bisect_outcome import OutcomeFile
@@ -108,6 +111,7 @@ def issue(step: StepRecord, outcome: OutcomeFile | None, run_url: str | None = N
         "",
         _culprit(step, outcome),
         "",
+        *_compiled(outcome),
     ]
     if step.bisect is not None:
         command = shlex.join(step.bisect)
@@ -153,6 +157,23 @@ def _culprit(step: StepRecord, outcome: OutcomeFile | None) -> str:
     if outcome.result == "no-culprit":
         return f"**No culprit:** the bisect found no step at a single commit: {_e(outcome.message, 1000)}."
     return f"**No culprit:** the bisect found no step: it stopped before a verdict: {_e(outcome.message, 1000)}."
+
+
+def _compiled(outcome: OutcomeFile | None) -> list[str]:
+    """What changed in the compiled code between the two commits the bisect ended between."""
+    if outcome is None or outcome.compiled_change is None or outcome.result not in ("culprit", "no-culprit"):
+        return []
+    first = outcome.earliest_bad == outcome.first_bad
+    bad = "the first bad one" if first else "the earliest bad one measured"
+    sides = ("last good", "first bad" if first else "earliest bad")
+    return [
+        "### What changed in the compiled code",
+        "",
+        f"From the last good commit {_commit(outcome.last_good)} to {bad}, {_commit(outcome.earliest_bad)}:",
+        "",
+        compiled_markdown(outcome.compiled_change, FEW_ROWS_PER_KERNEL, sides),
+        "",
+    ]
 
 
 def _probes(step: StepRecord, outcome: OutcomeFile) -> list[str]:

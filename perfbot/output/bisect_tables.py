@@ -1,5 +1,7 @@
 """A bisect's outcome as people read it: every probed commit, oldest first, with its samples,
-median and change from the good commit, for the terminal and as markdown (`perfbot bisect`).
+median and change from the good commit, for the terminal and as markdown (`perfbot bisect`);
+then what changed in the benchmark's compiled kernels from the last good commit to the first
+bad one, where the measure command handed them back (compiled_tables.py).
 """
 
 from __future__ import annotations
@@ -7,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from rich.console import Group
 from rich.markup import escape
 from rich.table import Table
 
+from ..deciding.compiled_change import CompiledChange
+from .compiled_tables import compiled_markdown, compiled_renderable, spaced
 from .markdown import TEMPLATES, Markdown, number
 
 
@@ -45,6 +50,12 @@ class BisectOutcome(Protocol):
     def non_monotonic(self) -> Sequence[str]: ...
     @property
     def range_size(self) -> int: ...
+    @property
+    def last_good(self) -> str | None: ...
+    @property
+    def earliest_bad(self) -> str | None: ...
+    @property
+    def compiled_change(self) -> CompiledChange | None: ...
 
 
 def _bisect_headline(outcome: BisectOutcome) -> str:
@@ -53,8 +64,21 @@ def _bisect_headline(outcome: BisectOutcome) -> str:
     return "first bad commit is one of " + ", ".join(c[:12] for c in outcome.candidates)
 
 
-def bisect_table(outcome: BisectOutcome) -> Table:
-    """Every probed commit, oldest first: samples, median, change from good, verdict."""
+def _compiled_title(outcome: BisectOutcome) -> str:
+    """What the compiled-code section compares: "from the last good commit 0123456789ab to the
+    first bad one 89abcdef0123"."""
+    good, bad = (outcome.last_good or "")[:12], (outcome.earliest_bad or "")[:12]
+    which = "the first bad one" if outcome.earliest_bad == outcome.first_bad else "the earliest bad one measured"
+    return f"from the last good commit {good} to {which} {bad}"
+
+
+def _sides(outcome: BisectOutcome) -> tuple[str, str]:
+    return ("last good", "first bad" if outcome.earliest_bad == outcome.first_bad else "earliest bad")
+
+
+def bisect_table(outcome: BisectOutcome) -> Group:
+    """Every probed commit, oldest first: samples, median, change from good, verdict; then what
+    changed in the compiled code between the commits the search ended between."""
     table = Table(title=f"perfbot bisect: {_bisect_headline(outcome)}", title_justify="left")
     for column in ("commit", "subject", "samples", "median ms", "vs good", "verdict", "note"):
         table.add_column(column, justify="right" if column in ("samples", "median ms", "vs good") else "left")
@@ -73,7 +97,10 @@ def bisect_table(outcome: BisectOutcome) -> Table:
             verdict,
             escape(p.note or p.unusable or ""),
         )
-    return table
+    if outcome.compiled_change is None:
+        return Group(table)
+    title = f"what changed in the compiled code {_compiled_title(outcome)}"
+    return Group(table, *spaced([compiled_renderable(title, outcome.compiled_change, sides=_sides(outcome))]))
 
 
 def bisect_markdown(outcome: BisectOutcome, repo: str) -> str:
@@ -101,4 +128,8 @@ def bisect_markdown(outcome: BisectOutcome, repo: str) -> str:
         measured=sum(bool(p.samples) for p in probes),
         total=outcome.range_size,
         non_monotonic=outcome.non_monotonic,
+        compiled_from=_compiled_title(outcome),
+        compiled=None
+        if outcome.compiled_change is None
+        else compiled_markdown(outcome.compiled_change, sides=_sides(outcome)),
     )

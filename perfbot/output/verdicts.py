@@ -1,6 +1,7 @@
 """A comparison's verdicts as people read them: the PR comment (`comment_markdown`; one section
 per GPU kind, `gpu_comment_markdown`), kept within GitHub's limit on a comment, and the terminal
-table (`compare_table`).
+table (`compare_table`). Each flagged row (a regression or an improvement) whose kernels'
+compiled code was recorded on both sides also gets what changed in it (compiled_tables.py).
 """
 
 from __future__ import annotations
@@ -8,18 +9,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rich.console import Group
 from rich.markup import escape
 from rich.table import Table
 
 from ..deciding.comparison import ENVIRONMENT_KEYS, Row, Summary, label, shape_text
+from ..deciding.compiled_change import CompiledChange
 from ..errors import BadInput
 from ..records.run import Merge, variant_name
 from ..records.schema import GPU_LABEL
+from .compiled_tables import FEW_ROWS_PER_KERNEL, ROWS_PER_KERNEL, compiled_markdown, compiled_renderable, spaced
 from .markdown import MARKER, TEMPLATES, Markdown, number
 from .run_tables import faster_cell
 
 # The most characters GitHub takes in a comment: a longer report is cut to fit (`fit_comment`).
 GITHUB_COMMENT_LIMIT = 65536
+# The verdicts whose rows say what changed in their compiled code: a time that moved.
+FLAGGED = ("regression", "improvement")
 
 
 def _throughput(tflops: float | None, gbps: float | None) -> Markdown:
@@ -63,9 +69,11 @@ def measured_line(merge: Merge) -> str:
 
 
 def comment_markdown(summary: Summary, limit: int = GITHUB_COMMENT_LIMIT) -> str:
-    """The PR comment: verdict line first, changed rows, unchanged rows folded, environments,
-    and the hidden marker. Over `limit` characters, unchanged rows go first, then changed rows
-    from the end, each with a note saying so."""
+    """The PR comment: verdict line first, changed rows, what changed in the compiled code of
+    each flagged one (folded), unchanged rows folded, environments, and the hidden marker. Over
+    `limit` characters, the compiled-code sections show fewer differences per kernel first,
+    then unchanged rows go, then changed rows from the end (with their sections), each with a
+    note saying so."""
     order = {"regression": 0, "inconclusive": 1, "improvement": 2}
     changed = sorted(
         (r for r in summary.comparisons if r.verdict != "unchanged"),
@@ -75,11 +83,12 @@ def comment_markdown(summary: Summary, limit: int = GITHUB_COMMENT_LIMIT) -> str
     template = TEMPLATES.get_template("comment.md.j2")
     differing = {d.field for d in summary.environment_differences}
 
-    def render(rows: list[Row], folded: list[Row]) -> str:
+    def render(rows: list[Row], folded: list[Row], per_kernel: int) -> str:
         return template.render(
             summary=summary,
             measured=Markdown(measured_line(summary.merge)) if summary.merge else None,
             rows=[_comment_cells(r) for r in rows],
+            compiled=[(label(r.benchmark), compiled_markdown(c, per_kernel)) for r, c in _compiled_changes(rows)],
             unchanged=[_comment_cells(r) for r in folded],
             omitted_rows=len(changed) - len(rows),
             omitted_unchanged=len(unchanged) - len(folded),
@@ -95,14 +104,21 @@ def comment_markdown(summary: Summary, limit: int = GITHUB_COMMENT_LIMIT) -> str
             ),
         )
 
-    text = render(changed, unchanged)
+    text = render(changed, unchanged, ROWS_PER_KERNEL)
     if len(text) > limit:
-        text = render(changed, [])
+        text = render(changed, unchanged, FEW_ROWS_PER_KERNEL)
+    if len(text) > limit:
+        text = render(changed, [], FEW_ROWS_PER_KERNEL)
     keep = len(changed)
     while len(text) > limit and keep > 0:
         keep = keep * 3 // 4
-        text = render(changed[:keep], [])
+        text = render(changed[:keep], [], FEW_ROWS_PER_KERNEL)
     return fit_comment(text, limit)
+
+
+def _compiled_changes(rows: Sequence[Row]) -> list[tuple[Row, CompiledChange]]:
+    """The flagged rows that say what changed in their compiled code, with it."""
+    return [(r, r.compiled_change) for r in rows if r.verdict in FLAGGED and r.compiled_change is not None]
 
 
 def fit_comment(body: str, limit: int = GITHUB_COMMENT_LIMIT) -> str:
@@ -225,7 +241,9 @@ def _shares(room: int, wants: Sequence[int]) -> list[int]:
     return shares
 
 
-def compare_table(summary: Summary) -> Table:
+def compare_table(summary: Summary) -> Group:
+    """The comparison for the terminal: one row per benchmark, then what changed in the compiled
+    code of each flagged row."""
     measured = f"Measured: {measured_line(summary.merge).replace('`', '')}" if summary.merge else None
     table = Table(title=summary.headline, title_justify="left", caption=measured, caption_justify="left")
     for column in (
@@ -252,4 +270,8 @@ def compare_table(summary: Summary) -> Table:
             _throughput(row.tflops, row.gbps),
             escape(faster_cell(row.fastest_baseline, row.vs_fastest_baseline)),
         )
-    return table
+    compiled = [
+        compiled_renderable(f"what changed in the compiled code of {label(r.benchmark)}", change)
+        for r, change in _compiled_changes(summary.comparisons)
+    ]
+    return Group(table, *spaced(compiled))
