@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from kernels import geglu
 from perfbot.cli import perfbot
 from perfbot.compiling import artifacts, launches
+from perfbot.jobs.bisect_probers import handed_back
 from perfbot.records import results
 
 pytestmark = pytest.mark.gpu
@@ -90,3 +91,15 @@ def test_run_writes_the_compiled_kernels_of_each_benchmark(project: Path, tmp_pa
     assert [k.name for k in by_kernel["fused-pointer"].kernels] == ["_geglu_pointer_kernel"]
     assert by_kernel["eager"] is not None and by_kernel["eager"].kernels == []  # no Triton kernel
     assert all(k.sass is None for k in by_kernel["fused"].kernels)  # kept only on request
+
+
+def test_sample_hands_its_compiled_kernels_back_to_a_bisect(project: Path, tmp_path: Path, monkeypatch):
+    (project / "kernels" / "suites.yaml").write_text(TINY)
+    handed = tmp_path / "compiled.json"
+    monkeypatch.setenv("PERFBOT_BISECT_COMPILED", str(handed))
+    result = CliRunner().invoke(
+        perfbot, ["sample", "--project", str(project), "--suite", "tiny", "--case", "m16", "--samples", "10"]
+    )
+    assert result.exit_code == 0, result.output
+    record = handed_back(handed)
+    assert record is not None and [k.name for k in record.kernels] == ["_geglu_tma_kernel"]

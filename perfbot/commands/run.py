@@ -240,6 +240,7 @@ def sample_command(
 
         perfbot sample --suite pr --case CASE --kernel NAME --variant NAME=VALUE
     """
+    from ..jobs.bisect_probers import hand_back
     from ..measuring.planning import RunSettings, chosen_variants
     from ..measuring.runner import run
 
@@ -259,5 +260,6 @@ def sample_command(
     warn_of_triton_pin(config.triton_commit, result.environment)
     for failure in result.failures:
         raise WrongResult(f"{failure.kernel} on {failure.case}: {failure.reason}")
+    hand_back(result.benchmarks[0].compiled)  # to the bisect that runs this, if one does
     for value in result.benchmarks[0].samples_ms:
         click.echo(f"{value:.6f}")
