@@ -197,3 +197,13 @@ def test_records_past_the_size_limits_are_refused(recorded):
     with pytest.raises(ValidationError):
         adapter.validate_json(json.dumps({"kernels": [{**one, "cubin_sha256": "not a digest"}]}))
     assert adapter.validate_json(json.dumps({"kernels": [one] * MAX_KERNELS})).kernels[0] == compiled.kernels[0]
+
+
+def test_a_run_pins_the_ptxas_triton_chooses(monkeypatch):
+    from perfbot.compiling import toolchain
+
+    monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
+    bundled = str(triton.knobs.nvidia.ptxas.path)
+    assert toolchain.pin_ptxas() == bundled and os.environ["TRITON_PTXAS_PATH"] == bundled
+    monkeypatch.setenv("TRITON_PTXAS_PATH", "/opt/their/ptxas")  # the user's choice stands
+    assert toolchain.pin_ptxas() == "/opt/their/ptxas" and os.environ["TRITON_PTXAS_PATH"] == "/opt/their/ptxas"

@@ -103,3 +103,39 @@ def test_sample_hands_its_compiled_kernels_back_to_a_bisect(project: Path, tmp_p
     assert result.exit_code == 0, result.output
     record = handed_back(handed)
     assert record is not None and [k.name for k in record.kernels] == ["_geglu_tma_kernel"]
+
+
+PTXAS_AFTER_COMPILE = """
+import os, sys, torch
+if sys.argv[1] == "pinned":
+    from perfbot.compiling import toolchain
+    toolchain.pin_ptxas()
+compiled = torch.compile(lambda t: t * 2 + 1)
+compiled(torch.randn(64, device="cuda"))
+print(os.environ.get("TRITON_PTXAS_PATH"))
+"""
+
+
+@pytest.mark.parametrize("pinned", [False, True])
+def test_torch_compile_leaves_a_pinned_ptxas_alone(pinned: bool):
+    import os
+    import subprocess
+    import sys
+
+    import triton
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_PTXAS_PATH"}
+    done = subprocess.run(
+        [sys.executable, "-c", PTXAS_AFTER_COMPILE, "pinned" if pinned else "plain"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    after = done.stdout.strip().splitlines()[-1]
+    bundled = str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas")
+    if pinned:
+        assert after == bundled
+    else:  # the hazard itself: torch.compile names the ptxas PyTorch ships
+        assert after != bundled and Path(after).name == "ptxas", after

@@ -295,6 +295,7 @@ class _Side:
         self.flush: Any = None
 
     def hello(self) -> dict[str, Any]:
+        from ..compiling import toolchain
         from ..git import kernels_revision
         from ..loading.declarations import judged_by_base
         from ..loading.package import load_subject
@@ -303,6 +304,7 @@ class _Side:
         from .runner import require_gpu
 
         require_gpu()
+        toolchain.pin_ptxas()  # before the subject's kernels compile
         self.subject = load_subject(self.kernels)
         if self.declared_by is not None:  # the head, judged by the base's declarations
             self.subject, _ = judged_by_base(load_subject(self.declared_by), self.subject)
