@@ -72,7 +72,7 @@ def difference_rows(row: Explained) -> list[tuple[str, str, str, str]]:
         return [("", "compiled", _state(row.base), _state(row.head))]
     change = row.change
     if change is None:
-        return [("", NO_TRITON, NO_TRITON, NO_TRITON)]
+        return [("", "Triton kernels", "none launched", "none launched")]
     if change.unknown is not None:
         return [("", "not compared", change.unknown, "")]
     rows = [("every kernel", "cubin", SAME, SAME)] if change.same_machine_code else []
