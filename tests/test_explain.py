@@ -93,7 +93,9 @@ def _commit(repo: Path, message: str) -> None:
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Three commits: BLOCK 256; BLOCK 2048; the rms kernel moved down and the scale kernel broken."""
+    """Three commits: BLOCK 256; BLOCK 2048; the rms kernel moved down and the scale kernel broken.
+    Beside the third, on branch `pinned`, the second pinning another Triton commit, without its
+    torch implementation."""
     repo = tmp_path_factory.mktemp("rows")
     (repo / "rows").mkdir()
     (repo / "pyproject.toml").write_text(PYPROJECT)
@@ -103,6 +105,12 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _commit(repo, "rms in blocks of 256")
     _write(repo, 2048)
     _commit(repo, "rms in blocks of 2048")
+    _git(repo, "checkout", "-q", "-b", "pinned")  # the same, pinning another Triton, without torch's
+    (repo / "pyproject.toml").write_text(PYPROJECT.replace("7c56a5e4", "0123abcd"))
+    without = SUBJECT.rpartition('subject.implementation("torch")')[0].replace(', "torch")', ")")
+    (repo / "rows" / "__init__.py").write_text(without)
+    _commit(repo, "another Triton, and no torch implementation")
+    _git(repo, "checkout", "-q", "-")
     _write(repo, 2048, moved=MOVED, factor="undefined_factor")
     _commit(repo, "rms moved down, scale broken")
     return repo
@@ -134,8 +142,9 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def test_a_changed_block_shows_its_specialization_and_what_it_did(rows: Path, cache: str, tmp_path: Path):
     out = tmp_path / "explain.json"
-    done = _explain(rows, "HEAD~2", "HEAD~1", "--kernel", "all", "--json", str(out), TRITON_CACHE_DIR=cache)
+    done = _explain(rows, "HEAD~2", "pinned", "--kernel", "all", "--json", str(out), TRITON_CACHE_DIR=cache)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "the sides pin different Triton commits (base 7c56a5e40f7f, head 0123abcd0f7f)" in done.stderr
     assert "compiled for NVIDIA H200 without one" in done.stdout
     record = _rows(out)
     assert set(record) == {"triton", "triton-scale", "torch"}
@@ -150,11 +159,13 @@ def test_a_changed_block_shows_its_specialization_and_what_it_did(rows: Path, ca
         assert kernel["arch"] == "sm_90a" and kernel["occupancy"]["arch"] == "sm_90"
     assert record["triton-scale"]["change"] == {"kernels": [], "same_machine_code": True, "unknown": None}
     assert record["torch"]["change"] is None and record["torch"]["base"]["compiled"]["kernels"] == []
+    assert record["torch"]["head"]["absent"] == "the base declares it; the head has no implementation of that name"
     table = done.stdout
     assert "│ _rms_kernel │ BLOCK" in table and "│ 256" in table and "│ 2048" in table
-    assert "same machine code" in table and "no Triton kernel" in table
+    assert "same machine code" in table and "base: no Triton kernel" in table
+    assert "head: absent: the base declares it" in table
     assert "head: _rms_kernel (grid 8×1×1, 4 warps" in table  # every side's numbers, one line each
-    assert "3 compiled side by side: 1 changed, 1 same machine code, 1 no Triton kernel" in table
+    assert "3 compiled side by side: 1 changed, 1 same machine code, 1 failed or absent on a side" in table
 
 
 def test_a_kernel_that_only_moved_has_the_same_machine_code_and_a_broken_one_is_one_line(

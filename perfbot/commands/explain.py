@@ -26,6 +26,7 @@ from .context import (
     progress,
     project_config,
     project_option,
+    warn_of_triton_pin,
 )
 
 if TYPE_CHECKING:
@@ -155,8 +156,15 @@ def explain_command(options: ExplainOptions) -> None:
     config = project_config(options.project)
     check_outputs(options.overwrite, json=options.json_path)
     running = load_kernels(config, None)
+    warn_of_triton_pin(config.triton_commit)
     request = job.Request(Revisions(options.base_rev, options.head_rev), options.choose, target, options.keep_sass)
     explanation = job.explain(config, running, request, _bar)
+    if len(set(explanation.pins.values())) > 1:
+        click.echo(
+            f"perfbot: note: the sides pin different Triton commits (base {explanation.pins['base'][:12]}, head "
+            f"{explanation.pins['head'][:12]}); both were compiled with the Triton installed here",
+            err=True,
+        )
     if options.json_path is not None:
         write_atomic(options.json_path, explanation_json(explanation), replace=options.overwrite)
     _print(explanation)

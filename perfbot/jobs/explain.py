@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from .ab_sides import Choose, Revisions, prepared
 Progress = Callable[[int], AbstractContextManager[Callable[[str, int], None]]]
 SEED = 0  # of the inputs: both sides get the same ones
 MESSAGE_LIMIT = 300  # characters of a failure's line
+Key = tuple[str, str, str]  # (suite, case, implementation with its variant)
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,7 @@ class Explanation:
     head: Revision
     target: Target
     rows: list[Explained] = field(default_factory=list)
+    pins: dict[str, str] = field(default_factory=dict)  # each side's [tool.perfbot] triton-commit
 
 
 def explain(config: ProjectConfig, running: Loaded, request: Request, progress: Progress) -> Explanation:
@@ -144,7 +146,7 @@ def explain(config: ProjectConfig, running: Loaded, request: Request, progress: 
                 side: _compiled_side(planned, request.target.device, request.keep_sass, advance)
                 for side, planned in groups.items()
             }
-        trees = ready.trees
+        trees, pins = ready.trees, ready.pins
     base_sha, (head_tree, head_sha) = trees["base"][1], trees["head"]
     rows = [
         _explained(planned, base, sides["head"].get(key), ready.missing)
@@ -155,10 +157,8 @@ def explain(config: ProjectConfig, running: Loaded, request: Request, progress: 
         head=Revision(request.revisions.head, head_sha, head_tree if head_sha is None else None),
         target=request.target,
         rows=rows,
+        pins=pins,
     )
-
-
-Key = tuple[str, str, str]  # (suite, case, implementation with its variant)
 
 
 def _explained(planned: Planned, base: Side, head: tuple[Planned, Side] | None, missing: dict[str, str]) -> Explained:
@@ -282,8 +282,3 @@ def _line(error: BaseException) -> str:
         return "(no message)"
     shown = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
     return clean(shown, MESSAGE_LIMIT)
-
-
-def nothing_shown(total: int) -> AbstractContextManager[Callable[[str, int], None]]:
-    """A progress that shows nothing."""
-    return nullcontext(lambda label, steps: None)
