@@ -18,6 +18,7 @@ from .commands.autobisect import bisect_steps_command, open_issues_command
 from .commands.bisect import bisect_command
 from .commands.check import check_command
 from .commands.compare import baseline_group, compare_command, export_command
+from .commands.explain import explain_command
 from .commands.github import comment_command, verify_head_command
 from .commands.history import history_command
 from .commands.init import init_command
@@ -148,6 +149,7 @@ for _command in (
     check_command,
     run_command,
     ab_command,
+    explain_command,
     sample_command,
     show_command,
     env_command,

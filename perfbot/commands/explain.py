@@ -1,0 +1,193 @@
+"""`perfbot explain`: what changed in the compiled Triton kernels of two revisions, without
+timing anything (jobs/explain.py does the work, explain_table.py says it)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ..compiling.offline import DEFAULT_GPU, GPUS
+from ..files import write_atomic
+from .context import (
+    check_outputs,
+    chosen,
+    chosen_implementations,
+    console,
+    family_option,
+    given_as,
+    load_kernels,
+    progress,
+    project_config,
+    project_option,
+    warn_of_triton_pin,
+)
+
+if TYPE_CHECKING:
+    from ..jobs.explain import Explanation
+    from ..loading.package import Loaded
+    from ..loading.subject import Suite
+    from ..measuring.planning import RunSettings
+
+# The --json file's format: its version goes up when a field changes meaning or goes away.
+JSON_VERSION = 1
+EVERY = "all"  # --kernel all: every implementation the chosen suites list
+
+
+@dataclass(frozen=True)
+class ExplainOptions:
+    base_rev: str
+    head_rev: str | None
+    family_names: tuple[str, ...]
+    suite_names: tuple[str, ...]
+    case_names: tuple[str, ...]
+    kernel_names: tuple[str, ...]
+    variants: tuple[str, ...]
+    gpu: str | None
+    keep_sass: bool
+    json_path: Path | None
+    overwrite: bool
+    project: Path | None
+
+    def choose(self, base: Loaded) -> tuple[list[Suite], RunSettings]:
+        """The cases and implementations asked for, from the base's subject (it decides, as in
+        an A/B); by default the implementations under test, the subject's own kernels."""
+        from ..measuring.planning import RunSettings, chosen_variants
+
+        suites = chosen(base, self.suite_names, self.case_names, family_names=self.family_names)
+        if self.kernel_names == (EVERY,):
+            kernels: tuple[str, ...] = ()
+        elif self.kernel_names:
+            kernels = chosen_implementations(base, self.kernel_names)
+        else:
+            listed = dict.fromkeys(name for suite in suites for name in suite.implementations)
+            kernels = tuple(n for n in listed if n in base.implementations and base.implementations[n].under_test)
+            if not kernels:
+                raise click.UsageError(
+                    "the chosen suites list no implementation under test; name some with --kernel (or --kernel all)"
+                )
+        variants = chosen_variants(base.subject, self.variants)
+        return suites, RunSettings(variants=variants, kernels=kernels, keep_sass=self.keep_sass)
+
+
+@click.command("explain")
+@click.argument("base_rev", metavar="BASE")
+@click.argument("head_rev", metavar="[HEAD]", required=False)
+@family_option
+@click.option(
+    "--suite",
+    "suite_names",
+    multiple=True,
+    help="Suite of the cases (repeat for several; `all` for every suite). Default: pr if the subject has it.",
+)
+@click.option(
+    "--case",
+    "case_names",
+    multiple=True,
+    help="Only the cases of these names in the chosen suites (repeat for several). Default: every case.",
+)
+@click.option(
+    "--kernel",
+    "kernel_names",
+    multiple=True,
+    help="Only these implementations (repeat for several; `all` for every one the suites list). Default: the "
+    "implementations under test, the subject's own kernels.",
+)
+@click.option(
+    "--variant",
+    "variants",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A variant parameter's value to compile (repeat for several; NAME=all for every value). Default: the "
+    "defaults.",
+)
+@click.option(
+    "--gpu",
+    type=click.Choice(sorted(GPUS)),
+    default=None,
+    help=f"Compile for this GPU without launching anything, on any machine, CPU inputs. Default: the GPU here, "
+    f"each implementation run once on it; without one, {DEFAULT_GPU}.",
+)
+@click.option("--keep-sass", is_flag=True, help="Keep each kernel's full SASS in the --json file.")
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write both sides' compiled kernels and what changed, as JSON (for a CI artifact).",
+)
+@click.option("--overwrite", is_flag=True, help="Replace --json if it exists.")
+@project_option
+@given_as(ExplainOptions)
+def explain_command(options: ExplainOptions) -> None:
+    """Show what changed in the compiled Triton kernels of git revision BASE against HEAD's
+    (default: this checkout's, uncommitted changes included): nothing is timed and no result is
+    checked. Each chosen implementation is called once per case on each side, and every Triton
+    kernel it launches is recorded: its specialization (constexprs, launch config), registers,
+    spills, shared memory, occupancy, SASS instruction counts and digests. A table per
+    implementation and case lists what differs, "same machine code" where every cubin is equal,
+    and each side's kernels one line apiece.
+
+    With a CUDA GPU here, each call runs on it, on real inputs. Without one, or with --gpu, Triton
+    compiles for the named GPU (default: an H200, sm_90, with the ptxas Triton ships) and launches
+    nothing, on CPU inputs; the subject's host code must allow that (docs/explain.md). BASE's
+    subject decides the cases and what is under test, as in `perfbot ab`. An implementation that
+    does not compile on a side is said in one line for that side; the exit code is 0 whenever
+    explain could compare (differences are not failures), 2 for bad input (an unknown case, a
+    revision that names no commit), 3 where the environment fails.
+
+    Example:
+
+    \b
+        perfbot explain origin/main --suite decode --case CASE
+        perfbot explain HEAD~1 HEAD --suite pr --kernel all --json explain.json
+        perfbot explain origin/main --gpu "NVIDIA A100-SXM4-80GB" --variant NAME=all
+    """
+    from ..jobs import explain as job
+    from ..jobs.ab_sides import Revisions
+
+    target = job.target(options.gpu)  # before any kernel is defined: refuses Triton's interpreter
+    config = project_config(options.project)
+    check_outputs(options.overwrite, json=options.json_path)
+    running = load_kernels(config, None)
+    warn_of_triton_pin(config.triton_commit)
+    request = job.Request(Revisions(options.base_rev, options.head_rev), options.choose, target, options.keep_sass)
+    explanation = job.explain(config, running, request, _bar)
+    if len(set(explanation.pins.values())) > 1:
+        click.echo(
+            f"perfbot: note: the sides pin different Triton commits (base {explanation.pins['base'][:12]}, head "
+            f"{explanation.pins['head'][:12]}); both were compiled with the Triton installed here",
+            err=True,
+        )
+    if options.json_path is not None:
+        write_atomic(options.json_path, explanation_json(explanation), replace=options.overwrite)
+    _print(explanation)
+
+
+def _print(explanation: Explanation) -> None:
+    from .explain_table import header, renderables, tally
+
+    terminal = console()
+    terminal.print(header(explanation), markup=False, highlight=False)
+    for renderable in renderables(explanation):
+        terminal.print(renderable, highlight=False)
+    terminal.print(tally(explanation), markup=False, highlight=False)
+
+
+def explanation_json(explanation: Explanation) -> str:
+    """The --json file: both sides' Compiled records and the change, per implementation and case."""
+    record: dict[str, Any] = {"perfbot_explain": JSON_VERSION, **dataclasses.asdict(explanation)}
+    return json.dumps(record, indent=1, default=str) + "\n"
+
+
+@contextmanager
+def _bar(total: int) -> Iterator[Callable[[str, int], None]]:
+    with progress() as bar:
+        task = bar.add_task("compiling", total=total)
+        yield lambda label, steps: bar.update(task, advance=steps, description=label)
