@@ -207,3 +207,42 @@ def test_a_run_pins_the_ptxas_triton_chooses(monkeypatch):
     assert toolchain.pin_ptxas() == bundled and os.environ["TRITON_PTXAS_PATH"] == bundled
     monkeypatch.setenv("TRITON_PTXAS_PATH", "/opt/their/ptxas")  # the user's choice stands
     assert toolchain.pin_ptxas() == "/opt/their/ptxas" and os.environ["TRITON_PTXAS_PATH"] == "/opt/their/ptxas"
+
+
+LINE_INFO = textwrap.dedent(
+    """
+    import dataclasses, json, os, torch
+    from perfbot.compiling import artifacts, launches, offline
+    import probe_kernels as k
+
+    x, out = torch.zeros(4096), torch.zeros(4096)
+    sides = []
+    with offline.compiling_for(offline.gpu_named("NVIDIA H200")):
+        for line_info in ("on", "off"):
+            if line_info == "off":
+                os.environ["TRITON_DISABLE_LINE_INFO"] = "1"  # part of Triton's cache key on disk
+                k.scale.device_caches.clear()  # and compiled anew, not taken from memory
+            with launches.recording() as seen:
+                k.scale[(4,)](x, out, 4096, BLOCK=1024)
+            sides.append(dataclasses.asdict(artifacts.compiled(seen)))
+    print(json.dumps(sides))
+    """
+)
+
+
+def test_the_same_machine_code_is_told_apart_from_line_info(recorded):
+    from perfbot.deciding.compiled_change import compiled_change
+
+    _, where = recorded
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TRITON_DISABLE_LINE_INFO")}
+    env["PYTHONPATH"] = os.pathsep.join([str(where), str(ROOT)])
+    env["TRITON_CACHE_DIR"] = str(where / "cache")
+    done = subprocess.run([sys.executable, "-c", LINE_INFO], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    adapter = TypeAdapter(list[Compiled])
+    with_lines, without = adapter.validate_json(done.stdout.splitlines()[-1])
+    one, other = with_lines.kernels[0], without.kernels[0]
+    # The binary names the source's lines in one and not the other; the instructions are the same.
+    assert one.cubin_sha256 != other.cubin_sha256 and one.sass_sha256 == other.sass_sha256
+    change = compiled_change(with_lines, without)
+    assert change is not None and change.same_machine_code and change.kernels == []

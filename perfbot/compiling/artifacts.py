@@ -63,6 +63,7 @@ def record(kernel: Any, grid: tuple[int, int, int], launches: int = 1, keep_sass
         ttgir_sha256=_sha256(str(kernel.asm.get("ttgir", "")).encode()),
         ptx_sha256=_sha256(str(kernel.asm.get("ptx", "")).encode()),
         cubin_sha256=digest,
+        sass_sha256=read.code_sha256,
         instructions=dict(read.instructions),
         arch=read.arch,
         sass=read.sass[:MAX_SASS] if keep_sass else None,

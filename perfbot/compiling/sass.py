@@ -10,6 +10,7 @@ no local arrays, as Triton's kernels have none (tests/test_compiling.py holds th
 
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
 import tempfile
@@ -56,6 +57,7 @@ class Disassembly:
     local_load_bytes: int
     sass: str  # without the instructions' encodings
     arch: str  # what the code is for: "sm_90a"
+    code_sha256: str  # of the instructions and their encodings alone: no line info is in them
 
 
 def disassemble(cubin: bytes, tool: str | None = None) -> Disassembly:
@@ -87,15 +89,19 @@ def read(listing: str) -> Disassembly:
         raise EnvironmentFailure("cuobjdump printed no resource usage for the kernel (REG:, SHARED:)")
     counts: Counter[str] = Counter()
     stores = loads = 0
-    lines = []
+    lines, code = [], hashlib.sha256()
     for line in listing.splitlines():
-        if not line.strip() or _ENCODING.fullmatch(line):
+        if _ENCODING.fullmatch(line):
+            code.update(line.strip().encode() + b"\n")
             continue  # the second half of an instruction's encoding, alone on its line
+        if not line.strip():
+            continue
         lines.append(_ENCODING.sub("", line))
         found = _INSTRUCTION.match(line)
         if found is None:
             continue
         opcode, modifiers = found.groups()
+        code.update(line.strip().encode() + b"\n")  # with its encoding: the scheduling bits too
         counts["total"] += 1
         kind = _CLASS_OF.get(opcode)
         if kind is not None:
@@ -115,6 +121,7 @@ def read(listing: str) -> Disassembly:
         local_load_bytes=loads,
         sass="\n".join(lines) + "\n",
         arch=arch.group(1) if (arch := _ARCH.search(listing)) else "",
+        code_sha256=code.hexdigest(),
     )
 
 

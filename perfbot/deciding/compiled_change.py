@@ -80,8 +80,9 @@ class KernelChange:
 @with_config(_STRICT)
 @dataclass(frozen=True)
 class CompiledChange:
-    """The kernels that differ; `same_machine_code` when every kernel's cubin is the same on
-    both sides (and both launched the same kernels); `unknown` why nothing could be compared."""
+    """The kernels that differ; `same_machine_code` when every kernel's machine code (its SASS,
+    CompiledKernel.same_code) is the same on both sides and both launched the same kernels;
+    `unknown` why nothing could be compared."""
 
     kernels: Annotated[list[KernelChange], Field(max_length=2 * MAX_KERNELS)] = field(default_factory=list)
     same_machine_code: bool = False
@@ -111,7 +112,7 @@ def compiled_change(
             assert kernel is not None
             changes.append(KernelChange(kernel.name, [], "baseline" if after is None else "current"))
             continue
-        same = same and before.cubin_sha256 == after.cubin_sha256
+        same = same and before.same_code(after)
         differences = kernel_differences(before, after)
         if differences:
             changes.append(KernelChange(after.name, differences))
@@ -134,7 +135,7 @@ def kernel_differences(before: CompiledKernel, after: CompiledKernel) -> list[Di
         old_count, new_count = before.instructions.get(kind), after.instructions.get(kind)
         if old_count != new_count:
             found.append(Difference(f"{kind.replace('_', ' ')} instructions", old_count, new_count))
-    for name, shown in DIGESTS:
+    for name, shown in DIGESTS if not before.same_code(after) else ():  # else: line info only
         old_digest, new_digest = getattr(before, name), getattr(after, name)
         if old_digest != new_digest:
             found.append(Difference(shown, _short(old_digest), _short(new_digest)))

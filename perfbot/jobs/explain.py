@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..compiling import artifacts, launches, offline
+from ..compiling import artifacts, launches, offline, toolchain
 from ..config import ProjectConfig
 from ..deciding.compiled_change import CompiledChange, compiled_change
 from ..errors import BadInput, EnvironmentFailure
@@ -180,7 +180,9 @@ def _compiling(where: Target) -> Iterator[None]:
     """Triton compiling for the target (the GPU here as it is, or a named one without it),
     without line info: a binary with it names its source file's path and lines, which differ
     between the base's worktree and this checkout, and for a kernel that only moved in its file,
-    so that equal machine code would show different digests. The SASS is the same either way."""
+    so that equal machine code would show different digests. The SASS is the same either way.
+    On the ptxas Triton chooses, as a run's (compiling/toolchain.py)."""
+    toolchain.pin_ptxas()
     with _environment(LINE_INFO_OFF, "1"):
         if where.launched:
             yield

@@ -63,6 +63,16 @@ class CompiledKernel:
     instructions: Instructions
     arch: Annotated[str, Field(max_length=MAX_NAME)] = ""  # "sm_90a": what its code is for
     sass: Annotated[str, Field(max_length=MAX_SASS)] | None = None  # the disassembly, kept on request
+    # Of its SASS instructions alone: equal for equal machine code where the cubins differ only
+    # in line info (the source file's path and lines, which a kernel moved in its file changes).
+    sass_sha256: Sha256 | None = None
+
+    def same_code(self, other: CompiledKernel) -> bool:
+        """Whether the two run the same machine code: their SASS, else (a record made before
+        perfbot kept its digest) their cubins, are the same."""
+        if self.sass_sha256 is not None and other.sass_sha256 is not None:
+            return self.sass_sha256 == other.sass_sha256
+        return self.cubin_sha256 == other.cubin_sha256
 
 
 @with_config(_RECORD)
