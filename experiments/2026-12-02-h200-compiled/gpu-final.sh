@@ -4,7 +4,7 @@
 #   experiments/2026-12-02-h200-compiled/gpu-final.sh OUT
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/setup.sh"
-(cd "$tree" && timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider) > "$out/pytest-gpu.txt" 2>&1
+(cd "$tree" && timeout 300 python3 -m pytest -m gpu -q -p no:cacheprovider) > "$out/pytest-gpu.txt" 2>&1
 tail -3 "$out/pytest-gpu.txt"; pack
 rm -rf /tmp/old-tree && mkdir /tmp/old-tree && tar xf .whl/old.tar -C /tmp/old-tree
 repo /tmp/old-tree /tmp/ot || { echo "the old repository could not be made"; exit 3; }
