@@ -199,14 +199,19 @@ def test_records_past_the_size_limits_are_refused(recorded):
     assert adapter.validate_json(json.dumps({"kernels": [one] * MAX_KERNELS})).kernels[0] == compiled.kernels[0]
 
 
-def test_a_run_pins_the_ptxas_triton_chooses(monkeypatch):
+def test_a_run_pins_the_ptxas_and_cache_triton_chooses(monkeypatch, tmp_path):
     from perfbot.compiling import toolchain
 
     monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    monkeypatch.setenv("TRITON_HOME", str(tmp_path))
     bundled = str(triton.knobs.nvidia.ptxas.path)
     assert toolchain.pin_ptxas() == bundled and os.environ["TRITON_PTXAS_PATH"] == bundled
-    monkeypatch.setenv("TRITON_PTXAS_PATH", "/opt/their/ptxas")  # the user's choice stands
+    assert os.environ["TRITON_CACHE_DIR"] == str(tmp_path / ".triton" / "cache")
+    monkeypatch.setenv("TRITON_PTXAS_PATH", "/opt/their/ptxas")  # the user's choices stand
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/opt/their/cache")
     assert toolchain.pin_ptxas() == "/opt/their/ptxas" and os.environ["TRITON_PTXAS_PATH"] == "/opt/their/ptxas"
+    assert os.environ["TRITON_CACHE_DIR"] == "/opt/their/cache"
 
 
 LINE_INFO = textwrap.dedent(

@@ -112,19 +112,20 @@ if sys.argv[1] == "pinned":
     toolchain.pin_ptxas()
 compiled = torch.compile(lambda t: t * 2 + 1)
 compiled(torch.randn(64, device="cuda"))
-print(os.environ.get("TRITON_PTXAS_PATH"))
+print(os.environ.get("TRITON_PTXAS_PATH"), os.environ.get("TRITON_CACHE_DIR"))
 """
 
 
 @pytest.mark.parametrize("pinned", [False, True])
-def test_torch_compile_leaves_a_pinned_ptxas_alone(pinned: bool):
+def test_torch_compile_leaves_a_pinned_ptxas_and_cache_alone(pinned: bool, tmp_path: Path):
     import os
     import subprocess
     import sys
 
     import triton
 
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_PTXAS_PATH"}
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_PTXAS_PATH", "TRITON_CACHE_DIR")}
+    env["TRITON_HOME"] = str(tmp_path)
     done = subprocess.run(
         [sys.executable, "-c", PTXAS_AFTER_COMPILE, "pinned" if pinned else "plain"],
         env=env,
@@ -133,9 +134,10 @@ def test_torch_compile_leaves_a_pinned_ptxas_alone(pinned: bool):
         timeout=300,
         check=True,
     )
-    after = done.stdout.strip().splitlines()[-1]
+    ptxas, cache = done.stdout.strip().splitlines()[-1].split(" ")
     bundled = str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas")
+    own_cache = str(tmp_path / ".triton" / "cache")
     if pinned:
-        assert after == bundled
-    else:  # the hazard itself: torch.compile names the ptxas PyTorch ships
-        assert after != bundled and Path(after).name == "ptxas", after
+        assert (ptxas, cache) == (bundled, own_cache)
+    else:  # the hazard itself: torch.compile names the ptxas PyTorch ships, and a cache of its own
+        assert ptxas != bundled and Path(ptxas).name == "ptxas" and cache != own_cache, (ptxas, cache)
