@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from perfbot.records.compiled import Compiled, CompiledKernel, Occupancy
+from perfbot.records.compiled import INSTRUCTION_CLASSES, Compiled, CompiledKernel, Occupancy
 
 NAME = "_geglu_tma_kernel"
 SOURCE = "606d51f2d609ed01218372f28b4432bd7981cd3c78a42b5f2cdbf30578bb577f"
@@ -20,24 +20,7 @@ _SPECIALIZATION = {
     "WARP_SPECIALIZE": False,
     "aligned": ["K", "M", "N"],
 }
-_INSTRUCTIONS = dict.fromkeys(
-    (
-        "mma",
-        "global_load",
-        "global_store",
-        "async_copy",
-        "shared_load",
-        "shared_store",
-        "local_load",
-        "local_store",
-        "tma",
-        "barrier",
-        "branch",
-        "special_function",
-        "total",
-    ),
-    0,
-)
+_INSTRUCTIONS = dict.fromkeys((*INSTRUCTION_CLASSES, "total"), 0)
 
 
 def _kernel(blocks: tuple[int, int, int, int], registers: int, shared: int, occupancy: tuple[int, str], **kw):

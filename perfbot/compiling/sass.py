@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EnvironmentFailure
+from ..records.compiled import INSTRUCTION_CLASSES
 
 # Opcode (the part before the first dot) -> its class. What a reader of a regression asks first:
 # tensor-core work, memory traffic by space, TMA, synchronization, control flow, special functions.
@@ -36,6 +37,7 @@ CLASSES: dict[str, tuple[str, ...]] = {
     "branch": ("BRA", "BRX", "JMP", "JMX", "CALL", "RET", "BSSY", "BSYNC", "WARPSYNC", "EXIT"),
     "special_function": ("MUFU",),
 }
+assert tuple(CLASSES) == INSTRUCTION_CLASSES, "the record's classes are these, in this order"
 _CLASS_OF = {opcode: name for name, opcodes in CLASSES.items() for opcode in opcodes}
 
 # "        /*0040*/                   @!P0 LDG.E.128 R4, desc[UR4][R2.64] ;"

@@ -15,7 +15,7 @@ from typing import Annotated
 
 from pydantic import ConfigDict, Field, with_config
 
-from ..records.compiled import MAX_KERNELS, Compiled, CompiledKernel
+from ..records.compiled import INSTRUCTION_CLASSES, MAX_KERNELS, Compiled, CompiledKernel
 from ..records.schema import Name, Text
 
 _STRICT = ConfigDict(strict=True, extra="forbid")
@@ -37,22 +37,7 @@ FIELDS: tuple[tuple[str, str], ...] = (
     ("occupancy", "occupancy"),
     ("launches", "launches"),
 )
-# The SASS instruction classes (compiling/sass.py), in the order a difference shows them.
-INSTRUCTION_ORDER = (
-    "mma",
-    "global_load",
-    "global_store",
-    "async_copy",
-    "shared_load",
-    "shared_store",
-    "local_load",
-    "local_store",
-    "tma",
-    "barrier",
-    "branch",
-    "special_function",
-    "total",
-)
+INSTRUCTION_ORDER = (*INSTRUCTION_CLASSES, "total")
 DIGESTS: tuple[tuple[str, str], ...] = (
     ("source_sha256", "source"),
     ("ttgir_sha256", "TTGIR"),

@@ -20,6 +20,22 @@ from .schema import MAX_NAME, Count, Name, Record, Text
 MAX_KERNELS: Final = 16  # kernels recorded per benchmark; past them, only how many more there were
 MAX_SASS: Final = 4_000_000  # characters of one kernel's SASS, when kept (a large kernel's is ~1 MB)
 
+# The classes a kernel's SASS instructions are counted in (compiling/sass.py), in the order a
+# report shows them; `instructions` holds these and "total".
+INSTRUCTION_CLASSES: Final = (
+    "mma",
+    "global_load",
+    "global_store",
+    "async_copy",
+    "shared_load",
+    "shared_store",
+    "local_load",
+    "local_store",
+    "tma",
+    "barrier",
+    "branch",
+    "special_function",
+)
 _RECORD = ConfigDict(strict=True, extra="ignore")
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 # SASS instruction class -> how many instructions of it the kernel's code holds (a static count).
