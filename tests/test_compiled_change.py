@@ -121,3 +121,11 @@ def test_specialization_entries_compare_one_by_one_and_lists_read_as_lists():
     change = compiled_change(compiled(before), compiled(after))
     assert change is not None
     assert change.kernels[0].differences == [Difference("EVEN_K", None, True), Difference("aligned", "K, M", "K, M, N")]
+
+
+def test_kernels_past_the_recorded_ones_are_a_difference_of_their_own():
+    change = compiled_change(compiled(LARGE_TUNED, more=2), compiled(LARGE_TUNED, more=5))
+    assert change is not None and not change.same_machine_code
+    assert change.kernels == [KernelChange("kernels not recorded", [Difference("how many", 2, 5)])]
+    same = compiled_change(compiled(LARGE_TUNED, more=2), compiled(LARGE_TUNED, more=2))
+    assert same is not None and same.kernels == [] and not same.same_machine_code  # unrecorded ones unknown

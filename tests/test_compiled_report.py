@@ -175,3 +175,41 @@ def test_the_comparison_file_keeps_each_rows_compiled_change(tmp_path):
     assert changes[("fused", SMALL)] == CompiledChange(same_machine_code=True)
     assert changes[("eager", LARGE)] is None  # no Triton kernel on either side
     assert comment_markdown(loaded) == comment_markdown(summary)
+
+
+def test_a_comparison_of_hostile_records_reads_back(tmp_path):
+    """A head's results come from the pull request's own run: however many and however named its
+    kernels' differences, the comparison file perfbot writes is one perfbot reads again."""
+    many = {f"P{i}": i for i in range(62)}
+    hostile = replace(
+        records.DECODE_BLOCK_K_64,
+        specialization={**many, "": "x" * 1900},
+        instructions={**records.DECODE_BLOCK_K_64.instructions, "mma": 1},
+    )
+    wide = replace(records.DECODE_BLOCK_K_128, specialization={f"Q{i}": i for i in range(63)})
+    base = _with_kernels(make_results(seed=1), 0)
+    head = _with_kernels(make_results(SLOWDOWNS, seed=2), 1)
+    base = replace(base, benchmarks=[replace(b, compiled=records.compiled(wide)) for b in base.benchmarks])
+    head = replace(head, benchmarks=[replace(b, compiled=records.compiled(*[hostile] * 2)) for b in head.benchmarks])
+    path = tmp_path / "comparison.json"
+    path.write_text(comparison.to_text(summarize(compare(base, head, POLICY))))
+    loaded = comparison.load(path)
+    change = next(row.compiled_change for row in loaded.comparisons if row.compiled_change)
+    whats = [d.what for d in change.kernels[0].differences]
+    assert "?" in whats and all(whats)  # the empty name is shown as "?"
+    assert MARKER in comment_markdown(loaded, 60_000)
+
+
+def test_a_kernel_of_more_differences_than_a_file_holds_says_how_many_are_left_out(monkeypatch):
+    from perfbot.deciding import compiled_change as module
+    from perfbot.deciding.compiled_change import MAX_DIFFERENCES, kernel_differences
+
+    # Past the record's limits, as no file is read: what compiled_change must still bound.
+    before = replace(records.DECODE_BLOCK_K_128, specialization={f"P{i}": 0 for i in range(300)})
+    after = replace(records.DECODE_BLOCK_K_64, specialization={f"P{i}": 1 for i in range(300)})
+    found = kernel_differences(before, after)
+    assert len(found) == MAX_DIFFERENCES and found[-1].what == "differences not shown"
+    monkeypatch.setattr(module, "MAX_DIFFERENCES", 10_000)
+    every = kernel_differences(before, after)
+    assert len(every) > 300 and found[-1].current == len(every) - (MAX_DIFFERENCES - 1)
+    assert found[:-1] == every[: MAX_DIFFERENCES - 1]

@@ -177,6 +177,11 @@ def test_a_listing_without_resource_usage_is_an_environment_failure():
         (32, 115713, 4, (1, "shared memory")),
         (24, 0, 16, (4, "warps")),  # 768 a warp: registers would hold 85 warps
         (16, 0, 1, (32, "blocks")),
+        # Registers are given out by quarter of the SM, to whole warps: what cuda_occupancy.h gives.
+        (192, 0, 1, (8, "registers")),
+        (176, 0, 2, (4, "registers")),
+        (144, 0, 1, (12, "registers")),
+        (104, 0, 2, (8, "registers")),
     ],
 )
 def test_occupancy_names_its_limit(registers, shared, warps, expected):
@@ -251,3 +256,19 @@ def test_the_same_machine_code_is_told_apart_from_line_info(recorded):
     assert one.cubin_sha256 != other.cubin_sha256 and one.sass_sha256 == other.sass_sha256
     change = compiled_change(with_lines, without)
     assert change is not None and change.same_machine_code and change.kernels == []
+
+
+def test_recorded_values_are_fit_for_the_results_file():
+    from perfbot.compiling.artifacts import _value
+
+    assert _value("a\nb\x1b") == "a b " and _value(float("-inf")) == "-inf" and _value(2.5) == 2.5
+
+
+def test_a_results_file_with_unknown_instruction_classes_or_too_large_a_specialization_is_refused(recorded):
+    compiled, _ = recorded
+    one = dataclasses.asdict(compiled)["kernels"][0]
+    adapter = TypeAdapter(Compiled)
+    with pytest.raises(ValidationError, match="not an instruction class"):
+        adapter.validate_json(json.dumps({"kernels": [{**one, "instructions": {"mma": 1, "<b>x</b>": 2}}]}))
+    with pytest.raises(ValidationError):
+        adapter.validate_json(json.dumps({"kernels": [{**one, "specialization": {f"P{i}": i for i in range(65)}}]}))

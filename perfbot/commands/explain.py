@@ -131,7 +131,7 @@ def explain_command(options: ExplainOptions) -> None:
     checked. Each chosen implementation is called once per case on each side, and every Triton
     kernel it launches is recorded: its specialization (constexprs, launch config), registers,
     spills, shared memory, occupancy, SASS instruction counts and digests. A table per
-    implementation and case lists what differs, "same machine code" where every cubin is equal,
+    implementation and case lists what differs, "same machine code" where every kernel's SASS is equal,
     and each side's kernels one line apiece.
 
     With a CUDA GPU here, each call runs on it, on real inputs. Without one, or with --gpu, Triton

@@ -1,6 +1,6 @@
 """What `perfbot explain` prints: where the kernels were compiled, then per implementation and
 case a table of what differs in its compiled kernels (kernel, what, base, head), "same machine
-code" where every cubin is the same, and each side's kernels in one line apiece, so that an
+code" where every kernel's SASS is the same, and each side's kernels in one line apiece, so that an
 unchanged kernel shows its numbers too. Every name from a subject or a revision is escaped."""
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def difference_rows(row: Explained) -> list[tuple[str, str, str, str]]:
         return [("", "Triton kernels", "none launched", "none launched")]
     if change.unknown is not None:
         return [("", "not compared", change.unknown, "")]
-    rows = [("every kernel", "cubin", SAME, SAME)] if change.same_machine_code else []
+    rows = [("every kernel", "SASS", SAME, SAME)] if change.same_machine_code else []
     for kernel in change.kernels:
         if kernel.only_on is not None:
             launched = ("launched", "not launched")

@@ -12,14 +12,16 @@ full-width check compiles some 34 kernels, whose reading in line would add a ten
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import math
 import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ..errors import EnvironmentFailure
-from ..records.compiled import MAX_KERNELS, MAX_SASS, Compiled, CompiledKernel
+from ..records.compiled import MAX_KERNELS, MAX_SASS, MAX_SPECIALIZATION, Compiled, CompiledKernel
 from ..records.schema import MAX_NAME, MAX_TEXT, clean
 from . import sass
 from .launches import Launched
@@ -36,7 +38,7 @@ def record(kernel: Any, grid: tuple[int, int, int], launches: int = 1, keep_sass
     metadata = kernel.metadata
     cubin = kernel.asm["cubin"]
     digest = _sha256(cubin)
-    read = _disassembly(digest, cubin)
+    read = _disassembly(digest, cubin, keep_sass)
     capability = _capability(metadata)
     dynamic = int(getattr(metadata, "shared", 0) or 0)
     num_warps = int(metadata.num_warps)
@@ -86,7 +88,8 @@ def specialization(kernel: Any) -> dict[str, Any]:
         for attribute in attributes or ():
             if name is not None and list(attribute) == ["tt.divisibility", 16]:
                 aligned.append(name)
-    spec: dict[str, Any] = {_name(k): _value(v) for k, v in sorted(found.items())}
+    # At most MAX_SPECIALIZATION entries, "aligned" among them (a kernel of more constexprs is rare).
+    spec: dict[str, Any] = {_name(k): _value(v) for k, v in sorted(found.items())[: MAX_SPECIALIZATION - 1]}
     if aligned:
         spec["aligned"] = sorted(set(aligned))[:64]
     return spec
@@ -101,13 +104,17 @@ def _argument(names: list[str], path: Any) -> str | None:
     return None
 
 
-def _disassembly(digest: str, cubin: bytes) -> sass.Disassembly:
+def _disassembly(digest: str, cubin: bytes, keep_sass: bool) -> sass.Disassembly:
+    """The cubin read (once a process); its SASS text is kept only where a run asked for it."""
     with _readers_lock:
         gate = _reading.setdefault(digest, threading.Lock())
     with gate:
-        if digest not in _read:
-            _read[digest] = sass.disassemble(cubin)
-    return _read[digest]
+        kept = _read.get(digest)
+        if kept is None or (keep_sass and not kept.sass):
+            read = sass.disassemble(cubin)
+            _read[digest] = read if keep_sass else dataclasses.replace(read, sass="")
+            return read
+    return kept
 
 
 def _capability(metadata: Any) -> tuple[int, int] | None:
@@ -128,7 +135,13 @@ def _name(text: str) -> str:
 
 
 def _value(value: Any) -> Any:
-    return value[:MAX_TEXT] if isinstance(value, str) else value
+    """A constexpr's value as a record holds it: text without control characters, a float that
+    is not finite as text ("-inf"), which JSON has no number for."""
+    if isinstance(value, str):
+        return clean(value, MAX_TEXT)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
 
 
 def compiled_later(launched: Launched, keep_sass: bool = False) -> Future[Compiled]:
@@ -146,4 +159,6 @@ def compiled(launched: Launched, keep_sass: bool = False) -> Compiled:
         kernels = [record(kernel, grid, count, keep_sass) for kernel, grid, count in each[:MAX_KERNELS]]
     except EnvironmentFailure as error:
         return Compiled(unrecorded=clean(str(error), MAX_TEXT))
+    except Exception as error:  # noqa: BLE001 -- a Triton whose kernels read otherwise: said, never fatal
+        return Compiled(unrecorded=clean(f"{type(error).__name__}: {error}", MAX_TEXT))
     return Compiled(kernels=kernels, more=max(len(each) - MAX_KERNELS, 0))

@@ -1,13 +1,14 @@
 """Which Triton kernels a call launches, and on what grids: `launched(call)` runs the call and
 returns the compiled kernels with their launch counts, in the order they were first launched.
 
-Every launch of a compiled Triton kernel, through a JIT function, an autotuner, a Gluon kernel or
-`kernel[grid](...)` on a compiled one, asks its `CompiledKernel.launch_metadata(grid, stream,
+A launch of a compiled Triton kernel through Triton, from a JIT function, an autotuner, a Gluon
+kernel or `kernel[grid](...)` on a compiled one, asks its `CompiledKernel.launch_metadata(grid, stream,
 *args)` for what to hand the launch hooks. For the call's length that method is wrapped to note
 the kernel and grid first; what it returns is unchanged, so the launch is too. A Triton without
 that method launches unseen: the call runs and nothing is recorded (`Launched.unrecorded` says
-why). The kernels a subject launches some other way (a vendor library, a CUDA extension) are not
-Triton's and are not recorded.
+why). The kernels a subject launches some other way are not recorded: a vendor library's or a CUDA
+extension's, and Inductor's for torch.compile, whose launchers skip `launch_metadata` unless a
+launch hook is set (docs/method.md, "What changed in the compiled code").
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """How many blocks of a kernel one SM holds at once, and what stops one more: the CUDA occupancy
-calculation, from the kernel's registers, shared memory and warps and the SM's limits.
+calculation (as cuda_occupancy.h makes it), from the kernel's registers, shared memory and warps
+and the SM's limits.
 
 The limits are those NVIDIA's CUDA C++ Programming Guide tabulates per compute capability
 ("Technical Specifications per Compute Capability"); on a GPU they are what the driver reports
@@ -17,6 +18,7 @@ from ..records.compiled import Occupancy
 class SmLimits:
     registers: int = 65536  # 32-bit registers per SM
     register_unit: int = 256  # registers are given to a warp in multiples of this
+    sub_partitions: int = 4  # each quarter of the SM gives its registers out to whole warps
     warps: int = 64  # resident warps per SM
     blocks: int = 32  # resident blocks per SM
     shared_bytes: int = 233472  # shared memory per SM, all of it given to shared memory
@@ -45,7 +47,7 @@ def occupancy(capability: tuple[int, int], registers: int, shared_bytes: int, nu
     shared = -(-(shared_bytes + limits.reserved_shared_bytes) // limits.shared_unit) * limits.shared_unit
     # Each resource's limit on its own; ties go to the first named, the one a change moves most often.
     bounds = {
-        "registers": (limits.registers // per_warp) // num_warps,
+        "registers": (limits.registers // limits.sub_partitions // per_warp) * limits.sub_partitions // num_warps,
         "shared memory": limits.shared_bytes // shared,
         "warps": limits.warps // num_warps,
         "blocks": limits.blocks,

@@ -8,6 +8,10 @@ What a subject's host code needs for this: to accept CPU tensors while this driv
 (`is_compiling_only()`), and to ask Triton's driver, not torch.cuda, for the GPU's properties:
 `triton.runtime.driver.active.utils.get_device_properties(0)` gives the named GPU's, with its
 "name". This repository's kernels do both; docs/explain.md says how far this gets on them.
+
+Once per process: what a JIT function compiled within the block stays in its cache with the
+named GPU's target and a launcher that launches nothing, so the same process must not launch
+those kernels on a GPU afterwards (`perfbot explain` compiles in its own process and exits).
 """
 
 from __future__ import annotations

@@ -16,9 +16,10 @@ from typing import Annotated
 from pydantic import ConfigDict, Field, with_config
 
 from ..records.compiled import INSTRUCTION_CLASSES, MAX_KERNELS, Compiled, CompiledKernel
-from ..records.schema import Name, Text
+from ..records.schema import MAX_NAME, Name, Text
 
 _STRICT = ConfigDict(strict=True, extra="forbid")
+MAX_DIFFERENCES = 256  # a kernel's, in a comparison file; past it, how many more
 Value = Text | int | bool | None
 
 # The fields compared, in the order a reader asks about them, each with how it is shown.
@@ -58,7 +59,7 @@ class Difference:
 @dataclass(frozen=True)
 class KernelChange:
     name: Name
-    differences: Annotated[list[Difference], Field(max_length=256)]
+    differences: Annotated[list[Difference], Field(max_length=MAX_DIFFERENCES)]
     only_on: Annotated[str, Field(pattern=r"^(baseline|current)$")] | None = None  # one side launched it
 
 
@@ -101,6 +102,8 @@ def compiled_change(
         differences = kernel_differences(before, after)
         if differences:
             changes.append(KernelChange(after.name, differences))
+    if baseline.more != current.more:  # kernels past the recorded ones (MAX_KERNELS): how many
+        changes.append(KernelChange("kernels not recorded", [Difference("how many", baseline.more, current.more)]))
     return CompiledChange(kernels=changes, same_machine_code=same)
 
 
@@ -115,7 +118,7 @@ def kernel_differences(before: CompiledKernel, after: CompiledKernel) -> list[Di
     for key in sorted(set(before.specialization) | set(after.specialization)):
         old, new = before.specialization.get(key), after.specialization.get(key)
         if old != new:
-            found.append(Difference(key[:200], _plain(old, ", "), _plain(new, ", ")))
+            found.append(Difference((key or "?")[:MAX_NAME], _plain(old, ", "), _plain(new, ", ")))
     for kind in sorted(set(before.instructions) | set(after.instructions), key=_instruction_order):
         old_count, new_count = before.instructions.get(kind), after.instructions.get(kind)
         if old_count != new_count:
@@ -124,6 +127,9 @@ def kernel_differences(before: CompiledKernel, after: CompiledKernel) -> list[Di
         old_digest, new_digest = getattr(before, name), getattr(after, name)
         if old_digest != new_digest:
             found.append(Difference(shown, _short(old_digest), _short(new_digest)))
+    if len(found) > MAX_DIFFERENCES:  # a file of this many would be refused when read back
+        left_out = len(found) - MAX_DIFFERENCES + 1
+        found = [*found[: MAX_DIFFERENCES - 1], Difference("differences not shown", None, left_out)]
     return found
 
 

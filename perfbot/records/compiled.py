@@ -11,11 +11,11 @@ at most MAX_SASS characters a kernel.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Final
+from typing import Annotated, Any, Final
 
-from pydantic import ConfigDict, Field, with_config
+from pydantic import AfterValidator, ConfigDict, Field, with_config
 
-from .schema import MAX_NAME, Count, Name, Record, Text
+from .schema import MAX_NAME, Count, Name, Text, _bounded
 
 MAX_KERNELS: Final = 16  # kernels recorded per benchmark; past them, only how many more there were
 MAX_SASS: Final = 4_000_000  # characters of one kernel's SASS, when kept (a large kernel's is ~1 MB)
@@ -36,10 +36,24 @@ INSTRUCTION_CLASSES: Final = (
     "branch",
     "special_function",
 )
+# Like every record, these are pydantic-validated when a file is read into them, not when made.
 _RECORD = ConfigDict(strict=True, extra="ignore")
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-# SASS instruction class -> how many instructions of it the kernel's code holds (a static count).
-Instructions = Annotated[dict[Name, Count], Field(max_length=32)]
+
+
+def _known_classes(counts: dict[str, int]) -> dict[str, int]:
+    unknown = sorted(set(counts) - {*INSTRUCTION_CLASSES, "total"})
+    if unknown:
+        raise ValueError(f"not an instruction class: {unknown[0][:40]!r}")
+    return counts
+
+
+# SASS instruction class (INSTRUCTION_CLASSES, or "total") -> how many instructions of it the
+# kernel's code holds (a static count).
+Instructions = Annotated[dict[Name, Count], Field(max_length=32), AfterValidator(_known_classes)]
+MAX_SPECIALIZATION: Final = 64  # entries of a kernel's specialization (constexprs, "aligned")
+# Argument name -> value: a bounded JSON record (schema.Record) of at most MAX_SPECIALIZATION names.
+Specialization = Annotated[dict[Name, Any], Field(max_length=MAX_SPECIALIZATION), AfterValidator(_bounded)]
 
 
 @with_config(_RECORD)
@@ -60,7 +74,7 @@ class CompiledKernel:
     source_sha256: Sha256 | None  # of the @triton.jit function's source text; None if not known
     # What the kernel was specialized on: its constexprs, and which arguments Triton took as
     # aligned (divisible by 16) or equal to 1.
-    specialization: Record
+    specialization: Specialization
     grid: Annotated[list[Count], Field(min_length=3, max_length=3)]
     launches: Count  # how many times the checked call launched it with this grid
     num_warps: Count
