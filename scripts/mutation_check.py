@@ -56,6 +56,18 @@ TESTS = {
         "tests/test_history.py::test_the_same_stores_without_the_step_report_nothing",
         "tests/test_history_ack.py::test_known_breaks_split_the_search",
     ],
+    "perfbot/deciding/compiled_change.py": ["tests/test_compiled_change.py", "tests/test_compiled_report.py"],
+    "perfbot/compiling/occupancy.py": [
+        "tests/test_compiling.py::test_occupancy_names_its_limit",
+        "tests/test_compiling.py::test_each_gpu_of_the_table_has_its_own_limits",
+        "tests/test_compiling.py::test_occupancy_of_an_unknown_gpu_is_not_guessed",
+    ],
+    "perfbot/compiling/sass.py": [
+        "tests/test_compiling.py::test_sass_is_counted_by_class_with_local_bytes_by_width",
+        "tests/test_compiling.py::test_a_listing_without_resource_usage_is_an_environment_failure",
+        "tests/test_compiling.py::test_a_cubin_the_disassembler_cannot_read_is_an_environment_failure",
+        "tests/test_compiling.py::test_spills_and_registers_are_what_ptxas_reports",
+    ],
     "perfbot/measuring/sequential.py": [
         "tests/test_sequential.py",
         "tests/test_sequential_interval.py",

@@ -161,6 +161,12 @@ def test_sass_is_counted_by_class_with_local_bytes_by_width():
     assert (counts["mma"], counts["tma"], counts["barrier"], counts["special_function"]) == (1, 1, 1, 1)
     assert (counts["global_load"], counts["local_store"], counts["local_load"], counts["branch"]) == (1, 3, 1, 2)
     assert "0x000e300000000800" not in read.sass and "HGMMA.64x128x16.F32" in read.sass
+    assert counts["async_copy"] == counts["shared_load"] == 0  # a class the code lacks counts 0
+
+
+def test_a_cubin_the_disassembler_cannot_read_is_an_environment_failure():
+    with pytest.raises(EnvironmentFailure, match="could not read a kernel: exit"):
+        sass.disassemble(b"not a cubin")
 
 
 def test_a_listing_without_resource_usage_is_an_environment_failure():
@@ -272,3 +278,27 @@ def test_a_results_file_with_unknown_instruction_classes_or_too_large_a_speciali
         adapter.validate_json(json.dumps({"kernels": [{**one, "instructions": {"mma": 1, "<b>x</b>": 2}}]}))
     with pytest.raises(ValidationError):
         adapter.validate_json(json.dumps({"kernels": [{**one, "specialization": {f"P{i}": i for i in range(65)}}]}))
+
+
+@pytest.mark.parametrize(
+    ("capability", "tiny", "forty_kb", "sixteen_warps"),
+    [
+        # A 1-warp kernel of 16 registers stops at the blocks an SM holds; a 4-warp one of 40 KB
+        # shared memory (and 1 KB kept) at its shared memory; a 16-warp one at its warps: the
+        # programming guide's table.
+        ((8, 0), 32, 4, 4),
+        ((8, 6), 16, 2, 3),
+        ((8, 9), 24, 2, 3),
+        ((9, 0), 32, 5, 4),
+        ((10, 0), 32, 5, 4),
+        ((12, 0), 24, 2, 3),
+    ],
+)
+def test_each_gpu_of_the_table_has_its_own_limits(capability, tiny, forty_kb, sixteen_warps):
+    for (registers, shared, warps), (blocks, limit) in (
+        ((16, 0, 1), (tiny, "blocks")),
+        ((32, 40960, 4), (forty_kb, "shared memory")),
+        ((24, 0, 16), (sixteen_warps, "warps")),
+    ):
+        found = occupancy(capability, registers, shared, warps)
+        assert found is not None and (found.blocks_per_sm, found.limited_by) == (blocks, limit)
