@@ -141,3 +141,47 @@ def test_torch_compile_leaves_a_pinned_ptxas_and_cache_alone(pinned: bool, tmp_p
         assert (ptxas, cache) == (bundled, own_cache)
     else:  # the hazard itself: torch.compile names the ptxas PyTorch ships, and a cache of its own
         assert ptxas != bundled and Path(ptxas).name == "ptxas" and cache != own_cache, (ptxas, cache)
+
+
+def test_explain_on_the_gpu_runs_each_implementation_here(project: Path, tmp_path: Path):
+    """`perfbot explain`'s GPU path: each implementation called on this GPU, its kernels recorded
+    as a run records them, both sides the same machine code in an A/A."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    git = ["git", "-c", "user.name=perfbot", "-c", "user.email=perfbot@localhost"]
+    for step in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "main"]):
+        subprocess.run([*git, *step], cwd=project, check=True)
+    out = tmp_path / "explain.json"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "perfbot",
+            "explain",
+            "HEAD",
+            "--suite",
+            "decode",
+            "--case",
+            "gemma-7b-m16",
+            "--json",
+            str(out),
+        ],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "run once on this machine's NVIDIA" in done.stdout  # the GPU here, not a named one without it
+    rows = {row["implementation"]: row for row in json.loads(out.read_text())["rows"]}
+    for name, kernel in (("fused", "_geglu_tma_kernel"), ("fused-pointer", "_geglu_pointer_kernel")):
+        row = rows[name]
+        assert row["change"]["same_machine_code"], row["change"]
+        assert [k["name"] for k in row["base"]["compiled"]["kernels"]] == [kernel]
