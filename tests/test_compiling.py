@@ -217,11 +217,11 @@ def test_a_run_pins_the_ptxas_and_cache_triton_chooses(monkeypatch, tmp_path):
     monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
     monkeypatch.setenv("TRITON_HOME", str(tmp_path))
     bundled = str(triton.knobs.nvidia.ptxas.path)
-    assert toolchain.pin_ptxas() == bundled and os.environ["TRITON_PTXAS_PATH"] == bundled
+    assert toolchain.pin_toolchain() == bundled and os.environ["TRITON_PTXAS_PATH"] == bundled
     assert os.environ["TRITON_CACHE_DIR"] == str(tmp_path / ".triton" / "cache")
     monkeypatch.setenv("TRITON_PTXAS_PATH", "/opt/their/ptxas")  # the user's choices stand
     monkeypatch.setenv("TRITON_CACHE_DIR", "/opt/their/cache")
-    assert toolchain.pin_ptxas() == "/opt/their/ptxas" and os.environ["TRITON_PTXAS_PATH"] == "/opt/their/ptxas"
+    assert toolchain.pin_toolchain() == "/opt/their/ptxas" and os.environ["TRITON_PTXAS_PATH"] == "/opt/their/ptxas"
     assert os.environ["TRITON_CACHE_DIR"] == "/opt/their/cache"
 
 

@@ -109,7 +109,7 @@ PTXAS_AFTER_COMPILE = """
 import os, sys, torch
 if sys.argv[1] == "pinned":
     from perfbot.compiling import toolchain
-    toolchain.pin_ptxas()
+    toolchain.pin_toolchain()
 compiled = torch.compile(lambda t: t * 2 + 1)
 compiled(torch.randn(64, device="cuda"))
 print(os.environ.get("TRITON_PTXAS_PATH"), os.environ.get("TRITON_CACHE_DIR"))

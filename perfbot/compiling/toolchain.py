@@ -16,7 +16,7 @@ PTXAS_VARIABLE = "TRITON_PTXAS_PATH"
 CACHE_VARIABLE = "TRITON_CACHE_DIR"
 
 
-def pin_ptxas() -> str | None:
+def pin_toolchain() -> str | None:
     """Set TRITON_PTXAS_PATH to the ptxas Triton would use now (the one it ships, unless the
     variable names another already), and TRITON_CACHE_DIR likewise to its cache; the ptxas's
     path, or None without Triton's NVIDIA backend."""

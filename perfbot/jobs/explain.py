@@ -182,7 +182,7 @@ def _compiling(where: Target) -> Iterator[None]:
     between the base's worktree and this checkout, and for a kernel that only moved in its file,
     so that equal machine code would show different digests. The SASS is the same either way.
     On the ptxas Triton chooses, as a run's (compiling/toolchain.py)."""
-    toolchain.pin_ptxas()
+    toolchain.pin_toolchain()
     with _environment(LINE_INFO_OFF, "1"):
         if where.launched:
             yield

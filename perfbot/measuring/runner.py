@@ -197,7 +197,7 @@ class LocalSides:
 
     def __init__(self, subjects: dict[str, Loaded], settings: RunSettings):
         require_gpu()
-        toolchain.pin_ptxas()  # before any side's kernel compiles
+        toolchain.pin_toolchain()  # before any side's kernel compiles
         self.subjects, self.settings = subjects, settings
         self.names = tuple(subjects)
         self.generator: torch.Generator | None = None  # made at the first case, once the GPU is known

@@ -304,7 +304,7 @@ class _Side:
         from .runner import require_gpu
 
         require_gpu()
-        toolchain.pin_ptxas()  # before the subject's kernels compile
+        toolchain.pin_toolchain()  # before the subject's kernels compile
         self.subject = load_subject(self.kernels)
         if self.declared_by is not None:  # the head, judged by the base's declarations
             self.subject, _ = judged_by_base(load_subject(self.declared_by), self.subject)
