@@ -423,41 +423,6 @@ def prefill_by_waves(M: int, N: int, num_sms: int) -> dict | None:
     return None
 
 
-def _grouped_rows(tiles: int, num_pid_m: int, num_pid_n: int, group_m: int) -> list[int]:
-    """Each tile's row block, in the kernel's grouped order (geglu._tile_coords)."""
-    rows = []
-    for tile in range(tiles):
-        group = tile // (group_m * num_pid_n)
-        first = group * group_m
-        size = min(num_pid_m - first, group_m)
-        rows.append(first + (tile % (group_m * num_pid_n)) % size)
-    return rows
-
-
-def tail_tile_cost(tail_m: int, block_m: int) -> float:
-    """A tail tile's time as a share of a full one's: its product's rows, at least 64 (a
-    tensor-core instruction's height on Hopper), over the full tile's."""
-    return max(tail_m, 64) / block_m
-
-
-def balanced_programs(M: int, N: int, block_m: int, tail_m: int, block_n: int, group_m: int, num_sms: int) -> int:
-    """The program count, at most num_sms, whose static share of full and tail tiles gives the
-    shortest longest program. Programs walk tiles NUM_PROGRAMS apart; with as many programs as
-    SMs and a row-block count that divides it, some programs would get every tail tile and the
-    others every full one, and the launch would take as long as with no tail at all."""
-    full = M // block_m
-    num_pid_m = full + -(-(M - full * block_m) // tail_m)
-    num_pid_n = -(-N // block_n)
-    tiles = num_pid_m * num_pid_n
-    tail = tail_tile_cost(tail_m, block_m)
-    costs = [1.0 if row < full else tail for row in _grouped_rows(tiles, num_pid_m, num_pid_n, group_m)]
-
-    def longest(programs: int) -> float:
-        return max(sum(costs[p::programs]) for p in range(programs))
-
-    return min(range(max(1, num_sms - 2 * num_pid_m), num_sms + 1), key=lambda p: (longest(p), -p))
-
-
 def candidates(path: str, shape_class: str) -> list[dict]:
     """Configs worth trying for 16-bit inputs, those that fit in shared memory."""
     return [c for c in _CANDIDATES[(path, shape_class)] if _fits(c)]

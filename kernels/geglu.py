@@ -216,80 +216,6 @@ def _geglu_tma_kernel(
             out_desc.store([offs_m, offs_n], out)
 
 
-@triton.jit
-def _product(
-    x_desc,
-    w_desc,
-    offs_m,
-    offs_n,
-    k_tiles,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    STAGES: tl.constexpr,
-):
-    # [z1 | z2] for one tile: weight seen as [2, N, K], one load brings both halves' rows.
-    z = tl.zeros((BLOCK_M, 2 * BLOCK_N), dtype=tl.float32)
-    for ki in tl.range(k_tiles, num_stages=STAGES):
-        offs_k = ki * BLOCK_K
-        x = x_desc.load([offs_m, offs_k])
-        w = tl.reshape(w_desc.load([0, offs_n, offs_k]), (2 * BLOCK_N, BLOCK_K))
-        z = tl.dot(x, w.T, z)
-    return z
-
-
-@triton.jit
-def _store_gated(
-    out_desc, z, offs_m, offs_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, APPROXIMATE_TANH: tl.constexpr
-):
-    z1, z2 = tl.split(tl.permute(tl.reshape(z, (BLOCK_M, 2, BLOCK_N)), (0, 2, 1)))
-    out_desc.store([offs_m, offs_n], (z1 * _gelu(z2, APPROXIMATE_TANH)).to(out_desc.dtype))
-
-
-@triton.jit
-def _geglu_tma_tail_kernel(
-    # Tensor descriptors: x [M, K] in BLOCK_M- and TAIL_M-row blocks, weight [2, N, K], out [M, N]
-    x_desc,
-    x_tail_desc,
-    w_desc,
-    out_desc,
-    out_tail_desc,
-    M,
-    N,
-    K,
-    BLOCK_M: tl.constexpr,
-    TAIL_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
-    NUM_PROGRAMS: tl.constexpr,
-    STAGES: tl.constexpr,
-    TAIL_STAGES: tl.constexpr,
-    APPROXIMATE_TANH: tl.constexpr,
-):
-    # Tiles of two heights in one launch: the rows of M that fill whole BLOCK_M blocks, then the
-    # rest in TAIL_M-row blocks, so the last row block is not padded to BLOCK_M. The row blocks of
-    # one column block stay adjacent in the grouped order, so each weight tile is read from memory
-    # once for all of them. NUM_PROGRAMS is chosen on the host so that each program's share of
-    # full and tail tiles is even (configs.tail_rows).
-    full_blocks = M // BLOCK_M
-    num_pid_m = full_blocks + tl.cdiv(M - full_blocks * BLOCK_M, TAIL_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    k_tiles = tl.cdiv(K, BLOCK_K)
-    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_PROGRAMS, num_stages=1):
-        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
-        offs_n = pid_n * BLOCK_N
-        if pid_m < full_blocks:
-            offs_m = pid_m * BLOCK_M
-            # (Each branch names its own tile: a name both assign must keep one type.)
-            z_full = _product(x_desc, w_desc, offs_m, offs_n, k_tiles, BLOCK_M, BLOCK_N, BLOCK_K, STAGES)
-            _store_gated(out_desc, z_full, offs_m, offs_n, BLOCK_M, BLOCK_N, APPROXIMATE_TANH)
-        else:
-            offs_m = full_blocks * BLOCK_M + (pid_m - full_blocks) * TAIL_M
-            z_tail = _product(x_tail_desc, w_desc, offs_m, offs_n, k_tiles, TAIL_M, BLOCK_N, BLOCK_K, TAIL_STAGES)
-            _store_gated(out_tail_desc, z_tail, offs_m, offs_n, TAIL_M, BLOCK_N, APPROXIMATE_TANH)
-
-
 def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET") == "1"
 
@@ -432,12 +358,7 @@ _OPTION_DEFAULTS = {
 
 
 # What a launch config may hold: tile and pipeline sizes, and the options above.
-# Tiles of two heights (`tail_m` rows for the last ones, `tail_stages` deep, on `num_programs`
-# programs) are an option of their own, left out of plans that do not use them.
-_TAIL_KEYS = ("tail_m", "tail_stages", "num_programs")
-_CONFIG_KEYS = frozenset(
-    {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", *_OPTION_DEFAULTS, *_TAIL_KEYS}
-)
+_CONFIG_KEYS = frozenset({"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", *_OPTION_DEFAULTS})
 
 
 def _with_config(plan: dict, config: dict, M: int, source: str) -> dict:
@@ -558,8 +479,6 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
     else:
         w1_desc = TensorDescriptor(weight[:N], [N, K], [row, 1], [bn, bk])
         w2_desc = TensorDescriptor(weight[N:], [N, K], [row, 1], [bn, bk])
-    if options.get("tail_m"):
-        return _launch_tma_tail(x2d, weight, out2d, options, tanh)
     subtile = options["epilogue_subtile"]
     out_desc = TensorDescriptor(out2d, [M, N], [N, 1], [bm, bn // 2 if subtile else bn])
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
@@ -591,35 +510,4 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
         num_warps=options["num_warps"],
         num_stages=options["num_stages"],
         **limits,
-    )
-
-
-def _launch_tma_tail(x2d, weight, out2d, options: dict, tanh: bool):
-    """Tiles of two heights (`_geglu_tma_tail_kernel`): always one product per tile, as `one_dot`."""
-    M, K = x2d.shape
-    N = out2d.shape[1]
-    bm, tail, bn, bk = options["BLOCK_M"], options["tail_m"], options["BLOCK_N"], options["BLOCK_K"]
-    row = weight.stride(0)
-    programs = options.get("num_programs") or configs.balanced_programs(
-        M, N, bm, tail, bn, options["GROUP_M"], options["num_sms"]
-    )
-    return _geglu_tma_tail_kernel[(programs,)](
-        TensorDescriptor(x2d, [M, K], [x2d.stride(0), 1], [bm, bk]),
-        TensorDescriptor(x2d, [M, K], [x2d.stride(0), 1], [tail, bk]),
-        TensorDescriptor(weight, [2, N, K], [N * row, row, 1], [2, bn, bk]),
-        TensorDescriptor(out2d, [M, N], [N, 1], [bm, bn]),
-        TensorDescriptor(out2d, [M, N], [N, 1], [tail, bn]),
-        M,
-        N,
-        K,
-        BLOCK_M=bm,
-        TAIL_M=tail,
-        BLOCK_N=bn,
-        BLOCK_K=bk,
-        GROUP_M=options["GROUP_M"],
-        NUM_PROGRAMS=programs,
-        STAGES=options["num_stages"],
-        TAIL_STAGES=options.get("tail_stages") or options["num_stages"],
-        APPROXIMATE_TANH=tanh,
-        num_warps=options["num_warps"],
     )

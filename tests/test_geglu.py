@@ -10,7 +10,6 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from kernels import configs
 from kernels.geglu import _gelu, geglu, launch_plan
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -69,13 +68,7 @@ def test_matches_float64_reference_in_interpreter(batch, K, N, dtype, bound, app
     _check(batch, K, N, dtype, bound, approximate)
 
 
-TMA_SHAPES = [
-    ((9,), 40, 24),
-    ((130,), 344, 72),
-    ((2, 100), 64, 136),
-    ((1,), 8, 8),
-    ((75,), 48, 40),
-]  # K, N multiples of 8
+TMA_SHAPES = [((9,), 40, 24), ((130,), 344, 72), ((2, 100), 64, 136), ((1,), 8, 8)]  # K, N multiples of 8
 TMA_CONFIGS = [  # small blocks so the persistent loop walks several tiles per program
     {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 32},
     {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 16, "epilogue_subtile": True},
@@ -84,9 +77,6 @@ TMA_CONFIGS = [  # small blocks so the persistent loop walks several tiles per p
     {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 16, "flatten": True},
     {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 32, "one_dot": True, "epilogue_subtile": True, "flatten": True},
     {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16, "one_dot": True, "flatten": True, "programs_per_sm": 2},
-    # Tiles of two heights: whole row blocks, then the rest of M in shorter ones.
-    {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 32, "tail_m": 16},
-    {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16, "tail_m": 16, "tail_stages": 2, "num_programs": 3},
 ]
 
 
@@ -198,23 +188,6 @@ def test_prefill_takes_64_row_tiles_only_where_they_fill_the_gpu_better():
     assert configs.prefill_by_waves(107, 8192, 132)["BLOCK_M"] == 64
     for M, N in ((8192, 5120), (512, 16384), (198, 14336), (4096, 4096)):  # the suites' shapes and a tie
         assert configs.prefill_by_waves(M, N, 132) is None
-
-
-def test_tiles_of_two_heights_are_shared_out_evenly():
-    # 278 rows: two 128-row blocks and a 32-row one, 108 column blocks. On 132 programs (three
-    # row blocks divide 132) the tail tiles would all fall to a third of the programs and the
-    # longest program would run three full tiles, as with no tail; on 131 each program's three
-    # tiles hold one tail.
-    M, N, block_m, tail_m, block_n, group_m = 278, 13824, 128, 32, 128, 8
-    programs = configs.balanced_programs(M, N, block_m, tail_m, block_n, group_m, 132)
-    assert programs == 131
-    rows = configs._grouped_rows(3 * 108, 3, 108, group_m)
-    costs = [1.0 if row < 2 else configs.tail_tile_cost(tail_m, block_m) for row in rows]
-    assert max(sum(costs[p::132]) for p in range(132)) == 3.0
-    assert max(sum(costs[p::programs]) for p in range(programs)) == 2.5
-    # A tail tile costs at least a 64-row product's share.
-    assert configs.tail_tile_cost(16, 128) == configs.tail_tile_cost(64, 128) == 0.5
-    assert configs.tail_tile_cost(32, 64) == 1.0
 
 
 def test_the_generated_suite_is_what_the_seeded_generator_draws():

@@ -4,9 +4,11 @@ float64 first) as the committed plan launches it, against the tail kernel
 (kernels/geglu.py, `_geglu_tma_tail_kernel`): whole row blocks of 128 rows (the large config) or
 64 rows (the 64-row prefill config), and the rest of M in 16-, 32- or 64-row blocks, on the
 program count `configs.balanced_programs` gives and on one program per SM; and cuBLAS's matmul.
+With `--family grid`, the committed kernel on other grids instead (`grid_configs`).
 
     PYTHONPATH=. python experiments/2026-12-02-h200-tail-rows/probe_tail_rows.py \
         --json experiments/2026-12-02-h200-tail-rows/probe.json > experiments/2026-12-02-h200-tail-rows/probe.txt
+    ... --family grid --json .../grid.json > .../grid.txt
 """
 
 from __future__ import annotations
@@ -60,10 +62,29 @@ def tail_configs(M: int, N: int, num_sms: int) -> dict[str, dict]:
     return found
 
 
+def grid_configs(M: int, N: int, num_sms: int, plan: dict) -> dict[str, dict]:
+    """The committed kernel with other grids: one tile per program (the hardware's block
+    scheduler shares out tiles of unequal waves, where a persistent program walks a fixed list),
+    and 64-column tiles on 128 rows (twice the tiles: a finer last wave)."""
+    keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", "one_dot", "flatten")
+    own = {k: plan[k] for k in keys}
+    return {
+        "plan, a tile per program": {**own, "programs_per_sm": 64},
+        **{
+            f"{m}x{n} tiles{', a tile per program' if each else ''}": {
+                **MAINS[m], "BLOCK_N": n, "one_dot": True, "flatten": True, **({"programs_per_sm": 64} if each else {})
+            }
+            for m, n in ((128, 64), (64, 64))
+            for each in (False, True)
+        },
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--family", choices=("tail", "grid"), default="tail", help="tail: tail_configs; grid: grid_configs")
     args = parser.parse_args()
     num_sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(
@@ -77,7 +98,8 @@ def main() -> None:
         weight = (torch.randn(2 * N, K, generator=generator, device="cuda") / K**0.5).to(torch.bfloat16)
         expected = geglu_float64(x, weight)
         calls = {"plan": lambda: geglu(x, weight)}
-        for label, config in tail_configs(M, N, num_sms).items():
+        family = tail_configs(M, N, num_sms) if args.family == "tail" else grid_configs(M, N, num_sms, launch_plan(x, weight))
+        for label, config in family.items():
             calls[label] = lambda config=config: geglu(x, weight, config=config)
         checked = {}
         for label, call in calls.items():
