@@ -12,7 +12,9 @@ out=$(realpath -m "${1:?usage: $0 OUT_DIR PARTS}"); parts=${2:?usage: $0 OUT_DIR
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   > /dev/null 2>&1 || { echo "the carried wheels did not install"; exit 3; }
 export PYTHONPATH=/tmp/site:. PYTHONUNBUFFERED=1
-perfbot() { python3 -c 'import sys; from perfbot.cli import perfbot; sys.argv[0] = "perfbot"; perfbot()' "$@"; }
+mkdir -p /tmp/bin && printf '%s\n' '#!/usr/bin/env bash' \
+  'exec python3 -c "import sys; from perfbot.cli import perfbot; sys.argv[0] = \"perfbot\"; perfbot()" "$@"' > /tmp/bin/perfbot
+chmod +x /tmp/bin/perfbot && export PATH=/tmp/bin:$PATH  # a program, as timeout runs it
 git log -1 --format=%H > "$out/commit.txt" 2>/dev/null
 for part in $parts; do
 nvidia-smi --query-gpu=index,name,driver_version,power.limit,clocks.sm,temperature.gpu --format=csv > "$out/gpus-$part.txt"
