@@ -1,21 +1,29 @@
-"""The generated suite: shapes nobody tuned for, drawn by a seeded generator so that the set is
+"""The generated suites: shapes nobody tuned for, drawn by a seeded generator so that each set is
 broad, fixed and reproducible. Each case takes the feed-forward widths of a real model (hidden
 size K, intermediate size N; the Hugging Face configs) or, one case in five, odd widths drawn
 from the same ranges, and a token count M: half the cases decode (1 to 64 rows), half prefill
-(65 to 16384 rows), each drawn log-uniformly, so that odd counts come as they come. The four
-shapes the kernel was first seen to slip on come first.
+(65 to 16384 rows), each drawn log-uniformly, so that odd counts come as they come.
 
-    python -m kernels.shapes            # prints the suite; kernels/suites.yaml holds its output
+Two sets: `generated` (SEED), with the four shapes the kernel was first seen to slip on in front,
+and `generated-2` (SECOND_SEED), all drawn, held out from tuning to judge the kernel on shapes it
+was not tuned on. A shape the other set holds, or one already drawn, is skipped, and drawing goes
+on until each kind has its half; names stay unique within a set.
 
-A test keeps suites.yaml's `generated` suite equal to what this prints.
+    python -m kernels.shapes                # prints both suites; kernels/suites.yaml holds them
+    python -m kernels.shapes generated-2    # prints the one suite named
+
+A test keeps suites.yaml's generated suites equal to what this prints.
 """
 
 from __future__ import annotations
 
 import math
 import random
+import sys
+from collections.abc import Sequence
 
 SEED = 2026_11_30
+SECOND_SEED = 2026_12_02
 COUNT = 24
 MODELS = {  # name: (hidden K, intermediate N)
     "llama-2-7b": (4096, 11008),
@@ -49,10 +57,18 @@ def _log_uniform(rng: random.Random, low: int, high: int) -> int:
     return min(high, int(math.exp(rng.uniform(math.log(low), math.log(high + 1)))))
 
 
-def cases(seed: int = SEED, count: int = COUNT) -> list[dict]:
+def cases(
+    seed: int = SEED, count: int = COUNT, first: Sequence[dict] = tuple(REPORTED), avoid: Sequence[dict] = ()
+) -> list[dict]:
+    """`first`, then `count` drawn cases, half decode (the even draws) and half prefill; a drawn
+    shape (M, K, N) that `avoid`, `first` or an earlier draw holds is skipped. Without skips the
+    draws are those of the first set as it was committed."""
     rng = random.Random(seed)
-    drawn = list(REPORTED)
-    for index in range(count):
+    drawn = list(first)
+    taken = {_shape(c) for c in [*avoid, *first]}
+    left = {"decode": (count + 1) // 2, "prefill": count // 2}
+    index = 0
+    while any(left.values()):
         if rng.random() < 0.2:
             # Odd widths, multiples of 8 so that the TMA path can describe them (as every model's are).
             name = "odd"
@@ -61,7 +77,13 @@ def cases(seed: int = SEED, count: int = COUNT) -> list[dict]:
         else:
             name = rng.choice(sorted(MODELS))
             K, N = MODELS[name]
-        M = _log_uniform(rng, 1, 64) if index % 2 == 0 else _log_uniform(rng, 65, 16384)
+        kind = "decode" if index % 2 == 0 else "prefill"
+        M = _log_uniform(rng, 1, 64) if kind == "decode" else _log_uniform(rng, 65, 16384)
+        index += 1
+        if (M, K, N) in taken or not left[kind]:
+            continue
+        left[kind] -= 1
+        taken.add((M, K, N))
         label = f"{name}-m{M}"
         while any(c["name"] == label for c in drawn):
             label += "-again"
@@ -69,17 +91,43 @@ def cases(seed: int = SEED, count: int = COUNT) -> list[dict]:
     return drawn
 
 
-def suite_yaml(seed: int = SEED, count: int = COUNT) -> str:
+def _shape(case: dict) -> tuple[int, int, int]:
+    return case["M"], case["K"], case["N"]
+
+
+def suite_cases(name: str) -> list[dict]:
+    if name == "generated":
+        return cases(SEED)
+    if name == "generated-2":
+        # Fresh shapes only: a run of both suites times a shape they share once, under one of them.
+        return cases(SECOND_SEED, first=[], avoid=cases(SEED))
+    raise ValueError(f"no generated suite {name!r} (there are: {', '.join(SUITES)})")
+
+
+SUITES = {  # name: its about line (plain YAML: no colon and space in it)
+    "generated": f"Shapes nobody tuned for, drawn by `python -m kernels.shapes` (seed {SEED}); do not edit by hand.",
+    "generated-2": (
+        f"A second set held out from tuning, drawn by `python -m kernels.shapes` (seed {SECOND_SEED}) "
+        "without the first set's shapes; do not edit by hand."
+    ),
+}
+
+
+def suite_yaml(name: str = "generated") -> str:
     lines = [
-        "generated:",
-        f"  about: Shapes nobody tuned for, drawn by `python -m kernels.shapes` (seed {seed}); do not edit by hand.",
+        f"{name}:",
+        f"  about: {SUITES[name]}",
         "  dtype: bfloat16",
         "  implementations: [fused, eager, compiled, max-autotune, gemm, copy]",
         "  cases:",
     ]
-    lines += [f"    - {{name: {c['name']}, M: {c['M']}, K: {c['K']}, N: {c['N']}}}" for c in cases(seed, count)]
+    lines += [f"    - {{name: {c['name']}, M: {c['M']}, K: {c['K']}, N: {c['N']}}}" for c in suite_cases(name)]
     return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
-    print(suite_yaml(), end="")
+    names = sys.argv[1:] or list(SUITES)
+    unknown = [name for name in names if name not in SUITES]
+    if unknown:
+        sys.exit(f"no generated suite {unknown[0]!r} (there are: {', '.join(SUITES)})")
+    print("\n".join(suite_yaml(name) for name in names), end="")

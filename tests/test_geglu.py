@@ -3,6 +3,8 @@
 
 import math
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -190,16 +192,62 @@ def test_prefill_takes_64_row_tiles_only_where_they_fill_the_gpu_better():
         assert configs.prefill_by_waves(M, N, 132) is None
 
 
-def test_the_generated_suite_is_what_the_seeded_generator_draws():
+def test_the_generated_suites_are_what_the_seeded_generator_draws():
     import yaml
 
     from kernels import shapes
     from tests.conftest import ROOT
 
-    committed = yaml.safe_load((ROOT / "kernels" / "suites.yaml").read_text())["generated"]
-    assert committed == yaml.safe_load(shapes.suite_yaml())["generated"]
-    assert len(committed["cases"]) == len(shapes.REPORTED) + shapes.COUNT
+    committed = yaml.safe_load((ROOT / "kernels" / "suites.yaml").read_text())
+    for name in shapes.SUITES:
+        assert committed[name] == yaml.safe_load(shapes.suite_yaml(name))[name]
+        names = [case["name"] for case in committed[name]["cases"]]
+        assert len(set(names)) == len(names)
+    assert len(committed["generated"]["cases"]) == len(shapes.REPORTED) + shapes.COUNT
+    assert len(committed["generated-2"]["cases"]) == shapes.COUNT  # all drawn: no reported shapes in front
     assert shapes.cases() == shapes.cases()  # seeded: the same set every time
+    assert shapes.suite_cases("generated-2") == shapes.suite_cases("generated-2")
+
+
+def _shape(case: dict) -> tuple[int, int, int]:
+    return case["M"], case["K"], case["N"]
+
+
+def test_the_second_generated_set_is_fresh_and_of_the_same_kinds():
+    from kernels import shapes
+
+    first, second = shapes.suite_cases("generated"), shapes.suite_cases("generated-2")
+    first_shapes = {_shape(c) for c in first}
+    assert not first_shapes & {_shape(c) for c in second}
+    assert len({_shape(c) for c in second}) == len(second)
+    for drawn in (first[len(shapes.REPORTED) :], second):
+        assert sum(c["M"] <= 64 for c in drawn) == sum(c["M"] > 64 for c in drawn) == shapes.COUNT // 2
+    # Its seed draws one of the first set's shapes (gemma-2-9b M=1): skipped, the other draws kept.
+    unskipped = shapes.cases(shapes.SECOND_SEED, first=[])
+    assert {_shape(c) for c in unskipped} & first_shapes
+    assert all(c in second for c in unskipped if _shape(c) not in first_shapes)
+
+
+def test_the_held_out_set_is_not_tuned_on():
+    from kernels import shapes, tune
+
+    assert set(shapes.SUITES) == {"generated", "generated-2"}
+    assert "generated" in tune.TUNED_ON and "generated-2" not in tune.TUNED_ON
+
+
+def test_the_shape_generator_prints_the_suites_it_is_asked_for():
+    from tests.conftest import ROOT
+
+    def shapes_main(*args: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "kernels.shapes", *args]
+        return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+
+    both = shapes_main()
+    assert both.returncode == 0 and both.stdout.startswith("generated:\n") and "\ngenerated-2:\n" in both.stdout
+    one = shapes_main("generated-2")
+    assert one.returncode == 0 and one.stdout.startswith("generated-2:\n") and "\ngenerated:" not in one.stdout
+    wrong = shapes_main("generated-3")
+    assert wrong.returncode == 1 and "no generated suite 'generated-3'" in wrong.stderr
 
 
 @needs_interpreter

@@ -1,0 +1,282 @@
+"""kernels/report.py: docs/kernel.md's generated-suite tables from results files, on files built
+with perfbot's own records (timings chosen so that each target is hit and missed) and on the
+H200 files that summary.txt was made from."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernels import report
+from perfbot.records import results
+from perfbot.records.run import Benchmark, Environment, Results, Settings
+from tests.conftest import ROOT
+
+ROUNDS = 30
+# A per-round factor every implementation of a case shares (a clock moving), median exactly 1.
+CLOCK = [1 + 0.002 * ((7 * i) % ROUNDS - 14.5) for i in range(ROUNDS)]
+TIE = 0.03  # per-round ratios spread over 1 +- TIE, median 1: the paired interval holds 1
+
+# case: (M, fused ms, fused / gemm, copy share or None, {baseline: (fused / baseline, spread)})
+CASES: dict[str, tuple[int, float, float, float | None, dict[str, tuple[float, float]]]] = {
+    "prefill-near": (1000, 0.25, 1.02, None, {"eager": (0.8, 0), "compiled": (0.9, 0), "max-autotune": (1.0, TIE)}),
+    "prefill-far": (300, 0.5, 1.05, None, {"eager": (1.0, TIE), "compiled": (0.95, 0), "max-autotune": (1.05, 0)}),
+    "decode-fast": (8, 0.05, 0.95, 0.91, {"eager": (0.7, 0), "compiled": (1.02, 0), "max-autotune": (0.9, 0)}),
+    "decode-slow": (64, 0.06, 1.10, 0.89, {"eager": (0.85, 0), "compiled": (0.9, 0), "max-autotune": (0.98, 0)}),
+}
+K, N = 4096, 11008
+TANH_SLOWER = 1.1  # the tanh GELU's fused time over the erf one's; gemm and copy serve both
+
+
+def _bench(kernel: str, case: str, shape: dict, samples: list[float], variant: dict, suite: str) -> Benchmark:
+    M, K, N = shape["M"], shape["K"], shape["N"]
+    return Benchmark(
+        kernel=kernel,
+        shape=shape,
+        dtype="bfloat16",
+        samples_ms=[round(s, 9) for s in samples],
+        variant=variant,
+        suite=suite,
+        case=case,
+        bytes=2 * 2 * N * K * 2 if kernel == "copy" else 2 * (M * K + 2 * N * K + M * N),
+    )
+
+
+def _benchmarks(gelus: tuple[str, ...], suite: str = "generated", bounds: bool = True, k: int = K) -> list[Benchmark]:
+    benches = []
+    for case, (M, fused_ms, of_gemm, share, paired) in CASES.items():
+        shape = {"M": M, "K": k, "N": N}
+        fused = [fused_ms * c for c in CLOCK]
+        if bounds:
+            benches.append(_bench("gemm", case, shape, [f / of_gemm for f in fused], {}, suite))
+            if share is not None:  # copy moves the weight twice: its time is 2 * share * fused's
+                benches.append(_bench("copy", case, shape, [2 * share * f for f in fused], {}, suite))
+        for gelu in gelus:
+            variant = {"approximate": "tanh"} if gelu == "tanh" else {}
+            slower = TANH_SLOWER if gelu == "tanh" else 1.0
+            benches.append(_bench("fused", case, shape, [slower * f for f in fused], variant, suite))
+            for name, (ratio, spread) in paired.items():
+                ratios = [ratio + spread * ((11 * i) % ROUNDS - 14.5) / 14.5 for i in range(ROUNDS)]
+                benches.append(
+                    _bench(
+                        name, case, shape, [slower * f / r for f, r in zip(fused, ratios, strict=True)], variant, suite
+                    )
+                )
+    return benches
+
+
+def _save(path: Path, benchmarks: list[Benchmark], created: str = "2026-12-02T10:00:00+00:00") -> Path:
+    environment = Environment(gpu_name="NVIDIA H200", torch="2.11.0+cu130", triton="3.6.0", kernels_commit="0" * 40)
+    results.save(Results(environment, Settings(samples=ROUNDS), benchmarks, [], created), path)
+    return path
+
+
+def _run(capsys, *args: str) -> tuple[int, str, str]:
+    code = report.main([str(arg) for arg in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _section(text: str, gelu: str) -> str:
+    start = text.index(f"**{gelu} GELU")
+    end = text.find("**", text.index("Misses:", start))
+    return text[start : end if end >= 0 else len(text)]
+
+
+def _row(section: str, first_cell: str) -> str:
+    return next(line for line in section.splitlines() if line.startswith(f"| {first_cell} |"))
+
+
+def _cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip("|").split("|")]
+
+
+@pytest.fixture
+def both_gelus(tmp_path: Path) -> Path:
+    """One file of an `--variant approximate=all` run: gemm and copy once per case."""
+    return _save(tmp_path / "all.json", _benchmarks(("erf", "tanh")))
+
+
+def test_each_target_is_hit_and_missed_as_the_timings_say(capsys, both_gelus):
+    code, out, err = _run(capsys, both_gelus)
+    assert code == 0, err
+    erf = _section(out, "erf")
+    assert "**erf GELU, 4 shapes.**" in erf
+    misses = {case: _cells(_row(erf, case))[-1] for case in CASES}
+    assert misses == {
+        "prefill-near": "—",  # 1.02x gemm is within 3%; tied with max-autotune is no miss
+        "prefill-far": "eager, max-autotune, gemm",  # tied with eager is not faster; a clear loss
+        "decode-fast": "compiled",  # 0.91 of copy hits; 1.02x compiled misses
+        "decode-slow": "copy",  # M = 64 is decode: 0.89 of copy misses, 1.10x gemm is not judged
+    }
+    assert "Misses: 5 on 3 of the 4 shapes (eager 1, compiled 1, max-autotune 1, copy 1, gemm 1)." in erf
+
+
+def test_the_summary_gives_each_ratios_best_median_and_worst(capsys, both_gelus):
+    _, out, _ = _run(capsys, both_gelus)
+    erf = _section(out, "erf")
+    assert _row(erf, "fused / eager (paired)") == "| fused / eager (paired) | 0.700 | 0.825 | 1.000 (prefill-far) |"
+    assert _row(erf, "fused / compiled (paired)") == (
+        "| fused / compiled (paired) | 0.900 | 0.925 | 1.020 (decode-fast) |"
+    )
+    assert _row(erf, "fused / max-autotune (paired)") == (
+        "| fused / max-autotune (paired) | 0.900 | 0.990 | 1.050 (prefill-far) |"
+    )
+    assert _row(erf, "fused / gemm") == "| fused / gemm | 0.950 | 1.035 | 1.100 (decode-slow) |"
+    # A share of copy's bandwidth is better high: its worst is the lowest.
+    assert _row(erf, "decode: share of copy's bandwidth") == (
+        "| decode: share of copy's bandwidth | 0.910 | 0.900 | 0.890 (decode-slow) |"
+    )
+
+
+def test_a_shapes_row_gives_its_times_and_paired_intervals(capsys, both_gelus):
+    _, out, _ = _run(capsys, both_gelus)
+    cells = _cells(_row(_section(out, "erf"), "prefill-far"))
+    assert cells[:5] == ["prefill-far", "300×4096→11008", "0.5000", "0.4762", "1.050"]
+    low, high = map(float, re.fullmatch(r"1\.000 \[(\S+), (\S+)\]", cells[5]).groups())
+    assert low < 1 < high  # the tie: its interval holds 1
+    assert cells[6:9] == ["0.950 [0.950, 0.950]", "1.050 [1.050, 1.050]", "—"]
+    assert _cells(_row(_section(out, "erf"), "decode-fast"))[8] == "0.910"
+
+
+def test_gemm_and_copy_serve_both_gelus_of_their_file(capsys, both_gelus):
+    _, out, _ = _run(capsys, both_gelus)
+    tanh = _section(out, "tanh")
+    # fused 1.1x slower with tanh, against the same gemm and copy: 1.122x gemm, 0.827 of copy.
+    near, fast = _cells(_row(tanh, "prefill-near")), _cells(_row(tanh, "decode-fast"))
+    assert (near[4], near[5], near[9]) == ("1.122", "0.800 [0.800, 0.800]", "gemm")
+    assert fast[8:] == ["0.827", "compiled, copy"]
+    assert "Misses: 7 on 4 of the 4 shapes (eager 1, compiled 1, max-autotune 1, copy 2, gemm 2)." in tanh
+
+
+def test_files_of_one_gelu_each_give_the_same_tables(capsys, tmp_path, both_gelus):
+    erf = _save(tmp_path / "erf.json", _benchmarks(("erf",)))
+    tanh = _save(tmp_path / "tanh.json", _benchmarks(("tanh",)))
+    _, together, _ = _run(capsys, both_gelus)
+    code, apart, err = _run(capsys, erf, tanh)
+    assert code == 0, err
+    assert apart.split("\n", 2)[2] == together.split("\n", 2)[2]  # all but the sources
+    assert f"`{erf}` (NVIDIA H200, 2026-12-02T10:00:00+00:00, kernels at `0000000`; PyTorch" in apart
+    assert f"`{tanh}`" in apart
+
+
+def test_each_suite_is_its_own_block_and_suite_picks_them(capsys, tmp_path):
+    two = _save(tmp_path / "two.json", _benchmarks(("erf",)) + _benchmarks(("erf",), suite="generated-2", k=2048))
+    blocks = report.report([str(two)])
+    assert list(blocks) == ["generated", "generated-2"]
+    assert blocks["generated-2"].startswith("<!-- Written by") and "Suite `generated-2`" in blocks["generated-2"]
+    _, out, _ = _run(capsys, two, "--suite", "generated-2")
+    assert "Suite `generated-2`" in out and "Suite `generated`," not in out
+
+
+DOC = """# The kernel
+
+Prose before, kept as it is.
+
+<!-- report:generated:begin -->
+old tables
+<!-- report:generated:end -->
+
+Prose after.
+"""
+
+
+def test_write_then_check_round_trip_and_a_hand_edit_fails_the_check(capsys, tmp_path, both_gelus):
+    doc = tmp_path / "kernel.md"
+    doc.write_text(DOC)
+    assert _run(capsys, both_gelus, "--check", doc)[0] == 1  # the old tables are not current
+    assert _run(capsys, both_gelus, "--write", doc)[0] == 0
+    text = doc.read_text()
+    assert text.startswith("# The kernel\n\nProse before, kept as it is.\n\n<!-- report:generated:begin -->\n")
+    assert text.endswith("<!-- report:generated:end -->\n\nProse after.\n")
+    assert "old tables" not in text and report.report([str(both_gelus)])["generated"] in text
+    assert _run(capsys, both_gelus, "--check", doc) == (0, "", "")
+    assert _run(capsys, both_gelus, "--write", doc)[0] == 0 and doc.read_text() == text  # idempotent
+
+    doc.write_text(text.replace("| prefill-far |", "| prefill-far (edited) |"))
+    code, out, err = _run(capsys, both_gelus, "--check", doc)
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1 and "the tables of generated differ from what the results give" in err
+    doc.write_text(text.replace("Prose after.", "Prose after, edited."))  # outside the markers: not checked
+    assert _run(capsys, both_gelus, "--check", doc)[0] == 0
+
+
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (lambda tmp: [tmp / "missing.json"], "no such results file"),
+        (lambda tmp: [_text(tmp / "bad.json", "{not json")], "bad.json"),
+        (lambda tmp: [_save(tmp / "r.json", _benchmarks(("erf",))), "--suite", "generated-3"], "no suite generated-3"),
+        (
+            lambda tmp: [_save(tmp / "r.json", _benchmarks(("erf",), bounds=False))],
+            "r.json: suite generated (erf GELU) case prefill-near: no gemm in",
+        ),
+        (
+            lambda tmp: [_save(tmp / "r.json", [b for b in _benchmarks(("erf",)) if b.kernel != "compiled"])],
+            "no compiled in the results",
+        ),
+        (
+            lambda tmp: [_save(tmp / "r.json", [b for b in _benchmarks(("erf",)) if b.kernel != "copy"])],
+            "case decode-fast: no copy in the results",  # the first decode case; prefill needs no copy
+        ),
+        (lambda tmp: [_save(tmp / "r.json", _benchmarks(("erf",)))] * 2, "is in an earlier file too"),
+        (
+            lambda tmp: [
+                _save(tmp / "r.json", _benchmarks(("erf",))),
+                "--check",
+                _text(tmp / "d.md", "# no markers\n"),
+            ],
+            "needs <!-- report:generated:begin --> and <!-- report:generated:end --> once each",
+        ),
+        (lambda tmp: [_save(tmp / "r.json", _benchmarks(("erf",))), "--write", tmp / "none.md"], "no such file"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, make, expected):
+    code, out, err = _run(capsys, *make(tmp_path))
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and err.startswith("kernels.report: error: ") and expected in err, err
+
+
+def _text(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_the_command_line_reports_bad_input_without_a_traceback(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "kernels.report", str(tmp_path / "missing.json")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == f"kernels.report: error: {tmp_path / 'missing.json'}: no such results file\n"
+
+
+FULL = ROOT / "experiments" / "2026-11-30-h200-unseen-shapes"
+
+
+def test_the_h200_files_give_summary_txts_figures(capsys):
+    """summarize.py's summary.txt came from these files: the same ratios of medians, the same
+    paired intervals (the same bootstrap), the same misses."""
+    code, out, err = _run(capsys, FULL / "full" / "full-erf.json", FULL / "full" / "full-tanh.json")
+    assert code == 0, err
+    summary = (FULL / "summary.txt").read_text()
+    labels = {"fused / gemm": "fused / gemm", "decode: weight read": "decode: share of copy's bandwidth"}
+    for gelu, part in zip(("erf", "tanh"), summary.split("\n== "), strict=True):
+        section = _section(out, gelu)
+        for theirs, ours in labels.items():
+            line = next(line for line in part.splitlines() if line.startswith(theirs))
+            best, median, worst, case = re.search(r"best (\S+)  median (\S+)  worst (\S+) \((\S+)\)", line).groups()
+            assert _row(section, ours) == f"| {ours} | {best} | {median} | {worst} ({case}) |"
+        misses = int(re.search(r"misses \((\d+)\)", part).group(1))
+        assert f"Misses: {misses} on " in section
+        paired = re.findall(r"^  (\S+): (?:slower|not faster) than \S+, paired (\S+)x (\[\S+, \S+\])", part, re.M)
+        assert len(paired) > 10
+        for case, ratio, interval in paired:
+            assert f"| {ratio} {interval} |" in _row(section, case)
