@@ -1,8 +1,9 @@
 """The distribution of each ratio over the generated suite, from the full runs (full/*.json), and
 each shape's misses against the issue's targets. A run's samples are interleaved by round, so
 fused and each baseline are compared paired: the median of the per-round ratios and its 95%
-bootstrap interval (perfbot.stats.paired_ratio). Faster: the interval lies below 1; slower: above
-1; else tied. From the repository root:
+bootstrap interval (kernels.report.paired_ratio; perfbot.stats.paired_ratio when this ran, the
+same bootstrap). Faster: the interval lies below 1; slower: above 1; else tied. From the
+repository root:
 
     PYTHONPATH=. python experiments/2026-11-30-h200-unseen-shapes/summarize.py \
         > experiments/2026-11-30-h200-unseen-shapes/summary.txt
@@ -13,7 +14,8 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from perfbot import results, stats
+from kernels.report import paired_ratio
+from perfbot.records import results
 
 HERE = Path(__file__).parent
 
@@ -44,7 +46,7 @@ def main() -> None:
             elif fused / ms["gemm"] > 1.03:
                 misses.append(f"{case}: prefill {fused / ms['gemm']:.3f}x gemm")
             for other in ("eager", "compiled", "max-autotune"):
-                paired = stats.paired_ratio(samples[case][other], samples[case]["fused"])
+                paired = paired_ratio(samples[case][other], samples[case]["fused"])
                 text = f"{paired.ratio:.3f}x [{paired.low:.3f}, {paired.high:.3f}]"
                 if other == "max-autotune" and paired.low > 1:
                     misses.append(f"{case}: slower than {other}, paired {text}")
