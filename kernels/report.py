@@ -62,8 +62,7 @@ def paired_ratio(baseline: Sequence[float], current: Sequence[float], resamples:
     """The median of the per-round ratios current_i / baseline_i with its 95% percentile
     bootstrap interval over rounds (scipy.stats.bootstrap, paired=True): a clock change during the
     run moves both sides of a round together and cancels. The fixed seed and resamples are those
-    of summarize.py's perfbot.stats.paired_ratio (since removed from perfbot), so its figures
-    come out the same."""
+    that experiments/2026-11-30-h200-unseen-shapes/summarize.py's figures were made with."""
     base, cur = np.asarray(baseline, dtype=float), np.asarray(current, dtype=float)
 
     def statistic(b: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -109,7 +108,7 @@ class Shape:
         missed = [name for name in ("eager", "compiled") if self.paired[name].high >= 1]  # not faster
         if self.paired["max-autotune"].low > 1:  # slower
             missed.append("max-autotune")
-        if self.decode and self.copy_share is not None and self.copy_share < COPY_SHARE_TARGET:
+        if self.copy_share is not None and self.copy_share < COPY_SHARE_TARGET:  # decode only
             missed.append("copy")
         if not self.decode and self.of_gemm > GEMM_RATIO_TARGET:
             missed.append("gemm")
@@ -181,10 +180,13 @@ def group(sources: Sequence[Source]) -> tuple[Grouped, dict[str, list[Source]], 
 def shape_of(where: str, case: str, benches: dict[str, Benchmark]) -> Shape:
     fused = benches.get("fused")
     M = fused.shape.get("M", 0) if fused else 0
-    needed = (*NEEDED, "copy") if 0 < M <= DECODE_ROWS else NEEDED
+    decode = 0 < M <= DECODE_ROWS
+    needed = (*NEEDED, "copy") if decode else NEEDED
     lacking = [name for name in needed if name not in benches]
     if lacking:
         raise ReportError(f"{where} case {case}: no {', '.join(lacking)} in the results (needed: {', '.join(needed)})")
+    if any(not isinstance(fused.shape.get(dim), int) for dim in ("M", "K", "N")):
+        raise ReportError(f"{where} case {case}: fused's shape {fused.shape} has no M, K and N")
     paired = {}
     for name in BASELINES:
         base, cur = benches[name].samples_ms, fused.samples_ms
@@ -192,12 +194,12 @@ def shape_of(where: str, case: str, benches: dict[str, Benchmark]) -> Shape:
             raise ReportError(
                 f"{where} case {case}: {name} and fused have {len(base)} and {len(cur)} samples: not paired"
             )
+        if len(cur) < 2:
+            raise ReportError(f"{where} case {case}: one sample of {name} and fused, too few for an interval")
         paired[name] = paired_ratio(base, cur)
-    copy_share = None
-    if "copy" in benches and M <= DECODE_ROWS:
-        copy = benches["copy"]
-        # copy's bytes: the weight read and written; fused reads it once
-        copy_share = (copy.bytes / 2 / fused.median_ms) / (copy.bytes / copy.median_ms)
+    # Decode only: copy reads and writes the weight, fused reads it once, so fused's read
+    # bandwidth over copy's is copy's time over twice fused's.
+    copy_share = benches["copy"].median_ms / (2 * fused.median_ms) if decode else None
     return Shape(
         case,
         M,
@@ -334,12 +336,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ReportError(f"{target}: no such file")
         text = target.read_text()
         new = rewritten(text, str(target), blocks)
-    except ReportError as error:
-        print(f"kernels.report: error: {error}", file=sys.stderr)
+        if args.write and new != text:
+            target.write_text(new)
+    except (ReportError, OSError) as error:
+        print(f"kernels.report: error: {str(error).splitlines()[0]}", file=sys.stderr)
         return 2
     if args.write:
-        if new != text:
-            target.write_text(new)
         return 0
     if new != text:
         differing = [suite for suite in blocks if rewritten(text, str(target), {suite: blocks[suite]}) != text]

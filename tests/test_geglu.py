@@ -206,6 +206,9 @@ def test_the_generated_suites_are_what_the_seeded_generator_draws():
     assert len(committed["generated"]["cases"]) == len(shapes.REPORTED) + shapes.COUNT
     assert len(committed["generated-2"]["cases"]) == shapes.COUNT  # all drawn: no reported shapes in front
     assert shapes.cases() == shapes.cases()  # seeded: the same set every time
+    # The first set's draws are the seed's own, none skipped: what was committed before a second
+    # set existed, and what its runs measured.
+    assert shapes.cases(shapes.SEED, first=[]) == committed["generated"]["cases"][len(shapes.REPORTED) :]
     assert shapes.suite_cases("generated-2") == shapes.suite_cases("generated-2")
 
 

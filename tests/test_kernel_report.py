@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -288,3 +289,53 @@ def test_docs_kernel_md_holds_the_tables_of_the_committed_runs(capsys):
     runs = ROOT / "experiments" / "2026-12-02-h200-cublas-gap" / "runs"
     files = (runs / "r2" / "generated.json", runs / "r3" / "generated-2.json")
     assert _run(capsys, *files, "--check", ROOT / "docs" / "kernel.md") == (0, "", "")
+
+
+def _judged(M: int = 300, of_gemm: float = 1.0, share: float | None = None, **paired) -> report.Shape:
+    ties = {name: report.Paired(1.0, 0.98, 0.99) for name in report.BASELINES}  # faster than each
+    return report.Shape("c", M, K, N, of_gemm, 1.0, {**ties, **paired}, share)
+
+
+def test_each_target_is_judged_at_its_boundary():
+    # Faster than eager and compiled means the interval lies below 1: touching 1 is a miss.
+    assert _judged(eager=report.Paired(0.99, 0.98, 1.0)).misses == ["eager"]
+    assert _judged(compiled=report.Paired(0.99, 0.98, 0.9999)).misses == []
+    # Slower than max-autotune means the interval lies above 1: touching 1 is a tie.
+    assert _judged(**{"max-autotune": report.Paired(1.01, 1.0, 1.02)}).misses == []
+    assert _judged(**{"max-autotune": report.Paired(1.01, 1.0001, 1.02)}).misses == ["max-autotune"]
+    # Decode at 90% of copy's bandwidth holds; prefill at 1.03 x gemm holds.
+    assert _judged(M=64, share=0.9).misses == [] and _judged(M=64, share=0.8999).misses == ["copy"]
+    assert _judged(of_gemm=1.03).misses == [] and _judged(of_gemm=1.0301).misses == ["gemm"]
+    # 64 rows are decode, judged by copy and not by gemm; 65 rows are prefill.
+    assert _judged(M=64, of_gemm=2.0, share=0.95).misses == []
+    assert _judged(M=65, of_gemm=2.0).misses == ["gemm"]
+
+
+def _one_case(M: int, drop: str = "", samples: int = ROUNDS, fused_samples: int | None = None, shape=None):
+    """One case timed by every implementation alike; `shape` replaces each benchmark's own."""
+    full = {"M": M, "K": K, "N": N}
+    times = [0.1 * c for c in CLOCK][:samples]
+    benches = [_bench("fused", "only", full, [0.1 * c for c in CLOCK][: fused_samples or samples], {}, "generated")]
+    benches += [_bench(name, "only", full, times, {}, "generated") for name in (*report.BASELINES, "gemm", "copy")]
+    return [b if shape is None else replace(b, shape=shape) for b in benches if b.kernel != drop]
+
+
+@pytest.mark.parametrize(
+    "benches, expected",
+    [
+        (_one_case(64, drop="copy"), "case only: no copy in the results"),  # 64 rows are decode
+        (_one_case(1, fused_samples=ROUNDS - 1), "samples: not paired"),
+        (_one_case(1, samples=1), "one sample of eager and fused"),
+        (_one_case(1, shape={"M": 1, "K": K}), "has no M, K and N"),
+    ],
+)
+def test_cases_the_report_cannot_judge_are_one_line_and_exit_2(capsys, tmp_path, benches, expected):
+    code, out, err = _run(capsys, _save(tmp_path / "r.json", benches))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and expected in err, err
+
+
+def test_65_rows_need_no_copy(capsys, tmp_path):
+    code, out, err = _run(capsys, _save(tmp_path / "r.json", _one_case(65, drop="copy")))
+    assert "| only | 65×4096→11008 |" in out
+    assert code == 0, err

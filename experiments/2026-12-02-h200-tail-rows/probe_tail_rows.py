@@ -4,11 +4,12 @@ float64 first) as the committed plan launches it, against the tail kernel
 (kernels/geglu.py, `_geglu_tma_tail_kernel`): whole row blocks of 128 rows (the large config) or
 64 rows (the 64-row prefill config), and the rest of M in 16-, 32- or 64-row blocks, on the
 program count `configs.balanced_programs` gives and on one program per SM; and cuBLAS's matmul.
-With `--family grid`, the committed kernel on other grids instead (`grid_configs`).
+With `--family grid` (the default), the committed kernel on other grids instead (`grid_configs`);
+`--family tail` needs a checkout of 991cc65, the last commit whose kernels had the tail kernel.
 
-    PYTHONPATH=. python experiments/2026-12-02-h200-tail-rows/probe_tail_rows.py \
-        --json experiments/2026-12-02-h200-tail-rows/probe.json > experiments/2026-12-02-h200-tail-rows/probe.txt
-    ... --family grid --json .../grid.json > .../grid.txt
+    PYTHONPATH=. python experiments/2026-12-02-h200-tail-rows/probe_tail_rows.py --family tail \
+        --json OUT/probe.json > OUT/probe.txt                       # at 991cc65
+    PYTHONPATH=. python experiments/2026-12-02-h200-tail-rows/probe_tail_rows.py --json OUT/grid.json > OUT/grid.txt
 """
 
 from __future__ import annotations
@@ -84,7 +85,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--family", choices=("tail", "grid"), default="tail", help="tail: tail_configs; grid: grid_configs")
+    parser.add_argument(
+        "--family",
+        choices=("tail", "grid"),
+        default="grid",
+        help="grid: grid_configs; tail: tail_configs, which needs the tail kernel of 991cc65's kernels",
+    )
     args = parser.parse_args()
     num_sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(
