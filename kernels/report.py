@@ -42,6 +42,7 @@ DECODE_ROWS = 64  # M at most this: decode, judged by copy's bandwidth; above it
 COPY_SHARE_TARGET = 0.90
 GEMM_RATIO_TARGET = 1.03
 GELU_NAMES = {"none": "erf", "tanh": "tanh"}  # F.gelu's `approximate`
+REPOSITORY = Path(__file__).resolve().parents[1]
 
 
 class ReportError(Exception):
@@ -129,8 +130,9 @@ def _takes_gelu(kernel: str) -> bool:
 
 
 def _shown_path(path: str) -> str:
+    """A file in this repository by its path from the root, as docs name it, wherever this runs."""
     try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+        return str(Path(path).resolve().relative_to(REPOSITORY))
     except ValueError:
         return path
 
