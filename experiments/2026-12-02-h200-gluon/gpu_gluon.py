@@ -129,8 +129,8 @@ def main():
             x, w = inputs(M, K, N, seed=1)
             row["plan"] = {k: v for k, v in launch_plan(x, w).items() if isinstance(v, (int, str, bool))}
             out = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
-            calls = {name: (lambda run=impls[name]: run(x, w, out, "none")) for name in impls if ok[name]}
-            calls["gemm"] = lambda: x @ w.T
+            calls = {name: (lambda run=impls[name], x=x, w=w, out=out: run(x, w, out, "none")) for name in impls if ok[name]}
+            calls["gemm"] = lambda x=x, w=w: x @ w.T
             captured = {name: capture(fn, warmup_calls=3) for name, fn in calls.items()}
             timings = time_rounds(GraphTimer(captured), list(captured), samples=args.rounds)
             row["samples_ms"] = timings.samples
