@@ -186,31 +186,32 @@ def _geglu_gluon_kernel(
         w2 = w2_bufs.index(s).permute((1, 0))
         z1 = warpgroup_mma(x_bufs.index(s), w1, z1, use_acc=kk != 0, is_async=True)
         z2 = warpgroup_mma(x_bufs.index(s), w2, z2, use_acc=kk != 0, is_async=True)
-        # The previous step's products have retired: its stage can be refilled.
+        # The previous step's products have retired: its stage (at step 0, the one stage the
+        # prologue left empty) takes the loads of step + STAGES - 1.
         z1, z2 = warpgroup_mma_wait(num_outstanding=2, deps=(z1, z2))
-        if step > 0:
-            if CLUSTER > 1:
+        if CLUSTER > 1:
+            if step > 0:
                 mbarrier.arrive(empty.index((step - 1) % STAGES))
-            if step + STAGES - 1 < total:
-                _issue_loads(
-                    step + STAGES - 1,
-                    pid,
-                    k_tiles,
-                    num_pid_m,
-                    num_pid_n,
-                    x_desc,
-                    w1_desc,
-                    w2_desc,
-                    x_bufs,
-                    w1_bufs,
-                    w2_bufs,
-                    ready,
-                    empty,
-                    NUM_PROGRAMS,
-                    GROUP_M,
-                    STAGES,
-                    CLUSTER,
-                )
+        if step + STAGES - 1 < total:
+            _issue_loads(
+                step + STAGES - 1,
+                pid,
+                k_tiles,
+                num_pid_m,
+                num_pid_n,
+                x_desc,
+                w1_desc,
+                w2_desc,
+                x_bufs,
+                w1_bufs,
+                w2_bufs,
+                ready,
+                empty,
+                NUM_PROGRAMS,
+                GROUP_M,
+                STAGES,
+                CLUSTER,
+            )
         if kk == k_tiles - 1:
             z1, z2 = warpgroup_mma_wait(num_outstanding=0, deps=(z1, z2))
             out = (z1 * _gelu(z2, APPROXIMATE_TANH)).to(dtype)

@@ -28,7 +28,7 @@ import triton
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.abspath(os.path.join(HERE, "..", "..")))
+sys.path.append(os.path.abspath(os.path.join(HERE, "..", "..")))  # after PYTHONPATH: gpu-gluon.sh names the kernels measured
 
 import geglu_gluon  # noqa: E402
 
@@ -36,6 +36,7 @@ from kernels.geglu import geglu, launch_plan  # noqa: E402
 from perfbot.measuring.measure import GraphTimer, capture, time_rounds  # noqa: E402
 
 SHAPES = {
+    "smoke": [("odd-m300", 300, 1000, 1000)],  # every variant's first run, small: a hang costs little
     "models": [  # kernels/suites.yaml's models suite
         ("gemma-2b", 8192, 2048, 16384),
         ("gemma-7b", 8192, 3072, 24576),
