@@ -5,8 +5,8 @@ Autotuning at benchmark time picked different configs in separate processes (doc
 which a regression bot would read as a change of speed. So configs are tuned once per GPU
 (`python -m kernels.tune` writes tuned_configs.yaml) and looked up; only a GPU that file does not
 know is autotuned, once per process, over the candidates below. Decode and gemv on the
-TMA path take `decode_by_waves` instead (chosen per shape); their tuned entries only decide which
-path those classes prefer.
+TMA path take `decode_by_waves` instead (chosen per shape), and `decode_split_k` where those tiles
+are too few to fill the GPU; their tuned entries only decide which path those classes prefer.
 """
 
 from __future__ import annotations
@@ -383,6 +383,26 @@ def decode_by_waves(block_m: int, N: int, num_sms: int) -> dict:
         return waves, -tiles / (waves * slots), -config["BLOCK_N"]
 
     return dict(min(fitting, key=score))
+
+
+# A part of a split K runs at least this many times its pipeline's depth in K steps: a shorter
+# part spends most of its time filling and draining the pipeline (on the H200, two parts of four
+# steps were slower than none: experiments/2026-12-02-h200-decode-splitk).
+MIN_PIPELINES_PER_PART = 2
+
+
+def decode_split_k(tiles: int, k_tiles: int, num_stages: int, num_sms: int) -> int:
+    """How many parts to split K into for a decode plan of `tiles` column tiles of `k_tiles` K steps
+    each, pipelined `num_stages` deep; 1 is no split. With fewer tiles than half the SMs, most SMs
+    would sit idle while a few read the weight: K is split into as many parts as give each SM
+    about one program, each part at least MIN_PIPELINES_PER_PART * num_stages steps long, and only
+    where that makes at least two. Each part's fp32 partial sums go through memory and the tile's
+    last part adds them (geglu's `_geglu_split_k_kernel`), a cost left unpaid where the tiles alone
+    keep half the SMs busy."""
+    if tiles >= num_sms // 2:
+        return 1
+    split = min(num_sms // tiles, k_tiles // (MIN_PIPELINES_PER_PART * num_stages))
+    return split if split >= 2 else 1
 
 
 # Prefill of a few hundred rows: 64-row tiles where the rows and waves they fill outweigh what a

@@ -12,7 +12,9 @@ Two paths, chosen per call (see `launch_plan`):
 - ``tma`` (Hopper and newer, 16-bit inputs): a persistent kernel, one program per SM (or two)
   walking the tiles in grouped order; x and both halves of weight arrive through TMA
   descriptors, out leaves through one; optionally warp-specialized (producer warps load,
-  consumer warps multiply).
+  consumer warps multiply). Decode shapes with too few column tiles for the SMs split K across
+  programs instead (`_geglu_split_k_kernel`): fp32 partials through memory, the last part of a
+  tile to arrive adds them and applies the epilogue.
 - ``pointer`` (everything else: A100, fp32, shapes TMA cannot describe): the tutorial-03 style
   kernel with pointer arithmetic, one program per tile.
 """
@@ -216,6 +218,78 @@ def _geglu_tma_kernel(
             out_desc.store([offs_m, offs_n], out)
 
 
+@triton.jit
+def _geglu_split_k_kernel(
+    # Tensor descriptors: x [M, K]; weight seen as [2, N, K]
+    x_desc,
+    w_desc,
+    # Pointers: fp32 partial sums [SPLIT_K, tiles, M, 2 * BLOCK_N], arrival counts [tiles] (zeros),
+    # out [M, N]
+    partial_ptr,
+    counter_ptr,
+    out_ptr,
+    # Matrix dimensions
+    M,
+    N,
+    K,
+    stride_om,
+    # Meta-parameters
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+    APPROXIMATE_TANH: tl.constexpr,
+):
+    """Decode with few column tiles: each tile's K is split into SPLIT_K parts, one program each,
+    so that SPLIT_K times as many SMs read the weight. One block of rows holds every row
+    (BLOCK_M >= M). Each part stores its fp32 [z1 | z2] and counts itself in; the tile's last part
+    to arrive adds the SPLIT_K partials and applies the epilogue, so the others end at their store.
+    """
+    tiles = tl.cdiv(N, BLOCK_N)
+    # Neighbouring programs take different tiles: the first wave reads as much of weight as it can.
+    tile = tl.program_id(0) % tiles
+    split = tl.program_id(0) // tiles
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    chunk = tl.cdiv(k_tiles, SPLIT_K)
+    offs_n = tile * BLOCK_N
+    # As in _geglu_tma_kernel's ONE_DOT: one load brings the rows of both halves, one product
+    # computes [z1 | z2]. TMA zero-fills past K. A part may have no K steps (k_tiles = 5,
+    # SPLIT_K = 4): it still stores its zeros and counts itself in.
+    z = tl.zeros((BLOCK_M, 2 * BLOCK_N), dtype=tl.float32)
+    for ki in range(split * chunk, tl.minimum(split * chunk + chunk, k_tiles)):
+        offs_k = ki * BLOCK_K
+        x = x_desc.load([0, offs_k])
+        w = tl.reshape(w_desc.load([0, offs_n, offs_k]), (2 * BLOCK_N, BLOCK_K))
+        z = tl.dot(x, w.T, z)
+
+    # Rows past M are neither stored nor read back: the workspace has M rows per part.
+    rows = tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, 2 * BLOCK_N)
+    in_rows = rows[:, None] < M
+    offs = rows[:, None] * (2 * BLOCK_N) + cols[None, :]
+    part_size = M * 2 * BLOCK_N
+    tl.store(partial_ptr + (split * tiles + tile).to(tl.int64) * part_size + offs, z, mask=in_rows)
+    # Every thread's stores are issued before one thread releases them with the count; the last
+    # part's acquire then makes all SPLIT_K partials visible to it.
+    tl.debug_barrier()
+    count = tl.atomic_add(counter_ptr + tile, 1, sem="acq_rel", scope="gpu")
+    if count == SPLIT_K - 1:
+        # The partials are added in the order of the parts, whichever arrived last, so that a
+        # launch gives the same bits every time. ".cg" reads them from L2: an SM's L1 is not
+        # kept coherent with the other SMs' stores.
+        z = tl.zeros((BLOCK_M, 2 * BLOCK_N), dtype=tl.float32)
+        for s in range(SPLIT_K):
+            part_ptr = partial_ptr + (s * tiles + tile).to(tl.int64) * part_size
+            z += tl.load(part_ptr + offs, mask=in_rows, other=0.0, cache_modifier=".cg")
+        z1, z2 = tl.split(tl.permute(tl.reshape(z, (BLOCK_M, 2, BLOCK_N)), (0, 2, 1)))
+        out = z1 * _gelu(z2, APPROXIMATE_TANH)
+        out_cols = offs_n + tl.arange(0, BLOCK_N)
+        out_ptrs = out_ptr + rows[:, None] * stride_om + out_cols[None, :]
+        tl.store(out_ptrs, out.to(out_ptr.dtype.element_ty), mask=in_rows & (out_cols[None, :] < N))
+        # Back to zero, so that a counter buffer could serve the next launch.
+        tl.store(counter_ptr + tile, 0)
+
+
 def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET") == "1"
 
@@ -323,13 +397,7 @@ def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) 
     config = configs.lookup(gpu, chosen, shape_class, x.dtype)
     plan = _fit_rows({"path": chosen, "gpu": gpu, "shape_class": shape_class, "num_sms": num_sms, **config}, M)
     if chosen == "tma" and shape_class in configs.ALL_ROWS_CLASSES and config["source"] != "fixed":
-        # Decode is chosen by the shape's waves on this GPU, not tuned per class (configs.py).
-        plan = {
-            **plan,
-            **_OPTION_DEFAULTS,
-            **configs.decode_by_waves(plan["BLOCK_M"], N, num_sms),
-            "source": "by waves",
-        }
+        plan = _decode_plan(plan, K, N, num_sms)
     elif chosen == "tma" and shape_class == "large" and config["source"] != "fixed" and _aligned(x2d, weight):
         # A few hundred rows: 64-row tiles where they fill the rows and waves enough better.
         rows = configs.prefill_by_waves(M, N, num_sms)
@@ -337,6 +405,18 @@ def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) 
             plan = {**plan, **_OPTION_DEFAULTS, **rows, "source": "by waves"}
     if chosen == "tma" and M >= ALIGN_ROWS_FROM and not _aligned(x2d):
         plan["align_x"] = True  # geglu copies x into 32-byte-aligned rows first (_aligned_rows)
+    return plan
+
+
+def _decode_plan(plan: dict, K: int, N: int, num_sms: int) -> dict:
+    """Decode is chosen by the shape's waves on this GPU, not tuned per class (configs.py); where
+    its tiles are too few for the SMs, K is split across programs (_geglu_split_k_kernel)."""
+    plan = {**plan, **_OPTION_DEFAULTS, **configs.decode_by_waves(plan["BLOCK_M"], N, num_sms), "source": "by waves"}
+    tiles, k_tiles = triton.cdiv(N, plan["BLOCK_N"]), triton.cdiv(K, plan["BLOCK_K"])
+    split_k = configs.decode_split_k(tiles, k_tiles, plan["num_stages"], num_sms)
+    if split_k > 1:
+        # One program per part and tile, not persistent.
+        plan.update(split_k=split_k, programs_per_sm=1)
     return plan
 
 
@@ -354,6 +434,8 @@ _OPTION_DEFAULTS = {
     "programs_per_sm": 1,
     "maxnreg": None,
     "num_ctas": 1,
+    # Above 1: _geglu_split_k_kernel, one program per part of K and tile, always one dot.
+    "split_k": 1,
 }
 
 
@@ -468,9 +550,11 @@ def _launch_pointer(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
 
 
 def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
+    options = {**_OPTION_DEFAULTS, **plan}  # a tuned config may leave options out: they are off
+    if options["split_k"] != 1:
+        return _launch_split_k(x2d, weight, out2d, options, tanh)
     M, K = x2d.shape
     N = out2d.shape[1]
-    options = {**_OPTION_DEFAULTS, **plan}  # a tuned config may leave options out: they are off
     bm, bn, bk = options["BLOCK_M"], options["BLOCK_N"], options["BLOCK_K"]
     x_desc = TensorDescriptor(x2d, [M, K], [x2d.stride(0), 1], [bm, bk])
     row = weight.stride(0)  # K, or more where the caller padded the rows
@@ -507,6 +591,48 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
         EPILOGUE_SUBTILE=subtile,
         ONE_DOT=options["one_dot"],
         FLATTEN=options["flatten"],
+        num_warps=options["num_warps"],
+        num_stages=options["num_stages"],
+        **limits,
+    )
+
+
+def _launch_split_k(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor, options: dict, tanh: bool) -> None:
+    M, K = x2d.shape
+    N = out2d.shape[1]
+    split_k, bm, bn, bk = options["split_k"], options["BLOCK_M"], options["BLOCK_N"], options["BLOCK_K"]
+    if split_k < 1:
+        raise ValueError(f"geglu: split_k must be at least 1, got {split_k}")
+    if bm < M:
+        raise ValueError(
+            f"geglu: split_k = {split_k} needs one block of rows holding all {M} rows, got BLOCK_M = {bm}; "
+            f"set BLOCK_M to at least {triton.next_power_of_2(M)} or split_k to 1"
+        )
+    if options["num_ctas"] != 1:
+        raise ValueError(f"geglu: split_k = {split_k} runs one CTA per program, got num_ctas = {options['num_ctas']}")
+    tiles = triton.cdiv(N, bn)
+    row = weight.stride(0)
+    x_desc = TensorDescriptor(x2d, [M, K], [x2d.stride(0), 1], [bm, bk])
+    w_desc = TensorDescriptor(weight, [2, N, K], [N * row, row, 1], [2, bn, bk])
+    # Both fresh for each call: launches on two streams must not share arrival counts.
+    counters = torch.zeros(tiles, dtype=torch.int32, device=x2d.device)
+    partials = torch.empty(split_k * tiles * M * 2 * bn, dtype=torch.float32, device=x2d.device)
+    limits = {"maxnreg": options["maxnreg"]} if options["maxnreg"] else {}
+    return _geglu_split_k_kernel[(tiles * split_k,)](
+        x_desc,
+        w_desc,
+        partials,
+        counters,
+        out2d,
+        M,
+        N,
+        K,
+        out2d.stride(0),
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
+        SPLIT_K=split_k,
+        APPROXIMATE_TANH=tanh,
         num_warps=options["num_warps"],
         num_stages=options["num_stages"],
         **limits,

@@ -145,10 +145,11 @@ def test_the_h200_plans_decode_and_prefill_by_waves(h200):
 
 
 @needs_interpreter
-@pytest.mark.parametrize("batch,K,N", [((5,), 64, 40), ((33,), 72, 200)])
-def test_a_by_waves_plan_runs_right(h200, batch, K, N):
+@pytest.mark.parametrize("batch,K,N,split_k", [((5,), 64, 40, 1), ((33,), 72, 200, 1), ((5,), 2104, 200, 2)])
+def test_a_by_waves_plan_runs_right(h200, batch, K, N, split_k):
     x, weight = make_inputs(batch, K, N, torch.float16)
-    assert launch_plan(x, weight)["source"] == "by waves"
+    plan = launch_plan(x, weight)
+    assert (plan["source"], plan["split_k"]) == ("by waves", split_k)  # 2104: 4 tiles, 17 K steps
     assert relative_error(geglu(x, weight), reference(x, weight, "none")) <= 5e-4
 
 
@@ -190,6 +191,119 @@ def test_prefill_takes_64_row_tiles_only_where_they_fill_the_gpu_better():
     assert configs.prefill_by_waves(107, 8192, 132)["BLOCK_M"] == 64
     for M, N in ((8192, 5120), (512, 16384), (198, 14336), (4096, 4096)):  # the suites' shapes and a tie
         assert configs.prefill_by_waves(M, N, 132) is None
+
+
+def test_k_is_split_only_where_the_tiles_leave_half_the_sms_idle():
+    from kernels import configs
+
+    assert configs.decode_split_k(66, 28, 4, 132) == 1  # half the SMs busy: no split
+    assert configs.decode_split_k(65, 28, 4, 132) == 2  # one tile fewer: 132 // 65 = 2 parts
+    assert configs.decode_split_k(38, 40, 4, 132) == 3  # the SMs limit the split (132 // 38)...
+    assert configs.decode_split_k(10, 28, 4, 132) == 3  # ...or the K steps: 8 to a part at 4 stages
+    assert configs.decode_split_k(10, 27, 3, 132) == 4  # 6 to a part at 3 stages
+    assert configs.decode_split_k(64, 16, 4, 132) == 2  # two parts are a split
+    assert configs.decode_split_k(64, 15, 4, 132) == 1  # one part is not
+    assert configs.decode_split_k(10, 1, 4, 132) == 1  # nor is none
+
+
+@needs_interpreter
+def test_the_h200_decode_plans_split_k_where_tiles_are_few(h200):
+    # 38 tiles of 64 columns, 28 K steps of 128: 132 // 38 = 3 parts, one program per part and tile.
+    few = _plan(21, 3568, 2424)
+    assert (few["BLOCK_M"], few["BLOCK_N"], few["BLOCK_K"], few["split_k"], few["programs_per_sm"]) == (
+        32,
+        64,
+        128,
+        3,
+        1,
+    )
+    assert _plan(1, 1024, 4096)["split_k"] == 1  # 64 tiles, but 8 K steps: parts of 4 would not pipeline
+    many = _plan(8, 4096, 11008)  # 344 tiles: no split, the plan as chosen by waves
+    assert (many["split_k"], many["programs_per_sm"]) == (1, 3)
+
+
+SPLIT_SHAPES = [  # (rows, K, N): K past a multiple of BLOCK_K = 16, N past one of BLOCK_N = 16
+    (1, 72, 40),
+    (5, 200, 24),
+    (21, 88, 56),
+    (128, 72, 40),  # not decode: a given split needs only one block of rows for all of them
+]
+SPLIT_CONFIG = {"BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 1, "num_warps": 4, "num_stages": 2}
+
+
+@pytest.fixture
+def split_launches(monkeypatch):
+    """Each launch of the split-K kernel, as (its counter buffer, whether the buffer held zeros),
+    with its workspace poisoned first: on a GPU it holds whatever was there, so a tile summed
+    before all its parts are stored must come out wrong here too."""
+    from kernels import geglu as geglu_module
+
+    real = geglu_module._geglu_split_k_kernel
+    launches = []
+
+    class Spy:
+        def __getitem__(self, grid):
+            def launch(x_desc, w_desc, partials, counters, *args, **kwargs):
+                partials.fill_(float("nan"))
+                launches.append((counters, not counters.any()))
+                return real[grid](x_desc, w_desc, partials, counters, *args, **kwargs)
+
+            return launch
+
+    monkeypatch.setattr(geglu_module, "_geglu_split_k_kernel", Spy())
+    return launches
+
+
+@needs_interpreter
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("split_k", [2, 3])
+@pytest.mark.parametrize("M,K,N", SPLIT_SHAPES)
+def test_split_k_matches_float64_reference_in_interpreter(split_launches, M, K, N, split_k, approximate):
+    config = {**SPLIT_CONFIG, "BLOCK_M": max(16, triton.next_power_of_2(M)), "split_k": split_k}
+    _check((M,), K, N, torch.float16, 5e-4, approximate, path="tma", config=config)
+    assert len(split_launches) == 1
+
+
+@needs_interpreter
+@pytest.mark.parametrize("split_k", [4, 8])
+def test_parts_left_without_k_steps_still_count_in(split_launches, split_k):
+    # K = 72 is 5 steps of 16: in 4 parts of 2 steps the last has none; in 8 parts of 1, three.
+    _check((5,), 72, 40, torch.float16, 5e-4, "none", path="tma", config={**SPLIT_CONFIG, "split_k": split_k})
+    assert len(split_launches) == 1
+
+
+@needs_interpreter
+def test_split_k_counts_on_fresh_zeros_and_leaves_them_zero(split_launches):
+    x, weight = make_inputs((5,), 72, 40, torch.float16)
+    config = {**SPLIT_CONFIG, "split_k": 3}
+    first = geglu(x, weight, path="tma", config=config)
+    assert torch.equal(geglu(x, weight, path="tma", config=config), first)
+    (first_counters, first_zero), (second_counters, second_zero) = split_launches
+    assert first_counters is not second_counters  # one buffer per call: two streams never share one
+    assert first_zero and second_zero
+    assert not first_counters.any() and not second_counters.any()  # the last part of each tile resets it
+
+
+@needs_interpreter
+def test_a_split_plan_runs_one_program_per_part_and_tile(h200, monkeypatch):
+    from kernels import configs
+
+    # Were waves to pick a persistent config of three programs per SM, the split kernel is not one.
+    persistent = next(c for c in configs.DECODE_CANDIDATES if c["programs_per_sm"] == 3)
+    monkeypatch.setattr(configs, "decode_by_waves", lambda *args: dict(persistent))
+    plan = _plan(1, 4096, 1024)  # 32 tiles of 32 columns: 132 // 32 = 4 parts
+    assert (plan["split_k"], plan["programs_per_sm"]) == (4, 1)
+
+
+@needs_interpreter
+def test_a_split_k_needs_one_block_of_rows_for_all_rows():
+    x, weight = make_inputs((129,), 72, 40, torch.float16)  # one row more than BLOCK_M
+    with pytest.raises(ValueError, match=r"split_k = 2 needs one block of rows holding all 129 rows.*BLOCK_M = 128"):
+        geglu(x, weight, path="tma", config={**SPLIT_CONFIG, "BLOCK_M": 128, "split_k": 2})
+    with pytest.raises(ValueError, match="split_k must be at least 1, got 0"):
+        geglu(x, weight, path="tma", config={**SPLIT_CONFIG, "BLOCK_M": 256, "split_k": 0})
+    with pytest.raises(ValueError, match="split_k = 2 runs one CTA per program, got num_ctas = 2"):
+        geglu(x, weight, path="tma", config={**SPLIT_CONFIG, "BLOCK_M": 256, "split_k": 2, "num_ctas": 2})
 
 
 def test_the_generated_suites_are_what_the_seeded_generator_draws():
@@ -376,6 +490,28 @@ def test_matches_float64_reference_on_gpu(batch, K, N, dtype, bound, approximate
 @pytest.mark.parametrize("batch,K,N", [*TMA_SHAPES, ((8192,), 2048, 5120), ((16,), 3072, 24576), ((64,), 5376, 21504)])
 def test_both_paths_on_gpu(batch, K, N, dtype, bound, approximate, path):
     _check(batch, K, N, dtype, bound, approximate, device="cuda", path=path)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("split_k", [2, 3, 7])
+@pytest.mark.parametrize("M,K,N", [(21, 3568, 2424), (1, 1024, 4096), (64, 1000, 200)])
+def test_split_k_on_gpu_is_right_and_the_same_every_time(M, K, N, split_k):
+    # Here the parts run at once, not one after another as in the interpreter: the count must
+    # order every part's stores before the last part's loads, and the sum's order must not depend
+    # on which part arrives last.
+    x, weight = make_inputs((M,), K, N, torch.bfloat16, "cuda")
+    config = {
+        **SPLIT_CONFIG,
+        "BLOCK_M": max(16, triton.next_power_of_2(M)),
+        "BLOCK_N": 64,
+        "BLOCK_K": 128,
+        "num_stages": 3,
+        "split_k": split_k,
+    }
+    first = geglu(x, weight, path="tma", config=config)
+    assert relative_error(first, reference(x, weight, "none")) <= 3e-3
+    for _ in range(50):
+        assert torch.equal(geglu(x, weight, path="tma", config=config), first)
 
 
 BAD_INPUTS = [
