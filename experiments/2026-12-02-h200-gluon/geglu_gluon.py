@@ -263,8 +263,11 @@ def geglu_gluon(
     if num_sms is None:
         num_sms = torch.cuda.get_device_properties(x.device).multi_processor_count
     tiles = triton.cdiv(M, rows) * triton.cdiv(N, block_n)
-    programs = min(num_sms // cluster, tiles)
-    _geglu_gluon_kernel[(programs,)](
+    key = (cluster, block_n, block_k, stages, approximate, str(x.dtype))
+    # Clusters must fit whole in a GPC, so fewer than num_sms / 2 may be resident at once: a
+    # persistent launch takes as many as the driver says fit (learnt at the first launch).
+    programs = min(RESIDENT_CLUSTERS.get(key, num_sms // cluster), tiles)
+    compiled = _geglu_gluon_kernel[(programs,)](
         x_desc,
         w1_desc,
         w2_desc,
@@ -281,4 +284,15 @@ def geglu_gluon(
         num_warps=WARPS,
         num_ctas=cluster,
     )
+    if cluster > 1 and key not in RESIDENT_CLUSTERS:
+        try:
+            compiled._init_handles()
+            utils = triton.runtime.driver.active.utils
+            resident = utils.cuOccupancyMaxActiveClusters(compiled.function, compiled.metadata.shared, cluster)
+        except Exception:  # noqa: BLE001 -- unknown: keep one cluster per two SMs
+            resident = num_sms // cluster
+        RESIDENT_CLUSTERS[key] = max(1, resident)
     return out
+
+
+RESIDENT_CLUSTERS: dict = {}  # (cluster, block_n, block_k, stages, approximate, dtype) -> clusters resident at once
