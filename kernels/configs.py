@@ -386,8 +386,9 @@ def decode_by_waves(block_m: int, N: int, num_sms: int) -> dict:
 
 
 # A part of a split K runs at least this many times its pipeline's depth in K steps: a shorter
-# part spends most of its time filling and draining the pipeline (on the H200, two parts of four
-# steps were slower than none: experiments/2026-12-02-h200-decode-splitk).
+# part spends most of its time filling and draining the pipeline. The factor is chosen, not
+# measured; one shape split into two parts of four steps ran slower than whole, in two unpaired
+# runs (experiments/2026-12-02-h200-decode-splitk).
 MIN_PIPELINES_PER_PART = 2
 
 

@@ -415,8 +415,8 @@ def _decode_plan(plan: dict, K: int, N: int, num_sms: int) -> dict:
     tiles, k_tiles = triton.cdiv(N, plan["BLOCK_N"]), triton.cdiv(K, plan["BLOCK_K"])
     split_k = configs.decode_split_k(tiles, k_tiles, plan["num_stages"], num_sms)
     if split_k > 1:
-        # One program per part and tile, not persistent.
-        plan.update(split_k=split_k, programs_per_sm=1)
+        # One program per part and tile, not persistent, so no pipeline across tiles either.
+        plan.update(split_k=split_k, programs_per_sm=1, flatten=False)
     return plan
 
 
@@ -610,6 +610,12 @@ def _launch_split_k(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor
         )
     if options["num_ctas"] != 1:
         raise ValueError(f"geglu: split_k = {split_k} runs one CTA per program, got num_ctas = {options['num_ctas']}")
+    # What the split kernel does not do is refused, not ignored: one program per part and tile.
+    ignored = [name for name in ("warp_specialize", "epilogue_subtile", "flatten") if options[name]]
+    if options["programs_per_sm"] != 1:
+        ignored.append(f"programs_per_sm = {options['programs_per_sm']}")
+    if ignored:
+        raise ValueError(f"geglu: split_k = {split_k} runs one program per part and tile, without {', '.join(ignored)}")
     tiles = triton.cdiv(N, bn)
     row = weight.stride(0)
     x_desc = TensorDescriptor(x2d, [M, K], [x2d.stride(0), 1], [bm, bk])

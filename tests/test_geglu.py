@@ -240,6 +240,55 @@ def test_of_both_generated_sets_only_odd_m21_splits_k(h200):
     assert split == [("generated-2", "odd-m21")]
 
 
+@needs_interpreter
+def test_the_split_follows_the_chosen_pipeline_and_the_last_partial_k_step(h200, monkeypatch):
+    from kernels import configs
+
+    three = next(c for c in configs.DECODE_CANDIDATES if c["BLOCK_N"] == 128 and c["num_stages"] == 3)
+    monkeypatch.setattr(configs, "decode_by_waves", lambda *args: dict(three))
+    # 32 tiles of 128; K = 1536 is 12 steps: parts of 6 at 3 stages make 2 (at 4 stages, 8: none).
+    assert _plan(1, 1536, 4096)["split_k"] == 2
+    # K = 1528 ends in a partial step: still 12 steps, still 2 parts (11 would make 1).
+    assert _plan(1, 1528, 4096)["split_k"] == 2
+    assert _plan(1, 1400, 4096)["split_k"] == 1  # 11 steps
+    assert not _plan(1, 1536, 4096)["flatten"]  # a split plan runs no pipeline across tiles
+
+
+@needs_interpreter
+def test_no_part_but_the_last_to_arrive_writes_out():
+    # Without its last part a tile is never finished: out keeps its poison and each count stops one
+    # short. (In the interpreter parts run one after another; a kernel that finished a tile at the
+    # first arrival would write out here.)
+    from kernels import geglu as geglu_module
+
+    x, weight = make_inputs((5,), 72, 40, torch.float16)
+    split_k, bn, bk = 3, 16, 16
+    tiles = triton.cdiv(40, bn)
+    out = torch.full((5, 40), float("nan"), dtype=torch.float16)
+    counters = torch.zeros(tiles, dtype=torch.int32)
+    partials = torch.empty(split_k * tiles * 5 * 2 * bn, dtype=torch.float32)
+    x_desc = geglu_module.TensorDescriptor(x, [5, 72], [72, 1], [16, bk])
+    w_desc = geglu_module.TensorDescriptor(weight, [2, 40, 72], [40 * 72, 72, 1], [2, bn, bk])
+    geglu_module._geglu_split_k_kernel[(tiles * (split_k - 1),)](
+        x_desc,
+        w_desc,
+        partials,
+        counters,
+        out,
+        5,
+        40,
+        72,
+        40,
+        BLOCK_M=16,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
+        SPLIT_K=split_k,
+        APPROXIMATE_TANH=False,
+    )
+    assert out.isnan().all()
+    assert counters.tolist() == [split_k - 1] * tiles
+
+
 SPLIT_SHAPES = [  # (rows, K, N): K past a multiple of BLOCK_K = 16, N past one of BLOCK_N = 16
     (1, 72, 40),
     (5, 200, 24),
@@ -322,6 +371,9 @@ def test_a_split_k_needs_one_block_of_rows_for_all_rows():
         geglu(x, weight, path="tma", config={**SPLIT_CONFIG, "BLOCK_M": 256, "split_k": 0})
     with pytest.raises(ValueError, match="split_k = 2 runs one CTA per program, got num_ctas = 2"):
         geglu(x, weight, path="tma", config={**SPLIT_CONFIG, "BLOCK_M": 256, "split_k": 2, "num_ctas": 2})
+    for option in ({"flatten": True}, {"warp_specialize": True}, {"epilogue_subtile": True}, {"programs_per_sm": 2}):
+        with pytest.raises(ValueError, match="one program per part and tile, without"):
+            geglu(x, weight, path="tma", config={**SPLIT_CONFIG, "BLOCK_M": 256, "split_k": 2, **option})
 
 
 def test_the_generated_suites_are_what_the_seeded_generator_draws():
