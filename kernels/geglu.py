@@ -559,7 +559,7 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
     x_desc = TensorDescriptor(x2d, [M, K], [x2d.stride(0), 1], [bm, bk])
     row = weight.stride(0)  # K, or more where the caller padded the rows
     if options["one_dot"]:
-        w1_desc = w2_desc = TensorDescriptor(weight, [2, N, K], [N * row, row, 1], [2, bn, bk])
+        w1_desc = w2_desc = _both_halves(weight, N, bn, bk)
     else:
         w1_desc = TensorDescriptor(weight[:N], [N, K], [row, 1], [bn, bk])
         w2_desc = TensorDescriptor(weight[N:], [N, K], [row, 1], [bn, bk])
@@ -597,6 +597,12 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
     )
 
 
+def _both_halves(weight: torch.Tensor, N: int, bn: int, bk: int) -> TensorDescriptor:
+    """weight seen as [2, N, K]: one load brings the matching rows of both halves."""
+    row = weight.stride(0)  # K, or more where the caller padded the rows
+    return TensorDescriptor(weight, [2, N, weight.shape[1]], [N * row, row, 1], [2, bn, bk])
+
+
 def _launch_split_k(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor, options: dict, tanh: bool) -> None:
     M, K = x2d.shape
     N = out2d.shape[1]
@@ -617,9 +623,8 @@ def _launch_split_k(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor
     if ignored:
         raise ValueError(f"geglu: split_k = {split_k} runs one program per part and tile, without {', '.join(ignored)}")
     tiles = triton.cdiv(N, bn)
-    row = weight.stride(0)
     x_desc = TensorDescriptor(x2d, [M, K], [x2d.stride(0), 1], [bm, bk])
-    w_desc = TensorDescriptor(weight, [2, N, K], [N * row, row, 1], [2, bn, bk])
+    w_desc = _both_halves(weight, N, bn, bk)
     # Both fresh for each call: launches on two streams must not share arrival counts.
     counters = torch.zeros(tiles, dtype=torch.int32, device=x2d.device)
     partials = torch.empty(split_k * tiles * M * 2 * bn, dtype=torch.float32, device=x2d.device)
