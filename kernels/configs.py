@@ -434,6 +434,20 @@ def filled(M: int, N: int, block_m: int, block_n: int, num_sms: int) -> float:
     return M / (row_blocks * block_m) * tiles / (waves * num_sms)
 
 
+# Up to this many row blocks, a prefill plan puts them all in one group of its tile order: each
+# column block of weight is then read from memory once, where GROUP_M = 8 reads it once per group
+# of 8 row blocks (experiments/2026-12-02-h200-miss-causes, runs/c3: 9 to 16 row blocks gained up
+# to 9.5%, none lost; fewer than 9 is one group already).
+ONE_GROUP_MAX_ROW_BLOCKS = 16
+
+
+def one_group(M: int, block_m: int, group_m: int) -> int:
+    """GROUP_M for a persistent plan of `block_m`-row tiles over M rows: every row block in one
+    group where there are more than `group_m` and at most ONE_GROUP_MAX_ROW_BLOCKS."""
+    row_blocks = -(-M // block_m)
+    return row_blocks if group_m < row_blocks <= ONE_GROUP_MAX_ROW_BLOCKS else group_m
+
+
 def prefill_by_waves(M: int, N: int, num_sms: int) -> dict | None:
     """64-row tiles when they fill the GPU enough better than 128-row ones; else None. Only up to
     PREFILL_64_MAX_ROWS: the range where they were measured to win."""

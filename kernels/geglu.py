@@ -399,10 +399,12 @@ def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) 
     if chosen == "tma" and shape_class in configs.ALL_ROWS_CLASSES and config["source"] != "fixed":
         plan = _decode_plan(plan, K, N, num_sms)
     elif chosen == "tma" and shape_class == "large" and config["source"] != "fixed" and _aligned(x2d, weight):
-        # A few hundred rows: 64-row tiles where they fill the rows and waves enough better.
+        # A few hundred rows: 64-row tiles where they fill the rows and waves enough better; up to
+        # 16 row blocks, all in one group, so that weight is read from memory once.
         rows = configs.prefill_by_waves(M, N, num_sms)
         if rows is not None:
             plan = {**plan, **_OPTION_DEFAULTS, **rows, "source": "by waves"}
+        plan["GROUP_M"] = configs.one_group(M, plan["BLOCK_M"], plan["GROUP_M"])
     if chosen == "tma" and M >= ALIGN_ROWS_FROM and not _aligned(x2d):
         plan["align_x"] = True  # geglu copies x into 32-byte-aligned rows first (_aligned_rows)
     return plan
@@ -597,6 +599,29 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
     )
 
 
+# Arrival counts of the split-K kernel: one zeroed buffer per device and stream.
+_COUNTERS: dict[tuple[str, int | None], torch.Tensor] = {}
+
+
+def _arrival_counters(device: torch.device, tiles: int, stream: int | None = None) -> torch.Tensor:
+    """`tiles` zeroed int32 arrival counts for a split-K launch on `stream` (a CUDA stream's
+    handle; the device's current stream by default). The kernel's last part of each tile sets its
+    count back to zero, so one buffer serves every later launch on the same stream, which runs
+    after it, and a call launches no fill kernel to zero them.
+    Launches on two streams may overlap, so each stream has its own. Under CUDA graph capture the
+    counts are zeroed in the graph: a buffer of the graph's private memory must not be cached."""
+    if device.type == "cuda":
+        if torch.cuda.is_current_stream_capturing():
+            return torch.zeros(tiles, dtype=torch.int32, device=device)
+        stream = torch.cuda.current_stream(device).cuda_stream if stream is None else stream
+    key = (str(device), stream)
+    held = _COUNTERS.get(key)
+    if held is None or held.numel() < tiles:
+        size = max(tiles, 2 * held.numel()) if held is not None else tiles
+        held = _COUNTERS[key] = torch.zeros(size, dtype=torch.int32, device=device)
+    return held[:tiles]
+
+
 def _both_halves(weight: torch.Tensor, N: int, bn: int, bk: int) -> TensorDescriptor:
     """weight seen as [2, N, K]: one load brings the matching rows of both halves."""
     row = weight.stride(0)  # K, or more where the caller padded the rows
@@ -625,8 +650,7 @@ def _launch_split_k(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor
     tiles = triton.cdiv(N, bn)
     x_desc = TensorDescriptor(x2d, [M, K], [x2d.stride(0), 1], [bm, bk])
     w_desc = _both_halves(weight, N, bn, bk)
-    # Both fresh for each call: launches on two streams must not share arrival counts.
-    counters = torch.zeros(tiles, dtype=torch.int32, device=x2d.device)
+    counters = _arrival_counters(x2d.device, tiles)
     partials = torch.empty(split_k * tiles * M * 2 * bn, dtype=torch.float32, device=x2d.device)
     limits = {"maxnreg": options["maxnreg"]} if options["maxnreg"] else {}
     return _geglu_split_k_kernel[(tiles * split_k,)](

@@ -193,6 +193,25 @@ def test_prefill_takes_64_row_tiles_only_where_they_fill_the_gpu_better():
         assert configs.prefill_by_waves(M, N, 132) is None
 
 
+def test_prefill_puts_up_to_16_row_blocks_in_one_group():
+    from kernels import configs
+
+    assert configs.one_group(512, 64, 8) == 8  # 8 row blocks: one group of 8 already
+    assert configs.one_group(522, 64, 8) == 9  # 9: were it 8, the ninth would read weight again
+    assert configs.one_group(1024, 64, 8) == 16
+    assert configs.one_group(1025, 64, 8) == 8  # 17: past what was measured
+    assert configs.one_group(522, 64, 16) == 16  # a larger tuned group stays
+
+
+@needs_interpreter
+def test_the_h200_prefill_plans_group_their_row_blocks(h200):
+    assert _plan(522, 5120, 13824)["GROUP_M"] == 9  # 64-row tiles, 9 row blocks
+    assert _plan(1334, 5168, 9800)["GROUP_M"] == 11  # 128-row tiles, 11 row blocks
+    assert _plan(8192, 4096, 4096)["GROUP_M"] == 8  # the tuned config's, past 16 row blocks
+    assert _plan(522, 5112, 13824)["GROUP_M"] == 8  # rows not 32-byte aligned: not measured there
+    assert _plan(21, 3568, 2424)["GROUP_M"] == 1  # decode: one block of rows
+
+
 def test_k_is_split_only_where_the_tiles_leave_half_the_sms_idle():
     from kernels import configs
 
@@ -340,15 +359,28 @@ def test_parts_left_without_k_steps_still_count_in(split_launches, split_k):
 
 
 @needs_interpreter
-def test_split_k_counts_on_fresh_zeros_and_leaves_them_zero(split_launches):
+def test_split_k_counts_on_zeros_and_leaves_them_zero_for_the_next_launch(split_launches):
     x, weight = make_inputs((5,), 72, 40, torch.float16)
     config = {**SPLIT_CONFIG, "split_k": 3}
     first = geglu(x, weight, path="tma", config=config)
     assert torch.equal(geglu(x, weight, path="tma", config=config), first)
     (first_counters, first_zero), (second_counters, second_zero) = split_launches
-    assert first_counters is not second_counters  # one buffer per call: two streams never share one
+    # One buffer per stream, not per call: no fill kernel is launched to zero it...
+    assert first_counters.data_ptr() == second_counters.data_ptr()
+    # ...so the second launch counts on zeros only because the last part of each tile reset them.
     assert first_zero and second_zero
-    assert not first_counters.any() and not second_counters.any()  # the last part of each tile resets it
+    assert not second_counters.any()
+
+
+def test_each_stream_has_its_own_arrival_counts():
+    from kernels import geglu as geglu_module
+
+    cpu = torch.device("cpu")
+    one, other = geglu_module._arrival_counters(cpu, 3, 101), geglu_module._arrival_counters(cpu, 3, 202)
+    assert one.data_ptr() != other.data_ptr()  # launches on two streams may overlap
+    assert geglu_module._arrival_counters(cpu, 2, 101).data_ptr() == one.data_ptr()  # fewer tiles: the same
+    wider = geglu_module._arrival_counters(cpu, 7, 101)
+    assert wider.numel() == 7 and not wider.any()  # more tiles than held: a larger zeroed buffer
 
 
 @needs_interpreter
@@ -582,6 +614,39 @@ def test_split_k_on_gpu_is_right_and_the_same_every_time(M, K, N, split_k):
     assert relative_error(first, reference(x, weight, "none")) <= 3e-3
     for _ in range(50):
         assert torch.equal(geglu(x, weight, path="tma", config=config), first)
+
+
+@pytest.mark.gpu
+def test_split_k_on_two_streams_at_once_and_in_a_cuda_graph_is_right():
+    # Each stream counts arrivals in its own buffer: were they shared, overlapping launches would
+    # see each other's counts and finish tiles early or never.
+    config = {**SPLIT_CONFIG, "BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 128, "num_stages": 3, "split_k": 3}
+    inputs = [make_inputs((21,), 3568, 2424, torch.bfloat16, "cuda") for _ in range(2)]
+    expected = [geglu(x, weight, path="tma", config=config) for x, weight in inputs]
+    streams = [torch.cuda.Stream() for _ in inputs]
+    torch.cuda.synchronize()
+    outs = [[], []]
+    for _ in range(20):
+        for side, stream, (x, weight) in zip(outs, streams, inputs, strict=True):
+            with torch.cuda.stream(stream):
+                side.append(geglu(x, weight, path="tma", config=config))
+    torch.cuda.synchronize()
+    for side, want in zip(outs, expected, strict=True):
+        assert all(torch.equal(out, want) for out in side)
+
+    x, weight = inputs[0]
+    graph, out = torch.cuda.CUDAGraph(), torch.empty(21, 2424, dtype=torch.bfloat16, device="cuda")
+    capture = torch.cuda.Stream()
+    capture.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(capture):
+        geglu(x, weight, path="tma", config=config, out=out)  # compiled before capture
+        with torch.cuda.graph(graph, stream=capture):
+            geglu(x, weight, path="tma", config=config, out=out)
+    for _ in range(5):
+        out.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, expected[0])
 
 
 BAD_INPUTS = [
