@@ -436,8 +436,8 @@ def filled(M: int, N: int, block_m: int, block_n: int, num_sms: int) -> float:
 
 # Up to this many row blocks, a prefill plan puts them all in one group of its tile order: each
 # column block of weight is then read from memory once, where GROUP_M = 8 reads it once per group
-# of 8 row blocks (experiments/2026-12-02-h200-miss-causes, runs/c3: 9 to 16 row blocks gained up
-# to 9.5%, none lost; fewer than 9 is one group already).
+# of 8 row blocks (experiments/2026-12-02-h200-miss-causes, runs/c3 to c5: on every shape of 9 to
+# 16 row blocks measured, one group took 0.2-15% less time, none more; 8 or fewer is one already).
 ONE_GROUP_MAX_ROW_BLOCKS = 16
 
 
