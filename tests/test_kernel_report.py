@@ -288,9 +288,9 @@ def test_docs_kernel_md_holds_the_tables_of_the_committed_runs(capsys):
     committed H200 runs: a table edited by hand, or a run replaced without --write, fails here."""
     experiments = ROOT / "experiments"
     files = (
-        # Both sets in one start of the GPU machine, with 9 to 16 row blocks in one group.
-        experiments / "2026-12-02-h200-miss-causes" / "runs" / "r5" / "generated.json",
-        experiments / "2026-12-02-h200-miss-causes" / "runs" / "r5" / "generated-2.json",
+        # Both sets in one start of the GPU machine, the final kernel at a committed head (7dc7606).
+        experiments / "2026-12-03-h200-final-judgement" / "runs" / "r1" / "generated.json",
+        experiments / "2026-12-03-h200-final-judgement" / "runs" / "r1" / "generated-2.json",
     )
     assert _run(capsys, *files, "--check", ROOT / "docs" / "kernel.md") == (0, "", "")
 
