@@ -286,7 +286,8 @@ def _geglu_split_k_kernel(
         out_cols = offs_n + tl.arange(0, BLOCK_N)
         out_ptrs = out_ptr + rows[:, None] * stride_om + out_cols[None, :]
         tl.store(out_ptrs, out.to(out_ptr.dtype.element_ty), mask=in_rows & (out_cols[None, :] < N))
-        # Back to zero, so that a counter buffer could serve the next launch.
+        # Back to zero: the next launch on this stream counts on the same buffer
+        # (_arrival_counters), which nothing else zeroes.
         tl.store(counter_ptr + tile, 0)
 
 
@@ -404,7 +405,9 @@ def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) 
         rows = configs.prefill_by_waves(M, N, num_sms)
         if rows is not None:
             plan = {**plan, **_OPTION_DEFAULTS, **rows, "source": "by waves"}
-        plan["GROUP_M"] = configs.one_group(M, plan["BLOCK_M"], plan["GROUP_M"])
+        group_m = configs.one_group(M, plan["BLOCK_M"], plan["GROUP_M"])
+        if group_m != plan["GROUP_M"]:
+            plan["GROUP_M"], plan["one_group"] = group_m, True  # not the tuned GROUP_M: say so
     if chosen == "tma" and M >= ALIGN_ROWS_FROM and not _aligned(x2d):
         plan["align_x"] = True  # geglu copies x into 32-byte-aligned rows first (_aligned_rows)
     return plan
@@ -453,6 +456,7 @@ def _with_config(plan: dict, config: dict, M: int, source: str) -> dict:
     unknown = sorted(set(config) - _CONFIG_KEYS)
     if unknown:
         raise ValueError(f"geglu: unknown launch option(s) {unknown}; a config may hold {sorted(_CONFIG_KEYS)}")
+    plan = {name: value for name, value in plan.items() if name != "one_group"}  # the config's GROUP_M rules
     return _fit_rows({**plan, **_OPTION_DEFAULTS, **config, "source": source}, M)
 
 
@@ -599,22 +603,27 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
     )
 
 
-# Arrival counts of the split-K kernel: one zeroed buffer per device and stream.
+# Arrival counts of the split-K kernel: one zeroed buffer per device and stream. Invariant: every
+# count in it is zero between launches, as each tile's last part leaves it.
 _COUNTERS: dict[tuple[str, int | None], torch.Tensor] = {}
 
 
-def _arrival_counters(device: torch.device, tiles: int, stream: int | None = None) -> torch.Tensor:
-    """`tiles` zeroed int32 arrival counts for a split-K launch on `stream` (a CUDA stream's
-    handle; the device's current stream by default). The kernel's last part of each tile sets its
-    count back to zero, so one buffer serves every later launch on the same stream, which runs
-    after it, and a call launches no fill kernel to zero them.
-    Launches on two streams may overlap, so each stream has its own. Under CUDA graph capture the
-    counts are zeroed in the graph: a buffer of the graph's private memory must not be cached."""
-    if device.type == "cuda":
-        if torch.cuda.is_current_stream_capturing():
-            return torch.zeros(tiles, dtype=torch.int32, device=device)
-        stream = torch.cuda.current_stream(device).cuda_stream if stream is None else stream
-    key = (str(device), stream)
+def _counters_key(device: torch.device) -> tuple[str, int | None]:
+    """The device and its current stream's handle (None off CUDA: the interpreter runs one launch
+    at a time)."""
+    return str(device), torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None
+
+
+def _arrival_counters(device: torch.device, tiles: int) -> torch.Tensor:
+    """`tiles` zeroed int32 arrival counts for a split-K launch on the device's current stream.
+    The kernel's last part of each tile sets its count back to zero, so one buffer serves every
+    later launch on the same stream, which runs after it, and a call launches no fill kernel to
+    zero them. Launches on two streams may overlap, so each stream has its own. Under CUDA graph
+    capture the counts are zeroed in the graph: a buffer of the graph's private memory must not
+    be cached, nor a cached one used by replays that eager launches do not wait for."""
+    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        return torch.zeros(tiles, dtype=torch.int32, device=device)
+    key = _counters_key(device)
     held = _COUNTERS.get(key)
     if held is None or held.numel() < tiles:
         size = max(tiles, 2 * held.numel()) if held is not None else tiles
@@ -653,22 +662,29 @@ def _launch_split_k(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor
     counters = _arrival_counters(x2d.device, tiles)
     partials = torch.empty(split_k * tiles * M * 2 * bn, dtype=torch.float32, device=x2d.device)
     limits = {"maxnreg": options["maxnreg"]} if options["maxnreg"] else {}
-    return _geglu_split_k_kernel[(tiles * split_k,)](
-        x_desc,
-        w_desc,
-        partials,
-        counters,
-        out2d,
-        M,
-        N,
-        K,
-        out2d.stride(0),
-        BLOCK_M=bm,
-        BLOCK_N=bn,
-        BLOCK_K=bk,
-        SPLIT_K=split_k,
-        APPROXIMATE_TANH=tanh,
-        num_warps=options["num_warps"],
-        num_stages=options["num_stages"],
-        **limits,
-    )
+    try:
+        return _geglu_split_k_kernel[(tiles * split_k,)](
+            x_desc,
+            w_desc,
+            partials,
+            counters,
+            out2d,
+            M,
+            N,
+            K,
+            out2d.stride(0),
+            BLOCK_M=bm,
+            BLOCK_N=bn,
+            BLOCK_K=bk,
+            SPLIT_K=split_k,
+            APPROXIMATE_TANH=tanh,
+            num_warps=options["num_warps"],
+            num_stages=options["num_stages"],
+            **limits,
+        )
+    except BaseException:
+        # A launch stopped partway (an error, Ctrl-C in the interpreter) may leave counts that
+        # would finish the next launch's tiles early: that buffer is not used again.
+        if not (x2d.device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
+            _COUNTERS.pop(_counters_key(x2d.device), None)
+        raise

@@ -205,11 +205,22 @@ def test_prefill_puts_up_to_16_row_blocks_in_one_group():
 
 @needs_interpreter
 def test_the_h200_prefill_plans_group_their_row_blocks(h200):
-    assert _plan(522, 5120, 13824)["GROUP_M"] == 9  # 64-row tiles, 9 row blocks
+    from kernels import geglu as geglu_module
+
+    grouped = _plan(522, 5120, 13824)
+    assert (grouped["GROUP_M"], grouped["one_group"]) == (9, True)  # 64-row tiles, 9 row blocks
     assert _plan(1334, 5168, 9800)["GROUP_M"] == 11  # 128-row tiles, 11 row blocks
-    assert _plan(8192, 4096, 4096)["GROUP_M"] == 8  # the tuned config's, past 16 row blocks
-    assert _plan(522, 5112, 13824)["GROUP_M"] == 8  # rows not 32-byte aligned: not measured there
-    assert _plan(21, 3568, 2424)["GROUP_M"] == 1  # decode: one block of rows
+    for M, K, N, tuned_group_m in [
+        (8192, 4096, 4096, 8),  # the tuned config's, past 16 row blocks
+        (522, 5112, 13824, 8),  # rows not 32-byte aligned: not measured there
+        (21, 3568, 2424, 1),  # decode: one block of rows
+    ]:
+        plan = _plan(M, K, N)
+        assert (plan["GROUP_M"], "one_group" in plan) == (tuned_group_m, False)
+    # A config given by hand sets GROUP_M itself: the plan no longer says "one group".
+    by_hand = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 4}
+    given = geglu_module._with_config(grouped, by_hand, 522, "given")
+    assert given["GROUP_M"] == 4 and "one_group" not in given
 
 
 def test_k_is_split_only_where_the_tiles_leave_half_the_sms_idle():
@@ -372,15 +383,42 @@ def test_split_k_counts_on_zeros_and_leaves_them_zero_for_the_next_launch(split_
     assert not second_counters.any()
 
 
-def test_each_stream_has_its_own_arrival_counts():
+def test_arrival_counts_are_kept_and_grown_zeroed(monkeypatch):
     from kernels import geglu as geglu_module
 
+    monkeypatch.setattr(geglu_module, "_COUNTERS", {})
     cpu = torch.device("cpu")
-    one, other = geglu_module._arrival_counters(cpu, 3, 101), geglu_module._arrival_counters(cpu, 3, 202)
-    assert one.data_ptr() != other.data_ptr()  # launches on two streams may overlap
-    assert geglu_module._arrival_counters(cpu, 2, 101).data_ptr() == one.data_ptr()  # fewer tiles: the same
-    wider = geglu_module._arrival_counters(cpu, 7, 101)
+    held = geglu_module._arrival_counters(cpu, 3)
+    assert geglu_module._arrival_counters(cpu, 2).data_ptr() == held.data_ptr()  # fewer tiles: the same
+    wider = geglu_module._arrival_counters(cpu, 7)
     assert wider.numel() == 7 and not wider.any()  # more tiles than held: a larger zeroed buffer
+    assert geglu_module._arrival_counters(cpu, 7).data_ptr() == wider.data_ptr()
+
+
+@needs_interpreter
+def test_a_launch_stopped_partway_leaves_no_counts_to_the_next(split_launches, monkeypatch):
+    from kernels import geglu as geglu_module
+
+    x, weight = make_inputs((5,), 72, 40, torch.float16)
+    config = {**SPLIT_CONFIG, "split_k": 3}
+    want = geglu(x, weight, path="tma", config=config)
+    spy = geglu_module._geglu_split_k_kernel
+
+    class StoppedPartway:
+        def __getitem__(self, grid):
+            def launch(x_desc, w_desc, partials, counters, *args, **kwargs):
+                counters[0] = 2  # two of three parts of tile 0 had counted in, then Ctrl-C
+                raise KeyboardInterrupt
+
+            return launch
+
+    monkeypatch.setattr(geglu_module, "_geglu_split_k_kernel", StoppedPartway())
+    with pytest.raises(KeyboardInterrupt):
+        geglu(x, weight, path="tma", config=config)
+    monkeypatch.setattr(geglu_module, "_geglu_split_k_kernel", spy)
+    # Were the buffer kept, tile 0's first part would finish it alone, from one part of three.
+    assert torch.equal(geglu(x, weight, path="tma", config=config), want)
+    assert split_launches[-1][1]  # it counted on zeros
 
 
 @needs_interpreter
@@ -617,9 +655,21 @@ def test_split_k_on_gpu_is_right_and_the_same_every_time(M, K, N, split_k):
 
 
 @pytest.mark.gpu
-def test_split_k_on_two_streams_at_once_and_in_a_cuda_graph_is_right():
+def test_split_k_on_two_streams_at_once_and_in_a_cuda_graph_is_right(monkeypatch):
     # Each stream counts arrivals in its own buffer: were they shared, overlapping launches would
-    # see each other's counts and finish tiles early or never.
+    # see each other's counts and finish tiles early or never. Launches this short seldom overlap,
+    # so which buffer each launch took is checked as well as its output.
+    from kernels import geglu as geglu_module
+
+    taken = []  # (the stream it was taken on, the buffer's address)
+    real_counters = geglu_module._arrival_counters
+
+    def arrival_counters(device, tiles):
+        counters = real_counters(device, tiles)
+        taken.append((torch.cuda.current_stream(device).cuda_stream, counters.data_ptr()))
+        return counters
+
+    monkeypatch.setattr(geglu_module, "_arrival_counters", arrival_counters)
     config = {**SPLIT_CONFIG, "BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 128, "num_stages": 3, "split_k": 3}
     inputs = [make_inputs((21,), 3568, 2424, torch.bfloat16, "cuda") for _ in range(2)]
     expected = [geglu(x, weight, path="tma", config=config) for x, weight in inputs]
@@ -633,6 +683,8 @@ def test_split_k_on_two_streams_at_once_and_in_a_cuda_graph_is_right():
     torch.cuda.synchronize()
     for side, want in zip(outs, expected, strict=True):
         assert all(torch.equal(out, want) for out in side)
+    on_streams = [{address for handle, address in taken if handle == stream.cuda_stream} for stream in streams]
+    assert [len(buffers) for buffers in on_streams] == [1, 1] and on_streams[0] != on_streams[1]
 
     x, weight = inputs[0]
     graph, out = torch.cuda.CUDAGraph(), torch.empty(21, 2424, dtype=torch.bfloat16, device="cuda")
@@ -640,8 +692,11 @@ def test_split_k_on_two_streams_at_once_and_in_a_cuda_graph_is_right():
     capture.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(capture):
         geglu(x, weight, path="tma", config=config, out=out)  # compiled before capture
+        before_capture = taken[-1][1]  # the capture stream's kept buffer
         with torch.cuda.graph(graph, stream=capture):
             geglu(x, weight, path="tma", config=config, out=out)
+    # The graph zeroes counts of its own: a replay on another stream must not share a kept buffer.
+    assert taken[-1][1] != before_capture
     for _ in range(5):
         out.zero_()
         graph.replay()
