@@ -608,6 +608,10 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
 _COUNTERS: dict[tuple[str, int | None], torch.Tensor] = {}
 
 
+def _capturing(device: torch.device) -> bool:
+    return device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+
+
 def _counters_key(device: torch.device) -> tuple[str, int | None]:
     """The device and its current stream's handle (None off CUDA: the interpreter runs one launch
     at a time)."""
@@ -621,7 +625,7 @@ def _arrival_counters(device: torch.device, tiles: int) -> torch.Tensor:
     zero them. Launches on two streams may overlap, so each stream has its own. Under CUDA graph
     capture the counts are zeroed in the graph: a buffer of the graph's private memory must not
     be cached, nor a cached one used by replays that eager launches do not wait for."""
-    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+    if _capturing(device):
         return torch.zeros(tiles, dtype=torch.int32, device=device)
     key = _counters_key(device)
     held = _COUNTERS.get(key)
@@ -685,6 +689,6 @@ def _launch_split_k(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor
     except BaseException:
         # A launch stopped partway (an error, Ctrl-C in the interpreter) may leave counts that
         # would finish the next launch's tiles early: that buffer is not used again.
-        if not (x2d.device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
+        if not _capturing(x2d.device):
             _COUNTERS.pop(_counters_key(x2d.device), None)
         raise
