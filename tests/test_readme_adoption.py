@@ -5,6 +5,7 @@ on the CPU, of both families and of one."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -13,7 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from perfbot.cli import perfbot
+from perfbot.measuring import interpreted_libdevice
 from tests.conftest import ROOT
 from tests.test_init import BASELINE, KERNEL, SHA, _fill
 from tests.test_init import FILLED as FILLED_RMSNORM
@@ -135,3 +139,67 @@ def test_the_readmes_two_kernel_path_ends_in_a_passing_check_of_each_family(repo
     assert "perfbot check: geglu+rmsnorm on cpu" in both and "8 right, 0 wrong, of 8" in both
     assert "geglu/quick" in both and "rmsnorm/quick" in both and "rmsnorm/rmsnorm" in both
     assert "4 right, 0 wrong, of 4" in one and "geglu/" not in one
+
+
+def _readme_families(repo: Path, tmp_path: Path) -> dict[str, str]:
+    """The README's two-kernel steps up to the checks (the inits, the marked places written, the
+    two lines appended), committed on main: what `perfbot ab main` then measures. The user's shell."""
+    env = _shell(tmp_path)
+    for line in _readme_commands():
+        if line.startswith("perfbot check"):
+            continue
+        if line.startswith("#"):
+            for family in ("geglu", "rmsnorm"):
+                _fill(repo / "perf" / family / "__init__.py", FILLED[family])
+                _fill(repo / "perf" / family / "suites.yaml", SUITES.get(family, {}))
+            continue
+        done = subprocess.run(line, shell=True, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
+    _git(repo, "branch", "-M", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "perf: two families")
+    return env
+
+
+def test_an_aa_of_the_readmes_two_families_lists_no_declaration_change(repo: Path, tmp_path: Path, gpu, monkeypatch):
+    # Both families' quick suites hold a case of one shape (rows 4, cols 64): a run times it once
+    # per family, and neither the dry run nor the A/A's report may take that for a change.
+    env = _readme_families(repo, tmp_path)
+    dry = subprocess.run(
+        ["perfbot", "ab", "main", "main", "--dry-run"], cwd=repo, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert "the base's suites: geglu/quick, geglu/pr, rmsnorm/quick, rmsnorm/pr;" in dry.stdout
+    assert "declarations differ" not in dry.stdout
+    one_case = subprocess.run(
+        ["perfbot", "ab", "main", "main", "--dry-run", "--case", "small"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert one_case.returncode == 0 and "declarations differ" not in one_case.stdout, one_case.stdout
+    monkeypatch.setenv("PERFBOT_TRITON_COMMIT", SHA)
+    interpreted_libdevice.install()  # the kernels call libdevice, which a GPU has and the interpreter lacks
+    out = tmp_path / "aa"
+    arguments = [
+        "ab",
+        "main",
+        "main",
+        "--project",
+        str(repo),
+        "--suite",
+        "quick",
+        "--samples",
+        "10",
+        "--out-dir",
+        str(out),
+    ]
+    result = CliRunner().invoke(perfbot, arguments)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "comparison.json").read_text())
+    assert summary["declaration_changes"] == []
+    assert "declarations differ" not in (out / "comment.md").read_text()
+    timed = {(row["benchmark"]["kernel"], row["benchmark"]["case"]) for row in summary["comparisons"]}
+    assert {("geglu/geglu", "small"), ("rmsnorm/rmsnorm", "small"), ("rmsnorm/rmsnorm", "odd")} <= timed

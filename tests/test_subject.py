@@ -383,3 +383,19 @@ def test_a_suites_file_with_an_integer_too_long_for_python_is_refused(tmp_path: 
     with pytest.raises(BadInput, match=r"suites\.yaml: cannot read it as YAML: .*4300 digits") as error:
         load_suites(path, _toy())
     assert "\n" not in str(error.value)
+
+
+def test_a_suite_whose_shared_case_times_other_implementations_stays_one_suite():
+    # Two families' quick suites: one shape each, disjoint implementations. Each suite stays whole,
+    # in its own order; nothing is timed twice, nothing left out.
+    from perfbot.loading.subject import Case, Suite
+    from perfbot.loading.suites import without_repeats
+
+    a = Suite("a/quick", "", ("a/k",), (Case("a/quick", "small", {"M": 4}, "float32"),))
+    b_cases = (Case("b/quick", "odd", {"M": 37}, "float16"), Case("b/quick", "small", {"M": 4}, "float32"))
+    b = Suite("b/quick", "", ("b/k", "b/torch"), b_cases)
+    kept = without_repeats([a, b])
+    assert [(s.name, [c.name for c in s.cases], s.implementations) for s in kept] == [
+        ("a/quick", ["small"], ("a/k",)),
+        ("b/quick", ["odd", "small"], ("b/k", "b/torch")),
+    ]

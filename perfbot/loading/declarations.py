@@ -77,7 +77,8 @@ def missing_failures(missing: dict[str, str], planned: Sequence[Any], head_name:
 
 def differences(base: Loaded, head: Loaded, suites: Sequence[Suite]) -> list[str]:
     """Every difference between what the two sides declare, one line each, the base's first:
-    the subject's own fields, each implementation's, and the chosen suites'."""
+    the subject's own fields, each implementation's, and those of the suites chosen (`suites`,
+    the base's, by name), whole."""
     lines = [
         f"subject {what}: {before} on the base, {after} on the head"
         for what, before, after in _subject_fields(base, head)
@@ -94,8 +95,10 @@ def differences(base: Loaded, head: Loaded, suites: Sequence[Suite]) -> list[str
             for field in mine
             if mine[field] != theirs[field]
         ]
-    for suite in suites:
-        lines += _suite_lines(suite, head.suites.get(suite.name))
+    # The suites as each side declares them: a run cuts its suites down (to the cases named, to
+    # each benchmark once), which is no difference between the sides.
+    for name in dict.fromkeys(suite.name for suite in suites):
+        lines += _suite_lines(base.suites[name], head.suites.get(name))
     return lines
 
 

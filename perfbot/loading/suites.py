@@ -144,9 +144,11 @@ def restrict(suites: Sequence[Suite], cases: set[tuple[str, str]]) -> list[Suite
 def without_repeats(suites: Sequence[Suite]) -> list[Suite]:
     """The suites with each case that several of them hold (the same parameters and dtype) timed
     once per implementation: whole in the suite that times the most implementations (the first
-    of those), and in each other suite only for the implementations that one lacks, as a suite of
-    that one case. A run of several suites then times no benchmark twice (a results file holds
-    each benchmark once) and leaves none out."""
+    of those), and in each other suite only for the implementations that none before timed on it.
+    A suite keeps, as one, every case none of whose implementations is timed elsewhere (two
+    families' cases of one shape time disjoint implementations); a case it shares only in part
+    becomes a suite of that one case. A run of several suites then times no benchmark twice (a
+    results file holds each benchmark once) and leaves none out."""
 
     def key(case: Case) -> tuple[Any, ...]:
         return tuple(case.params.items()), case.dtype
@@ -159,12 +161,19 @@ def without_repeats(suites: Sequence[Suite]) -> list[Suite]:
     timed = {k: set(suites[index].implementations) for k, index in keeper.items()}
     kept = []
     for index, suite in enumerate(suites):
-        own = tuple(c for c in suite.cases if keeper[key(c)] == index)
-        if own:
-            kept.append(dataclasses.replace(suite, cases=own))
+        whole: list[Case] = []
+        parts: list[Suite] = []
         for case in suite.cases:
+            if keeper[key(case)] == index:
+                whole.append(case)
+                continue
             lacking = [name for name in suite.implementations if name not in timed[key(case)]]
-            if keeper[key(case)] != index and lacking:
-                timed[key(case)].update(lacking)
-                kept.append(dataclasses.replace(suite, implementations=tuple(lacking), cases=(case,)))
+            timed[key(case)].update(lacking)
+            if set(lacking) == set(suite.implementations):
+                whole.append(case)
+            elif lacking:
+                parts.append(dataclasses.replace(suite, implementations=tuple(lacking), cases=(case,)))
+        if whole:
+            kept.append(dataclasses.replace(suite, cases=tuple(whole)))
+        kept += parts
     return kept
