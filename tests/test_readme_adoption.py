@@ -141,9 +141,10 @@ def test_the_readmes_two_kernel_path_ends_in_a_passing_check_of_each_family(repo
     assert "4 right, 0 wrong, of 4" in one and "geglu/" not in one
 
 
-def _readme_families(repo: Path, tmp_path: Path) -> dict[str, str]:
+def _readme_families(repo: Path, tmp_path: Path, branch: str = "main") -> dict[str, str]:
     """The README's two-kernel steps up to the checks (the inits, the marked places written, the
-    two lines appended), committed on main: what `perfbot ab main` then measures. The user's shell."""
+    two lines appended), committed on `branch`: what `perfbot ab main` then measures. The user's
+    shell."""
     env = _shell(tmp_path)
     for line in _readme_commands():
         if line.startswith("perfbot check"):
@@ -155,7 +156,7 @@ def _readme_families(repo: Path, tmp_path: Path) -> dict[str, str]:
             continue
         done = subprocess.run(line, shell=True, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
-    _git(repo, "branch", "-M", "main")
+    _git(repo, "branch", "-M", branch)
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "perf: two families")
     return env
@@ -203,3 +204,33 @@ def test_an_aa_of_the_readmes_two_families_lists_no_declaration_change(repo: Pat
     assert "declarations differ" not in (out / "comment.md").read_text()
     timed = {(row["benchmark"]["kernel"], row["benchmark"]["case"]) for row in summary["comparisons"]}
     assert {("geglu/geglu", "small"), ("rmsnorm/rmsnorm", "small"), ("rmsnorm/rmsnorm", "odd")} <= timed
+
+
+def test_an_ab_against_a_base_without_the_subject_names_the_revision_and_the_fix(repo: Path, tmp_path: Path):
+    # The subject is committed on a branch only: main, the base, has no perf/ yet.
+    _git(repo, "branch", "-M", "main")
+    _git(repo, "checkout", "-q", "-b", "adopt")
+    env = _readme_families(repo, tmp_path, branch="adopt")
+    done = subprocess.run(
+        ["perfbot", "ab", "main", "adopt", "--dry-run"], cwd=repo, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("perfbot: error: revision 'main' (") and "has no perf/__init__.py" in line
+    assert "commit the subject on 'main' first" in line and "perfbot-ab-" not in line
+
+
+def test_a_broken_subject_at_a_revision_is_named_by_the_revision_and_its_path(repo: Path, tmp_path: Path):
+    # Committed broken, mended in the checkout: the base, HEAD, is the broken one.
+    env = _readme_families(repo, tmp_path)
+    listing = repo / "perf" / "__init__.py"
+    mended = listing.read_text()
+    listing.write_text("subjects = 5\n")
+    _git(repo, "commit", "-qam", "perf: broken")
+    listing.write_text(mended)
+    done = subprocess.run(
+        ["perfbot", "ab", "HEAD", "--dry-run"], cwd=repo, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("perfbot: error: HEAD:perf: subjects must be a non-empty list"), line

@@ -83,8 +83,12 @@ def prepared(config: ProjectConfig, running: Loaded, revisions: Revisions, choos
             trees["head"] = (head_tree, merged_as.head)
         elif revisions.head:
             trees["head"] = stack.enter_context(checkout(config.root, revisions.head))
-        base_subject = load_subject(trees["base"][0] / relative)
-        head_own = load_subject(trees["head"][0] / relative) if revisions.head else running
+        base_subject = _side_subject(trees["base"], relative, revisions.base)
+        if revisions.head:
+            head_name = f"{revisions.head} merged into {revisions.base}" if merged_as else revisions.head
+            head_own = _side_subject(trees["head"], relative, head_name)
+        else:
+            head_own = running
         head_subject, missing = declarations.judged_by_base(base_subject, head_own)
         subjects = {"base": base_subject, "head": head_subject}
         provenance.check({side: loaded.sources for side, loaded in subjects.items()})
@@ -101,6 +105,23 @@ def prepared(config: ProjectConfig, running: Loaded, revisions: Revisions, choos
             pins={side: load_project_config(tree).triton_commit for side, (tree, _) in trees.items()},
             relative=relative,
         )
+
+
+def _side_subject(tree: tuple[Path, str | None], relative: Path, revision: str) -> Loaded:
+    """The subject of one side, loaded from its tree; what is wrong with it is said of the
+    revision, by the paths the user knows, never of the temporary folder it was checked out in."""
+    folder, sha = tree
+    commit = f" ({sha[:12]})" if sha else ""
+    if not (folder / relative / "__init__.py").is_file():
+        raise BadInput(
+            f"revision {revision!r}{commit} has no {relative.as_posix()}/__init__.py: an A/B loads each side's "
+            f"subject from that side's own commit; commit the subject on {revision!r} first (git add "
+            f"{relative.as_posix()} && git commit), or name a revision that has it"
+        )
+    try:
+        return load_subject(folder / relative)
+    except BadInput as error:
+        raise BadInput(str(error).replace(f"{folder}/", f"{revision}:").replace(str(folder), revision)) from error
 
 
 @contextmanager
