@@ -260,3 +260,25 @@ def test_an_ab_lists_a_family_only_one_side_has(tmp_path: Path):
         sides[side] = load_subject(_package(tmp_path / side, names), side)
     lines = declarations.differences(sides["base"], sides["head"], [])
     assert "subject family norm: present on the base, absent on the head" in lines
+
+
+def test_a_familys_raising_reference_is_called_the_reference_and_one_of_its_own_is_called_so(tmp_path: Path):
+    top = tmp_path / "perf"
+    _family(top, "pair")
+    _family(top, "norm")
+    module = top / "norm" / "__init__.py"
+    text = module.read_text().replace(
+        "    return sum(x.double()", "    raise ValueError('no')\n    return sum(x.double()"
+    )
+    own = "\n\n@subject.implementation('other', reference=lambda *inputs: 1 / 0)\ndef other(*x):\n    return x[0]\n"
+    module.write_text(text + own)
+    loaded = load_subject(_package(tmp_path, ["pair", "norm"]))
+    said = {
+        "norm/torch": "the reference (case norm/quick/one) raised",  # the family's
+        "norm/other": "norm/other's own reference (case norm/quick/one) raised",
+    }
+    for kernel, words in said.items():
+        with pytest.raises(BadInput) as raised:
+            check(loaded, chosen(loaded, ("quick",), (), family_names=("norm",)), RunSettings(kernels=(kernel,)), "cpu")
+        assert words in str(raised.value), str(raised.value)
+

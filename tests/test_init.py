@@ -411,7 +411,7 @@ def test_the_skeleton_loads_fails_the_check_until_filled_in_then_passes_it(repo:
     as_written = _perfbot(repo, "check")
     assert as_written.returncode == 2, as_written.stdout + as_written.stderr
     assert as_written.stderr.strip().splitlines() == [
-        "perfbot: error: subject 'rmsnorm': rmsnorm/rmsnorm's own reference (case rmsnorm/quick/small) raised "
+        "perfbot: error: subject 'rmsnorm': the reference (case rmsnorm/quick/small) raised "
         "NotImplementedError: "
         "perfbot init: write the float64 reference"
     ]

@@ -45,6 +45,11 @@ class Families(Subject):
         family, original = self.original(case)
         return family.tolerance_for(original)
 
+    def has_own_reference(self, implementation: Implementation) -> bool:
+        # Each combined implementation carries a reference: its own, or else its family's.
+        family = self.families.get(family_of(implementation.name) or "")
+        return family is None or implementation.reference is not family.reference
+
 
 def prefixed(family: str, name: str) -> str:
     return f"{family}{SEPARATOR}{name}"

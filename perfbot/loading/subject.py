@@ -121,6 +121,10 @@ class Subject:
         """The largest relative error accepted for a case: its dtype's."""
         return self.tolerance[case.dtype]
 
+    def has_own_reference(self, implementation: Implementation) -> bool:
+        """Whether the implementation is checked against a reference of its own, not the subject's."""
+        return implementation.reference is not None
+
     def implementation(
         self,
         name: str,

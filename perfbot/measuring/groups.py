@@ -72,7 +72,8 @@ def check_group(
         key = (id(reference), planned.values)
         values = dict(planned.values)
         if key not in references:
-            what = f"{impl.name}'s own reference ({label})" if impl.reference else f"the reference ({label})"
+            own = subject.has_own_reference(impl)
+            what = f"{impl.name}'s own reference ({label})" if own else f"the reference ({label})"
             expected, untrusted = _subjects_own(
                 what, subject, functools.partial(_trusted, reference, inputs, values), limit
             )
