@@ -282,3 +282,11 @@ def test_a_familys_raising_reference_is_called_the_reference_and_one_of_its_own_
             check(loaded, chosen(loaded, ("quick",), (), family_names=("norm",)), RunSettings(kernels=(kernel,)), "cpu")
         assert words in str(raised.value), str(raised.value)
 
+
+def test_check_of_one_family_is_headed_by_that_family(two: Path, tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text('[tool.perfbot]\nkernels = "perf"\ntriton-commit = "' + 40 * "0" + '"\n')
+    result = CliRunner().invoke(perfbot, ["check", "--project", str(tmp_path), "--family", "norm", "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    assert "perfbot check: norm on cpu" in result.output and "pair+norm" not in result.output
+    both = CliRunner().invoke(perfbot, ["check", "--project", str(tmp_path), "--device", "cpu"])
+    assert both.exit_code == 0 and "perfbot check: pair+norm on cpu" in both.output, both.output

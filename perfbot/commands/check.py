@@ -14,6 +14,7 @@ from .context import (
     FiniteRange,
     choice_options,
     chosen,
+    chosen_families,
     console,
     kernels_option,
     load_kernels,
@@ -97,7 +98,9 @@ def check_command(
             lambda label: bar.update(task, advance=1, description=label),
             limit=time_limit,
         )
-    table = Table(title=f"perfbot check: {escape(subject.subject.name)} on {chosen_device}", title_justify="left")
+    # Of kernel families, the ones checked: the combined subject's name lists them all.
+    checked_name = "+".join(chosen_families(subject, family_names)) if subject.families else subject.subject.name
+    table = Table(title=f"perfbot check: {escape(checked_name)} on {chosen_device}", title_justify="left")
     for column in ("suite", "case", "dtype", "implementation", "rel. error", "bound", "result"):
         table.add_column(column, justify="right" if column in ("rel. error", "bound") else "left")
     for c in checked:
