@@ -23,7 +23,7 @@ from perfbot.config import load_project_config
 from perfbot.deciding.thresholds import DEFAULT_NOTE, DEFAULT_PATH, default_policy, load_policy
 from perfbot.jobs.ab import policy_change
 from perfbot.measuring import environment
-from perfbot.output import scaffold
+from perfbot.output import kernel_source, scaffold
 from perfbot.records import results
 from tests.conftest import ROOT
 from tests.helpers import make_results
@@ -380,7 +380,7 @@ def test_a_subject_folder_outside_the_project_is_refused(repo: Path, folder: str
 
 def test_a_function_re_exported_by_a_package_is_read_where_it_is_defined(repo: Path):
     (repo / "src" / "mypkg" / "ops" / "__init__.py").write_text("from .rmsnorm import rmsnorm as norm\n")
-    kernel = scaffold.find_kernel(repo, "mypkg.ops:norm")
+    kernel = kernel_source.find_kernel(repo, "mypkg.ops:norm")
     assert kernel.path == repo / "src" / "mypkg" / "ops" / "rmsnorm.py"
     assert kernel.parameters == ("x", "weight")
     assert kernel.signature == "norm(x: torch.Tensor, weight: torch.Tensor, eps: float=1e-06)"
@@ -390,7 +390,7 @@ def test_a_function_torch_scripted_is_no_triton_kernel(repo: Path):
     (repo / "src" / "mypkg" / "ops" / "rmsnorm.py").write_text(
         "import torch\n\n\n@torch.jit.script\ndef scaled(x, factor: float = 2.0):\n    return x * factor\n"
     )
-    kernel = scaffold.find_kernel(repo, "mypkg.ops.rmsnorm:scaled")
+    kernel = kernel_source.find_kernel(repo, "mypkg.ops.rmsnorm:scaled")
     assert kernel.parameters == ("x",) and kernel.signature == "scaled(x, factor: float=2.0)"
 
 

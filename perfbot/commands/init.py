@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..output import scaffold
+from ..output import kernel_source, scaffold
 
 # What cannot be written for the user: perfbot's docs/github.md and SECURITY.md say how.
 _BY_HAND = (
@@ -85,7 +85,7 @@ def init_command(
         perfbot init --kernel mypkg.ops:softmax --triton-commit 7c56a5e40f7fd928dfd5c72902d5def0097db73a
     """
     root = project.resolve()
-    kernel = scaffold.find_kernel(root, kernel_spec)
+    kernel = kernel_source.find_kernel(root, kernel_spec)
     kernels = scaffold.existing_kernels(root)
     pin = scaffold.triton_pin(triton_commit) if kernels is None else None
     name = name if name is not None else kernel.function
