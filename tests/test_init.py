@@ -182,7 +182,13 @@ def test_a_release_wheel_is_pinned_at_its_tags_commit_and_says_so(repo: Path, un
     assert f"Triton commit {RELEASE}: Triton 3.6.0, a release: the commit its v3.6.0 tag points to" in result.output
     table = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["perfbot"]
     assert table == {"triton-commit": RELEASE, "kernels": "bench"}
-    assert 'name="norm",' in (repo / "bench" / "norm" / "__init__.py").read_text()
+    subject = (repo / "bench" / "norm" / "__init__.py").read_text()
+    assert 'name="norm",' in subject
+    # The implementation under test is named after the family, and calls the function by its own name.
+    assert (
+        '@subject.implementation("norm", under_test=True)' in subject and "    return rmsnorm(x, weight)\n" in subject
+    )
+    assert 'implementations: ["norm", "torch"]' in (repo / "bench" / "norm" / "suites.yaml").read_text()
 
 
 def test_without_a_pyproject_init_writes_one_holding_the_table(repo: Path):

@@ -26,7 +26,11 @@ _BY_HAND = (
     help="The function to measure, as its callers call it (it takes tensors and returns the output), in a "
     "package of the project: at its root or under src/, e.g. mypkg.ops.rmsnorm:rmsnorm.",
 )
-@click.option("--name", default=None, help="The kernel family's name, in every report. Default: FUNCTION.")
+@click.option(
+    "--name",
+    default=None,
+    help="The kernel family's name, in every report, and its implementation's. Default: FUNCTION.",
+)
 @click.option(
     "--dir",
     "folder",

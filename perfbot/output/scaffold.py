@@ -171,7 +171,7 @@ def plan(
         )
     relative = top.relative_to(root).as_posix()
     parameters = _parameter_names(kernel)
-    implementation = kernel.function if kernel.function != "torch" else "kernel"
+    implementation = name if name != "torch" else "kernel"  # "torch" is the baseline's
     values = {
         "module": kernel.module,
         "function": kernel.function,
