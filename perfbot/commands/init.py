@@ -24,12 +24,15 @@ _BY_HAND = (
     required=True,
     metavar="MODULE:FUNCTION",
     help="The function to measure, as its callers call it (it takes tensors and returns the output), in a "
-    "package of the project: at its root or under src/, e.g. mypkg.ops.rmsnorm:rmsnorm.",
+    "package of the project: at its root or under src/, e.g. mypkg.ops.rmsnorm:rmsnorm. Or MODULE:CLASS: a "
+    "torch.autograd.Function, called through .apply (mypkg.ops:Softmax, or mypkg.ops:Softmax.apply), or an "
+    "nn.Module, built and then called (mypkg.layers:RMSNorm).",
 )
 @click.option(
     "--name",
     default=None,
-    help="The kernel family's name, in every report, and its implementation's. Default: FUNCTION.",
+    help="The kernel family's name, in every report, and its implementation's. Default: FUNCTION; a class's name "
+    "in lower case, its words joined by '_' (SoftmaxAutoGrad: softmax_auto_grad).",
 )
 @click.option(
     "--dir",
@@ -70,7 +73,10 @@ def init_command(
     perf/__init__.py, whose `subjects` lists the kernel families, and in it the family to fill in,
     perf/NAME/ (inputs, float64 reference, tolerance, suites; each place marked "# perfbot init: fill
     in"), a [tool.perfbot] table appended to pyproject.toml, with the Triton commit to pin, and
-    perfbot's default thresholds.yaml. The function is read from its source, not imported.
+    perfbot's default thresholds.yaml. The function is read from its source, not imported. A
+    torch.autograd.Function is called through its apply, with the arguments of its forward after
+    ctx; an nn.Module is built (its constructor's arguments marked to fill in) and called with
+    those of its forward after self.
 
     Run again for another kernel, where the table stands: it writes only the new family's folder
     beside the first, and prints the two lines that add it to the kernels package's __init__.py,
@@ -85,6 +91,8 @@ def init_command(
     \b
         perfbot init --kernel mypkg.ops.rmsnorm:rmsnorm
         perfbot init --kernel mypkg.ops.softmax:softmax  # a second family, beside the first
+        perfbot init --kernel mypkg.ops.gelu:GeluFunction.apply --name gelu  # a torch.autograd.Function
+        perfbot init --kernel mypkg.layers:LayerNorm  # an nn.Module: the family layer_norm
         perfbot init --kernel mypkg.ops.rmsnorm:rmsnorm --dir bench/rmsnorm --workflows
         perfbot init --kernel mypkg.ops:softmax --triton-commit 7c56a5e40f7fd928dfd5c72902d5def0097db73a
     """
@@ -92,7 +100,7 @@ def init_command(
     kernel = kernel_source.find_kernel(root, kernel_spec)
     kernels = scaffold.existing_kernels(root)
     pin = scaffold.triton_pin(triton_commit) if kernels is None else None
-    name = name if name is not None else kernel.function
+    name = name if name is not None else kernel.default_name
     folder = folder or Path(kernels or "perf") / name
     planned = scaffold.plan(root, kernel, pin, name=name, folder=folder, workflows=workflows, kernels=kernels)
     had_pyproject = planned.pyproject.exists()
@@ -104,7 +112,8 @@ def init_command(
         click.echo(f"{added} {planned.pyproject.relative_to(root)}")
         click.echo(f"Triton commit {pin.commit}: {pin.source}")
     if kernel.parameters is None:
-        click.echo(f"note: {kernel.signature}'s arguments are not in {kernel.path}'s source; make_inputs guesses one")
+        where = f"{kernel.path}'s source"
+        click.echo(f"note: {kernel.signature}: its arguments are not in {where}; make_inputs guesses one")
     if workflows:
         click.echo(f"note: {_BY_HAND}")
     click.echo("Next:")

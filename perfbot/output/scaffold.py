@@ -2,7 +2,7 @@
 and written only where nothing stands.
 
 What it writes, the first time: the kernels package (`perf/__init__.py`, whose `subjects` lists
-the kernel families) and in it a family for one function of the project (`perf/NAME/`: its
+the kernel families) and in it a family for one kernel of the project (`perf/NAME/`: its
 inputs, a float64 reference, the tolerance and the suites left for the user to fill in, each
 place marked with MARK), the `[tool.perfbot]` table appended to pyproject.toml, perfbot's default
 thresholds.yaml and, on request, the GitHub workflows with the GPU setup action. Where the table
@@ -10,9 +10,9 @@ stands already, another family beside the first, and nothing else: the package's
 the table and the policy are the user's by then, so the two lines to add are said, not written.
 It refuses to write over anything: every target is checked before the first byte is written.
 
-The user's function is read from its source (kernel_source.py), never imported: init runs none
-of the project's code, which may need a GPU or do work at import. The first import is `perfbot
-check`'s, under perfbot's guard.
+The user's function, autograd.Function or nn.Module is read from its source (kernel_source.py),
+never imported: init runs none of the project's code, which may need a GPU or do work at
+import. The first import is `perfbot check`'s, under perfbot's guard.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # Names the written module defines or uses itself: an argument of the user's function by one of
 # these names is renamed in it.
 _TAKEN = frozenset({"annotations", "case", "generator", "dtype", "device", "torch", "Case", "Subject", "DTYPES"})
+_TAKEN_BY_MODULES = frozenset({"built", "new_module", "key", "_BUILT"})  # where it builds an nn.Module
 _TEMPLATES = "templates/init"
 # The workflows and the GPU setup action, shipped as links to perfbot's own (the wheel carries the
 # files): (the packaged file under templates/init/github, where it goes under .github).
@@ -172,18 +173,30 @@ def plan(
     relative = top.relative_to(root).as_posix()
     parameters = _parameter_names(kernel)
     implementation = name if name != "torch" else "kernel"  # "torch" is the baseline's
+    arguments = ", ".join(parameters) if kernel.parameters is not None else "*inputs"
+    first = parameters[0] if kernel.parameters is not None else "inputs[0]"
+    calls = {
+        "function": f"{kernel.function}({arguments})",
+        "autograd": f"{kernel.function}.apply({arguments})",
+        "module": f"built({first})({arguments})",
+    }
+    constructor = kernel.constructor
     values = {
         "module": kernel.module,
         "function": kernel.function,
+        "kind": kernel.kind,
         "name": name,
         "alias": alias,
         "implementation": implementation,
         "inputs": parameters,
-        "parameters": ", ".join(parameters) if kernel.parameters is not None else "*inputs",
-        "arguments": ", ".join(parameters) if kernel.parameters is not None else "*inputs",
+        "parameters": arguments,
+        "invocation": calls[kernel.kind],
+        "first": parameters[0],  # the builders' argument, the first input: its name, or a guess
+        "constructor": constructor.signature if constructor is not None else "",
+        "constructor_stops": constructor is not None and constructor.required != (),
         "call": kernel.signature
         if kernel.parameters is not None
-        else f"{kernel.function} (its arguments are not to be read from {kernel.path.name})",
+        else f"{kernel.signature} (its arguments are not to be read from {kernel.path.name})",
         "implementations": [implementation, "torch"],
         "commit": pin.commit if pin is not None else "",
         "source": " ".join(pin.source.split()) if pin is not None else "",
@@ -212,11 +225,12 @@ def plan(
 
 
 def _parameter_names(kernel: Kernel) -> list[str]:
-    """The names the written module gives the function's arguments: its own, but for those the
+    """The names the written module gives the call's arguments: their own, but for those the
     module uses itself."""
+    taken = _TAKEN | {kernel.function} | (_TAKEN_BY_MODULES if kernel.kind == "module" else set())
     names: list[str] = []
     for parameter in kernel.parameters or ("x",):
-        while parameter in _TAKEN or parameter == kernel.function or parameter in names:
+        while parameter in taken or parameter in names:
             parameter += "_"
         names.append(parameter)
     return names
