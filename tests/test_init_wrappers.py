@@ -11,6 +11,7 @@ import ast
 from pathlib import Path
 
 import pytest
+import torch
 
 from perfbot.loading.package import load_subject
 from perfbot.output import kernel_source
@@ -97,6 +98,11 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x):
+        if self.weight.shape != (x.shape[-1],) or self.weight.dtype != x.dtype or self.weight.device != x.device:
+            raise ValueError(
+                f"RMSNorm: the weight is {tuple(self.weight.shape)} {self.weight.dtype} on {self.weight.device}, "
+                f"x is {tuple(x.shape)} {x.dtype} on {x.device}"
+            )
         return RMSNormFunction.apply(x, self.weight, self.eps)
 '''
 REFERENCE = '    raise NotImplementedError("perfbot init: write the float64 reference")\n'
@@ -114,10 +120,12 @@ FILLED = {
     },
 }
 CONSTRUCTED = {CONSTRUCTOR: "    return RMSNorm(x.shape[-1], eps=1e-5)\n"}
-# The cases, tiny: Triton's interpreter is slow.
+# The cases, tiny (Triton's interpreter is slow): a shape in two dtypes, and another shape.
 TINY = {
     "    - {name: small, rows: 4, cols: 64}\n    - {name: odd, rows: 37, cols: 200, dtype: float16}\n": (
-        "    - {name: small, rows: 3, cols: 16}\n    - {name: odd, rows: 5, cols: 41, dtype: float16}\n"
+        "    - {name: small, rows: 3, cols: 16}\n"
+        "    - {name: half, rows: 3, cols: 16, dtype: float16}\n"
+        "    - {name: odd, rows: 5, cols: 41, dtype: float16}\n"
     )
 }
 
@@ -167,18 +175,25 @@ def test_an_autograd_function_and_a_module_pass_the_check_once_their_marked_plac
     # The constructor's arguments unwritten: the module is not built, and the check fails naming them.
     unbuilt = _perfbot(library, "check")
     assert unbuilt.returncode == 1, unbuilt.stdout + unbuilt.stderr
-    assert "6 right, 2 wrong, of 8" in unbuilt.stdout
+    assert "9 right, 3 wrong, of 12" in unbuilt.stdout
     assert "NotImplementedError: perfbot init: write RMSNorm's constructor arguments" in unbuilt.stdout
+    # Built once per device, dtype and shape of x (RMSNorm's forward checks its weight against x).
     _fill(rmsnorm, CONSTRUCTED)
     checked = _perfbot(library, "check")
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "perfbot check: softmax+rms_norm on cpu" in checked.stdout and "8 right, 0 wrong, of 8" in checked.stdout
+    assert "perfbot check: softmax+rms_norm on cpu" in checked.stdout and "12 right, 0 wrong, of 12" in checked.stdout
     assert "softmax/softmax" in checked.stdout and "rms_norm/rms_norm" in checked.stdout
     # The library's files are the implementations' code, through apply and through the module built.
-    sources = load_subject(library / "perf").sources.recorded()
+    loaded = load_subject(library / "perf")
+    sources = loaded.sources.recorded()
     assert "src/mylib/softmax.py" in sources["softmax/softmax"]
     assert {"src/mylib/layers.py", "src/mylib/ops/rmsnorm.py"} <= set(sources["rms_norm/rms_norm"])
     assert "src/mylib/layers.py" not in sources["rms_norm/torch"]
+    # One module per device, dtype and shape, built at the first call and kept: never built in a timed call.
+    built = loaded.implementations["rms_norm/rms_norm"].fn.__globals__["built"]
+    x = torch.zeros(3, 16)
+    assert built(x) is built(torch.ones(3, 16)) and built(x) is not built(x.half())
+    assert built(x) is not built(torch.zeros(3, 17)) and built(x).weight.shape == (16,)
 
 
 # --- which classes are which -----------------------------------------------------------------------
