@@ -1,7 +1,9 @@
 """The base's subject decides what an A/B judges (perfbot/loading/declarations.py): a head cannot take its
 kernel out of the check by what it declares. Each attack makes the head's `fused` 20% slower (or
-wrong) and declares its way out; each must fail the check, naming the implementation. A control
-with the head's declarations in force shows what the attack did before."""
+wrong) and declares its way out; each must fail the check, naming the implementation. With the
+head's declarations in force instead, the base's results still judge (deciding/compare.py: the
+baseline's `under_test` says what may fail and what is missing), as `perfbot compare` of the two
+results files would."""
 
 import json
 from collections.abc import Callable
@@ -32,7 +34,8 @@ def _slower_head_fused(gpu) -> None:
 
 
 def _head_declares_itself(monkeypatch) -> None:
-    """The control: the head's own declarations, as before the base decided."""
+    """The head's own declarations, as before the base's subject decided (its results then name
+    the head's own implementations)."""
     monkeypatch.setattr(declarations, "judged_by_base", lambda base, head: (head, {}))
 
 
@@ -81,13 +84,17 @@ def test_a_head_that_no_longer_marks_its_kernel_under_test_fails(gpu, project: P
     assert eager and not any(row["fails"] for row in eager)
 
 
-def test_control_under_the_heads_declarations_the_moved_mark_passes(gpu, project: Path, tmp_path: Path, monkeypatch):
+def test_under_the_heads_declarations_the_bases_results_still_judge_the_moved_mark(
+    gpu, project: Path, tmp_path: Path, monkeypatch
+):
     repo = _head(project, _moves_under_test)
     _slower_head_fused(gpu)
     _head_declares_itself(monkeypatch)
     result = _ab(repo, tmp_path / "ab")
-    assert result.exit_code == 0, result.output
-    assert "do not fail the check" in _outcome(tmp_path / "ab")[0]["headline"]
+    assert result.exit_code == 1, result.output
+    summary, _ = _outcome(tmp_path / "ab")
+    failing = {row["benchmark"]["kernel"] for row in summary["comparisons"] if row["fails"]}
+    assert failing == {"fused"} and not summary["missing"]
 
 
 def test_a_head_that_renames_its_kernel_fails_and_it_is_not_merely_removed(gpu, project: Path, tmp_path: Path):
@@ -108,14 +115,18 @@ def test_a_head_that_renames_its_kernel_fails_and_it_is_not_merely_removed(gpu, 
     assert not [row for row in summary["comparisons"] if row["benchmark"]["kernel"] == "fused2"]
 
 
-def test_control_under_the_heads_declarations_the_rename_passes(gpu, project: Path, tmp_path: Path, monkeypatch):
+def test_under_the_heads_declarations_the_bases_results_still_fail_the_rename(
+    gpu, project: Path, tmp_path: Path, monkeypatch
+):
     repo = _head(project, _renames, TINY.replace("[fused, ", "[fused2, "))
     _slower_head_fused(gpu)
     _head_declares_itself(monkeypatch)
     result = _ab(repo, tmp_path / "ab")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output
     summary, _ = _outcome(tmp_path / "ab")
-    assert "fused" in {b["kernel"] for b in summary["removed"]}
+    assert {m["benchmark"]["kernel"] for m in summary["missing"]} == {"fused"}
+    assert all("under test in the baseline's results" in m["reason"] for m in summary["missing"])
+    assert "fused" not in {b["kernel"] for b in summary["removed"]}
 
 
 def test_a_wrong_kernel_with_a_reference_of_its_own_is_a_wrong_result(gpu, project: Path, tmp_path: Path):

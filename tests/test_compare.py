@@ -157,11 +157,68 @@ def test_added_removed_and_wrong_results():
     head = make_results(seed=2)
     extra = replace(head.benchmarks[0], kernel="fused-v2")
     failure = Failure(kernel="fused", shape={"M": 1, "K": 8, "N": 8}, dtype="bfloat16", reason="wrong result")
-    head = replace(head, benchmarks=[*head.benchmarks[1:], extra], failures=[failure])
+    assert head.benchmarks[1].kernel == "eager"  # a baseline: dropping it is no one's to judge
+    head = replace(head, benchmarks=[head.benchmarks[0], *head.benchmarks[2:], extra], failures=[failure])
     report = compare(base, head, POLICY)
     assert [b.kernel for b in report.added] == ["fused-v2"]
-    assert [b.kernel for b in report.removed] == ["fused"]
+    assert [b.kernel for b in report.removed] == ["eager"] and not report.missing
     assert report.fails and "wrong result" in summarize(report).headline
+
+
+def _without(results: Results, kernel: str, case: str) -> Results:
+    kept = [b for b in results.benchmarks if (b.kernel, b.case) != (kernel, case)]
+    assert len(kept) == len(results.benchmarks) - 1
+    return replace(results, benchmarks=kept)
+
+
+def test_a_benchmark_the_base_has_under_test_and_the_head_lacks_fails_as_missing():
+    """The base's results name the subject's own (`settings.under_test`): one of those the head
+    did not time fails the check, named, and is not listed as merely removed; a baseline the head
+    did not time is removed and fails nothing."""
+    base = make_results(seed=1)
+    head = _without(_without(make_results(seed=2), "fused", "gemma-2b"), "eager", "t5-v1.1-xl")
+    report = compare(base, head, POLICY)
+    assert [(m.kernel, m.case) for m in report.missing] == [("fused", "gemma-2b")]
+    assert "under test in the baseline's results" in report.missing[0].reason
+    assert [(b.kernel, b.case) for b in report.removed] == [("eager", "t5-v1.1-xl")]
+    assert report.fails and not any(c.fails for c in report.comparisons)
+    assert summarize(report).headline.startswith("❌ 1 benchmark(s) the base judges missing on the head")
+    # Only the base's list decides: the head's results naming no kernel of their own change nothing.
+    unnamed = replace(head, settings=replace(head.settings, under_test=[]))
+    assert [(m.kernel, m.case) for m in compare(base, unnamed, POLICY).missing] == [("fused", "gemma-2b")]
+    assert not compare(replace(base, settings=replace(base.settings, under_test=[])), head, POLICY).missing
+
+
+def test_what_the_head_did_not_time_on_purpose_or_got_wrong_is_not_missing():
+    """A suite the head's run did not time, an implementation it left out on purpose, or one that
+    gave a wrong result (failing as such) is not missing; a suite it timed is."""
+    base = make_results(seed=1)
+    head = _without(make_results(seed=2), "fused", "gemma-2b")  # of suite "models"
+    assert compare(base, head, POLICY).missing
+    other_suite = replace(head, settings=replace(head.settings, suites=["decode"]))
+    assert not compare(base, other_suite, POLICY).missing
+    same_suite = replace(head, settings=replace(head.settings, suites=["decode", "models"]))
+    assert [m.case for m in compare(base, same_suite, POLICY).missing] == ["gemma-2b"]
+    skipped = replace(head, settings=replace(head.settings, skipped_kernels=["fused"]))
+    assert not compare(base, skipped, POLICY).missing
+    dropped = next(b for b in base.benchmarks if (b.kernel, b.case) == ("fused", "gemma-2b"))
+    wrong = Failure(kernel="fused", shape=dropped.shape, dtype=dropped.dtype, reason="wrong result", suite="models")
+    report = compare(base, replace(head, failures=[wrong]), POLICY)
+    assert not report.missing and not report.removed and report.fails
+
+
+def test_the_bases_results_say_what_may_fail():
+    """A head whose results stop naming its kernel as the subject's own (it names a baseline
+    instead) is judged by the base's list: its slowdown fails; the baseline's does not."""
+    base = make_results(seed=1)
+    head = make_results({("fused", "gemma-2b"): 1.10, ("eager", "t5-v1.1-xl"): 1.10}, seed=2)
+    moved = replace(head, settings=replace(head.settings, under_test=["eager"]))
+    rows = {(c.current.kernel, c.current.case): c.fails for c in compare(base, moved, POLICY).comparisons}
+    assert rows[("fused", "gemma-2b")] and not rows[("eager", "t5-v1.1-xl")]
+    # Base results that predate the list: the current run's decides.
+    legacy = replace(base, settings=replace(base.settings, under_test=[]))
+    rows = {(c.current.kernel, c.current.case): c.fails for c in compare(legacy, moved, POLICY).comparisons}
+    assert not rows[("fused", "gemma-2b")] and rows[("eager", "t5-v1.1-xl")]
 
 
 def test_different_gpu_models_are_refused_unless_forced():
@@ -261,6 +318,30 @@ def test_cli_exit_codes_and_reports(tmp_path: Path, monkeypatch):
     assert data["fails"] and [c["benchmark"]["kernel"] for c in data["comparisons"] if c["fails"]] == ["fused"]
     assert (tmp_path / "c.md").read_text().startswith("**perfbot:** ❌")
     assert summary.read_text().count("<!-- perfbot-report -->") == 2
+
+
+def test_cli_fails_a_head_missing_what_the_base_has_under_test(tmp_path: Path):
+    """Both forms of `perfbot compare`: the missing benchmark fails the check (exit 1), named on
+    the terminal, in the comment and in the comparison file, and not listed as removed."""
+    base = make_results(seed=1)
+    head = _save(tmp_path, "head.json", _without(make_results(seed=2), "fused", "gemma-2b"))
+    store = str(tmp_path / "store")
+    runner = CliRunner()
+    stored = runner.invoke(perfbot, ["baseline", "update", str(_save(tmp_path, "base.json", base)), "--store", store])
+    assert stored.exit_code == 0, stored.output
+    markdown, data = tmp_path / "c.md", tmp_path / "c.json"
+    written = ["--markdown", str(markdown), "--json", str(data), "--overwrite"]
+    for args in ([str(tmp_path / "base.json"), str(head)], ["--store", str(store), str(head)]):
+        result = runner.invoke(perfbot, ["compare", *args, *written])
+        assert result.exit_code == 1, result.output
+        assert "missing on the head: fused · models/gemma-2b · M=8192 K=2048 N=16384 bfloat16" in result.output
+        assert "removed" not in result.output
+        summary = json.loads(data.read_text())
+        assert summary["fails"] and [m["benchmark"]["case"] for m in summary["missing"]] == ["gemma-2b"]
+        assert summary["removed"] == []
+        assert "Missing on the head" in markdown.read_text()
+    whole = _save(tmp_path, "whole.json", make_results(seed=2))
+    assert runner.invoke(perfbot, ["compare", "--store", str(store), str(whole)]).exit_code == 0
 
 
 def test_cli_refuses_other_gpus_without_force(tmp_path: Path):

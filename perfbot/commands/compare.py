@@ -63,8 +63,9 @@ def compare_command(
 ) -> None:
     """Compare two results files and decide, per benchmark, whether it got slower.
 
-    Exits 1 on a significant slowdown beyond the policy's fail threshold, or if CURRENT holds a
-    wrong result. The report also goes to $GITHUB_STEP_SUMMARY when that is set.
+    Exits 1 on a significant slowdown beyond the policy's fail threshold, if CURRENT holds a
+    wrong result, or if CURRENT lacks a benchmark that BASELINE's results have under test (the
+    baseline judges). The report also goes to $GITHUB_STEP_SUMMARY when that is set.
 
     Example:
 

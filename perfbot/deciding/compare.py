@@ -1,7 +1,9 @@
 """`perfbot compare`: one verdict per benchmark, and one for the whole comparison.
 
 Per benchmark (matched by kernel, shape, dtype), with significance Benjamini-Hochberg-adjusted
-across all benchmarks compared:
+across all benchmarks compared. The baseline's results say which implementations are the
+subject's own: only those fail the check, and one of those that the current run lacks fails it
+as missing (`_missing`).
 
 - two separate runs: the effect is the ratio of medians current / baseline with a bootstrap
   confidence interval; significance is a two-sided Mann-Whitney U test on the raw samples;
@@ -131,9 +133,10 @@ class Report:
     trend: str | None = None  # one line on the longer trend (an A/B run against a stored baseline)
     # When the two sides' thresholds.yaml differ: which one judged, and what the other changes.
     policy_change: tuple[str, ...] = ()
-    # An A/B: what the two sides' subjects declare differently (the base's declarations judged),
-    # and the benchmarks the base plans that the head cannot run (declarations.py), each failing.
+    # An A/B: what the two sides' subjects declare differently (the base's declarations judged).
     declaration_changes: tuple[str, ...] = ()
+    # The subject's own benchmarks the baseline has and the current side does not (an A/B: those
+    # the base plans that the head cannot run, declarations.py), each failing.
     missing: tuple[Failure, ...] = ()
     skipped_kernels: tuple[str, ...] = ()  # implementations the current run left out on purpose
     gpus: tuple[str, ...] = ()  # the GPUs the current run was sharded across
@@ -204,7 +207,7 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
             config_change=_config_change(base, cur),
             compiled_change=compiled_change(base.compiled, cur.compiled),
         )
-        if decided.fails and not _judged(current, cur):
+        if decided.fails and not _judged(baseline, current, cur):
             decided = dataclasses.replace(
                 decided,
                 fails=False,
@@ -213,7 +216,9 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
             )
         comparisons.append(decided)
 
-    current_keys = {c.key for c in current.benchmarks}
+    missing = _missing(baseline, current)
+    # Not removed: what the current run timed, got wrong (a failure of its own) or lacks (missing).
+    current_keys = {c.key for c in current.benchmarks} | {f.key for f in (*current.failures, *missing)}
     ratios = [c.current.median_ms / c.baseline.median_ms for c in comparisons]
     return Report(
         comparisons=tuple(comparisons),
@@ -230,6 +235,7 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
         skipped_kernels=tuple(current.settings.skipped_kernels),
         gpus=tuple(current.settings.gpus),
         merge=current.settings.merge,
+        missing=missing,
     )
 
 
@@ -282,13 +288,44 @@ def _short_of(estimate: stats.RatioEstimate, n: int, rule: Rule) -> str:
     return f"{reaches}: {width:.2f}% wide against a {gap:g}% gap, about {n * (width / gap) ** 2:,.0f} rounds to decide"
 
 
-def _judged(current: Results, bench: Benchmark) -> bool:
+def _judged(baseline: Results, current: Results, bench: Benchmark) -> bool:
     """Whether a slowdown of `bench` can fail the check: the subject's own implementations can.
     A baseline or a bound runs code the measured repository does not change; its slowdown says
-    the environment moved, which the report shows. Results that do not say which implementations
-    are the subject's own (format 1) are judged whole."""
-    under_test = current.settings.under_test
+    the environment moved, which the report shows. The base judges: the baseline's results name
+    the subject's own, so a head that stops naming its kernel does not take it out of the check.
+    Results that do not say which implementations are the subject's own (format 1) leave it to
+    the current run's; where neither says, every benchmark is judged."""
+    under_test = baseline.settings.under_test or current.settings.under_test
     return not under_test or bench.kernel in under_test
+
+
+def _missing(baseline: Results, current: Results) -> tuple[Failure, ...]:
+    """The benchmarks of the subject's own (the baseline's results name them) that the current
+    run did not time, each failing the check as `perfbot ab` fails a head that cannot run one
+    (loading/declarations.py): the base judges, so renaming a kernel or dropping a case does
+    not pass as merely removed. Left out: a suite the current run did not time (its results
+    name the suites they timed), an implementation it left out on purpose (skipped_kernels, which
+    the report notes), and a wrong result (a failure of its own)."""
+    under_test = set(baseline.settings.under_test)
+    timed = {c.key for c in current.benchmarks} | {f.key for f in current.failures}
+    suites = set(current.settings.suites)
+    skipped = set(current.settings.skipped_kernels)
+    return tuple(
+        Failure(
+            kernel=b.kernel,
+            variant=b.variant,
+            shape=b.shape,
+            dtype=b.dtype,
+            suite=b.suite,
+            case=b.case,
+            reason="under test in the baseline's results; the current run did not time it",
+        )
+        for b in baseline.benchmarks
+        if b.kernel in under_test
+        and b.key not in timed
+        and b.kernel not in skipped
+        and (not suites or b.suite in suites)
+    )
 
 
 def judge_unpaired(estimate: stats.RatioEstimate, p: float, q: float, rule: Rule, n: int) -> Judgement:

@@ -140,12 +140,15 @@ def run(
         planned = [p for group in plan(ready.subjects["base"], ready.suites, ready.settings, "base") for p in group]
         unrun = declarations.missing_failures(ready.missing, planned)
         unrun_keys = {failure.key for failure in unrun}
+        # The head's own reason first; the results' (compare._missing) for anything else lacking.
+        missing = (*unrun, *(m for m in report.missing if m.key not in unrun_keys))
+        missing_keys = {failure.key for failure in missing}
         report = dataclasses.replace(
             report,
             policy_change=policy_change(policy, ready.trees[other][0]),
             declaration_changes=tuple(ready.declared),
-            missing=tuple(unrun),
-            removed=tuple(b for b in report.removed if b.key not in unrun_keys),
+            missing=missing,
+            removed=tuple(b for b in report.removed if b.key not in missing_keys),
         )
     if request.trend_store is not None:
         report = dataclasses.replace(report, trend=trend(request.trend_store, head, policy))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from rich.console import Group
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ..deciding.comparison import ENVIRONMENT_KEYS, Row, Summary, label, shape_text
 from ..deciding.compiled_change import CompiledChange
@@ -242,8 +243,8 @@ def _shares(room: int, wants: Sequence[int]) -> list[int]:
 
 
 def compare_table(summary: Summary) -> Group:
-    """The comparison for the terminal: one row per benchmark, then what changed in the compiled
-    code of each flagged row."""
+    """The comparison for the terminal: one row per benchmark, each benchmark missing on the
+    current side and each wrong result, then what changed in the compiled code of each flagged row."""
     measured = f"Measured: {measured_line(summary.merge).replace('`', '')}" if summary.merge else None
     table = Table(title=summary.headline, title_justify="left", caption=measured, caption_justify="left")
     for column in (
@@ -270,8 +271,13 @@ def compare_table(summary: Summary) -> Group:
             _throughput(row.tflops, row.gbps),
             escape(faster_cell(row.fastest_baseline, row.vs_fastest_baseline)),
         )
+    # Named under the table: the headline counts them, and each fails the check.
+    named = [
+        *(f"missing on the head: {label(f.benchmark)}: {f.reason}" for f in summary.missing),
+        *(f"wrong result: {label(f.benchmark)}: {f.reason}" for f in summary.failures),
+    ]
     compiled = [
         compiled_renderable(f"what changed in the compiled code of {label(r.benchmark)}", change)
         for r, change in _compiled_changes(summary.comparisons)
     ]
-    return Group(table, *spaced(compiled))
+    return Group(table, *(Text(line) for line in named), *spaced(compiled))
