@@ -127,6 +127,57 @@ def test_interleaved_samples_are_paired_so_a_clock_step_during_the_run_cancels()
     assert (same.verdict, same.fails) == ("unchanged", False)
 
 
+def _stepped_between_the_sides() -> tuple[Results, Results]:
+    """An A/B of one benchmark 0.5% slower in every round, whose clock stepped 6% slower between
+    the two sides of round 15 (base: from round 16 on, head: from 15 on): the two medians fall on
+    either side of the step, 3.5% apart."""
+    base, head = _interleaved_pair(1.0)
+    rounds = np.random.default_rng(3).normal(1.0, 0.001, 30)
+    clock = [1.06 if i >= 16 else 1.0 for i in range(30)]
+    base_ms = [0.53 * c * r for c, r in zip(clock, rounds, strict=True)]
+    head_ms = [ms * 1.005 * (1.06 if i == 15 else 1.0) for i, ms in enumerate(base_ms)]
+    return (
+        replace(base, benchmarks=[replace(base.benchmarks[0], samples_ms=base_ms)]),
+        replace(head, benchmarks=[replace(head.benchmarks[0], samples_ms=head_ms)]),
+    )
+
+
+def test_the_change_shown_is_the_estimate_the_verdict_rests_on(tmp_path):
+    """A paired row's change is its median per-round ratio, the figure its reason gives, not the
+    ratio of its two medians; so is the comparison file's and the geometric mean's; an unpaired
+    row's is the ratio of medians."""
+    base, head = _stepped_between_the_sides()
+    report = compare(base, head, POLICY)
+    [row] = report.comparisons
+    medians = 100 * (row.current.median_ms / row.baseline.median_ms - 1)
+    assert medians > 3 and row.change_percent == pytest.approx(0.5, abs=0.01)
+    assert row.paired and row.reason.startswith(f"{row.change_percent:+.2f}%,")
+    assert report.geomean_ratio == pytest.approx(1 + row.change_percent / 100)
+    path = tmp_path / "comparison.json"
+    path.write_text(comparison.to_text(summarize(report)))
+    [loaded] = comparison.load(path).comparisons
+    assert (loaded.change_percent, loaded.paired) == (row.change_percent, True)
+    unpaired = compare(replace(base, settings=Settings()), replace(head, settings=Settings()), POLICY)
+    assert not unpaired.comparisons[0].paired
+    assert unpaired.comparisons[0].change_percent == pytest.approx(medians)
+
+
+def test_a_row_with_too_few_rounds_shows_its_median_per_round_ratio():
+    """Too few rounds for a verdict: no estimate, and the change is still the paired statistic
+    in an A/B (the median per-round ratio), the ratio of medians between two runs."""
+    base, head = _stepped_between_the_sides()
+    few = [
+        replace(side, benchmarks=[replace(side.benchmarks[0], samples_ms=side.benchmarks[0].samples_ms[12:20])])
+        for side in (base, head)
+    ]
+    [row] = compare(*few, POLICY).comparisons
+    assert row.verdict == "inconclusive" and row.estimate is None and row.paired
+    assert row.change_percent == pytest.approx(0.5, abs=0.01)
+    [apart] = compare(*(replace(side, settings=Settings()) for side in few), POLICY).comparisons
+    assert apart.change_percent == pytest.approx(100 * (apart.current.median_ms / apart.baseline.median_ms - 1))
+    assert apart.change_percent > 3
+
+
 def test_both_judges_return_one_verdict_type():
     base, head = _interleaved_pair(1.01)
     rule = POLICY.rule_for("fused", "", "bfloat16", "NVIDIA H200", {}, True)

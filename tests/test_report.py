@@ -7,6 +7,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,6 +17,7 @@ from perfbot.deciding.compare import compare
 from perfbot.deciding.comparison import summarize
 from perfbot.deciding.thresholds import load_policy
 from perfbot.errors import BadInput
+from perfbot.jobs.ab import confirm
 from perfbot.output.markdown import MARKER, markdown_escape
 from perfbot.output.verdicts import (
     GITHUB_COMMENT_LIMIT,
@@ -59,6 +61,64 @@ def test_terminal_table_golden():
     console = Console(width=170, record=True, color_system=None, file=open(os.devnull, "w"))
     console.print(compare_table(_report()))
     _golden("compare-table.txt", console.export_text())
+
+
+def _ab_sides(slowdowns: dict[tuple[str, str], float], seed: int, stepped: tuple[str, str] | None = None):
+    """Both sides of one interleaved A/B: each head sample is its round's base sample times the
+    slowdown, with jitter of its own. On the `stepped` benchmark the GPU's clock steps 6% slower
+    from round 16 on the base and from round 15 on the head (the step fell between the two sides
+    of round 15), as seen on the H200: its medians move 3.5% apart, its rounds 0.5%."""
+    base = make_results(seed=seed, noise=0.002)
+    base = replace(base, settings=replace(base.settings, ab_run="ab-1"))
+    rng = np.random.default_rng(seed)
+
+    def side(bench, ratio: float, step_at: int):
+        jitter = 1 + 0.001 * rng.standard_normal(len(bench.samples_ms))
+        stepping = (bench.kernel, bench.case) == stepped
+        clock = [1.06 if stepping and i >= step_at else 1.0 for i in range(len(jitter))]
+        timed = zip(bench.samples_ms, jitter, clock, strict=True)
+        return replace(bench, samples_ms=[round(s * ratio * j * c, 6) for s, j, c in timed])
+
+    heads = [side(b, slowdowns.get((b.kernel, b.case), 1.0), 15) for b in base.benchmarks]
+    return replace(base, benchmarks=[side(b, 1.0, 16) for b in base.benchmarks]), replace(base, benchmarks=heads)
+
+
+def _ab_report():
+    """An A/B as the PR check judges it: fused 2% slower on gemma-2b, not again in the second
+    round; 3% slower on the decode case, again; 3% faster on t5; gemm, a bound, 0.5% slower
+    across a clock step."""
+    first = {("fused", "gemma-2b"): 1.02, ("fused", "gemma-7b-m16"): 1.03, ("fused", "t5-v1.1-xl"): 0.97}
+    first[("gemm", "gemma-2b")] = 1.005
+    base, head = _ab_sides(first, seed=1, stepped=("gemm", "gemma-2b"))
+    second = _ab_sides({("fused", "gemma-7b-m16"): 1.03}, seed=2)
+    return summarize(confirm(compare(base, head, POLICY), POLICY, lambda cases: second))
+
+
+def test_ab_comment_golden():
+    _golden("comment-ab.md", comment_markdown(_ab_report()))
+
+
+def test_ab_terminal_table_golden():
+    console = Console(width=180, record=True, color_system=None, file=open(os.devnull, "w"))
+    console.print(compare_table(_ab_report()))
+    _golden("compare-table-ab.txt", console.export_text())
+
+
+def test_an_ab_row_not_judged_on_paired_rounds_says_its_change_is_of_medians():
+    """Sides of unequal length cannot pair up: that row is judged on its medians, and its change
+    in the A/B's table (headed "paired change") says so; the paired rows' do not."""
+    base, head = _ab_sides({("fused", "gemma-2b"): 1.02}, seed=1)
+    short = [replace(b, samples_ms=b.samples_ms[:-1]) if b.kernel == "fused" else b for b in head.benchmarks]
+    summary = summarize(compare(base, replace(head, benchmarks=short), POLICY))
+    assert summary.interleaved and {r.paired for r in summary.comparisons} == {True, False}
+    text = comment_markdown(summary)
+    assert "| paired change |" in text
+    lines = [line for line in text.split("\n") if line.startswith("| fused · ")]
+    assert len(lines) == 3 and all("% (of medians) |" in line for line in lines)
+    assert not [line for line in text.split("\n") if line.startswith("| eager · ") and "of medians" in line]
+    console = Console(width=200, record=True, color_system=None, file=open(os.devnull, "w"))
+    console.print(compare_table(summary))
+    assert console.export_text().count("% (of medians)") == 3
 
 
 def test_comment_starts_with_the_verdict_and_ends_with_the_marker():

@@ -83,10 +83,21 @@ class Comparison:
     fastest_baseline: tuple[str, float] | None = None
     config_change: str | None = None  # "BLOCK_N 128 -> 64": a likely cause of any change
     compiled_change: CompiledChange | None = None  # its Triton kernels' compiled code, where it differs
+    paired: bool = False  # sample i of each side from one round of an interleaved A/B
 
     @property
     def change_percent(self) -> float:
-        return 100 * (self.current.median_ms / self.baseline.median_ms - 1)
+        """The change its verdict rests on, in percent: its estimate's ratio (paired, the median
+        per-round ratio, of blocks' medians in a sequential A/B; else the ratio of medians), not
+        the two medians' ratio, which can differ from it by more than a paired threshold. With
+        too few samples for a verdict, the same statistic of the samples, unblocked."""
+        if self.estimate is not None:
+            ratio = self.estimate.ratio
+        elif self.paired:
+            ratio = float(np.median(np.asarray(self.current.samples_ms) / np.asarray(self.baseline.samples_ms)))
+        else:
+            ratio = self.current.median_ms / self.baseline.median_ms
+        return 100 * (ratio - 1)
 
 
 class Judged(Protocol):
@@ -186,6 +197,7 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
                     fastest_baseline=current.fastest_baseline(cur),
                     config_change=_config_change(base, cur),
                     compiled_change=compiled_change(base.compiled, cur.compiled),
+                    paired=paired[index],
                 )
             )
             continue
@@ -206,6 +218,7 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
             fastest_baseline=current.fastest_baseline(cur),
             config_change=_config_change(base, cur),
             compiled_change=compiled_change(base.compiled, cur.compiled),
+            paired=paired[index],
         )
         if decided.fails and not _judged(baseline, current, cur):
             decided = dataclasses.replace(
@@ -219,7 +232,7 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
     missing = _missing(baseline, current)
     # Not removed: what the current run timed, got wrong (a failure of its own) or lacks (missing).
     current_keys = {c.key for c in current.benchmarks} | {f.key for f in (*current.failures, *missing)}
-    ratios = [c.current.median_ms / c.baseline.median_ms for c in comparisons]
+    ratios = [1 + c.change_percent / 100 for c in comparisons]  # the changes the report shows
     return Report(
         comparisons=tuple(comparisons),
         added=tuple(c for c in current.benchmarks if c.key not in by_key),

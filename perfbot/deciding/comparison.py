@@ -18,11 +18,15 @@ Format versions:
        not read: the file lives within one workflow run, written and read by one perfbot.
        Later, within format 3: each Row's "samples" (rounds or samples per side it was judged on);
        "declaration_changes" ([str]) and "missing" ([Failed]: benchmarks the base's subject
-       plans that the head cannot run, failing);
+       plans that the head cannot run, or, between two results files, the baseline has under
+       test and the current run did not time; failing);
        "merge" (null, or the base's tip, the head and the merge commit of `perfbot ab --merge`);
        each Row's "compiled_change" (null, or deciding/compiled_change.py's CompiledChange: what
-       differs in its Triton kernels' compiled code).
-"""
+       differs in its Triton kernels' compiled code);
+       each Row's "change_percent" is the change its verdict rests on (compare.Comparison's),
+       and its "paired" says which: true, the median per-round ratio of an A/B's paired rounds;
+       false, the ratio of the two medians (until then every row's was the ratio of medians);
+       "geomean_ratio" is the geometric mean of those changes."""
 
 from __future__ import annotations
 
@@ -85,6 +89,7 @@ class Row:
     fastest_baseline: Name | None = None  # the fastest baseline on the case (rows of the subject's own)
     vs_fastest_baseline: Finite | None = None  # its time over this benchmark's: above 1, this one is faster
     samples: int | None = None  # rounds (paired) or samples per side it was judged on: the fewer of the two
+    paired: bool = False  # change_percent is the median per-round ratio (true) or the ratio of medians
 
 
 @with_config(_STRICT)
@@ -215,6 +220,7 @@ def _row(c: Comparison) -> Row:
         fastest_baseline=c.fastest_baseline[0] if c.fastest_baseline else None,
         vs_fastest_baseline=c.fastest_baseline[1] if c.fastest_baseline else None,
         samples=min(len(c.current.samples_ms), len(c.baseline.samples_ms)),
+        paired=c.paired,
     )
 
 

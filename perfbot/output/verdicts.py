@@ -44,14 +44,26 @@ _VERDICT_ICONS = {
 }
 
 
-def _comment_cells(row: Row) -> list[str]:
+def change_heading(interleaved: bool) -> str:
+    """The change column's heading. It holds the estimate each verdict rests on: between two
+    runs the ratio of the two medians shown beside it; in an A/B the median per-round ratio,
+    which the medians' ratio is not, and the heading says so."""
+    return "paired change" if interleaved else "change"
+
+
+def _change(row: Row, interleaved: bool) -> str:
+    """A row's change; in an A/B, one not judged on paired rounds says that its is of medians."""
+    return f"{row.change_percent:+.2f}%" + (" (of medians)" if interleaved and not row.paired else "")
+
+
+def _comment_cells(row: Row, interleaved: bool) -> list[str]:
     verdict = Markdown(("❌ " if row.fails else "") + _VERDICT_ICONS[row.verdict])
     interval = Markdown(f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]") if row.ci else Markdown("—")
     return [
         label(row.benchmark),
         number(row.baseline_median_ms, ".4f"),
         number(row.current_median_ms, ".4f"),
-        number(row.change_percent, "+.2f", "%"),
+        Markdown(_change(row, interleaved)),
         interval,
         verdict,
         _throughput(row.tflops, row.gbps),
@@ -88,9 +100,10 @@ def comment_markdown(summary: Summary, limit: int = GITHUB_COMMENT_LIMIT) -> str
         return template.render(
             summary=summary,
             measured=Markdown(measured_line(summary.merge)) if summary.merge else None,
-            rows=[_comment_cells(r) for r in rows],
+            rows=[_comment_cells(r, summary.interleaved) for r in rows],
             compiled=[(label(r.benchmark), compiled_markdown(c, per_kernel)) for r, c in _compiled_changes(rows)],
-            unchanged=[_comment_cells(r) for r in folded],
+            unchanged=[_comment_cells(r, summary.interleaved) for r in folded],
+            change=Markdown(change_heading(summary.interleaved)),
             omitted_rows=len(changed) - len(rows),
             omitted_unchanged=len(unchanged) - len(folded),
             confidence=Markdown(f"{summary.confidence:.0%}"),
@@ -98,8 +111,9 @@ def comment_markdown(summary: Summary, limit: int = GITHUB_COMMENT_LIMIT) -> str
             differing=differing,
             environments={side: summary.environments.get(side, {}) for side in ("baseline", "current")},
             method=Markdown(
-                "Paired by round: the median per-round ratio with a confidence sequence, each row timed "
-                "until it was decided"
+                "Paired by round: the paired change is the median per-round ratio (of blocks' medians in a "
+                "sequential A/B), on which each verdict and its confidence sequence rest; baseline and current "
+                "ms are each side's median; each row timed until it was decided"
                 if summary.interleaved
                 else "Two-sided Mann-Whitney U on every sample"
             ),
@@ -247,11 +261,12 @@ def compare_table(summary: Summary) -> Group:
     current side and each wrong result, then what changed in the compiled code of each flagged row."""
     measured = f"Measured: {measured_line(summary.merge).replace('`', '')}" if summary.merge else None
     table = Table(title=summary.headline, title_justify="left", caption=measured, caption_justify="left")
+    change = change_heading(summary.interleaved)
     for column in (
         "benchmark",
         "baseline ms",
         "current ms",
-        "change",
+        change,
         "CI of ratio",
         "verdict",
         "throughput",
@@ -265,7 +280,7 @@ def compare_table(summary: Summary) -> Group:
             escape(name),
             f"{row.baseline_median_ms:.4f}",
             f"{row.current_median_ms:.4f}",
-            f"{row.change_percent:+.2f}%",
+            _change(row, summary.interleaved),
             f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]" if row.ci else "—",
             ("FAIL " if row.fails else "") + row.verdict,
             _throughput(row.tflops, row.gbps),
