@@ -38,7 +38,12 @@ SLOW = (
     "tests/test_sequential.py::test_false_alarms_at_most_one_percent_and_half_percent_caught_in_95_under_repeated_looks"
 )
 # The golden files pin the exact numbers and words of a comparison.
-GOLDEN = ["tests/test_report.py::test_pr_comment_golden", "tests/test_report.py::test_terminal_table_golden"]
+GOLDEN = [
+    "tests/test_report.py::test_pr_comment_golden",
+    "tests/test_report.py::test_terminal_table_golden",
+    "tests/test_report.py::test_ab_comment_golden",
+    "tests/test_report.py::test_ab_terminal_table_golden",
+]
 # Each decision module and the tests that pin it: the fast ones (a long simulation left out).
 TESTS = {
     "perfbot/deciding/stats.py": [
@@ -49,6 +54,8 @@ TESTS = {
     ],
     "perfbot/deciding/compare.py": ["tests/test_compare.py", "tests/test_sequential_interval.py", *GOLDEN],
     "perfbot/deciding/thresholds.py": ["tests/test_thresholds.py", "tests/test_compare.py"],
+    "perfbot/deciding/standing.py": ["tests/test_headline.py", "tests/test_compare.py", *GOLDEN],
+    "perfbot/deciding/comparison.py": ["tests/test_headline.py", "tests/test_compare.py", *GOLDEN],
     "perfbot/deciding/changepoints.py": [
         "tests/test_changepoints.py",
         "tests/test_history.py::test_change_points_on_plain_series",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from perfbot.records.run import Benchmark, Environment, Results, Settings
@@ -70,3 +72,25 @@ def make_results(
         benchmarks=benchmarks,
         created="2026-11-30T05:00:00+00:00",
     )
+
+
+def ab_sides(
+    slowdowns: dict[tuple[str, str], float], seed: int, stepped: tuple[str, str] | None = None
+) -> tuple[Results, Results]:
+    """Both sides of one interleaved A/B: each head sample is its round's base sample times the
+    slowdown, with jitter of its own. On the `stepped` benchmark the GPU's clock steps 6% slower
+    from round 16 on the base and from round 15 on the head (the step fell between the two sides
+    of round 15): the medians of a benchmark 0.5% slower in every round move 3.5% apart."""
+    base = make_results(seed=seed, noise=0.002)
+    base = replace(base, settings=replace(base.settings, ab_run="ab-1"))
+    rng = np.random.default_rng(seed)
+
+    def side(bench, ratio: float, step_at: int):
+        jitter = 1 + 0.001 * rng.standard_normal(len(bench.samples_ms))
+        stepping = (bench.kernel, bench.case) == stepped
+        clock = [1.06 if stepping and i >= step_at else 1.0 for i in range(len(jitter))]
+        timed = zip(bench.samples_ms, jitter, clock, strict=True)
+        return replace(bench, samples_ms=[round(s * ratio * j * c, 6) for s, j, c in timed])
+
+    heads = [side(b, slowdowns.get((b.kernel, b.case), 1.0), 15) for b in base.benchmarks]
+    return replace(base, benchmarks=[side(b, 1.0, 16) for b in base.benchmarks]), replace(base, benchmarks=heads)

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from perfbot.cli import perfbot
 from perfbot.deciding import comparison, stats
-from perfbot.deciding.compare import VERDICTS, Judgement, compare, judge_paired, judge_unpaired
+from perfbot.deciding.compare import Judgement, compare, judge_paired, judge_unpaired
 from perfbot.deciding.comparison import summarize
+from perfbot.deciding.standing import tally
 from perfbot.deciding.thresholds import Override, Rule, load_policy
 from perfbot.errors import BadInput
 from perfbot.records import results
@@ -190,7 +191,7 @@ def test_both_judges_return_one_verdict_type():
 
 
 def test_a_report_and_its_comparison_file_fail_and_count_alike(tmp_path):
-    """One rule decides `fails` and counts verdicts, for the report and for its file read back."""
+    """One rule decides `fails` and counts the rows, for the report and for its file read back."""
     changed = make_results({("fused", "gemma-2b"): 1.10, ("gemm", "t5-v1.1-xl"): 0.9}, seed=2)
     missing = Failure(kernel="fused", shape={"M": 1, "K": 8, "N": 8}, dtype="bfloat16", reason="missing")
     unchanged = compare(make_results(seed=1), make_results(seed=2), POLICY)
@@ -199,7 +200,7 @@ def test_a_report_and_its_comparison_file_fail_and_count_alike(tmp_path):
         path.write_text(comparison.to_text(summarize(report)))
         summary = comparison.load(path)
         assert report.fails == summary.fails
-        assert [report.count(v) for v in VERDICTS] == [summary.count(v) for v in VERDICTS]
+        assert tally(report.comparisons) == tally(summary.comparisons)
     assert not unchanged.fails and replace(unchanged, missing=(missing,)).fails
 
 

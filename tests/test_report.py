@@ -7,7 +7,6 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -28,7 +27,7 @@ from perfbot.output.verdicts import (
     gpu_comment_markdown,
 )
 from tests.conftest import ROOT
-from tests.helpers import make_results
+from tests.helpers import ab_sides, make_results
 
 GOLDEN = Path(__file__).with_name("golden")
 POLICY = load_policy(ROOT / "thresholds.yaml")
@@ -58,29 +57,9 @@ def test_pr_comment_golden():
 
 
 def test_terminal_table_golden():
-    console = Console(width=170, record=True, color_system=None, file=open(os.devnull, "w"))
+    console = Console(width=180, record=True, color_system=None, file=open(os.devnull, "w"))
     console.print(compare_table(_report()))
     _golden("compare-table.txt", console.export_text())
-
-
-def _ab_sides(slowdowns: dict[tuple[str, str], float], seed: int, stepped: tuple[str, str] | None = None):
-    """Both sides of one interleaved A/B: each head sample is its round's base sample times the
-    slowdown, with jitter of its own. On the `stepped` benchmark the GPU's clock steps 6% slower
-    from round 16 on the base and from round 15 on the head (the step fell between the two sides
-    of round 15), as seen on the H200: its medians move 3.5% apart, its rounds 0.5%."""
-    base = make_results(seed=seed, noise=0.002)
-    base = replace(base, settings=replace(base.settings, ab_run="ab-1"))
-    rng = np.random.default_rng(seed)
-
-    def side(bench, ratio: float, step_at: int):
-        jitter = 1 + 0.001 * rng.standard_normal(len(bench.samples_ms))
-        stepping = (bench.kernel, bench.case) == stepped
-        clock = [1.06 if stepping and i >= step_at else 1.0 for i in range(len(jitter))]
-        timed = zip(bench.samples_ms, jitter, clock, strict=True)
-        return replace(bench, samples_ms=[round(s * ratio * j * c, 6) for s, j, c in timed])
-
-    heads = [side(b, slowdowns.get((b.kernel, b.case), 1.0), 15) for b in base.benchmarks]
-    return replace(base, benchmarks=[side(b, 1.0, 16) for b in base.benchmarks]), replace(base, benchmarks=heads)
 
 
 def _ab_report():
@@ -89,8 +68,8 @@ def _ab_report():
     across a clock step."""
     first = {("fused", "gemma-2b"): 1.02, ("fused", "gemma-7b-m16"): 1.03, ("fused", "t5-v1.1-xl"): 0.97}
     first[("gemm", "gemma-2b")] = 1.005
-    base, head = _ab_sides(first, seed=1, stepped=("gemm", "gemma-2b"))
-    second = _ab_sides({("fused", "gemma-7b-m16"): 1.03}, seed=2)
+    base, head = ab_sides(first, seed=1, stepped=("gemm", "gemma-2b"))
+    second = ab_sides({("fused", "gemma-7b-m16"): 1.03}, seed=2)
     return summarize(confirm(compare(base, head, POLICY), POLICY, lambda cases: second))
 
 
@@ -99,7 +78,7 @@ def test_ab_comment_golden():
 
 
 def test_ab_terminal_table_golden():
-    console = Console(width=180, record=True, color_system=None, file=open(os.devnull, "w"))
+    console = Console(width=190, record=True, color_system=None, file=open(os.devnull, "w"))
     console.print(compare_table(_ab_report()))
     _golden("compare-table-ab.txt", console.export_text())
 
@@ -107,7 +86,7 @@ def test_ab_terminal_table_golden():
 def test_an_ab_row_not_judged_on_paired_rounds_says_its_change_is_of_medians():
     """Sides of unequal length cannot pair up: that row is judged on its medians, and its change
     in the A/B's table (headed "paired change") says so; the paired rows' do not."""
-    base, head = _ab_sides({("fused", "gemma-2b"): 1.02}, seed=1)
+    base, head = ab_sides({("fused", "gemma-2b"): 1.02}, seed=1)
     short = [replace(b, samples_ms=b.samples_ms[:-1]) if b.kernel == "fused" else b for b in head.benchmarks]
     summary = summarize(compare(base, replace(head, benchmarks=short), POLICY))
     assert summary.interleaved and {r.paired for r in summary.comparisons} == {True, False}

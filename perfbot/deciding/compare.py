@@ -36,9 +36,7 @@ slowdown the check must catch, warn_percent the largest it must let pass.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sized
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, get_args
 
 import numpy as np
 
@@ -47,10 +45,9 @@ from ..records.run import Benchmark, Environment, Failure, Merge, Results, same_
 from ..records.schema import shown
 from . import stats
 from .compiled_change import CompiledChange, compiled_change
+from .standing import Role, Verdict, fails_check
 from .thresholds import Policy, Rule
 
-Verdict = Literal["regression", "improvement", "unchanged", "inconclusive"]
-VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 # Results of a sequential A/B that do not record their blocks (perfbot before 2026-12-01) took five rounds.
 UNRECORDED_BLOCK_ROUNDS = 5
 # Environment fields that can change a kernel's speed; the GPU model must match outright.
@@ -84,6 +81,8 @@ class Comparison:
     config_change: str | None = None  # "BLOCK_N 128 -> 64": a likely cause of any change
     compiled_change: CompiledChange | None = None  # its Triton kernels' compiled code, where it differs
     paired: bool = False  # sample i of each side from one round of an interleaved A/B
+    role: Role = "under test"  # whose code it times: only the subject's own can fail (standing.py)
+    confirmed: bool | None = None  # a failing A/B row measured again (jobs/ab.confirm): whether it failed again
 
     @property
     def change_percent(self) -> float:
@@ -98,27 +97,6 @@ class Comparison:
         else:
             ratio = self.current.median_ms / self.baseline.median_ms
         return 100 * (ratio - 1)
-
-
-class Judged(Protocol):
-    """A benchmark's verdict as a report holds it: a Comparison, or a comparison file's Row."""
-
-    @property
-    def verdict(self) -> Verdict: ...
-
-    @property
-    def fails(self) -> bool: ...
-
-
-def fails_check(failures: Sized, missing: Sized, judged: Iterable[Judged]) -> bool:
-    """Whether a comparison fails the check: a wrong result, a benchmark the base plans that the
-    head cannot run, or a failing verdict. Report.fails and comparison.Summary.fails."""
-    return bool(failures) or bool(missing) or any(j.fails for j in judged)
-
-
-def verdict_count(judged: Iterable[Judged], verdict: Verdict) -> int:
-    """How many of the verdicts are `verdict`: Report.count and comparison.Summary.count."""
-    return sum(j.verdict == verdict for j in judged)
 
 
 @dataclass(frozen=True)
@@ -156,9 +134,6 @@ class Report:
     @property
     def fails(self) -> bool:
         return fails_check(self.failures, self.missing, self.comparisons)
-
-    def count(self, verdict: Verdict) -> int:
-        return verdict_count(self.comparisons, verdict)
 
 
 def compare(baseline: Results, current: Results, policy: Policy, *, force: bool = False) -> Report:
@@ -198,6 +173,7 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
                     config_change=_config_change(base, cur),
                     compiled_change=compiled_change(base.compiled, cur.compiled),
                     paired=paired[index],
+                    role=_role(baseline, current, cur),
                 )
             )
             continue
@@ -219,8 +195,9 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
             config_change=_config_change(base, cur),
             compiled_change=compiled_change(base.compiled, cur.compiled),
             paired=paired[index],
+            role=_role(baseline, current, cur),
         )
-        if decided.fails and not _judged(baseline, current, cur):
+        if decided.fails and decided.role != "under test":
             decided = dataclasses.replace(
                 decided,
                 fails=False,
@@ -301,15 +278,17 @@ def _short_of(estimate: stats.RatioEstimate, n: int, rule: Rule) -> str:
     return f"{reaches}: {width:.2f}% wide against a {gap:g}% gap, about {n * (width / gap) ** 2:,.0f} rounds to decide"
 
 
-def _judged(baseline: Results, current: Results, bench: Benchmark) -> bool:
-    """Whether a slowdown of `bench` can fail the check: the subject's own implementations can.
-    A baseline or a bound runs code the measured repository does not change; its slowdown says
+def _role(baseline: Results, current: Results, bench: Benchmark) -> Role:
+    """Whose code `bench` times; only the subject's own implementations can fail the check. A
+    baseline or a bound runs code the measured repository does not change; its slowdown says
     the environment moved, which the report shows. The base judges: the baseline's results name
-    the subject's own, so a head that stops naming its kernel does not take it out of the check.
-    Results that do not say which implementations are the subject's own (format 1) leave it to
-    the current run's; where neither says, every benchmark is judged."""
-    under_test = baseline.settings.under_test or current.settings.under_test
-    return not under_test or bench.kernel in under_test
+    the subject's own and the bounds, so a head that stops naming its kernel does not take it
+    out of the check. Results that do not say which implementations are the subject's own
+    (format 1) leave it to the current run's; where neither says, every benchmark is judged."""
+    judging = baseline.settings if baseline.settings.under_test else current.settings
+    if not judging.under_test or bench.kernel in judging.under_test:
+        return "under test"
+    return "bound" if bench.kernel in judging.bounds else "baseline"
 
 
 def _missing(baseline: Results, current: Results) -> tuple[Failure, ...]:

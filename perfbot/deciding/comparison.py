@@ -26,7 +26,10 @@ Format versions:
        each Row's "change_percent" is the change its verdict rests on (compare.Comparison's),
        and its "paired" says which: true, the median per-round ratio of an A/B's paired rounds;
        false, the ratio of the two medians (until then every row's was the ratio of medians);
-       "geomean_ratio" is the geometric mean of those changes."""
+       "geomean_ratio" is the geometric mean of those changes;
+       each Row's "role" ("under test", "baseline" or "bound", from the baseline's results) and
+       "confirmed" (null, or whether a second A/B round confirmed a failing row): the headline
+       counts by them (standing.py)."""
 
 from __future__ import annotations
 
@@ -41,8 +44,9 @@ from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, with_config
 from ..records.run import Benchmark, Failure, Label, Merge, Shape, Variant, variant_name
 from ..records.run import Environment as EnvironmentRecord
 from ..records.schema import MAX_ITEMS, MAX_JSON_BYTES, Finite, Name, Text, _bounded, load_json
-from .compare import VERDICTS, Comparison, Report, Verdict, fails_check, verdict_count
+from .compare import Comparison, Report
 from .compiled_change import CompiledChange
+from .standing import Role, Standing, Verdict, fails_check, tally
 
 FORMAT: Final = 3
 # The environment fields a comparison shows side by side.
@@ -90,6 +94,8 @@ class Row:
     vs_fastest_baseline: Finite | None = None  # its time over this benchmark's: above 1, this one is faster
     samples: int | None = None  # rounds (paired) or samples per side it was judged on: the fewer of the two
     paired: bool = False  # change_percent is the median per-round ratio (true) or the ratio of medians
+    role: Role = "under test"  # whose code it times: a baseline's or a bound's never fails
+    confirmed: bool | None = None  # failed in an A/B and measured again: whether it failed again
 
 
 @with_config(_STRICT)
@@ -138,13 +144,13 @@ class Summary:
     def fails(self) -> bool:
         return fails_check(self.failures, self.missing, self.comparisons)
 
-    def count(self, verdict: Verdict) -> int:
-        return verdict_count(self.comparisons, verdict)
-
     @property
     def headline(self) -> str:
-        """The one-line verdict a reader sees first."""
+        """The one-line verdict a reader sees first: what fails the check, then the rows counted by
+        what decides (standing.py), the subject's own and the baselines' and bounds' apart."""
+        counted = tally(self.comparisons)
         failing = [row for row in self.comparisons if row.fails]
+        slower, unconfirmed = counted.own.get("slower", 0), counted.own.get("not confirmed", 0)
         if self.missing:
             lead = f"❌ {len(self.missing)} benchmark(s) the base judges missing on the head"
         elif self.failures:
@@ -154,13 +160,20 @@ class Summary:
             lead = (
                 f"❌ {len(failing)} significant slowdown(s) beyond the threshold (worst {worst.change_percent:+.1f}%)"
             )
-        elif self.count("regression"):  # under the fail threshold, or not confirmed by a second A/B
-            lead = f"⚠️ {self.count('regression')} significant slowdown(s) that do not fail the check"
-        elif self.count("inconclusive"):
-            lead = f"❔ no significant slowdown; {self.count('inconclusive')} inconclusive"
+        elif slower:
+            lead = f"⚠️ {slower} significant slowdown(s) under the fail threshold"
+        elif unconfirmed:
+            lead = f"⚠️ {unconfirmed} slowdown(s) not confirmed by a second A/B, so not failing"
+        elif counted.own.get("inconclusive"):
+            lead = f"❔ no significant slowdown; {counted.own['inconclusive']} inconclusive"
         else:
             lead = "✅ no significant slowdown"
-        counts = ", ".join(f"{self.count(v)} {v}" for v in VERDICTS if self.count(v))
+        own = ", ".join(f"{n} {_OWN_WORDS[standing]}" for standing, n in counted.own.items())
+        # A baseline's or a bound's standing is its verdict: it never fails, nor is measured again.
+        others = ", ".join(f"{n} {_VERDICT_OF[standing]}" for standing, n in counted.others.items())
+        counts = "; ".join(
+            [*([own] if own else []), *([f"baselines and bounds, which never fail: {others}"] if others else [])]
+        )
         geomean = f"; geometric mean ratio {self.geomean_ratio:.3f}" if self.geomean_ratio else ""
         return f"{lead} — {counts or 'nothing compared'}{geomean}"
 
@@ -168,6 +181,23 @@ class Summary:
         return {**asdict(self), "headline": self.headline, "fails": self.fails}
 
 
+# How the headline counts the subject's own rows, by standing.
+_OWN_WORDS: Final[dict[Standing, str]] = {
+    "failing": "failing",
+    "slower": "slower under the fail threshold",
+    "not confirmed": "not confirmed",
+    "improvement": "improvement",
+    "unchanged": "unchanged",
+    "inconclusive": "inconclusive",
+}
+_VERDICT_OF: Final[dict[Standing, Verdict]] = {
+    "failing": "regression",
+    "slower": "regression",
+    "not confirmed": "regression",
+    "improvement": "improvement",
+    "unchanged": "unchanged",
+    "inconclusive": "inconclusive",
+}
 _SUMMARY = TypeAdapter(Summary)
 
 
@@ -221,6 +251,8 @@ def _row(c: Comparison) -> Row:
         vs_fastest_baseline=c.fastest_baseline[1] if c.fastest_baseline else None,
         samples=min(len(c.current.samples_ms), len(c.baseline.samples_ms)),
         paired=c.paired,
+        role=c.role,
+        confirmed=c.confirmed,
     )
 
 

@@ -205,11 +205,14 @@ def confirm(
             again = second.get(c.current.key)
             detail = again.reason if again is not None else "not measured again"
             if again is not None and again.fails:
-                c = dataclasses.replace(c, reason=f"{c.reason}; confirmed by a second interleaved round ({detail})")
+                c = dataclasses.replace(
+                    c, confirmed=True, reason=f"{c.reason}; confirmed by a second interleaved round ({detail})"
+                )
             else:
                 c = dataclasses.replace(
                     c,
                     fails=False,
+                    confirmed=False,
                     reason=f"{c.reason}; NOT confirmed by a second interleaved "
                     f"round ({detail}), so it does not fail the check",
                 )

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from ..deciding.comparison import ENVIRONMENT_KEYS, Row, Summary, label, shape_text
 from ..deciding.compiled_change import CompiledChange
+from ..deciding.standing import standing
 from ..errors import BadInput
 from ..records.run import Merge, variant_name
 from ..records.schema import GPU_LABEL
@@ -56,8 +57,16 @@ def _change(row: Row, interleaved: bool) -> str:
     return f"{row.change_percent:+.2f}%" + (" (of medians)" if interleaved and not row.paired else "")
 
 
+def _qualified(row: Row) -> str:
+    """What a verdict does not say by itself: that an A/B's slowdown was not confirmed, and that
+    a baseline's or a bound's row never fails (deciding/standing.py)."""
+    unconfirmed = ", not confirmed" if standing(row) == "not confirmed" else ""
+    role = f" · {row.role}" if row.role != "under test" else ""
+    return unconfirmed + role
+
+
 def _comment_cells(row: Row, interleaved: bool) -> list[str]:
-    verdict = Markdown(("❌ " if row.fails else "") + _VERDICT_ICONS[row.verdict])
+    verdict = Markdown(("❌ " if row.fails else "") + _VERDICT_ICONS[row.verdict] + _qualified(row))
     interval = Markdown(f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]") if row.ci else Markdown("—")
     return [
         label(row.benchmark),
@@ -88,9 +97,10 @@ def comment_markdown(summary: Summary, limit: int = GITHUB_COMMENT_LIMIT) -> str
     then unchanged rows go, then changed rows from the end (with their sections), each with a
     note saying so."""
     order = {"regression": 0, "inconclusive": 1, "improvement": 2}
+    # Failing rows first, then the subject's own, then the baselines' and bounds'.
     changed = sorted(
         (r for r in summary.comparisons if r.verdict != "unchanged"),
-        key=lambda r: (not r.fails, order[r.verdict], -abs(r.change_percent)),
+        key=lambda r: (not r.fails, r.role != "under test", order[r.verdict], -abs(r.change_percent)),
     )
     unchanged = [r for r in summary.comparisons if r.verdict == "unchanged"]
     template = TEMPLATES.get_template("comment.md.j2")
@@ -282,7 +292,7 @@ def compare_table(summary: Summary) -> Group:
             f"{row.current_median_ms:.4f}",
             _change(row, summary.interleaved),
             f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]" if row.ci else "—",
-            ("FAIL " if row.fails else "") + row.verdict,
+            ("FAIL " if row.fails else "") + row.verdict + _qualified(row),
             _throughput(row.tflops, row.gbps),
             escape(faster_cell(row.fastest_baseline, row.vs_fastest_baseline)),
         )
