@@ -11,7 +11,8 @@ from perfbot.deciding.compare import Report, compare
 from perfbot.deciding.comparison import summarize
 from perfbot.deciding.standing import standing, tally
 from perfbot.deciding.thresholds import load_policy
-from perfbot.jobs.ab import confirm
+from perfbot.jobs.ab import confirm, trend
+from perfbot.records import store
 from tests.conftest import ROOT
 from tests.helpers import ab_sides, make_results
 
@@ -150,3 +151,14 @@ def test_the_comparison_file_keeps_what_decides(tmp_path):
         ("under test", False),
         ("under test", True),
     ]
+
+
+def test_the_longer_trend_counts_the_subjects_own_slowdowns_only(tmp_path):
+    """`perfbot ab --trend-store`'s line against the stored baseline: a slower baseline or bound
+    is not counted among the subject's slowdowns."""
+    store.add(tmp_path, make_results(seed=1))
+    head = make_results(
+        {("fused", "gemma-2b"): 1.10, ("eager", "t5-v1.1-xl"): 1.10, ("gemm", "gemma-2b"): 1.10}, seed=2
+    )
+    line = trend(tmp_path, head, POLICY)
+    assert ", 1 significant slowdown(s) of the subject's own across runs" in line

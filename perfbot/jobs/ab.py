@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import ProjectConfig
 from ..deciding.compare import Report, compare
+from ..deciding.standing import tally
 from ..deciding.thresholds import Policy, changes, load_policy
 from ..errors import BadInput, PerfbotError
 from ..loading import declarations, provenance
@@ -246,9 +247,10 @@ def trend(store: Path, head: Results, policy: Policy) -> str:
         report = compare(stored, head, policy)
     except PerfbotError as error:
         return f"no comparison with a stored baseline: {error}"
-    slower = [c for c in report.comparisons if c.verdict == "regression"]
+    own = tally(report.comparisons).own  # a baseline's or a bound's slowdown is not the subject's
+    slower = own.get("failing", 0) + own.get("slower", 0)
     ratio = f"{report.geomean_ratio:.3f}" if report.geomean_ratio else "none (nothing in common)"
     return (
         f"against the stored baseline of {stored.created or path.name}: geometric mean ratio {ratio}, "
-        f"{len(slower)} significant slowdown(s) across runs (cross-run thresholds; informational)"
+        f"{slower} significant slowdown(s) of the subject's own across runs (cross-run thresholds; informational)"
     )
