@@ -259,6 +259,23 @@ def test_what_the_head_did_not_time_on_purpose_or_got_wrong_is_not_missing():
     assert not report.missing and not report.removed and report.fails
 
 
+def test_what_the_head_run_was_cut_down_to_by_name_bounds_what_is_missing():
+    """A head run cut down with --case, --kernel or --variant times only that: the base's other
+    benchmarks are outside it, not missing; a benchmark inside it is."""
+    base = make_results(seed=1)
+    head = _without(make_results(seed=2), "fused", "gemma-2b")
+    settings = head.settings
+    for cut, missing in [
+        ({"chosen_cases": ["t5-v1.1-xl"]}, False),
+        ({"chosen_cases": ["gemma-2b"]}, True),
+        ({"chosen_kernels": ["eager"]}, False),
+        ({"chosen_kernels": ["fused"]}, True),
+        ({"chosen_variants": {"approximate": ["tanh"]}}, False),
+    ]:
+        cut_head = replace(head, settings=replace(settings, **cut))
+        assert bool(compare(base, cut_head, POLICY).missing) is missing, cut
+
+
 def test_the_bases_results_say_what_may_fail():
     """A head whose results stop naming its kernel as the subject's own (it names a baseline
     instead) is judged by the base's list: its slowdown fails; the baseline's does not."""

@@ -4,6 +4,7 @@ one subject (perfbot/loading/families.py), and chosen by name on the command lin
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -290,3 +291,14 @@ def test_check_of_one_family_is_headed_by_that_family(two: Path, tmp_path: Path)
     assert "perfbot check: norm on cpu" in result.output and "pair+norm" not in result.output
     both = CliRunner().invoke(perfbot, ["check", "--project", str(tmp_path), "--device", "cpu"])
     assert both.exit_code == 0 and "perfbot check: pair+norm on cpu" in both.output, both.output
+
+
+def test_a_run_records_what_it_was_cut_down_to_by_name(two: Path, tmp_path: Path, gpu):
+    (tmp_path / "pyproject.toml").write_text('[tool.perfbot]\nkernels = "perf"\ntriton-commit = "' + 40 * "0" + '"\n')
+    out = tmp_path / "run.json"
+    arguments = ["run", "--project", str(tmp_path), "--suite", "quick", "--case", "one", "--kernel", "torch"]
+    result = CliRunner().invoke(perfbot, [*arguments, "--samples", "10", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    settings = json.loads(out.read_text())["settings"]
+    assert settings["chosen_cases"] == ["one"]
+    assert settings["chosen_kernels"] == ["pair/torch", "norm/torch"] and settings["chosen_variants"] == {}

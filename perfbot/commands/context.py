@@ -226,6 +226,7 @@ class Measuring:
             self.kernel_names,
             self.skipped_kernels,
             self.keep_sass,
+            self.case_names,
         )
 
     def gpus(self) -> list[Any]:
@@ -411,6 +412,7 @@ def run_settings(
     kernel_names: tuple[str, ...],
     skipped_kernels: tuple[str, ...] = (),
     keep_sass: bool = False,
+    case_names: tuple[str, ...] = (),
 ) -> RunSettings:
     from ..measuring.planning import RunSettings, chosen_variants
 
@@ -422,6 +424,7 @@ def run_settings(
         kernels=chosen_implementations(subject, kernel_names),
         skipped=chosen_implementations(subject, skipped_kernels),
         keep_sass=keep_sass,
+        cases=tuple(dict.fromkeys(case_names)),
     )
 
 

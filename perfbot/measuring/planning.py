@@ -29,6 +29,7 @@ class RunSettings:
     variants: tuple[tuple[str, tuple[str, ...]], ...] = ()
     kernels: tuple[str, ...] = ()  # implementations; empty: each suite's own list
     skipped: tuple[str, ...] = ()  # implementations left out on purpose
+    cases: tuple[str, ...] = ()  # the cases asked for by name (--case); empty: every case of the suites
     keep_sass: bool = False  # record each Triton kernel's full SASS with it, not only its counts
 
     def __post_init__(self) -> None:

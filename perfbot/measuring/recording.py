@@ -105,5 +105,8 @@ def _settings(side: str, measurement: Measurement, timing: str, extra_settings: 
         timing=timing,
         side=side or None,
         skipped_kernels=list(settings.skipped),
+        chosen_cases=list(settings.cases),
+        chosen_kernels=list(settings.kernels),
+        chosen_variants={name: list(values) for name, values in settings.variants},
         **extra_settings,
     )

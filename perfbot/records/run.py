@@ -152,6 +152,13 @@ class Settings:
     gpus: Annotated[list[Text], Field(max_length=64)] = field(default_factory=list)
     # Implementations left out of this run on purpose (e.g. max-autotune, for the baseline job).
     skipped_kernels: Annotated[list[Name], Field(max_length=64)] = field(default_factory=list)
+    # What the run was cut down to by name (--case, --kernel, --variant); empty: not cut down. A
+    # benchmark outside it is not missing from the run (compare.py).
+    chosen_cases: Annotated[list[Name], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
+    chosen_kernels: Annotated[list[Name], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
+    chosen_variants: Annotated[dict[Name, Annotated[list[Name], Field(max_length=MAX_ITEMS)]], Field(max_length=16)] = (
+        field(default_factory=dict)
+    )
     # The files each implementation's code came from, with their sha256: a path relative to the
     # side's checkout where the file is inside it, else absolute. Empty in files written before
     # perfbot recorded them (docs/files.md, "The formats").
