@@ -91,7 +91,7 @@ def init_command(
     \b
         perfbot init --kernel mypkg.ops.rmsnorm:rmsnorm
         perfbot init --kernel mypkg.ops.softmax:softmax  # a second family, beside the first
-        perfbot init --kernel mypkg.ops.gelu:GeluFunction.apply --name gelu  # a torch.autograd.Function
+        perfbot init --kernel mypkg.ops.softmax:SoftmaxFunction.apply --name softmax  # a torch.autograd.Function
         perfbot init --kernel mypkg.layers:LayerNorm  # an nn.Module: the family layer_norm
         perfbot init --kernel mypkg.ops.rmsnorm:rmsnorm --dir bench/rmsnorm --workflows
         perfbot init --kernel mypkg.ops:softmax --triton-commit 7c56a5e40f7fd928dfd5c72902d5def0097db73a

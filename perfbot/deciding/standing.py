@@ -11,7 +11,7 @@ A verdict says what the statistics saw; the standing says what decides:
 
 A row's role says whose code it times. A baseline or a bound runs code the subject does not own
 and never fails the check (compare.py): the headline counts its rows apart from the subject's
-own, so a slower cuBLAS is never counted beside the subject's slowdowns.
+own, so a slower vendor library is never counted beside the subject's slowdowns.
 """
 
 from __future__ import annotations
