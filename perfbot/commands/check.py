@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import EXIT_REGRESSION
-from ..loading.guard import CALL_LIMIT_S
+from ..loading.guard import CALL_LIMIT_S, CONFIG_TIME_S
 from .context import (
     FiniteRange,
     choice_options,
@@ -45,6 +45,15 @@ MOST_LIMIT_S = 86_400.0  # a day
     help="Seconds that importing the subject, and each call into it (its inputs, a reference, an "
     "implementation), may take at most; one that takes longer is refused (exit 2).",
 )
+@click.option(
+    "--config-time",
+    type=FiniteRange(0, MOST_LIMIT_S, min_open=True),
+    default=CONFIG_TIME_S,
+    show_default=True,
+    help="Seconds the configs of one autotuned implementation may take on one case, together: each "
+    "config of each triton.autotune'd kernel is checked; past this, a sample of them, drawn with --seed "
+    "(the output says how many).",
+)
 @kernels_option
 @project_option
 def check_command(
@@ -57,6 +66,7 @@ def check_command(
     seed: int,
     device: str | None,
     time_limit: float,
+    config_time: float,
     kernels: Path | None,
     project: Path | None,
 ) -> None:
@@ -97,20 +107,26 @@ def check_command(
             chosen_device,
             lambda label: bar.update(task, advance=1, description=label),
             limit=time_limit,
+            config_time=config_time,
         )
     # Of kernel families, the ones checked: the combined subject's name lists them all.
     checked_name = "+".join(chosen_families(subject, family_names)) if subject.families else subject.subject.name
     table = Table(title=f"perfbot check: {escape(checked_name)} on {chosen_device}", title_justify="left")
-    for column in ("suite", "case", "dtype", "implementation", "rel. error", "bound", "result"):
+    tuned = any(c.config for c in checked)  # a config column where an autotuned kernel ran
+    columns = ("suite", "case", "dtype", "implementation", *(("config",) if tuned else ()), "rel. error", "bound")
+    for column in (*columns, "result"):
         table.add_column(column, justify="right" if column in ("rel. error", "bound") else "left")
     for c in checked:
         error = "" if c.relative_error is None else f"{c.relative_error:.3g}"
         result = "right" if c.right else f"[red]{escape(c.problem or '')}[/red]"
-        table.add_row(
-            *(escape(x) for x in (c.case.suite, c.case.name, c.case.dtype, c.name, error, f"{c.bound:.3g}")), result
-        )
+        ran: tuple[str, ...] = (c.config or "-",) if tuned else ()
+        cells = (c.case.suite, c.case.name, c.case.dtype, c.name, *ran, error, f"{c.bound:.3g}")
+        table.add_row(*(escape(x) for x in cells), result)
     terminal = console()
     terminal.print(table)
+    for c in checked:
+        if c.note:
+            terminal.print(escape(f"{c.name} on {c.case.suite}/{c.case.name}: {c.note}"))
     wrong = [c for c in checked if not c.right]
     terminal.print(f"{len(checked) - len(wrong)} right, {len(wrong)} wrong, of {len(checked)}")
     if wrong:
