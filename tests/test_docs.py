@@ -102,6 +102,7 @@ SECTION_REFERENCE = re.compile(r'(docs/[\w-]+\.md)[,\s(]+"([A-Za-z][^"]*)"')
 REFERRING = [
     *sorted((ROOT / "perfbot").rglob("*.py")),
     *sorted((ROOT / "kernels").glob("*.py")),
+    *sorted((ROOT / "examples").rglob("*.py")),
     ROOT / "thresholds.yaml",
 ]
 

@@ -667,9 +667,10 @@ def test_security_md_names_every_workflow_with_its_permissions():
             assert ("GPU runner" in row) == ("self-hosted" in job["runs-on"]), f"{path.name}:{job_name}"
 
 
-def test_the_examples_check_workflow_is_valid_and_clean():
-    """examples/rmsnorm's CPU workflow (perfbot check), which an adopting repository copies."""
-    example = ROOT / "examples" / "rmsnorm" / ".github"
+@pytest.mark.parametrize("name", ["rmsnorm", "autotuned"])
+def test_the_examples_check_workflow_is_valid_and_clean(name: str):
+    """An example's CPU workflow (perfbot check), which an adopting repository copies."""
+    example = ROOT / "examples" / name / ".github"
     done = subprocess.run(
         [
             str(BIN / "check-jsonschema"),
@@ -705,11 +706,16 @@ def test_install_refuses_to_install_a_repository_that_is_not_perfbot(tmp_path: P
     assert not (project / ".venv").exists()
 
 
-def test_the_example_project_installs_as_its_one_package(tmp_path: Path):
+@pytest.mark.parametrize(
+    ("name", "package", "installed"),
+    [("rmsnorm", "rmsnorm", "rmsnorm/suites.yaml"), ("autotuned", "tunedkernels", "tunedkernels/gelu.py")],
+)
+def test_the_example_project_installs_as_its_one_package(tmp_path: Path, name: str, package: str, installed: str):
     """install.sh gpu installs the measured project (`pip install .`): a literal copy of the
-    example, results folder and all, must build."""
+    example, results folder and all (and the subject's package where it is not the kernels'),
+    must build into its one package."""
     project = tmp_path / "project"
-    shutil.copytree(ROOT / "examples" / "rmsnorm", project, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "examples" / name, project, ignore=shutil.ignore_patterns("__pycache__"))
     target = tmp_path / "site"
     done = subprocess.run(
         [
@@ -729,7 +735,8 @@ def test_the_example_project_installs_as_its_one_package(tmp_path: Path):
         timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert (target / "rmsnorm" / "suites.yaml").is_file() and not (target / "results").exists()
+    assert (target / installed).is_file()
+    assert {p.name for p in target.iterdir() if not p.name.endswith(".dist-info")} == {package}
 
 
 def _job_checkout(work: Path) -> Path:
