@@ -5,6 +5,9 @@ function of the benchmark, so the statistics downstream see known slowdowns."""
 import random
 import sys
 
+from triton.runtime.autotuner import Autotuner
+
+from perfbot.compiling import tuning
 from perfbot.measuring import loads, measure, runner
 
 
@@ -21,7 +24,12 @@ class FakeGpu:
     its first call, if nothing has been loaded since loads.forget_compiled emptied its caches.
 
     With `trace` set, `ran` gives, by capture number, the files of the Python code the captured
-    call ran: a timing can then depend on which code a benchmark really runs."""
+    call ran: a timing can then depend on which code a benchmark really runs.
+
+    Triton's autotuner tunes on the CPU too: each candidate runs once (in the interpreter) and is
+    timed `tune(autotuner, config)` times a noise of `tune_noise`, drawn from `rng`; `picks` gives,
+    by capture number, the configs the captured call ran (records.autotune.AutotunePick), and a
+    sample is timed `picked(name, picks)` times more."""
 
     def __init__(self):
         self.ms = lambda name, call: 1.0
@@ -35,6 +43,27 @@ class FakeGpu:
         self.loaded = 0
         self.trace = False
         self.ran: dict[int, frozenset[str]] = {}
+        self.tune = lambda tuner, config: 1.0
+        self.tune_noise = 0.0
+        self.picks: dict[int, list] = {}
+        self.picked = lambda name, picks: 1.0
+
+    def bench(self, original):
+        """In place of Autotuner._bench: the candidate runs once (its hooks around it), and is
+        timed `tune(autotuner, config)` with noise."""
+        gpu = self
+
+        def bench(tuner, *args, config, **meta):
+            tuner.__dict__["do_bench"] = lambda call, quantiles=None, **_: (call(), [0.0, 0.0, 0.0])[1]
+            try:
+                original(tuner, *args, config=config, **meta)
+            finally:
+                tuner.__dict__.pop("do_bench", None)
+            ms = gpu.tune(tuner, tuning.config_record(config))
+            ms *= 1 + gpu.tune_noise * gpu.rng.gauss(0, 1)
+            return [ms, ms, ms]
+
+        return bench
 
     def triton_kernels(self, package, imported=()):
         return [self.kernels.setdefault(package, StandInKernel())]
@@ -50,15 +79,18 @@ class FakeGpu:
         self.captures += 1
         self.modules[self.captures] = module
         self.loads[self.captures] = kernel.device_caches[0] if kernel is not None else 0
-        if not self.trace:
-            return measure.Captured(graph=self.captures, output=fn())
         files: set[str] = set()
         previous = sys.getprofile()
-        sys.setprofile(lambda frame, event, arg: files.add(frame.f_code.co_filename))
+        if self.trace:
+            sys.setprofile(lambda frame, event, arg: files.add(frame.f_code.co_filename))
         try:
-            output = fn()
+            with tuning.session() as noted:
+                output = fn()
         finally:
             sys.setprofile(previous)
+        self.picks[self.captures] = list(noted.picks.values())
+        if not self.trace:
+            return measure.Captured(graph=self.captures, output=output)
         self.ran[self.captures] = frozenset(files)
         return measure.Captured(graph=self.captures, output=output)
 
@@ -76,6 +108,7 @@ class FakeGpu:
                 gpu.calls[name] = gpu.calls.get(name, 0) + 1
                 ms = gpu.ms(name, gpu.calls[name]) * (1 + 0.002 * gpu.rng.gauss(0, 1))
                 ms *= gpu.context(name, self.previous, captured)
+                ms *= gpu.picked(name, gpu.picks.get(captured[name].graph, []))
                 self.previous = name
                 return lambda: ms
 
@@ -105,6 +138,7 @@ def fake_gpu(monkeypatch) -> FakeGpu:
     monkeypatch.setattr(measure, "capture", fake.capture)
     monkeypatch.setattr(measure, "GraphTimer", fake.timer)
     monkeypatch.setattr(loads, "triton_kernels", fake.triton_kernels)
+    monkeypatch.setattr(Autotuner, "_bench", fake.bench(Autotuner._bench))
     return fake
 
 

@@ -3,6 +3,7 @@ the GPU's primitives replaced), alternating sample by sample. A side's "Triton e
 holds a module that sets the speed of its samples, so the verdict shows which environment each
 worker really imported."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -336,3 +337,33 @@ def test_a_worker_leaves_ctrl_c_to_its_coordinator(tmp_path: Path):
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_the_heads_worker_runs_the_bases_autotune_pick_and_a_confirming_round_the_first_rounds(tmp_path: Path):
+    # tests/cpu_worker.py tunes each side to its own pick: the base BLOCK 16, the head BLOCK 64.
+    from tests.autotuned import autotuned_repository
+
+    root = autotuned_repository(tmp_path / "repo")
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "base")
+    base_env, head_env = _environment(tmp_path / "env-a", 1.0), _environment(tmp_path / "env-b", 1.0)
+    out = tmp_path / "ab"
+    arguments = ["ab", "HEAD", "--project", str(root), "--suite", "quick", "--kernel", "scale", "--samples", "12"]
+    tritons = ["--triton-env", f"base={base_env}", "--triton-env", f"head={head_env}"]
+    result = CliRunner().invoke(perfbot, [*arguments, *tritons, "--out-dir", str(out)])
+    assert result.exit_code == 0, result.output
+    base, head = (results.load(out / f"{side}.json") for side in ("base", "head"))
+    assert [p.config["BLOCK"] for b in base.benchmarks for p in b.autotune] == [16, 16]
+    for bench in head.benchmarks:
+        [pick] = bench.autotune
+        assert (pick.config["BLOCK"], pick.origin, pick.tuned["BLOCK"]) == (16, "pinned", 64)
+        assert pick.pinned_to == "the base's pick"
+    assert "the head's own tuning picked BLOCK=64" in (out / "comment.md").read_text()
+    slower = _environment(tmp_path / "env-c", 1.03)  # the head's environment 3% slower: confirmed
+    again = CliRunner().invoke(
+        perfbot, [*arguments, *tritons[:2], "--triton-env", f"head={slower}", "--out-dir", str(tmp_path / "again")]
+    )
+    assert again.exit_code == 1, again.output
+    reasons = [row["reason"] for row in json.loads((tmp_path / "again" / "comparison.json").read_text())["comparisons"]]
+    assert all("confirmed by a second interleaved round (at the first round's autotune configs" in r for r in reasons)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..files import check_output, write_atomic
-from ..output.selftest import SelftestAsked, interference_report, selftest_report
+from ..output.selftest import SelftestAsked, interference_report, picks_line, selftest_report
 from ..records.schema import MAX_SAMPLES
 from .context import (
     FiniteRange,
@@ -30,6 +30,9 @@ from .context import (
 
 if TYPE_CHECKING:
     from ..measuring.interference import Interference  # imports torch: only when measuring
+
+# Fresh imports of the subject whose autotune picks the selftest compares (each A/B side is one).
+PICK_IMPORTS = 10
 
 
 @click.command("selftest")
@@ -192,16 +195,23 @@ def selftest_command(
             else:
                 crossed = interference.interference_in_worker(*asked, skipped_kernels)
             bar.update(task, total=1, completed=1)
+        # Each side of an A/B imports the subject anew, and an autotuned kernel tunes once a side.
+        task = bar.add_task("autotune picks across fresh imports", total=None)
+        picks = selftest.picks_across_imports(subject.path, case, kernel, min(checks, PICK_IMPORTS))
+        bar.update(task, total=1, completed=1)
     result = selftest.tally(collected, parsed, policy)
     checked = SelftestAsked(kernel, case.suite, case.name, checks, samples, max_samples, len(gpus))
     for part in selftest_report(result, checked):
         console().print(part)
+    if picks is not None:
+        console().print(picks_line(picks))
     if crossed is not None:
         print_interference(crossed, selftest.selftest_rule(policy, result.kernel_ms).warn_percent)
     if out is not None:
         record = {
             **result.to_json(),
             "interference": crossed.to_json() if crossed is not None else None,
+            "autotune": picks.to_json() if picks is not None else None,
             **({"checks_ms": collected} if keep_samples else {}),
         }
         write_atomic(out, json.dumps(record, indent=1) + "\n", replace=overwrite)

@@ -56,6 +56,8 @@ class Session:
     picks: dict[Identity, AutotunePick] = field(default_factory=dict)
     # Forced rounds: how many candidates survived pruning, per (kernel, key) seen.
     candidates: dict[Identity, int] = field(default_factory=dict)
+    # Every config each kernel seen may run (before pruning), as config_record gives them.
+    configs: dict[Identity, list[dict[str, Any]]] = field(default_factory=dict)
 
     def note(self, pick: AutotunePick) -> None:
         self.picks.setdefault(pick.identity(), pick)
@@ -65,30 +67,39 @@ class Session:
 def session(
     pins: Mapping[Identity, dict[str, Any]] | None = None, forced: int | None = None, pinned_to: str = "the base's pick"
 ) -> Iterator[Session]:
-    """Note (and with `pins` or `forced`, choose) every autotuned kernel's config inside the block."""
-    noted = Session(pins=dict(pins or {}), forced=forced, pinned_to=pinned_to)
+    """Note (and with `pins` or `forced`, choose) every autotuned kernel's config inside the block.
+    Inside another session, one that imposes nothing imposes the outer one's choices, and what
+    it notes the outer one notes too."""
+    outer = _ACTIVE[-1] if _ACTIVE else None
+    if outer is not None and pins is None and forced is None:
+        noted = Session(pins=outer.pins, forced=outer.forced, pinned_to=outer.pinned_to)
+    else:
+        noted = Session(pins=dict(pins or {}), forced=forced, pinned_to=pinned_to)
     autotuner = _autotuner_class()
     if autotuner is None:
         yield noted
         return
     with _LOCK:
         original = autotuner.run
-        if getattr(original, "_perfbot_wrapped", False):  # a session inside another: the inner one decides
-            _ACTIVE.append(noted)
-            try:
-                yield noted
-            finally:
-                _ACTIVE.pop()
-            return
-        wrapped = functools.partialmethod(_run, original)
-        wrapped._perfbot_wrapped = True  # type: ignore[attr-defined]
-        autotuner.run = wrapped
+        nested = getattr(original, "_perfbot_wrapped", False)
+        if not nested:
+            wrapped = functools.partialmethod(_run, original)
+            wrapped._perfbot_wrapped = True  # type: ignore[attr-defined]
+            autotuner.run = wrapped
         _ACTIVE.append(noted)
         try:
             yield noted
         finally:
             _ACTIVE.pop()
-            autotuner.run = original
+            if not nested:
+                autotuner.run = original
+            if outer is not None:
+                for pick in noted.picks.values():
+                    outer.note(pick)
+                for identity, count in noted.candidates.items():
+                    outer.candidates[identity] = max(outer.candidates.get(identity, 0), count)
+                for identity, configs in noted.configs.items():
+                    outer.configs.setdefault(identity, configs)
 
 
 def under(call: Callable[[], Any], pins: Mapping[Identity, dict[str, Any]], pinned_to: str) -> Callable[[], Any]:
@@ -116,6 +127,7 @@ def _run(tuner: Any, original: Callable[..., Any], *args: Any, **kwargs: Any) ->
     key = _key(tuner, args, kwargs)
     kernel, source, configs = _name(tuner), _source_sha256(tuner), configs_sha256(tuner.configs)
     identity: Identity = (kernel, source, configs, tuple(_text(v) for v in key))
+    noted.configs.setdefault(identity, [config_record(c) for c in tuner.configs])
 
     def pick(config: Any, origin: str, **more: Any) -> AutotunePick:
         return AutotunePick(

@@ -45,6 +45,7 @@ from ..records.run import Benchmark, Environment, Failure, Merge, Results, same_
 from ..records.schema import shown
 from . import stats
 from .compiled_change import CompiledChange, compiled_change
+from .picks import TuningEffect, configs, difference
 from .standing import Role, Verdict, fails_check
 from .thresholds import Policy, Rule
 
@@ -83,6 +84,10 @@ class Comparison:
     paired: bool = False  # sample i of each side from one round of an interleaved A/B
     role: Role = "under test"  # whose code it times: only the subject's own can fail (standing.py)
     confirmed: bool | None = None  # a failing A/B row measured again (jobs/ab.confirm): whether it failed again
+    # Where the two sides' autotune picks differ, in words (picks.difference); and where the A/B
+    # timed each side at its own picks beside a common config, the tuning's verdict.
+    picks_difference: str | None = None
+    tuning: TuningEffect | None = None
 
     @property
     def change_percent(self) -> float:
@@ -156,9 +161,11 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
         n = min(len(base.samples_ms), len(cur.samples_ms))
         p: float | None = None
         q: float | None = None
+        tuning: TuningEffect | None = None
         if paired[index] and n >= rule.min_samples:
             block = (current.settings.block_rounds or UNRECORDED_BLOCK_ROUNDS) if current.settings.stopping else 1
             judgement = judge_paired(base.samples_ms, cur.samples_ms, rule, block)
+            tuning = _tuning(base, cur, rule, block)
         elif index not in tested:
             comparisons.append(
                 Comparison(
@@ -196,7 +203,11 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
             compiled_change=compiled_change(base.compiled, cur.compiled),
             paired=paired[index],
             role=_role(baseline, current, cur),
+            picks_difference=difference(base.autotune, cur.autotune),
+            tuning=tuning,
         )
+        if tuning is not None:
+            decided = _with_tuning(decided, tuning)
         if decided.fails and decided.role != "under test":
             decided = dataclasses.replace(
                 decided,
@@ -227,6 +238,27 @@ def compare(baseline: Results, current: Results, policy: Policy, *, force: bool 
         merge=current.settings.merge,
         missing=missing,
     )
+
+
+def _tuning(base: Benchmark, cur: Benchmark, rule: Rule, block: int) -> TuningEffect | None:
+    """The tuning's effect of an A/B row timed at each side's own picks too (picks.py)."""
+    mine, theirs = base.own_picks, cur.own_picks
+    if mine is None or theirs is None or len(mine.samples_ms) != len(theirs.samples_ms):
+        return None
+    judged = judge_paired(list(mine.samples_ms), list(theirs.samples_ms), rule, block)
+    return TuningEffect(
+        judged.verdict, judged.fails, judged.reason, judged.estimate, configs(mine.autotune), configs(theirs.autotune)
+    )
+
+
+def _with_tuning(decided: Comparison, tuning: TuningEffect) -> Comparison:
+    """A row that separates the code's effect (its samples, at a common config) from the tuning's:
+    it fails if either does, and its reason names each."""
+    code = f"the code's effect, both sides at a common config: {decided.reason}"
+    tuned = f"the tuning's effect, each side at its own picks (base {tuning.base}; head {tuning.head}): {tuning.reason}"
+    failing = [name for name, fails in (("the code's", decided.fails), ("the tuning's", tuning.fails)) if fails]
+    lead = f"{' and '.join(failing)} effect fails; " if failing else ""
+    return dataclasses.replace(decided, fails=bool(failing), reason=f"{lead}{code}; {tuned}")
 
 
 def _test(baseline: list[float], current: list[float]) -> tuple[stats.RatioEstimate, float]:

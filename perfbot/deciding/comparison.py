@@ -29,7 +29,10 @@ Format versions:
        "geomean_ratio" is the geometric mean of those changes;
        each Row's "role" ("under test", "baseline" or "bound", from the baseline's results) and
        "confirmed" (null, or whether a second A/B round confirmed a failing row): the headline
-       counts by them (standing.py)."""
+       counts by them (standing.py);
+       each Row's "picks_difference" (null, or where the two sides' autotune picks differ, in
+       words) and "tuning" (null, or the tuning's effect where an A/B timed each side at its own
+       picks beside a common config: change_percent, ci, verdict, fails, reason, base, head)."""
 
 from __future__ import annotations
 
@@ -46,6 +49,7 @@ from ..records.run import Environment as EnvironmentRecord
 from ..records.schema import MAX_ITEMS, MAX_JSON_BYTES, Finite, Name, Text, _bounded, load_json
 from .compare import Comparison, Report
 from .compiled_change import CompiledChange
+from .picks import TuningEffect
 from .standing import Role, Standing, Verdict, fails_check, tally
 
 FORMAT: Final = 3
@@ -68,6 +72,20 @@ class Identity:
     @classmethod
     def of(cls, bench: Benchmark | Failure) -> Identity:
         return cls(bench.kernel, bench.shape, bench.dtype, bench.suite, bench.case, bench.variant)
+
+
+@with_config(_STRICT)
+@dataclass(frozen=True)
+class Tuning:
+    """The tuning's effect of a row (deciding/picks.py): each side at its own autotune picks."""
+
+    change_percent: Finite
+    verdict: Verdict
+    fails: bool
+    reason: Text
+    base: Text  # the base's picks, in words
+    head: Text
+    ci: tuple[Finite, Finite] | None = None
 
 
 @with_config(_STRICT)
@@ -96,6 +114,8 @@ class Row:
     paired: bool = False  # change_percent is the median per-round ratio (true) or the ratio of medians
     role: Role = "under test"  # whose code it times: a baseline's or a bound's never fails
     confirmed: bool | None = None  # failed in an A/B and measured again: whether it failed again
+    picks_difference: Text | None = None  # where the two sides' autotune picks differ, in words
+    tuning: Tuning | None = None  # each side at its own picks, where the A/B timed that too
 
 
 @with_config(_STRICT)
@@ -253,6 +273,21 @@ def _row(c: Comparison) -> Row:
         paired=c.paired,
         role=c.role,
         confirmed=c.confirmed,
+        picks_difference=c.picks_difference,
+        tuning=_tuning(c.tuning) if c.tuning is not None else None,
+    )
+
+
+def _tuning(effect: TuningEffect) -> Tuning:
+    estimate = effect.estimate
+    return Tuning(
+        change_percent=effect.change_percent,
+        verdict=effect.verdict,
+        fails=effect.fails,
+        reason=effect.reason,
+        base=effect.base,
+        head=effect.head,
+        ci=(estimate.low, estimate.high) if math.isfinite(estimate.high) else None,
     )
 
 

@@ -35,6 +35,7 @@ from ..loading.suites import restrict
 from ..measuring.sequential import PolicyRules, Stopping, first_look
 from ..measuring.triton_pin import with_pin
 from ..records import store as baseline_store
+from ..records.autotune import AutotunePick
 from ..records.run import Results
 from .ab_sides import Choose, Prepared, Revisions, prepared
 from .ab_tritons import Tritons, worker_specs
@@ -92,6 +93,7 @@ def run(
     `revisions.merge` the head merged into the base. `progress(total)` gives a context whose function is told of
     finished steps; `on_measured` gets both sides' results before they are judged (to keep them
     whatever happens next)."""
+    from ..measuring import alignment
     from ..measuring.planning import plan, progress_steps
     from ..measuring.recording import Measurement
     from ..measuring.runner import LocalSides, measure_sides
@@ -108,15 +110,19 @@ def run(
         stopping = _stopping(request.sampling, policy, ready.settings)
 
         def measure(
-            chosen: Sequence[Suite], tag: str, drawn: RunSettings, loaded: dict[str, Loaded]
+            chosen: Sequence[Suite],
+            tag: str,
+            drawn: RunSettings,
+            loaded: dict[str, Loaded],
+            fixed: dict[str, list[AutotunePick]] | None = None,
         ) -> tuple[Results, Results]:
             extra = {"ab_run": run_id + tag, **_recorded_revisions(ready), "triton_commits": ready.pins}
             with progress(progress_steps(plan(ready.subjects["base"], chosen, drawn), drawn, stopping)) as advance:
                 if sharded:
-                    job = Job({side: subject.path for side, subject in loaded.items()}, drawn, stopping)
+                    job = Job({side: subject.path for side, subject in loaded.items()}, drawn, stopping, fixed)
                     measured = measure_sharded(job, chosen, gpus, advance, extra, worker_specs=specs or None)
                 else:
-                    sides = WorkerSides(started, drawn) if started else LocalSides(loaded, drawn)
+                    sides = WorkerSides(started, drawn, fixed) if started else LocalSides(loaded, drawn, fixed)
                     measured = measure_sides(sides, Measurement(chosen, drawn, stopping, extra), advance)
             # Each side's Triton against its own revision's pin.
             base, head = (_pinned(measured[side], ready.pins[side]) for side in ("base", "head"))
@@ -129,12 +135,15 @@ def run(
             """The second A/B of failing cases: its inputs, placements and orders drawn afresh (the
             next seed), and each side's subject imported anew, so that Triton loads its kernels
             anew: drawn or loaded as the first were, whatever a draw or a load did to one side
-            would come back with them (docs/method.md, "Exchangeable sides")."""
+            would come back with them (docs/method.md, "Exchangeable sides"). Each benchmark runs
+            the autotune configs it ran in the first (alignment.fix), not what the fresh imports
+            would tune."""
             again = dataclasses.replace(ready.settings, seed=ready.settings.seed + 1)
             paths = {side: loaded.path for side, loaded in ready.subjects.items()}
             fresh, _ = declarations.load_sides(paths, instance=f"{run_id}-confirm")
             provenance.check({side: loaded.sources for side, loaded in fresh.items()})
-            return measure(restrict(ready.suites, cases), "-confirm", again, fresh)
+            first_round = alignment.fixed_from({"base": base, "head": head})
+            return measure(restrict(ready.suites, cases), "-confirm", again, fresh, first_round)
 
         report = judge(base, head, policy, measure_again)
         other = "head" if request.revisions.head else "base"
@@ -205,6 +214,8 @@ def confirm(
         if c.fails:
             again = second.get(c.current.key)
             detail = again.reason if again is not None else "not measured again"
+            if c.current.autotune or c.baseline.autotune:
+                detail = f"at the first round's autotune configs: {detail}"
             if again is not None and again.fails:
                 c = dataclasses.replace(
                     c, confirmed=True, reason=f"{c.reason}; confirmed by a second interleaved round ({detail})"

@@ -4,19 +4,21 @@ graphs, and once timed, the last replay's output checked before it becomes a rec
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from ..compiling import artifacts, launches
+from ..compiling import artifacts, launches, tuning
 from ..errors import BadInput, EnvironmentFailure
 from ..loading import guard
 from ..loading.subject import Subject
+from ..records.autotune import AutotunePick, OwnPicks
 from ..records.compiled import Compiled
 from ..records.run import Benchmark, Failure, variant_name
 from ..records.schema import clean, shown
@@ -32,6 +34,10 @@ class _Ready:
     check: correctness.Check
     config: dict[str, Any] | None
     compiled: Future[Compiled] | None = None  # the Triton kernels its checked call launched, being read
+    # Each autotuned kernel's config, as its checked call chose it (compiling/tuning.py), and every
+    # config each such kernel may run: what an A/B's sides are aligned by (alignment.py).
+    picks: list[AutotunePick] = field(default_factory=list)
+    configs: dict[tuning.Identity, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def describe(subject: Subject) -> dict[str, Any]:
@@ -50,12 +56,11 @@ def check_group(
     generator: torch.Generator,
     subject: Subject,
     limit: float | None = None,
-    keep_sass: bool = False,
 ) -> tuple[list[_Ready], list[tuple[str, Failure]]]:
     """Run every planned implementation of one case once, on fresh inputs, and compare its output
     with the trusted result: the ones that are right, and a failure for each that is not (or raised).
-    On a GPU, the Triton kernels each one launched are recorded with it (compiling/), with their
-    SASS if `keep_sass`. Each call into the subject's code may take `limit` seconds at most, if
+    Each ready one carries the configs its autotuned kernels chose (`record_compiled` then reads
+    what it launches). Each call into the subject's code may take `limit` seconds at most, if
     given (guard.py)."""
     case = group[0].case
     label = f"case {case.suite}/{case.name}"
@@ -83,7 +88,8 @@ def check_group(
         name = f"subject {subject.name!r}: implementation {variant_name(planned.kernel, planned.variant)!r} ({label})"
         call = guard.guarded(name, impl.fn, *inputs, **values)
         try:
-            output = guard.call(name, functools.partial(_synchronized, call, generator.device.type), limit)
+            with tuning.session() as tuned:  # its first call: where an autotuned kernel tunes
+                output = guard.call(name, functools.partial(_synchronized, call, generator.device.type), limit)
         except guard.Refused:
             raise
         except Exception as error:  # noqa: BLE001 -- any failure of the subject is reported, never timed
@@ -120,33 +126,39 @@ def check_group(
                 )
             )
             continue
-        try:
-            compiled = _compiled(name, call, generator.device.type, limit, keep_sass)
-        except guard.Refused:
-            raise
-        except Exception as error:  # noqa: BLE001 -- its second call failed where its first did not
-            failures.append(
-                (
-                    planned.side,
-                    _failure(planned, f"raised on its second call {type(error).__name__}: {_first_line(error, limit)}"),
-                )
-            )
-            continue
-        ready.append(_Ready(planned, call, references[key], check, config, compiled))
+        ready.append(
+            _Ready(planned, call, references[key], check, config, None, list(tuned.picks.values()), tuned.configs)
+        )
     return ready, failures
 
 
-def _compiled(
-    name: str, call: Callable[[], Any], device: str, limit: float | None, keep_sass: bool
-) -> Future[Compiled] | None:
-    """The Triton kernels a checked implementation launches, seen on a second call (its first may
-    autotune, launching candidates it then drops) and read while the case is timed. None off a
-    GPU: the interpreter compiles nothing."""
-    if device != "cuda":
-        return None
-    with launches.recording() as launched:
-        guard.call(name, functools.partial(_synchronized, call, device), limit)
-    return artifacts.compiled_later(launched, keep_sass)
+def record_compiled(
+    ready: list[_Ready], device: str, limit: float | None = None, keep_sass: bool = False
+) -> list[tuple[str, Failure]]:
+    """The Triton kernels each checked implementation launches (`_Ready.compiled`), seen on a
+    second call, once its autotuned kernels are at the configs it will be timed at (its first may
+    autotune, launching candidates it then drops), and read while the case is timed. None off a
+    GPU: the interpreter compiles nothing. One whose second call fails leaves `ready` and becomes
+    a failure."""
+    failures = []
+    for r in list(ready):
+        if device != "cuda":
+            continue
+        name = (
+            f"subject {r.planned.subject.name!r}: implementation {variant_name(r.planned.kernel, r.planned.variant)!r}"
+        )
+        try:
+            with launches.recording() as launched:
+                guard.call(name, functools.partial(_synchronized, r.call, device), limit)
+        except guard.Refused:
+            raise
+        except Exception as error:  # noqa: BLE001 -- its second call failed where its first did not
+            reason = f"raised on its second call {type(error).__name__}: {_first_line(error, limit)}"
+            failures.append((r.planned.side, _failure(r.planned, reason)))
+            ready.remove(r)
+            continue
+        r.compiled = artifacts.compiled_later(launched, keep_sass)
+    return failures
 
 
 def _trusted(reference: Callable[..., Any], inputs: tuple[Any, ...], values: dict[str, Any]) -> tuple[Any, str | None]:
@@ -215,16 +227,18 @@ def finish_group(
     ready: list[_Ready], captured: dict[str, measure.Captured], samples: dict[str, list[float]], throttled: list[int]
 ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
     """The timed benchmarks, after checking that what was timed is right too: the output of the
-    last graph replay."""
+    last graph replay. A row's second pair of captures, each side at its own autotune picks
+    (alignment.py), is checked alike and joins its row as `own_picks`."""
     benchmarks, failures = [], []
+    own: dict[tuple[str, str], OwnPicks] = {}
     for r in ready:
-        case = r.planned.case
+        arm = f" at {r.planned.arm}" if r.planned.arm else ""
         if not samples.get(r.planned.key):  # a case's second turn: it failed its check on the first
             failures.append(
-                (r.planned.side, _failure(r.planned, "not timed: it passed its check only on a second try"))
+                (r.planned.side, _failure(r.planned, f"not timed{arm}: it passed its check only on a second try"))
             )
             continue
-        what = f"subject {r.planned.subject.name!r}: implementation {r.planned.kernel!r}'s replayed output"
+        what = f"subject {r.planned.subject.name!r}: implementation {r.planned.kernel!r}'s replayed output{arm}"
         try:
             replayed = guard.call(
                 what, functools.partial(correctness.check, captured[r.planned.key].output, r.expected, r.check.bound)
@@ -232,36 +246,42 @@ def finish_group(
         except guard.Refused:
             raise
         except Exception as error:  # noqa: BLE001 -- the implementation's output, not perfbot, failed
-            reason = f"its replayed output could not be checked: {type(error).__name__}: {_first_line(error)}"
+            reason = f"its replayed output{arm} could not be checked: {type(error).__name__}: {_first_line(error)}"
             failures.append((r.planned.side, _failure(r.planned, reason)))
             continue
         if not replayed.passed:
-            reason = _wrong("wrong result when replayed from a CUDA graph", replayed)
+            reason = _wrong(f"wrong result when replayed from a CUDA graph{arm}", replayed)
             failures.append((r.planned.side, _failure(r.planned, reason, replayed)))
             continue
-        benchmarks.append(
-            (
-                r.planned.side,
-                Benchmark(
-                    kernel=r.planned.kernel,
-                    variant=r.planned.variant,
-                    shape=case.shape,
-                    dtype=case.dtype,
-                    samples_ms=samples[r.planned.key],
-                    suite=case.suite,
-                    case=case.name,
-                    flops=_count(r.planned, "flops"),
-                    bytes=_count(r.planned, "bytes"),
-                    relative_error=r.check.relative_error,
-                    error_bound=r.check.bound,
-                    config=r.config,
-                    compiled=None if r.compiled is None else r.compiled.result(),
-                    # A pair decided early stopped before the case's last rounds.
-                    throttled_samples=[i for i in throttled if i < len(samples[r.planned.key])],
-                ),
+        if r.planned.arm:
+            own[(r.planned.side, variant_name(r.planned.kernel, r.planned.variant))] = OwnPicks(
+                samples_ms=samples[r.planned.key], autotune=r.picks
             )
-        )
-    return benchmarks, failures
+        else:
+            benchmarks.append((r.planned.side, _benchmark(r, samples[r.planned.key], throttled)))
+    return [(side, dataclasses.replace(b, own_picks=own.get((side, b.name)))) for side, b in benchmarks], failures
+
+
+def _benchmark(r: _Ready, samples: list[float], throttled: list[int]) -> Benchmark:
+    case = r.planned.case
+    return Benchmark(
+        kernel=r.planned.kernel,
+        variant=r.planned.variant,
+        shape=case.shape,
+        dtype=case.dtype,
+        samples_ms=samples,
+        suite=case.suite,
+        case=case.name,
+        flops=_count(r.planned, "flops"),
+        bytes=_count(r.planned, "bytes"),
+        relative_error=r.check.relative_error,
+        error_bound=r.check.bound,
+        config=r.config,
+        compiled=None if r.compiled is None else r.compiled.result(),
+        # A pair decided early stopped before the case's last rounds.
+        throttled_samples=[i for i in throttled if i < len(samples)],
+        autotune=r.picks,
+    )
 
 
 def _count(planned: Planned, what: str) -> int:

@@ -79,6 +79,9 @@ class Planned:
     impl: Any = field(default=None, compare=False, repr=False)
     defaults: tuple[tuple[str, str], ...] = ()
     subject: Any = field(default=None, compare=False, repr=False)
+    # "" for the benchmark; OWN_PICKS for an A/B row's second capture, each side at its own
+    # autotune picks (alignment.py), timed and paired beside the first.
+    arm: str = ""
 
     @property
     def variant(self) -> dict[str, str]:
@@ -89,7 +92,7 @@ class Planned:
     @property
     def key(self) -> str:
         """Unique within a timed group: both sides of an A/B run time the same kernel names."""
-        name = variant_name(self.kernel, self.variant)
+        name = variant_name(self.kernel, self.variant) + (f" {self.arm}" if self.arm else "")
         return f"{self.side}:{name}" if self.side else name
 
 

@@ -21,10 +21,11 @@ from ..git import kernels_revision
 from ..loading import isolation
 from ..loading.package import Loaded
 from ..loading.subject import Suite
+from ..records.autotune import AutotunePick
 from ..records.run import Benchmark, Environment, Failure, GpuStates, Results
-from . import loads, measure, sequential
+from . import alignment, loads, measure, sequential
 from .environment import GpuMonitor, collect_environment
-from .groups import _Ready, capture_group, check_group, describe, finish_group
+from .groups import _Ready, capture_group, check_group, describe, finish_group, record_compiled
 from .planning import RunSettings, plan, single_cases
 from .recording import Described, Measured, Measurement, results_by_side
 from .sequential import Stopping
@@ -195,10 +196,14 @@ class LocalSides:
 
     timing = f"one CUDA-graph replay per sample, {measure.L2_FLUSH}, implementations interleaved"
 
-    def __init__(self, subjects: dict[str, Loaded], settings: RunSettings):
+    def __init__(self, subjects: dict[str, Loaded], settings: RunSettings, fixed: alignment.Fixed | None = None):
+        """`fixed`: the autotune picks each benchmark is to run (a confirming round: its first
+        round's, alignment.fix); None: each side tunes, and the head is aligned to the base."""
         require_gpu()
         toolchain.pin_toolchain()  # before any side's kernel compiles
-        self.subjects, self.settings = subjects, settings
+        self.subjects, self.settings, self.fixed = subjects, settings, fixed
+        # The base's picks by benchmark name, where this process holds the head alone (worker.py).
+        self.against: dict[str, list[AutotunePick]] | None = None
         self.names = tuple(subjects)
         self.generator: torch.Generator | None = None  # made at the first case, once the GPU is known
         self.ready: list[_Ready] = []
@@ -231,11 +236,15 @@ class LocalSides:
         sides = self.placement.sample(list(self.subjects), len(self.subjects))
         checked = sorted(group, key=lambda planned: sides.index(planned.side))
         before = set(sys.modules)
-        self.ready, failed = check_group(
-            checked, self.generator, self.subjects[group[0].side].subject, keep_sass=self.settings.keep_sass
-        )
+        self.ready, failed = check_group(checked, self.generator, self.subjects[group[0].side].subject)
         if len(self.subjects) > 1:
             _refuse_late_imports(set(sys.modules) - before, self.subjects)
+        # The autotuner is part of the side: both sides at the configs they are judged at.
+        if self.fixed is not None:
+            arms = alignment.fix(self.ready, self.fixed)
+        else:
+            arms = alignment.align(self.ready, self.against) if len(self.subjects) > 1 or self.against else []
+        failed += record_compiled(self.ready, DEVICE, keep_sass=self.settings.keep_sass)
         # Found once the check has run: a subject may import a module of kernels at its first call.
         found = {
             id(k): k
@@ -245,6 +254,7 @@ class LocalSides:
         self.kernels = list(found.values())
         listed = {id(planned): at for at, planned in enumerate(group)}
         self.ready.sort(key=lambda ready: listed[id(ready.planned)])
+        self.ready += alignment.kept(arms, self.ready)
         failed.sort(key=lambda failure: self.names.index(failure[0]))
         self.captured, not_captured = capture_group(self.ready, self.settings, self.placement)
         return list(self.captured), failed + not_captured

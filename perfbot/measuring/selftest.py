@@ -26,6 +26,7 @@ from statistics import mean, median, stdev
 from typing import Any
 
 from ..deciding.compare import judge_paired
+from ..deciding.picks import picked
 from ..deciding.thresholds import Policy, Rule
 from ..errors import WrongResult
 from ..loading.package import Loaded, load_subject
@@ -168,6 +169,11 @@ def selftest_rule(policy: Policy, kernel_ms: float | None) -> Rule:
 def checked_call(loaded: Loaded, case: Case, kernel: str) -> Callable[[], Any]:
     """The benchmark's call on the GPU, checked first like every benchmark: a selftest of a wrong
     kernel would calibrate nothing (WrongResult, exit 1)."""
+    return _checked(loaded, case, kernel).call
+
+
+def _checked(loaded: Loaded, case: Case, kernel: str) -> Any:
+    """The benchmark checked (groups._Ready: its call, and the autotune picks its check made)."""
     import torch
 
     from .groups import check_group
@@ -180,7 +186,36 @@ def checked_call(loaded: Loaded, case: Case, kernel: str) -> Callable[[], Any]:
     ready, failed = check_group(group, torch.Generator(device=DEVICE).manual_seed(0), loaded.subject)
     if failed:
         raise WrongResult(f"{kernel} on {case.suite}/{case.name}: {failed[0][1].reason}; nothing was timed")
-    return ready[0].call
+    return ready[0]
+
+
+@dataclass(frozen=True)
+class Picks:
+    """How the autotuner picked across fresh imports of the subject, each tuning on its own as
+    each side of an A/B does: how many imports, how many picked otherwise than the first, and
+    each pick (in words) with how many took it."""
+
+    imports: int
+    differed: int
+    seen: tuple[tuple[str, int], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"imports": self.imports, "differed": self.differed, "picks": dict(self.seen)}
+
+
+def picks_across_imports(kernels: Path, case: Case, kernel: str, imports: int) -> Picks | None:
+    """The benchmark imported `imports` times anew, each import checked (and so tuned) on its own;
+    None where it launches no autotuned kernel with a choice."""
+    found = []
+    for index in range(imports):
+        loaded = load_subject(kernels, instance=f"selftest-picks-{index}")
+        found.append(picked(_checked(loaded, loaded.case(case.suite, case.name), kernel).picks))
+    if not any(found):
+        return None
+    counts: dict[str, int] = {}
+    for pick in found:
+        counts[pick] = counts.get(pick, 0) + 1
+    return Picks(imports, sum(pick != found[0] for pick in found), tuple(counts.items()))
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,16 @@ from ..loading.subject import Case
 from . import measure
 from .measure import BLOCK_ROUNDS
 
+# An A/B row's second pair of captures, each side at its own autotune picks (alignment.py): the
+# arm its benchmarks are planned under, and what their names end in.
+OWN_PICKS = "(own picks)"
+
+
+def without_arm(name: str) -> str:
+    """A benchmark's name without the arm it was timed in: the implementation with its variant."""
+    return name.removesuffix(f" {OWN_PICKS}")
+
+
 # Pairs whose baseline takes at least this long (median so far) are timed side by side.
 SIDE_BY_SIDE_MS = 0.08
 
@@ -55,7 +65,7 @@ class PolicyRules:
     gpu: str
 
     def __call__(self, case: Case, name: str, median_ms: float | None = None) -> Rule:
-        kernel = name.partition("[")[0]  # results.variant_name: "kernel[param=value,...]"
+        kernel = without_arm(name).partition("[")[0]  # results.variant_name: "kernel[param=value,...]"
         return self.policy.rule_for(kernel, case.suite, case.dtype, self.gpu, case.shape, True, median_ms)
 
 

@@ -30,6 +30,7 @@ from ..errors import BadInput, EnvironmentFailure, PerfbotError
 from ..loading import declarations
 from ..loading.package import load_subject
 from ..loading.subject import Suite
+from ..records.autotune import AutotunePick
 from ..records.run import GpuStates, Results
 from .environment import GpuMonitor, collect_environment, stability_across
 from .planning import RunSettings, case_steps, single_cases
@@ -114,6 +115,7 @@ class Job:
     kernels: dict[str, Path]
     settings: RunSettings
     stopping: Stopping | None = None
+    fixed: dict[str, list[AutotunePick]] | None = None  # the picks each benchmark runs (alignment.fix)
 
 
 # A worker process's own state: the GPU it is pinned to, and its sides once loaded.
@@ -136,7 +138,7 @@ def _sides(job: Job) -> LocalSides:
             loaded, _ = declarations.load_sides(job.kernels)
         else:
             loaded = {side: load_subject(path) for side, path in job.kernels.items()}
-        _worker["sides"] = LocalSides(loaded, job.settings)
+        _worker["sides"] = LocalSides(loaded, job.settings, job.fixed)
         _worker["job"] = job
     sides: LocalSides = _worker["sides"]
     return sides
@@ -238,7 +240,7 @@ def measure_sharded(
             pinned = {gpu: stack.enter_context(workers(worker_specs, gpu=gpu.cuda_visible)) for gpu in gpus}
             for gpu in gpus:
                 with _naming(gpu):
-                    on_gpu[gpu] = _WorkerPair(gpu, WorkerSides(pinned[gpu], job.settings), job)
+                    on_gpu[gpu] = _WorkerPair(gpu, WorkerSides(pinned[gpu], job.settings, job.fixed), job)
             stop_workers = [process.kill for pair in pinned.values() for process in pair.values()]
         else:
             pools = _workers(stack, gpus, setup)

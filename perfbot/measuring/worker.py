@@ -12,7 +12,10 @@ prints cannot corrupt the stream).
 
     {"op": "hello"}                                  -> {"environment": {...}}
     {"op": "prepare", "suite": {...}, "settings": {...}}  (settings: RunSettings.to_wire())
-                                                     -> {"ready": [key, ...], "failures": [...]}
+        optionally "against": {name: [pick, ...]}    (the base's autotune picks: the head aligns to them)
+        or "fixed": {key: [pick, ...]}               (the picks each benchmark runs: a confirming round)
+                                                     -> {"ready": [key, ...], "failures": [...],
+                                                         "picks": {name: [pick, ...]}}
     {"op": "sample", "key": key}                     -> {"ms": 0.123}
     {"op": "recapture", "keys": [key, ...]}          -> {}  (fresh captures for the next block)
     {"op": "finish", "samples": {key: [ms, ...]}, "throttled": [round, ...]}
@@ -32,13 +35,14 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 from ..errors import EXIT_ENVIRONMENT, BadInput, EnvironmentFailure, PerfbotError, WrongResult
-from ..records.run import BENCHMARK, ENVIRONMENT, FAILURE, SETTINGS, Benchmark, Environment, Failure
+from ..records.autotune import PICK, AutotunePick
+from ..records.run import BENCHMARK, ENVIRONMENT, FAILURE, SETTINGS, Benchmark, Environment, Failure, variant_name
 from ..records.schema import validate_message
 from .planning import RunSettings
 
@@ -169,11 +173,15 @@ class WorkerSides:
     and captures its benchmarks; each sample is one request to the worker that owns it, so the
     two never share the GPU at once."""
 
-    def __init__(self, workers: dict[str, WorkerProcess], settings: RunSettings):
+    def __init__(
+        self, workers: dict[str, WorkerProcess], settings: RunSettings, fixed: Mapping[str, Any] | None = None
+    ):
+        """`fixed`: the autotune picks each benchmark is to run, by planned key (a confirming
+        round's, alignment.fix)."""
         from . import measure
 
         self.timing = TIMING.format(flush=measure.L2_FLUSH)
-        self.workers, self.settings = workers, settings
+        self.workers, self.settings, self.fixed = workers, settings, fixed
         self.names = tuple(workers)
         self.owner: dict[str, WorkerProcess] = {}
         hellos = {side: w.ask("hello") for side, w in workers.items()}
@@ -185,10 +193,22 @@ class WorkerSides:
 
     def prepare(self, case: Any) -> tuple[list[str], list[tuple[str, Failure]]]:
         self.owner, failed = {}, []
-        for side, worker in self.workers.items():
-            reply = worker.ask("prepare", suite=_suite_json(case), settings=self.settings.to_wire())
+        picks: dict[str, list[dict[str, Any]]] | None = None  # the base's, that the head is aligned to
+        for side, worker in self.workers.items():  # the base first
+            extra: dict[str, Any] = {}
+            if self.fixed is not None:
+                extra["fixed"] = {
+                    key: [dataclasses.asdict(p) for p in chosen]
+                    for key, chosen in self.fixed.items()
+                    if key.startswith(f"{side}:")
+                }
+            elif side == "head" and picks is not None:
+                extra["against"] = picks
+            reply = worker.ask("prepare", suite=_suite_json(case), settings=self.settings.to_wire(), **extra)
             self.owner.update({str(key): worker for key in _list(side, reply, "ready")})
             failed += [(side, failure) for failure in _failures(side, reply)]
+            if side == "base":
+                picks = {name: [dataclasses.asdict(p) for p in ps] for name, ps in _picks(side, reply).items()}
         return list(self.owner), failed
 
     def timer(self) -> Any:
@@ -263,6 +283,19 @@ def _failures(side: str, reply: dict[str, Any]) -> list[Failure]:
     ]
 
 
+def _picks(side: str, reply: dict[str, Any]) -> dict[str, list[AutotunePick]]:
+    """The autotune picks of a worker's reply, by benchmark: validated like any message."""
+    value = reply.get("picks")
+    if not isinstance(value, dict):
+        raise EnvironmentFailure(f"the {side} worker answered without its autotune picks")
+    found = {}
+    for name, picks in value.items():
+        if not isinstance(picks, list):
+            raise EnvironmentFailure(f"the {side} worker answered autotune picks that are not a list")
+        found[str(name)] = [validate_message(f"the {side} worker's autotune pick", p, PICK, "pick") for p in picks]
+    return found
+
+
 def _described(side: str, reply: dict[str, Any]) -> dict[str, Any]:
     """The subject as the worker describes it (groups.describe), checked like any message."""
     value = reply.get("subject")
@@ -312,20 +345,35 @@ class _Side:
         subject = {**describe(self.subject.subject), "sources": self.subject.sources.recorded()}
         return {"environment": dataclasses.asdict(environment), "subject": subject}
 
-    def prepare(self, suite: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    def prepare(
+        self,
+        suite: dict[str, Any],
+        settings: dict[str, Any],
+        against: dict[str, Any] | None = None,
+        fixed: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Check and capture a case; `against`, the base's picks to align the head to; `fixed`,
+        the picks each benchmark is to run (a confirming round)."""
         from ..loading.subject import Case, Suite
         from . import measure, runner
 
         chosen = RunSettings.from_wire(settings)
-        if self.local is None or self.local.settings != chosen:  # the second A/B: the next seed
-            self.local = runner.LocalSides({self.side: self.subject}, chosen)
+        pinned = None if fixed is None else _picks(self.side, {"picks": fixed})
+        if self.local is None or self.local.settings != chosen or self.local.fixed != pinned:
+            self.local = runner.LocalSides({self.side: self.subject}, chosen, pinned)  # the second A/B: the next seed
+        self.local.against = None if against is None else _picks("base", {"picks": against})
         cases = tuple(Case(**c) for c in suite["cases"])
         keys, failed = self.local.prepare(Suite(suite["name"], suite["about"], tuple(suite["implementations"]), cases))
         if keys and self.flush is None:
             self.flush = measure.L2Flush()
         for key in keys:  # the first replay uploads the graph; keep it out
             measure.time_once(self.local.captured[key], self.flush)
-        return {"ready": keys, "failures": [dataclasses.asdict(f) for _, f in failed]}
+        picks = {
+            variant_name(r.planned.kernel, r.planned.variant): [dataclasses.asdict(p) for p in r.picks]
+            for r in self.local.ready
+            if not r.planned.arm
+        }
+        return {"ready": keys, "failures": [dataclasses.asdict(f) for _, f in failed], "picks": picks}
 
     def sample(self, key: str) -> dict[str, Any]:
         from . import measure

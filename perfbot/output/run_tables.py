@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..deciding.comparison import shape_text
+from ..deciding.picks import picked
 from ..errors import BadInput, listed
 from ..records.run import Benchmark, Results
 from .markdown import TEMPLATES, number
@@ -44,8 +45,16 @@ def _bound_shares(results: Results, bench: Benchmark) -> str:
     return ", ".join(f"{100 * share:.1f}% {name}" for name, share in results.bound_shares(bench))
 
 
+def _columns(results: Results) -> tuple[str, ...]:
+    """_COLUMNS, with the autotune configs after the implementation where a kernel was autotuned."""
+    if not any(picked(bench.autotune) for bench in results.benchmarks):
+        return _COLUMNS
+    return (*_COLUMNS[:_NUMERIC], "autotune config", *_COLUMNS[_NUMERIC:])
+
+
 def run_rows(results: Results) -> list[tuple[str, ...]]:
-    """One row of cells per benchmark (see _COLUMNS)."""
+    """One row of cells per benchmark (see `_columns`)."""
+    tuned = len(_columns(results)) > len(_COLUMNS)
     return [
         (
             bench.suite,
@@ -53,6 +62,7 @@ def run_rows(results: Results) -> list[tuple[str, ...]]:
             shape_text(bench.shape),
             bench.dtype,
             bench.name,
+            *((picked(bench.autotune),) if tuned else ()),
             number(bench.median_ms, ".4f"),
             number(len(bench.samples_ms), "d"),
             number(bench.tflops if bench.flops else None, ".1f"),
@@ -68,8 +78,10 @@ def run_table(results: Results) -> Table:
     """Median ms and throughput per benchmark; for the subject's own, the speed relative to the
     fastest baseline and the share of each bound's throughput."""
     table = Table(title="perfbot run (medians)", title_justify="left")
-    for index, column in enumerate(_COLUMNS):
-        table.add_column(column, justify="right" if index >= _NUMERIC else "left")
+    columns = _columns(results)
+    numeric = _NUMERIC + len(columns) - len(_COLUMNS)
+    for index, column in enumerate(columns):
+        table.add_column(column, justify="right" if index >= numeric else "left")
     for row in run_rows(results):
         table.add_row(*(escape(cell) for cell in row))  # "name[value]" is not markup
     return table
@@ -77,8 +89,10 @@ def run_table(results: Results) -> Table:
 
 def run_markdown(results: Results) -> str:
     """The run's table, then its failures, as markdown (`perfbot show --markdown`)."""
+    columns = _columns(results)
+    numeric = _NUMERIC + len(columns) - len(_COLUMNS)
     return TEMPLATES.get_template("run.md.j2").render(
-        columns=_COLUMNS, numeric=_NUMERIC, rows=run_rows(results), failures=results.failures
+        columns=columns, numeric=numeric, rows=run_rows(results), failures=results.failures
     )
 
 

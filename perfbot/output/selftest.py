@@ -12,7 +12,7 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from ..measuring.interference import Interference
-    from ..measuring.selftest import Flagged, SelftestResult
+    from ..measuring.selftest import Flagged, Picks, SelftestResult
 
 _COLUMNS = (
     "comparison",
@@ -111,3 +111,13 @@ def interference_report(crossed: Interference, warn_percent: float) -> list[Tabl
             f"warn threshold of {warn_percent:g}%; {surely}{hint}"
         ),
     ]
+
+
+def picks_line(picks: Picks) -> str:
+    """How often fresh imports of the subject, each tuning on its own as an A/B's sides do, picked
+    otherwise than the first; an A/B runs the head at the base's pick where they tune alike."""
+    seen = escape("; ".join(f"{pick} ×{count}" for pick, count in picks.seen))
+    return (
+        f"autotune: {picks.differed} of {picks.imports} fresh imports picked otherwise than the first ({seen}); "
+        "an A/B runs both sides at the base's pick where their kernels' source and configs agree"
+    )

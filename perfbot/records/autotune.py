@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import ConfigDict, Field, with_config
+from pydantic import ConfigDict, Field, TypeAdapter, with_config
 
-from .schema import MAX_NAME, Name, NonNegative, Record, Text
+from .schema import MAX_NAME, MAX_SAMPLES, Ms, Name, NonNegative, Record, Text
 
 MAX_PICKS: Final = 64  # (kernel, key) picks recorded per benchmark
 MAX_CANDIDATES: Final = 256  # timed candidates recorded per pick
@@ -64,7 +64,22 @@ class AutotunePick:
 Picks = Annotated[list[AutotunePick], Field(max_length=MAX_PICKS)]
 
 
+@with_config(_RECORD)
+@dataclass(frozen=True)
+class OwnPicks:
+    """One side of an A/B row timed a second time, at its own picks: where the head's code or
+    configs differ from the base's and its autotuner picked otherwise, the row's samples are both
+    sides at a common config (the code's effect) and these are each side at its own (the
+    tuning's), paired by round with the other side's."""
+
+    samples_ms: Annotated[list[Ms], Field(min_length=1, max_length=MAX_SAMPLES)]
+    autotune: Picks = field(default_factory=list)
+
+
 def config_text(config: dict[str, Any]) -> str:
     """A config as reports show it: its keyword arguments, then the launch options that are set,
     `BLOCK_SIZE=512, num_warps=4`."""
     return ", ".join(f"{name}={value}" for name, value in config.items() if value is not None)
+
+
+PICK = TypeAdapter(AutotunePick)  # one pick alone, validated as a file's are: what a worker sends

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Final
 
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, with_config
 
+from .autotune import OwnPicks, Picks
 from .compiled import Compiled
 from .schema import (
     MAX_ITEMS,
@@ -196,6 +197,11 @@ class Benchmark:
     # The Triton kernels its checked call launched, as compiled (compiled.py); None where nothing
     # was compiled (the interpreter) or in files written before perfbot recorded them.
     compiled: Compiled | None = None
+    # Each triton.autotune'd kernel it launched: the config it ran per key, and how that was chosen.
+    autotune: Picks = field(default_factory=list)
+    # An A/B row whose sides' picks differ where their code or configs do: each side at its own
+    # picks, timed beside `samples_ms` (the sides at a common config).
+    own_picks: OwnPicks | None = None
 
     @property
     def key(self) -> Key:
