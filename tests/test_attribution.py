@@ -163,3 +163,68 @@ def test_a_witness_that_moved_with_the_reference_leaves_it_to_the_raw_medians():
     series = _series(_step(0.0), faster, witness=faster, whole=0.005)
     found = attribution.attribute(series, BEFORE, AFTER, 1 / 0.96 - 1)
     assert found.cause == "reference" and found.witnessed is None
+
+
+def _tuned(series: Series, picks: dict[bool, tuple[str, ...]], code: dict[bool, tuple[str, ...]]) -> Series:
+    """The series with each run's autotune picks and code: those of `True` from run 20 on."""
+    points = tuple(replace(p, picks=picks[p.run >= 20], code=code[p.run >= 20]) for p in series.points)
+    return replace(series, points=points)
+
+
+def test_a_step_where_only_the_autotuners_pick_changed_is_the_autotuners():
+    # The subject's own time stepped 3%, with the same code on both sides and another pick after.
+    series = _series(_step(0.03), _step(0.0), whole=0.005)
+    picks = {False: ("_k (key 64): BLOCK=64",), True: ("_k (key 64): BLOCK=128",)}
+    found = attribution.attribute(_tuned(series, picks, {False: ("abc",), True: ("abc",)}), BEFORE, AFTER, 0.03)
+    assert found.cause == "autotune" and found.picks == ("_k (key 64): BLOCK=64", "_k (key 64): BLOCK=128")
+    described = found.describe(series)
+    assert "the autotuner's pick changed, not fused's code: _k (key 64): BLOCK=64 → _k (key 64): BLOCK=128" in described
+    assert "this fails no check" in described
+
+
+@pytest.mark.parametrize(
+    ("picks", "code"),
+    [
+        ({False: ("BLOCK=64",), True: ("BLOCK=128",)}, {False: ("abc",), True: ("def",)}),  # the code changed too
+        ({False: ("BLOCK=64",), True: ("BLOCK=64",)}, {False: ("abc",), True: ("abc",)}),  # the same pick
+        ({False: (), True: ()}, {False: ("abc",), True: ("abc",)}),  # nothing autotuned
+    ],
+)
+def test_a_step_with_the_code_changed_or_the_same_pick_is_not_the_autotuners(picks, code):
+    series = _series(_step(0.03), _step(0.0), whole=0.005)
+    found = attribution.attribute(_tuned(series, picks, code), BEFORE, AFTER, 0.03)
+    assert found.cause == "subject"
+
+
+def test_picks_that_wander_on_one_side_of_the_step_do_not_blame_the_autotuner():
+    series = _series(_step(0.03), _step(0.0), whole=0.005)
+    points = tuple(
+        replace(p, picks=("BLOCK=128",) if p.run >= 20 else (f"BLOCK={64 if p.run % 2 else 32}",), code=("abc",))
+        for p in series.points
+    )
+    found = attribution.attribute(replace(series, points=points), BEFORE, AFTER, 0.03)
+    assert found.cause == "subject"
+
+
+def test_the_check_blames_a_step_of_the_picks_alone_on_the_autotuner_and_fails_nothing(tmp_path: Path):
+    from perfbot.records.autotune import AutotunePick
+
+    def picked(block: int) -> AutotunePick:
+        return AutotunePick(
+            kernel="_k", source_sha256="a" * 64, configs_sha256="b" * 64, key=["64"], config={"BLOCK": block},
+            origin="tuned",
+        )  # fmt: skip
+
+    runs = make_runs(40, step=0.05, at=24)
+    tuned = [
+        replace(run, benchmarks=[replace(b, autotune=[picked(128 if i >= 24 else 64)]) if b.kernel == "fused" else b
+                                 for b in run.benchmarks])
+        for i, run in enumerate(runs)
+    ]  # fmt: skip
+    checked = CliRunner().invoke(perfbot, ["history", "--store", str(write_store(tmp_path / "s", tuned)), "--check"])
+    assert checked.exit_code == 0, checked.output
+    assert "the autotuner's pick changed, not fused's code: _k (key 64): BLOCK=64 → _k (key 64): BLOCK=128" in (
+        checked.output
+    )
+    control = CliRunner().invoke(perfbot, ["history", "--store", str(write_store(tmp_path / "c", runs)), "--check"])
+    assert control.exit_code == 1, control.output  # the same step without a pick change is the subject's

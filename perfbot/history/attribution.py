@@ -22,6 +22,9 @@ it to the next one, or the ends):
   at least half the step, ranking apart likewise, while the subject's moved by less than MIN_OWN;
 - the median is watched: the subject's when its ratio over the reference moved the same way by
   at least half the step; else the whole run moved;
+- before all of these: where the autotuner's picks alone changed at the step (the same code, the
+  same picks on each side of it, other picks after), the step is the autotuner's; it fails no
+  check, as the reference's and the run's do not;
 - anything else is not yet clear: the step is held back until later runs tell. Once
   DECIDE_RUNS runs follow it, it is decided: the subject's if its raw median moved MIN_OWN its
   way ranking apart at DECIDE_ALPHA, or by at least half the step; else the reference's.
@@ -43,7 +46,7 @@ from scipy import stats
 from ..deciding.changepoints import MIN_STEP
 from .series import Point, Series
 
-Cause = Literal["subject", "unclear", "reference", "run"]
+Cause = Literal["subject", "unclear", "reference", "run", "autotune"]
 Reading = Callable[[Point], float | None]  # a value read from a run's point of the series
 MIN_OWN = MIN_STEP  # the least change of the subject's own time that makes a step its own
 OWN_ALPHA = 0.001  # how surely the raw medians after a step must rank beyond those before
@@ -59,10 +62,17 @@ class Attribution:
     # When the case's other implementations told it: their names, and the subject's and the
     # reference's changes against them.
     witnessed: tuple[str, float, float] | None = None
+    picks: tuple[str, str] | None = None  # an autotune step: the picks before it and after, in words
 
     def describe(self, series: Series) -> str:
         """One line for the report: whose step it is, and the figures that say so."""
         kernel, reference = series.bench.kernel, series.reference
+        if self.cause == "autotune" and self.picks is not None:
+            before, after = self.picks
+            return (
+                f"  the autotuner's pick changed, not {kernel}'s code: {before} → {after}; its own time "
+                f"{self.own_percent:+.2f}%; this fails no check"
+            )
         if not series.watches_ratio:
             if self.cause == "subject":
                 moved = (
@@ -90,6 +100,11 @@ def attribute(series: Series, before: Sequence[int], after: Sequence[int], chang
     points = {p.run: p for p in series.points}
     earlier, later = [points[run] for run in before if run in points], [points[run] for run in after if run in points]
     step = math.log1p(change)
+    picked = _only_the_picks(earlier, later)
+    if picked is not None:
+        return Attribution(
+            "autotune", 100 * (_change(earlier, later, lambda p: p.median_ms) or 0.0), None, None, picked
+        )
     if not series.watches_ratio:
         if series.reference is None:  # its own median stepped, and nothing else tells it
             return Attribution("subject", 100 * change, None)
@@ -128,6 +143,19 @@ def attribute(series: Series, before: Sequence[int], after: Sequence[int], chang
     else:
         cause = "unclear"
     return Attribution(cause, 100 * own, 100 * other)
+
+
+def _only_the_picks(earlier: Sequence[Point], later: Sequence[Point]) -> tuple[str, str] | None:
+    """Where the autotuner's picks alone changed at the step: the same picks in every run before
+    it, others in every run after, and the same code throughout (its files', or its autotuned
+    kernels' source and configs). The picks before and after, in words; else None."""
+    points = [*earlier, *later]
+    if not earlier or not later or not all(p.code for p in points) or len({p.code for p in points}) != 1:
+        return None
+    before, after = {p.picks for p in earlier}, {p.picks for p in later}
+    if len(before) != 1 or len(after) != 1 or before == after or not all(p.picks for p in points):
+        return None
+    return "; ".join(*before), "; ".join(*after)
 
 
 def _against_witnesses(

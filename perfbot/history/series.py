@@ -26,6 +26,7 @@ from pathlib import Path
 from ..deciding import changepoints, stats
 from ..deciding.comparison import shape_text
 from ..records import store
+from ..records.autotune import config_text
 from ..records.run import Benchmark, Results, variant_name
 from . import acknowledgements
 from .acknowledgements import Acknowledgement
@@ -64,6 +65,10 @@ class Point:
     high_ms: float
     ratio: float | None  # the median over the reference's in the same run
     ratios: tuple[tuple[str, float], ...] = ()  # the median over each other implementation's, same run
+    # The configs its autotuned kernels ran, in words, and what names its code: the digests of the
+    # files its implementation came from, else of its autotuned kernels' source and configs.
+    picks: tuple[str, ...] = ()
+    code: tuple[str, ...] = ()
 
     @property
     def reference_ms(self) -> float | None:
@@ -217,7 +222,9 @@ def _series(gpu: str, runs: Sequence[Run]) -> list[Series]:
             low, high = stats.median_interval(bench.samples_ms)
             ratio = bench.median_ms / reference.median_ms if reference is not None else None
             ratios = _ratios(run.results, bench) if reference_name else ()
-            points.setdefault(bench.key, []).append(Point(run.index, bench.median_ms, low, high, ratio, ratios))
+            picks, code = _tuning(run.results, bench)
+            point = Point(run.index, bench.median_ms, low, high, ratio, ratios, picks, code)
+            points.setdefault(bench.key, []).append(point)
     return [
         Series(
             gpu,
@@ -262,3 +269,14 @@ def _reference(results: Results, bench: Benchmark) -> str | None:
     candidates = [k for k in results.settings.bounds if k in present]
     candidates += [k for k in dict.fromkeys(present) if k not in own and k not in results.settings.bounds]
     return candidates[0] if candidates else None
+
+
+def _tuning(results: Results, bench: Benchmark) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A run's autotune picks of a benchmark, in words, and its code's digests (Point)."""
+    chosen = [p for p in bench.autotune if p.origin != "only config"]
+    picks = tuple(sorted({f"{p.kernel} (key {', '.join(p.key)}): {config_text(p.config)}" for p in chosen}))
+    files = results.settings.sources.get(bench.kernel, {})
+    code = tuple(sorted(files.values())) or tuple(
+        sorted({f"{p.kernel} {p.source_sha256} {p.configs_sha256}" for p in chosen})
+    )
+    return picks, code
