@@ -9,13 +9,17 @@ from pathlib import Path
 
 from perfbot.deciding.compiled_change import CompiledChange, Difference
 from perfbot.jobs import bisect_outcome
-from perfbot.jobs.bisect_probers import COMPILED_ENV, hand_back, handed_back
+from perfbot.jobs.bisect_probers import COMPILED_ENV, HandedBack, hand_back, handed_back
+from perfbot.records.autotune import AutotunePick
 from perfbot.records.compiled import Compiled
 from tests import compiled_records as records
 from tests.test_bisect import history, log, run_bisect  # noqa: F401 (log: the autouse fixture its commands need)
 
 BLOCK_K_128 = json.dumps(asdict(records.compiled(records.DECODE_BLOCK_K_128)))
 BLOCK_K_64 = json.dumps(asdict(records.compiled(records.DECODE_BLOCK_K_64)))
+PICK = AutotunePick(
+    kernel="_k", source_sha256="a" * 64, configs_sha256="b" * 64, key=["4096"], config={"BLOCK": 64}, origin="tuned"
+)
 
 
 def _bisected(tmp_path: Path, speeds: list[float], compiled: list[str] | None):
@@ -79,11 +83,31 @@ def test_hand_back_writes_the_record_without_its_sass_and_only_inside_a_bisect(t
     path = tmp_path / "compiled.json"
     monkeypatch.setenv(COMPILED_ENV, str(path))
     hand_back(None)
-    assert not path.exists() and handed_back(path) is None
-    hand_back(kept)
-    assert handed_back(path) == records.compiled(records.DECODE_BLOCK_K_64)  # sass left out
+    assert not path.exists() and handed_back(path) == HandedBack()
+    hand_back(kept, [PICK])
+    assert handed_back(path) == HandedBack(records.compiled(records.DECODE_BLOCK_K_64), [PICK])  # sass left out
     assert path.stat().st_size < 10_000
+    path.write_text(BLOCK_K_64)  # what a perfbot before the picks hands back: the compiled record alone
+    assert handed_back(path) == HandedBack(records.compiled(records.DECODE_BLOCK_K_64))
     path.write_text(json.dumps({"kernels": "many"}))  # not a record: said, not raised
-    unread = handed_back(path)
+    unread = handed_back(path).compiled
     assert isinstance(unread, Compiled) and unread.kernels == []
     assert unread.unrecorded is not None and unread.unrecorded.startswith("the measure command's record cannot be read")
+
+
+def _handing_back(block: int) -> str:
+    return json.dumps(asdict(HandedBack(None, [replace(PICK, config={"BLOCK": block, "num_warps": 4})])))
+
+
+def test_each_probe_records_its_autotune_pick_and_the_report_names_the_change(tmp_path: Path):
+    speeds = [1.0] * 11 + [1.05] * 5  # commit 11: the autotuner picks another block
+    shas, printed, report, outcome = _bisected(tmp_path, speeds, [_handing_back(64)] * 11 + [_handing_back(128)] * 5)
+    assert outcome.first_bad == shas[11]
+    said = "_k (key 4096): the last good commit ran BLOCK=64, num_warps=4, the bad commit BLOCK=128, num_warps=4"
+    assert outcome.picks_change is not None and outcome.picks_change.startswith(said)
+    measured = [p for p in outcome.probes if p.samples]
+    assert all(p.autotune in ("_k: BLOCK=64, num_warps=4", "_k: BLOCK=128, num_warps=4") for p in measured)
+    assert "| autotune config |" in report and "**The autotuner's picks** from the last good commit" in report
+    assert "\\_k: BLOCK=128, num\\_warps=4 |" in report
+    state = json.loads((tmp_path / "state.json").read_text())  # a resumed bisect has them too
+    assert state["probes"][shas[11]]["autotune"][0]["config"]["BLOCK"] == 128

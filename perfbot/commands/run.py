@@ -260,6 +260,6 @@ def sample_command(
     warn_of_triton_pin(config.triton_commit, result.environment)
     for failure in result.failures:
         raise WrongResult(f"{failure.kernel} on {failure.case}: {failure.reason}")
-    hand_back(result.benchmarks[0].compiled)  # to the bisect that runs this, if one does
+    hand_back(result.benchmarks[0].compiled, result.benchmarks[0].autotune)  # to the bisect that runs this
     for value in result.benchmarks[0].samples_ms:
         click.echo(f"{value:.6f}")

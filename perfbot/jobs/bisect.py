@@ -28,9 +28,11 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_confi
 
 from .. import git
 from ..deciding.compiled_change import CompiledChange, compiled_change
+from ..deciding.picks import difference
 from ..deciding.stats import mann_whitney_p
 from ..errors import BadInput, EnvironmentFailure
 from ..files import write_atomic
+from ..records.autotune import Picks
 from ..records.compiled import Compiled
 from ..records.schema import MAX_ITEMS, MAX_JSON_BYTES, MAX_SAMPLES, Ms, Text, bad_input, clean, read_limited
 from .bisect_probers import Measured, Prober, Unusable
@@ -53,8 +55,10 @@ class Probe:
     verdict: Literal["good", "bad"] | None = None  # None while undecided
     note: Text | None = None  # non-monotonic evidence, or how an ambiguous verdict was reached
     rounds: Annotated[int, Field(ge=0, le=1000)] = 0
-    # The benchmark's compiled kernels as its first measurement that handed them back gave them.
+    # The benchmark's compiled kernels and autotune picks as its first measurement that handed
+    # them back gave them.
     compiled: Compiled | None = None
+    autotune: Picks = field(default_factory=list)
 
     @property
     def median_ms(self) -> float | None:
@@ -105,6 +109,7 @@ class Outcome:
     last_good: str | None = None
     earliest_bad: str | None = None
     compiled_change: CompiledChange | None = None
+    picks_change: str | None = None  # where their autotune picks differ, in words (deciding/picks.py)
 
 
 class NotReproduced(BadInput):
@@ -238,6 +243,7 @@ def bisect(
         last_good.sha,
         earliest_bad.sha,
         compiled_change(last_good.compiled, earliest_bad.compiled, ("last good commit", "bad commit")),
+        difference(last_good.autotune, earliest_bad.autotune, ("the last good commit", "the bad commit")),
     )
 
 
@@ -267,6 +273,8 @@ def _add(probe: Probe, measured: Measured) -> None:
     probe.samples = probe.samples + measured.samples
     if probe.compiled is None:
         probe.compiled = measured.compiled
+    if not probe.autotune:
+        probe.autotune = list(measured.autotune)
 
 
 def _next_index(order: list[str], lo: int, hi: int, probes: dict[str, Probe]) -> int | None:

@@ -34,6 +34,7 @@ from typing import Annotated, Final, Literal
 from pydantic import ConfigDict, Field, TypeAdapter, with_config
 
 from ..deciding.compiled_change import CompiledChange
+from ..deciding.picks import picked
 from ..errors import PerfbotError
 from ..files import write_atomic
 from ..records.schema import MAX_ITEMS, MAX_SAMPLES, Ms, Text, clean, load_json
@@ -53,6 +54,7 @@ class ProbeRecord:
     median_ms: Ms | None
     verdict: Literal["good", "bad"] | None
     note: Text | None  # why it was skipped, or what made it stand out
+    autotune: Text | None = None  # the configs its autotuned kernels ran, in words
 
 
 @with_config(ConfigDict(strict=True, extra="forbid"))
@@ -71,6 +73,7 @@ class OutcomeFile:
     last_good: Sha | None = None
     earliest_bad: Sha | None = None
     compiled_change: CompiledChange | None = None
+    picks_change: Text | None = None  # where the two commits' autotune picks differ, in words
 
 
 _FILE = TypeAdapter(OutcomeFile)
@@ -99,6 +102,7 @@ def concluded(outcome: Outcome) -> OutcomeFile:
         last_good=outcome.last_good,
         earliest_bad=outcome.earliest_bad,
         compiled_change=outcome.compiled_change,
+        picks_change=clean(outcome.picks_change) if outcome.picks_change else None,
     )
 
 
@@ -117,8 +121,15 @@ def failed(good: str, bad: str, why: str) -> OutcomeFile:
 
 
 def _probe(probe: Probe) -> ProbeRecord:
+    picks = clean(picked(probe.autotune)) or None
     return ProbeRecord(
-        probe.sha, probe.subject, len(probe.samples), probe.median_ms, probe.verdict, probe.note or probe.unusable
+        probe.sha,
+        probe.subject,
+        len(probe.samples),
+        probe.median_ms,
+        probe.verdict,
+        probe.note or probe.unusable,
+        picks,
     )
 
 

@@ -5,7 +5,7 @@ measured is `Unusable`: skipped, never blamed.
 
 Beside its samples, a measure command may hand back the compiled kernels of the benchmark it
 timed (records/compiled.py), so that the report can say what changed in them: it writes the
-record as JSON to the file named by $PERFBOT_BISECT_COMPILED (`hand_back` writes it: what
+record as JSON, with its autotune picks, to the file named by $PERFBOT_BISECT_COMPILED (`hand_back` writes it: what
 `perfbot sample` calls with its benchmark's record). Without one the bisect goes on as before; a
 file it cannot read is said in the report.
 """
@@ -19,32 +19,48 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from pydantic import TypeAdapter
+from pydantic import ConfigDict, TypeAdapter, with_config
 
 from .. import git
 from ..errors import BadInput, EnvironmentFailure
 from ..files import write_atomic
+from ..records.autotune import AutotunePick, Picks
 from ..records.compiled import Compiled
 from ..records.schema import MAX_MS, MAX_SAMPLES, MAX_TEXT, MIN_MS, clean, load_json
 
 COMPILED_ENV: Final = "PERFBOT_BISECT_COMPILED"
-# A record of MAX_KERNELS kernels without their SASS is a few tens of kB.
+# A record of MAX_KERNELS kernels without their SASS, and of the picks, is a few tens of kB.
 MAX_COMPILED_BYTES: Final = 1024 * 1024
-_COMPILED = TypeAdapter(Compiled)
 
 
 @dataclass(frozen=True)
 class Measured:
-    """One measurement of a commit: its samples (ms), and the compiled kernels the measure
-    command handed back, if it did."""
+    """One measurement of a commit: its samples (ms), and the compiled kernels and autotune picks
+    the measure command handed back, if it did."""
 
     samples: list[float] = field(default_factory=list)
     compiled: Compiled | None = None
+    autotune: list[AutotunePick] = field(default_factory=list)
+
+
+@with_config(ConfigDict(strict=True, extra="forbid"))
+@dataclass(frozen=True)
+class HandedBack:
+    """What a measure command hands back (COMPILED_ENV): the timed benchmark's compiled kernels
+    and the configs its autotuned kernels ran."""
+
+    compiled: Compiled | None = None
+    autotune: Picks = field(default_factory=list)
+
+
+# What a perfbot before 2026-12-03 hands back, the compiled record alone, is read too: a bisect
+# of perfbot's own history runs each commit's.
+_HANDED_BACK = TypeAdapter(HandedBack | Compiled)
 
 
 class Prober(Protocol):
@@ -55,35 +71,37 @@ class Prober(Protocol):
         measured."""
 
 
-def hand_back(compiled: Compiled | None) -> None:
+def hand_back(compiled: Compiled | None, autotune: Sequence[AutotunePick] = ()) -> None:
     """For a measure command that a bisect runs (`perfbot sample`): write the compiled kernels
-    of the benchmark it timed where the bisect reads them, without their SASS. Does nothing
-    outside a bisect, or where nothing was compiled."""
+    of the benchmark it timed, without their SASS, and its autotune picks where the bisect reads
+    them. Does nothing outside a bisect, or where there is nothing to hand back."""
     path = os.environ.get(COMPILED_ENV)
-    if not path or compiled is None:
+    if not path or (compiled is None and not autotune):
         return
-    kept = replace(compiled, kernels=[replace(kernel, sass=None) for kernel in compiled.kernels])
-    write_atomic(Path(path), json.dumps(asdict(kept)))
+    kept = None if compiled is None else replace(compiled, kernels=[replace(k, sass=None) for k in compiled.kernels])
+    write_atomic(Path(path), json.dumps(asdict(HandedBack(kept, list(autotune)))))
 
 
-def handed_back(path: Path) -> Compiled | None:
-    """What a measure command wrote to `path` (COMPILED_ENV): None where it wrote nothing, and a
-    record saying why where it cannot be read (never a reason to skip the commit)."""
+def handed_back(path: Path) -> HandedBack:
+    """What a measure command wrote to `path` (COMPILED_ENV): nothing where it wrote nothing, and
+    a compiled record saying why where it cannot be read (never a reason to skip the commit)."""
     if not path.exists() and not path.is_symlink():
-        return None
+        return HandedBack()
     try:
-        return load_json(path, "compiled-kernels record", _COMPILED, MAX_COMPILED_BYTES)
+        back = load_json(path, "handed-back record", _HANDED_BACK, MAX_COMPILED_BYTES)
     except BadInput as error:
-        return Compiled(unrecorded=clean(f"the measure command's record cannot be read: {error}", MAX_TEXT))
+        return HandedBack(Compiled(unrecorded=clean(f"the measure command's record cannot be read: {error}", MAX_TEXT)))
+    return back if isinstance(back, HandedBack) else HandedBack(back)
 
 
 def measured_with_compiled(measure: Callable[[dict[str, str]], list[float]]) -> Measured:
-    """`measure(env)`'s samples, `env` naming a fresh file for the compiled kernels (COMPILED_ENV),
+    """`measure(env)`'s samples, `env` naming a fresh file for what it hands back (COMPILED_ENV),
     and what was written there."""
     with tempfile.TemporaryDirectory(prefix="perfbot-compiled-") as folder:
         path = Path(folder) / "compiled.json"
         samples = measure({COMPILED_ENV: str(path)})
-        return Measured(samples, handed_back(path))
+        back = handed_back(path)
+        return Measured(samples, back.compiled, list(back.autotune))
 
 
 class Unusable(Exception):

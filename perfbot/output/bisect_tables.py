@@ -12,8 +12,11 @@ from typing import Protocol
 from rich.console import Group
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ..deciding.compiled_change import CompiledChange
+from ..deciding.picks import picked
+from ..records.autotune import AutotunePick
 from .compiled_tables import compiled_markdown, compiled_renderable, spaced
 from .markdown import TEMPLATES, Markdown, number
 
@@ -35,6 +38,8 @@ class BisectProbe(Protocol):
     def note(self) -> str | None: ...
     @property
     def median_ms(self) -> float | None: ...
+    @property
+    def autotune(self) -> Sequence[AutotunePick]: ...
 
 
 class BisectOutcome(Protocol):
@@ -56,6 +61,11 @@ class BisectOutcome(Protocol):
     def earliest_bad(self) -> str | None: ...
     @property
     def compiled_change(self) -> CompiledChange | None: ...
+    @property
+    def picks_change(self) -> str | None: ...
+
+
+_PICKED = ("autotune config",)  # the column of each commit's picks, where a kernel was autotuned
 
 
 def _bisect_headline(outcome: BisectOutcome) -> str:
@@ -80,7 +90,8 @@ def bisect_table(outcome: BisectOutcome) -> Group:
     """Every probed commit, oldest first: samples, median, change from good, verdict; then what
     changed in the compiled code between the commits the search ended between."""
     table = Table(title=f"perfbot bisect: {_bisect_headline(outcome)}", title_justify="left")
-    for column in ("commit", "subject", "samples", "median ms", "vs good", "verdict", "note"):
+    tuned = any(p.autotune for p in outcome.probes)
+    for column in ("commit", "subject", "samples", "median ms", "vs good", "verdict", "note", *_PICKED[:tuned]):
         table.add_column(column, justify="right" if column in ("samples", "median ms", "vs good") else "left")
     good_ms = outcome.probes[0].median_ms if outcome.probes and outcome.probes[0].samples else None
     for p in outcome.probes:
@@ -96,11 +107,15 @@ def bisect_table(outcome: BisectOutcome) -> Group:
             change,
             verdict,
             escape(p.note or p.unusable or ""),
+            *[escape(picked(p.autotune))][:tuned],
         )
+    said = f"the autotuner's picks {_compiled_title(outcome)}: {outcome.picks_change}"
+    picks = [Text(said)] if outcome.picks_change else []
     if outcome.compiled_change is None:
-        return Group(table)
+        return Group(table, *picks)
     title = f"what changed in the compiled code {_compiled_title(outcome)}"
-    return Group(table, *spaced([compiled_renderable(title, outcome.compiled_change, sides=_sides(outcome))]))
+    compiled = compiled_renderable(title, outcome.compiled_change, sides=_sides(outcome))
+    return Group(table, *picks, *spaced([compiled]))
 
 
 def bisect_markdown(outcome: BisectOutcome, repo: str) -> str:
@@ -116,6 +131,7 @@ def bisect_markdown(outcome: BisectOutcome, repo: str) -> str:
             number(None if p.median_ms is None else 100 * (p.median_ms / good_ms - 1), "+.2f", "%"),
             p.verdict or ("skipped" if p.unusable else "—"),
             p.note or p.unusable or "",
+            *[picked(p.autotune)][: any(q.autotune for q in probes)],
         ]
         for p in probes
     ]
@@ -128,6 +144,8 @@ def bisect_markdown(outcome: BisectOutcome, repo: str) -> str:
         measured=sum(bool(p.samples) for p in probes),
         total=outcome.range_size,
         non_monotonic=outcome.non_monotonic,
+        picked=any(p.autotune for p in probes),
+        picks_change=outcome.picks_change,
         compiled_from=_compiled_title(outcome),
         compiled=None
         if outcome.compiled_change is None
