@@ -109,5 +109,6 @@ def test_each_probe_records_its_autotune_pick_and_the_report_names_the_change(tm
     assert all(p.autotune in ("_k: BLOCK=64, num_warps=4", "_k: BLOCK=128, num_warps=4") for p in measured)
     assert "| autotune config |" in report and "**The autotuner's picks** from the last good commit" in report
     assert "\\_k: BLOCK=128, num\\_warps=4 |" in report
+    assert "the autotuner's picks from the last good commit" in " ".join(printed.split())  # the terminal's
     state = json.loads((tmp_path / "state.json").read_text())  # a resumed bisect has them too
     assert state["probes"][shas[11]]["autotune"][0]["config"]["BLOCK"] == 128

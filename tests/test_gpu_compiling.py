@@ -101,7 +101,7 @@ def test_sample_hands_its_compiled_kernels_back_to_a_bisect(project: Path, tmp_p
         perfbot, ["sample", "--project", str(project), "--suite", "tiny", "--case", "m16", "--samples", "10"]
     )
     assert result.exit_code == 0, result.output
-    record = handed_back(handed)
+    record = handed_back(handed).compiled
     assert record is not None and [k.name for k in record.kernels] == ["_geglu_tma_kernel"]
 
 
