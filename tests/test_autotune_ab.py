@@ -71,8 +71,9 @@ def test_an_aa_whose_sides_pick_apart_runs_both_at_the_bases_pick(tuned, tmp_pat
     assert all(row["verdict"] == "unchanged" for row in comparison["comparisons"]), comparison
     differing = [row for row in comparison["comparisons"] if row["picks_difference"]]
     assert differing, "the test wants sides that tuned apart"
-    assert all("the head's own tuning picked" in row["picks_difference"] for row in differing)
-    assert "both ran the base's pick" in differing[0]["picks_difference"]
+    assert all(line.startswith("_scale_kernel (key ") for row in differing for line in row["picks_difference"])
+    assert all("the head's own tuning picked" in line for row in differing for line in row["picks_difference"])
+    assert "both ran the base's pick" in differing[0]["picks_difference"][0]
     assert "**The autotuner's picks differ between the sides**" in comment
     assert all(row["tuning"] is None for row in comparison["comparisons"])  # one code: no tuning effect
 
@@ -94,7 +95,8 @@ def test_a_head_that_only_adds_a_faster_config_is_a_tuning_effect(gpu, tmp_path:
         tuning = row["tuning"]
         assert tuning["verdict"] == "improvement" and -6 < tuning["change_percent"] < -3, tuning
         assert "BLOCK=64" in tuning["base"] and "BLOCK=128" in tuning["head"]
-    assert "the tuning's effect, each side at its own picks" in comment and "BLOCK=128" in comment
+    said = [line for line in comment.splitlines() if line.startswith("  - the tuning's effect, each side at its own")]
+    assert len(said) == 2 and all(line.endswith("num\\_ctas=1)") and "BLOCK=128" in line for line in said), said
 
 
 def test_a_head_whose_code_is_slower_at_the_config_both_pick_is_caught(gpu, tmp_path: Path):
@@ -104,7 +106,7 @@ def test_a_head_whose_code_is_slower_at_the_config_both_pick_is_caught(gpu, tmp_
     result, comparison, _ = _ab(root, tmp_path / "ab")
     assert result.exit_code == 1, result.output
     assert {row["verdict"] for row in comparison["comparisons"]} == {"regression"}
-    assert all(row["tuning"] is None and row["picks_difference"] is None for row in comparison["comparisons"])
+    assert all(row["tuning"] is None and row["picks_difference"] == [] for row in comparison["comparisons"])
 
 
 def test_a_head_whose_own_pick_is_slower_fails_on_the_tuning_confirmed_at_the_same_configs(gpu, tmp_path: Path):

@@ -86,7 +86,7 @@ class Comparison:
     confirmed: bool | None = None  # a failing A/B row measured again (jobs/ab.confirm): whether it failed again
     # Where the two sides' autotune picks differ, in words (picks.difference); and where the A/B
     # timed each side at its own picks beside a common config, the tuning's verdict.
-    picks_difference: str | None = None
+    picks_difference: tuple[str, ...] = ()
     tuning: TuningEffect | None = None
 
     @property

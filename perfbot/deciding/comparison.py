@@ -30,8 +30,8 @@ Format versions:
        each Row's "role" ("under test", "baseline" or "bound", from the baseline's results) and
        "confirmed" (null, or whether a second A/B round confirmed a failing row): the headline
        counts by them (standing.py);
-       each Row's "picks_difference" (null, or where the two sides' autotune picks differ, in
-       words) and "tuning" (null, or the tuning's effect where an A/B timed each side at its own
+       each Row's "picks_difference" ([str]: where the two sides' autotune picks differ, a line
+       per kernel and key) and "tuning" (null, or the tuning's effect where an A/B timed each side at its own
        picks beside a common config: change_percent, ci, verdict, fails, reason, base, head)."""
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ class Row:
     paired: bool = False  # change_percent is the median per-round ratio (true) or the ratio of medians
     role: Role = "under test"  # whose code it times: a baseline's or a bound's never fails
     confirmed: bool | None = None  # failed in an A/B and measured again: whether it failed again
-    picks_difference: Text | None = None  # where the two sides' autotune picks differ, in words
+    picks_difference: Notes = field(default_factory=list)  # where the two sides' autotune picks differ, a line each
     tuning: Tuning | None = None  # each side at its own picks, where the A/B timed that too
 
 
@@ -273,7 +273,7 @@ def _row(c: Comparison) -> Row:
         paired=c.paired,
         role=c.role,
         confirmed=c.confirmed,
-        picks_difference=c.picks_difference,
+        picks_difference=list(c.picks_difference),
         tuning=_tuning(c.tuning) if c.tuning is not None else None,
     )
 

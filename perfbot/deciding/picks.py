@@ -37,9 +37,9 @@ class TuningEffect:
 
 def difference(
     baseline: Sequence[AutotunePick], current: Sequence[AutotunePick], sides: tuple[str, str] = ("the base", "the head")
-) -> str | None:
-    """Where the two sides' picks differ, per kernel and key, in words: what each ran, and what
-    one side's own tuning picked where it ran another side's pick. None where they agree."""
+) -> tuple[str, ...]:
+    """Where the two sides' picks differ, one line per kernel and key: what each ran, and what
+    one side's own tuning picked where it ran another side's pick. Empty where they agree."""
     theirs = {(p.kernel, tuple(p.key)): p for p in baseline}
     said = []
     for mine in current:
@@ -56,7 +56,7 @@ def difference(
             if pick.origin == "pinned" and pick.tuned is not None and pick.tuned != pick.config:
                 own = config_text(pick.tuned)
                 said.append(f"{key}: {side}'s own tuning picked {own}; both ran {pick.pinned_to}, {ran} ({alike})")
-    return "; ".join(said) or None
+    return tuple(said)
 
 
 def picked(picks: Sequence[AutotunePick]) -> str:

@@ -243,7 +243,8 @@ def bisect(
         last_good.sha,
         earliest_bad.sha,
         compiled_change(last_good.compiled, earliest_bad.compiled, ("last good commit", "bad commit")),
-        difference(last_good.autotune, earliest_bad.autotune, ("the last good commit", "the bad commit")),
+        "; ".join(difference(last_good.autotune, earliest_bad.autotune, ("the last good commit", "the bad commit")))
+        or None,
     )
 
 

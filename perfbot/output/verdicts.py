@@ -112,7 +112,7 @@ def comment_markdown(summary: Summary, limit: int = GITHUB_COMMENT_LIMIT) -> str
             measured=Markdown(measured_line(summary.merge)) if summary.merge else None,
             rows=[_comment_cells(r, summary.interleaved) for r in rows],
             compiled=[(label(r.benchmark), compiled_markdown(c, per_kernel)) for r, c in _compiled_changes(rows)],
-            picks=[(label(r.benchmark), said) for r in summary.comparisons if (said := _picks_said(r))],
+            picks=[(label(r.benchmark), lines) for r in summary.comparisons if (lines := _picks_lines(r))],
             unchanged=[_comment_cells(r, summary.interleaved) for r in folded],
             change=Markdown(change_heading(summary.interleaved)),
             omitted_rows=len(changed) - len(rows),
@@ -142,23 +142,19 @@ def comment_markdown(summary: Summary, limit: int = GITHUB_COMMENT_LIMIT) -> str
     return fit_comment(text, limit)
 
 
-def _picks_lines(row: Row) -> tuple[str | None, str | None]:
-    """What a row's autotune picks add, in words: where the sides' picks differ, and the tuning's
-    own effect with its interval where each side was also timed at its own picks."""
+def _picks_lines(row: Row) -> list[str]:
+    """What a row's autotune picks add, a line each: where the sides' picks differ, and the
+    tuning's own effect with its interval where each side was also timed at its own picks."""
+    lines = list(row.picks_difference)
     tuning = row.tuning
-    effect = None
     if tuning is not None:
         interval = f", {tuning.ci[0]:.4f}–{tuning.ci[1]:.4f}" if tuning.ci else ""
         verdict = ("fails: " if tuning.fails else "") + tuning.verdict
-        effect = (
-            f"the tuning's effect, each side at its own picks (base {tuning.base}; head {tuning.head}): "
-            f"{tuning.change_percent:+.2f}%{interval}, {verdict}"
+        lines.append(
+            f"the tuning's effect, each side at its own picks: {tuning.change_percent:+.2f}%{interval}, {verdict} "
+            f"(base {tuning.base}; head {tuning.head})"
         )
-    return row.picks_difference, effect
-
-
-def _picks_said(row: Row) -> str:
-    return "; ".join(line for line in _picks_lines(row) if line is not None)
+    return lines
 
 
 def _compiled_changes(rows: Sequence[Row]) -> list[tuple[Row, CompiledChange]]:
@@ -320,12 +316,7 @@ def compare_table(summary: Summary) -> Group:
     named = [
         *(f"missing on the head: {label(f.benchmark)}: {f.reason}" for f in summary.missing),
         *(f"wrong result: {label(f.benchmark)}: {f.reason}" for f in summary.failures),
-        *(
-            f"autotune: {label(r.benchmark)}: {line}"
-            for r in summary.comparisons
-            for line in _picks_lines(r)
-            if line is not None
-        ),
+        *(f"autotune: {label(r.benchmark)}: {line}" for r in summary.comparisons for line in _picks_lines(r)),
     ]
     compiled = [
         compiled_renderable(f"what changed in the compiled code of {label(r.benchmark)}", change)
