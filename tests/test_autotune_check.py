@@ -94,3 +94,14 @@ def test_configs_past_the_time_allowed_are_sampled_with_the_seed_said(tmp_path: 
     assert "scale on quick/odd: 1 of 3 configs checked, drawn with seed 7" in " ".join(result.output.split())
     whole = _check(root, "--kernel", "scale", "--case", "odd")
     assert "configs checked" not in whole.output and len(_rows(whole.output)) == 3
+
+
+def test_a_raising_config_shows_its_traceback_with_perfbot_debug(tmp_path: Path, monkeypatch):
+    root = autotuned_repository(tmp_path / "repo")
+    ops = root / "tunedlib" / "ops.py"
+    ops.write_text(ops.read_text().replace("def doubled(x):\n", "def doubled(x):\n    raise KeyError('planted')\n"))
+    quiet = _check(root, "--kernel", "doubled", "--case", "odd")
+    assert quiet.exit_code == 1 and "Traceback" not in quiet.output
+    monkeypatch.setenv("PERFBOT_DEBUG", "1")
+    loud = _check(root, "--kernel", "doubled", "--case", "odd")
+    assert loud.exit_code == 1 and "Traceback" in loud.stderr and "KeyError: 'planted'" in loud.stderr

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import random
+import sys
+import traceback
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -93,6 +96,8 @@ def check_group(
         except guard.Refused:
             raise
         except Exception as error:  # noqa: BLE001 -- any failure of the subject is reported, never timed
+            if os.environ.get("PERFBOT_DEBUG"):  # where in the subject's code, for its author
+                traceback.print_exception(error, file=sys.stderr)
             failures.append(
                 (planned.side, _failure(planned, f"raised {type(error).__name__}: {_first_line(error, limit)}"))
             )
