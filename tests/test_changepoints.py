@@ -49,6 +49,16 @@ def test_a_step_under_min_step_is_not_reported():
     assert step.at == 20 and step.change_percent == pytest.approx(1.5, abs=0.02)
 
 
+def test_a_step_of_exactly_min_step_is_reported(monkeypatch):
+    """The threshold is "at least": a step exactly MIN_STEP is one. No float step is exactly 1%
+    (after / before - 1 has no double equal to 0.01), so the threshold is set to a quarter, which
+    1.0 to 1.25 is exactly, and an eighth is not a step."""
+    monkeypatch.setattr(changepoints, "MIN_STEP", 0.25)
+    [step] = changepoints.find([1.0] * 12 + [1.25] * 12)
+    assert (step.at, step.before, step.after) == (12, 1.0, 1.25)
+    assert changepoints.find([1.0] * 12 + [1.125] * 12) == []
+
+
 def test_a_known_break_at_the_second_run_splits_the_series_there():
     """Five runs and twenty: a step, but one run of the five is cut off by the break (an
     acknowledged step at run 1), and four runs before twenty do not rank apart."""

@@ -129,3 +129,24 @@ def test_kernels_past_the_recorded_ones_are_a_difference_of_their_own():
     assert change.kernels == [KernelChange("kernels not recorded", [Difference("how many", 2, 5)])]
     same = compiled_change(compiled(LARGE_TUNED, more=2), compiled(LARGE_TUNED, more=2))
     assert same is not None and same.kernels == [] and not same.same_machine_code  # unrecorded ones unknown
+
+
+def test_a_change_holds_every_kernel_of_two_full_records_and_a_file_holds_no_more():
+    """Each side records MAX_KERNELS kernels at most; where no two share a name, the change lists
+    all of them, each launched by one side: 2 * MAX_KERNELS, which a comparison file must hold, and
+    one more it refuses (records, and files read back, are bounded)."""
+    import pytest
+    from pydantic import TypeAdapter, ValidationError
+
+    from perfbot.records.compiled import MAX_KERNELS
+
+    def side(prefix: str) -> Compiled:
+        return compiled(*(replace(DECODE_BLOCK_K_64, name=f"{prefix}{i}") for i in range(MAX_KERNELS)))
+
+    change = compiled_change(side("a"), side("b"))
+    assert change is not None and len(change.kernels) == 2 * MAX_KERNELS
+    adapter = TypeAdapter(CompiledChange)
+    assert adapter.validate_json(adapter.dump_json(change)) == change  # as a comparison file is read back
+    one_more = replace(change, kernels=[*change.kernels, change.kernels[0]])
+    with pytest.raises(ValidationError, match=f"at most {2 * MAX_KERNELS} items"):
+        adapter.validate_json(adapter.dump_json(one_more))
