@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from perfbot.adopting import kernel_source, scaffold
 from perfbot.cli import perfbot
 from perfbot.config import load_project_config
 from perfbot.deciding.thresholds import DEFAULT_NOTE, DEFAULT_PATH, default_policy, load_policy
 from perfbot.jobs.ab import policy_change
 from perfbot.measuring import environment
-from perfbot.output import kernel_source, scaffold
 from perfbot.records import results
 from tests.conftest import ROOT
 from tests.helpers import make_results
@@ -441,13 +441,13 @@ def _original(packaged: str) -> Path:
     return ROOT / ".github" / packaged
 
 
-COPIES = {f"templates/init/github/{packaged}": _original(packaged) for packaged in scaffold._GITHUB_FILES}
+COPIES = {f"templates/github/{packaged}": _original(packaged) for packaged in scaffold._GITHUB_FILES}
 
 
 @pytest.mark.parametrize("packaged", sorted(COPIES))
 def test_the_packaged_workflows_are_links_to_perfbots_own(packaged: str):
     # One source: the package carries a link, which the wheel's build turns into the file.
-    shipped = ROOT / "perfbot" / "output" / packaged
+    shipped = ROOT / "perfbot" / "adopting" / packaged
     assert shipped.is_symlink() and shipped.resolve() == COPIES[packaged].resolve()
 
 
@@ -460,7 +460,7 @@ def test_with_workflows_init_writes_perfbots_workflows_and_says_what_it_cannot(r
     result = _init(repo, "--kernel", "mypkg.ops.rmsnorm:rmsnorm", "--triton-commit", SHA, "--workflows")
     assert result.exit_code == 0, result.output
     for packaged, original in COPIES.items():
-        written = repo / ".github" / packaged.removeprefix("templates/init/github/")
+        written = repo / ".github" / packaged.removeprefix("templates/github/")
         assert written.read_bytes() == original.read_bytes()
         assert bool(written.stat().st_mode & stat.S_IXUSR) == written.name.endswith(".sh")
     owners = (repo / ".github" / "CODEOWNERS").read_text()

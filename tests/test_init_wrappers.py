@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from perfbot.adopting import kernel_source
+from perfbot.adopting.kernel_source import Constructor
 from perfbot.loading.package import load_subject
-from perfbot.output import kernel_source
-from perfbot.output.kernel_source import Constructor
 from tests.test_init import SHA, _fill, _init, _perfbot
 from tests.test_runner_cpu import _git
 

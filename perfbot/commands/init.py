@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..output import kernel_source, scaffold
+from ..adopting import kernel_source, scaffold
 
 # What cannot be written for the user: perfbot's docs/github.md and SECURITY.md say how.
 _BY_HAND = (

@@ -41,9 +41,8 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # these names is renamed in it.
 _TAKEN = frozenset({"annotations", "case", "generator", "dtype", "device", "torch", "Case", "Subject", "DTYPES"})
 _TAKEN_BY_MODULES = frozenset({"built", "new_module", "key", "_BUILT"})  # where it builds an nn.Module
-_TEMPLATES = "templates/init"
 # The workflows and the GPU setup action, shipped as links to perfbot's own (the wheel carries the
-# files): (the packaged file under templates/init/github, where it goes under .github).
+# files): (the packaged file under templates/github, where it goes under .github).
 _GITHUB_FILES = (
     "workflows/gpu-request.yml",
     "workflows/gpu-check.yml",
@@ -295,7 +294,7 @@ def write(scaffold: Scaffold) -> None:
 
 
 def _templates() -> Path:
-    return Path(__file__).with_name("templates") / "init"
+    return Path(__file__).with_name("templates")
 
 
 def _render(template: str, values: Mapping[str, object]) -> str:

@@ -1,0 +1,1 @@
+../../../../../.github/perfbot/install.sh

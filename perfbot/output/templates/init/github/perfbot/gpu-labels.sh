@@ -1,1 +1,0 @@
-../../../../../../.github/perfbot/gpu-labels.sh
