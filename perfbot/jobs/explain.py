@@ -17,18 +17,17 @@ import functools
 import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from ..compiling import artifacts, launches, offline, toolchain
+from ..compiling.explanation import Explained, Explanation, Revision, Side, Target
 from ..config import ProjectConfig
-from ..deciding.compiled_change import CompiledChange, compiled_change
+from ..deciding.compiled_change import compiled_change
 from ..errors import BadInput, EnvironmentFailure
 from ..loading import guard
 from ..loading.package import Loaded
 from ..measuring.planning import Planned, plan
-from ..records.compiled import Compiled
 from ..records.run import variant_name
 from ..records.schema import clean
 from .ab_sides import Choose, Revisions, prepared
@@ -37,20 +36,6 @@ Progress = Callable[[int], AbstractContextManager[Callable[[str, int], None]]]
 SEED = 0  # of the inputs: both sides get the same ones
 MESSAGE_LIMIT = 300  # characters of a failure's line
 Key = tuple[str, str, str]  # (suite, case, implementation with its variant)
-
-
-@dataclass(frozen=True)
-class Target:
-    """The GPU the kernels are compiled for, and whether they run on it here (`launched`) or are
-    compiled for it without one."""
-
-    gpu: str
-    launched: bool
-    capability: tuple[int, int] | None = None  # known for a named GPU; a present one's is its own
-
-    @property
-    def device(self) -> str:
-        return "cuda" if self.launched else "cpu"
 
 
 def target(named: str | None) -> Target:
@@ -89,46 +74,6 @@ class Request:
     choose: Choose
     target: Target
     keep_sass: bool = False
-
-
-@dataclass(frozen=True)
-class Side:
-    """What one side's implementation gave on a case: its kernels' records; or the one line of
-    why it did not compile or run (`failed`); or why the side has no such implementation."""
-
-    compiled: Compiled | None = None
-    failed: str | None = None
-    absent: str | None = None
-
-
-@dataclass(frozen=True)
-class Explained:
-    """One implementation (with its variant) on one case: each side's, and what changed in its
-    compiled kernels (None where a side has none to compare, or neither launched a Triton one)."""
-
-    suite: str
-    case: str
-    dtype: str
-    implementation: str
-    base: Side
-    head: Side
-    change: CompiledChange | None = None
-
-
-@dataclass(frozen=True)
-class Revision:
-    revision: str | None  # as named; None: this checkout, uncommitted changes included
-    commit: str | None  # its full SHA; None for this checkout
-    checkout: Path | None = None  # this checkout's folder, where it is the side
-
-
-@dataclass(frozen=True)
-class Explanation:
-    base: Revision
-    head: Revision
-    target: Target
-    rows: list[Explained] = field(default_factory=list)
-    pins: dict[str, str] = field(default_factory=dict)  # each side's [tool.perfbot] triton-commit
 
 
 def explain(config: ProjectConfig, running: Loaded, request: Request, progress: Progress) -> Explanation:
