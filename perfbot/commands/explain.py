@@ -1,5 +1,5 @@
 """`perfbot explain`: what changed in the compiled Triton kernels of two revisions, without
-timing anything (jobs/explain.py does the work, explain_table.py says it)."""
+timing anything (jobs/explain.py does the work, output/explain_table.py says it)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from .context import (
 )
 
 if TYPE_CHECKING:
-    from ..jobs.explain import Explanation
+    from ..compiling.explanation import Explanation
     from ..loading.package import Loaded
     from ..loading.subject import Suite
     from ..measuring.planning import RunSettings
@@ -171,7 +171,7 @@ def explain_command(options: ExplainOptions) -> None:
 
 
 def _print(explanation: Explanation) -> None:
-    from .explain_table import header, renderables, tally
+    from ..output.explain_table import header, renderables, tally
 
     terminal = console()
     terminal.print(header(explanation), markup=False, highlight=False)

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ..jobs.explain import Explained, Explanation, Revision, Side
+from ..compiling.explanation import Explained, Explanation, Revision, Side
 from ..records.compiled import CompiledKernel
 
 NO_TRITON = "no Triton kernel"
