@@ -8,7 +8,7 @@ side by side and applies the epilogue in registers, so z never reaches memory. T
 the N output columns, not the 2N columns of the matmul: the seed issue's kernel launched a
 program for every column of [z1 | z2] and half of them did work that was thrown away.
 
-Two paths, chosen per call (see `launch_plan`):
+Two paths, chosen per call (see `plan_for`):
 - ``tma`` (Hopper and newer, 16-bit inputs): a persistent kernel, one program per SM (or two)
   walking the tiles in grouped order; x and both halves of weight arrive through TMA
   descriptors, out leaves through one; optionally warp-specialized (producer warps load,
@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
 
 import torch
 import triton
@@ -369,8 +372,94 @@ def _device_info(device: torch.device) -> tuple[str, int, bool]:
     return props.name, props.multi_processor_count, props.major >= 9
 
 
-def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) -> dict:
-    """The path and launch configuration `geglu` uses for these inputs (recorded with results).
+# The tile and pipeline sizes every launch config holds.
+_SIZES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """A launch config: tile and pipeline sizes, and options that a config may leave out, off by
+    default. `named`: the options the config gave, which are the ones its record holds."""
+
+    BLOCK_M: int
+    BLOCK_N: int
+    BLOCK_K: int
+    GROUP_M: int
+    num_warps: int
+    num_stages: int
+    warp_specialize: bool = False
+    epilogue_subtile: bool = False
+    one_dot: bool = False
+    flatten: bool = False
+    programs_per_sm: int = 1
+    maxnreg: int | None = None
+    num_ctas: int = 1
+    # Above 1: _geglu_split_k_kernel, one program per part of K and tile, always one dot.
+    split_k: int = 1
+    named: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> LaunchConfig:
+        """A config as configs.py and tuned_configs.yaml write it: every size, and any options."""
+        _refuse_unknown(config)
+        missing = [name for name in _SIZES if name not in config]
+        if missing:
+            raise ValueError(f"geglu: a launch config needs {missing}, got {sorted(config)}")
+        return cls(**config, named=frozenset(config) & frozenset(_OPTIONS))
+
+    def over(self, config: Mapping[str, Any]) -> LaunchConfig:
+        """`config` over this one's sizes. An option `config` leaves out is off, never this one's
+        value: a tuned `programs_per_sm` or `maxnreg` must not leak into a candidate that says
+        nothing of them."""
+        _refuse_unknown(config)
+        sizes = {name: getattr(self, name) for name in _SIZES}
+        return LaunchConfig(**{**sizes, **config}, named=frozenset(_OPTIONS))
+
+    def record(self) -> dict[str, Any]:
+        """Its sizes and the options it names."""
+        return {name: getattr(self, name) for name in (*_SIZES, *_OPTIONS) if name in _SIZES or name in self.named}
+
+
+# The options, in the order a record lists them.
+_OPTIONS = tuple(f.name for f in fields(LaunchConfig) if f.name not in (*_SIZES, "named"))
+
+
+def _refuse_unknown(config: Mapping[str, Any]) -> None:
+    """An option the kernel does not know is refused, not ignored (a probe written for a removed
+    option would otherwise time the plain kernel)."""
+    unknown = sorted(set(config) - {*_SIZES, *_OPTIONS})
+    if unknown:
+        raise ValueError(f"geglu: unknown launch option(s) {unknown}; a config may hold {sorted({*_SIZES, *_OPTIONS})}")
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """The path and launch config `geglu` uses for some inputs, and where the config came from."""
+
+    path: str  # "tma" or "pointer"
+    gpu: str
+    shape_class: str  # configs.shape_class
+    num_sms: int
+    config: LaunchConfig
+    source: str  # "tuned", "by waves", "fixed", "untuned", "autotuned", "given", ...
+    one_group: bool = False  # GROUP_M holds every row block (configs.one_group), not the tuned one
+    align_x: bool = False  # geglu copies x into 32-byte-aligned rows first (_aligned_rows)
+
+    def record(self) -> dict[str, Any]:
+        """The plan as results record it (the subject's `config`): one_group and align_x only
+        where they hold."""
+        flags = {name: True for name in ("one_group", "align_x") if getattr(self, name)}
+        where = {"path": self.path, "gpu": self.gpu, "shape_class": self.shape_class, "num_sms": self.num_sms}
+        return {**where, **self.config.record(), "source": self.source, **flags}
+
+
+def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) -> dict[str, Any]:
+    """The plan `geglu` uses for these inputs, as results record it (`plan_for`)."""
+    return plan_for(x, weight, path).record()
+
+
+def plan_for(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) -> LaunchPlan:
+    """The path and launch config `geglu` uses for these inputs.
 
     `path` forces "tma" or "pointer"; by default TMA is used wherever it can be.
     """
@@ -395,34 +484,41 @@ def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) 
         chosen = preferred
     else:
         chosen = "tma" if can_tma and has_tma else "pointer"
-    config = configs.lookup(gpu, chosen, shape_class, x.dtype)
-    plan = _fit_rows({"path": chosen, "gpu": gpu, "shape_class": shape_class, "num_sms": num_sms, **config}, M)
-    if chosen == "tma" and shape_class in configs.ALL_ROWS_CLASSES and config["source"] != "fixed":
+    looked_up = configs.lookup(gpu, chosen, shape_class, x.dtype)
+    source = looked_up["source"]
+    config = LaunchConfig.of({name: value for name, value in looked_up.items() if name != "source"})
+    plan = _fit_rows(LaunchPlan(chosen, gpu, shape_class, num_sms, config, source), M)
+    if chosen == "tma" and shape_class in configs.ALL_ROWS_CLASSES and source != "fixed":
         plan = _decode_plan(plan, K, N, num_sms)
-    elif chosen == "tma" and shape_class == "large" and config["source"] != "fixed" and _aligned(x2d, weight):
-        # A few hundred rows: 64-row tiles where they fill the rows and waves enough better; up to
-        # 16 row blocks, all in one group, so that weight is read from memory once.
-        rows = configs.prefill_by_waves(M, N, num_sms)
-        if rows is not None:
-            plan = {**plan, **_OPTION_DEFAULTS, **rows, "source": "by waves"}
-        group_m = configs.one_group(M, plan["BLOCK_M"], plan["GROUP_M"])
-        if group_m != plan["GROUP_M"]:
-            plan["GROUP_M"], plan["one_group"] = group_m, True  # not the tuned GROUP_M: say so
+    elif chosen == "tma" and shape_class == "large" and source != "fixed" and _aligned(x2d, weight):
+        plan = _prefill_plan(plan, M, N, num_sms)
     if chosen == "tma" and M >= ALIGN_ROWS_FROM and not _aligned(x2d):
-        plan["align_x"] = True  # geglu copies x into 32-byte-aligned rows first (_aligned_rows)
+        plan = replace(plan, align_x=True)
     return plan
 
 
-def _decode_plan(plan: dict, K: int, N: int, num_sms: int) -> dict:
+def _decode_plan(plan: LaunchPlan, K: int, N: int, num_sms: int) -> LaunchPlan:
     """Decode is chosen by the shape's waves on this GPU, not tuned per class (configs.py); where
     its tiles are too few for the SMs, K is split across programs (_geglu_split_k_kernel)."""
-    plan = {**plan, **_OPTION_DEFAULTS, **configs.decode_by_waves(plan["BLOCK_M"], N, num_sms), "source": "by waves"}
-    tiles, k_tiles = triton.cdiv(N, plan["BLOCK_N"]), triton.cdiv(K, plan["BLOCK_K"])
-    split_k = configs.decode_split_k(tiles, k_tiles, plan["num_stages"], num_sms)
+    config = plan.config.over(configs.decode_by_waves(plan.config.BLOCK_M, N, num_sms))
+    tiles, k_tiles = triton.cdiv(N, config.BLOCK_N), triton.cdiv(K, config.BLOCK_K)
+    split_k = configs.decode_split_k(tiles, k_tiles, config.num_stages, num_sms)
     if split_k > 1:
         # One program per part and tile, not persistent, so no pipeline across tiles either.
-        plan.update(split_k=split_k, programs_per_sm=1, flatten=False)
-    return plan
+        config = replace(config, split_k=split_k, programs_per_sm=1, flatten=False)
+    return replace(plan, config=config, source="by waves")
+
+
+def _prefill_plan(plan: LaunchPlan, M: int, N: int, num_sms: int) -> LaunchPlan:
+    """A few hundred rows: 64-row tiles where they fill the rows and waves enough better; up to
+    16 row blocks, all in one group, so that weight is read from memory once."""
+    rows = configs.prefill_by_waves(M, N, num_sms)
+    if rows is not None:
+        plan = replace(plan, config=plan.config.over(rows), source="by waves")
+    group_m = configs.one_group(M, plan.config.BLOCK_M, plan.config.GROUP_M)
+    if group_m == plan.config.GROUP_M:
+        return plan
+    return replace(plan, config=replace(plan.config, GROUP_M=group_m), one_group=True)  # not the tuned GROUP_M
 
 
 def _aligned(*tensors: torch.Tensor) -> bool:
@@ -430,41 +526,17 @@ def _aligned(*tensors: torch.Tensor) -> bool:
     return all((t.stride(0) * t.element_size()) % 32 == 0 and t.data_ptr() % 32 == 0 for t in tensors)
 
 
-# The launch options a config may leave out, off by default.
-_OPTION_DEFAULTS = {
-    "warp_specialize": False,
-    "epilogue_subtile": False,
-    "one_dot": False,
-    "flatten": False,
-    "programs_per_sm": 1,
-    "maxnreg": None,
-    "num_ctas": 1,
-    # Above 1: _geglu_split_k_kernel, one program per part of K and tile, always one dot.
-    "split_k": 1,
-}
+def _with_config(plan: LaunchPlan, config: Mapping[str, Any], M: int, source: str) -> LaunchPlan:
+    """The plan with `config` over its launch config (LaunchConfig.over): the config's GROUP_M
+    rules, so the plan no longer says one_group."""
+    return _fit_rows(replace(plan, config=plan.config.over(config), source=source, one_group=False), M)
 
 
-# What a launch config may hold: tile and pipeline sizes, and the options above.
-_CONFIG_KEYS = frozenset({"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", *_OPTION_DEFAULTS})
-
-
-def _with_config(plan: dict, config: dict, M: int, source: str) -> dict:
-    """The plan with `config` over its launch config. An option the config leaves out is off,
-    never the tuned config's value: a tuned `programs_per_sm` or `maxnreg` must not leak into a
-    candidate that says nothing of them. An option the kernel does not know is refused, not
-    ignored (a probe written for a removed option would otherwise time the plain kernel)."""
-    unknown = sorted(set(config) - _CONFIG_KEYS)
-    if unknown:
-        raise ValueError(f"geglu: unknown launch option(s) {unknown}; a config may hold {sorted(_CONFIG_KEYS)}")
-    plan = {name: value for name, value in plan.items() if name != "one_group"}  # the config's GROUP_M rules
-    return _fit_rows({**plan, **_OPTION_DEFAULTS, **config, "source": source}, M)
-
-
-def _fit_rows(plan: dict, M: int) -> dict:
-    if plan["shape_class"] in configs.ALL_ROWS_CLASSES:
-        # One block of rows holds every row, so weight is read from memory once.
-        plan["BLOCK_M"] = max(16, triton.next_power_of_2(M))
-    return plan
+def _fit_rows(plan: LaunchPlan, M: int) -> LaunchPlan:
+    if plan.shape_class not in configs.ALL_ROWS_CLASSES:
+        return plan
+    # One block of rows holds every row, so weight is read from memory once.
+    return replace(plan, config=replace(plan.config, BLOCK_M=max(16, triton.next_power_of_2(M))))
 
 
 def geglu(
@@ -500,16 +572,16 @@ def geglu(
         return out.zero_()
     x2d = x.reshape(M, K)
     out2d = out.view(M, N)
-    plan = launch_plan(x2d, weight, path)
-    if plan.get("align_x"):
+    plan = plan_for(x2d, weight, path)
+    if plan.align_x:
         x2d = _aligned_rows(x2d)
     # TMA stores need a 16-byte-aligned base: an out that has none is written through a fresh one.
-    target = torch.empty_like(out2d) if plan["path"] == "tma" and out2d.data_ptr() % 16 else out2d
+    target = torch.empty_like(out2d) if plan.path == "tma" and out2d.data_ptr() % 16 else out2d
     tanh = approximate == "tanh"
     if config is not None:
         plan = _with_config(plan, config, M, "given")
-    elif plan["source"] == "untuned" and x.device.type == "cuda":
-        key = (plan["gpu"], plan["path"], plan["shape_class"], x.dtype)
+    elif plan.source == "untuned" and x.device.type == "cuda":
+        key = (plan.gpu, plan.path, plan.shape_class, x.dtype)
         best = configs.autotune(
             key, lambda c: _launch(x2d, weight, target, _with_config(plan, c, M, "autotuning"), tanh)
         )
@@ -520,16 +592,17 @@ def geglu(
     return out
 
 
-def _launch(x2d, weight, out2d, plan: dict, tanh: bool):
+def _launch(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor, plan: LaunchPlan, tanh: bool) -> Any:
     """Launch the plan's kernel; returns Triton's compiled kernel (its registers and shared
     memory are what `python -m kernels.tune` reports)."""
-    return (_launch_tma if plan["path"] == "tma" else _launch_pointer)(x2d, weight, out2d, plan, tanh)
+    return (_launch_tma if plan.path == "tma" else _launch_pointer)(x2d, weight, out2d, plan, tanh)
 
 
-def _launch_pointer(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
+def _launch_pointer(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor, plan: LaunchPlan, tanh: bool) -> Any:
+    config = plan.config
     M, K = x2d.shape
     N = out2d.shape[1]
-    grid = (triton.cdiv(M, plan["BLOCK_M"]) * triton.cdiv(N, plan["BLOCK_N"]),)
+    grid = (triton.cdiv(M, config.BLOCK_M) * triton.cdiv(N, config.BLOCK_N),)
     return _geglu_pointer_kernel[grid](
         x2d,
         weight,
@@ -543,42 +616,42 @@ def _launch_pointer(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
         weight.stride(1),
         out2d.stride(0),
         out2d.stride(1),
-        BLOCK_M=plan["BLOCK_M"],
-        BLOCK_N=plan["BLOCK_N"],
-        BLOCK_K=plan["BLOCK_K"],
-        GROUP_M=plan["GROUP_M"],
+        BLOCK_M=config.BLOCK_M,
+        BLOCK_N=config.BLOCK_N,
+        BLOCK_K=config.BLOCK_K,
+        GROUP_M=config.GROUP_M,
         APPROXIMATE_TANH=tanh,
         # Full fp32 products for fp32 inputs, as torch does by default (no TF32).
         INPUT_PRECISION="ieee",
-        num_warps=plan["num_warps"],
-        num_stages=plan["num_stages"],
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
     )
 
 
-def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
-    options = {**_OPTION_DEFAULTS, **plan}  # a tuned config may leave options out: they are off
-    if options["split_k"] != 1:
+def _launch_tma(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor, plan: LaunchPlan, tanh: bool) -> Any:
+    options = plan.config  # a tuned config may leave options out: they are off
+    if options.split_k != 1:
         return _launch_split_k(x2d, weight, out2d, options, tanh)
     M, K = x2d.shape
     N = out2d.shape[1]
-    bm, bn, bk = options["BLOCK_M"], options["BLOCK_N"], options["BLOCK_K"]
+    bm, bn, bk = options.BLOCK_M, options.BLOCK_N, options.BLOCK_K
     x_desc = TensorDescriptor(x2d, [M, K], [x2d.stride(0), 1], [bm, bk])
     row = weight.stride(0)  # K, or more where the caller padded the rows
-    if options["one_dot"]:
+    if options.one_dot:
         w1_desc = w2_desc = _both_halves(weight, N, bn, bk)
     else:
         w1_desc = TensorDescriptor(weight[:N], [N, K], [row, 1], [bn, bk])
         w2_desc = TensorDescriptor(weight[N:], [N, K], [row, 1], [bn, bk])
-    subtile = options["epilogue_subtile"]
+    subtile = options.epilogue_subtile
     out_desc = TensorDescriptor(out2d, [M, N], [N, 1], [bm, bn // 2 if subtile else bn])
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
     # Two programs per SM (configs small enough in registers and shared memory): while one runs
     # its epilogue, the other's matmul keeps the tensor cores busy. A program on a cluster of
     # num_ctas CTAs takes that many SMs.
-    programs = min(options["programs_per_sm"] * options["num_sms"] // options["num_ctas"], tiles)
-    limits = {"maxnreg": options["maxnreg"]} if options["maxnreg"] else {}
-    if options["num_ctas"] != 1:
-        limits["num_ctas"] = options["num_ctas"]
+    programs = min(options.programs_per_sm * plan.num_sms // options.num_ctas, tiles)
+    limits = {"maxnreg": options.maxnreg} if options.maxnreg else {}
+    if options.num_ctas != 1:
+        limits["num_ctas"] = options.num_ctas
     return _geglu_tma_kernel[(programs,)](
         x_desc,
         w1_desc,
@@ -590,15 +663,15 @@ def _launch_tma(x2d, weight, out2d, plan: dict, tanh: bool) -> None:
         BLOCK_M=bm,
         BLOCK_N=bn,
         BLOCK_K=bk,
-        GROUP_M=options["GROUP_M"],
+        GROUP_M=options.GROUP_M,
         NUM_PROGRAMS=programs,
         APPROXIMATE_TANH=tanh,
-        WARP_SPECIALIZE=options["warp_specialize"],
+        WARP_SPECIALIZE=options.warp_specialize,
         EPILOGUE_SUBTILE=subtile,
-        ONE_DOT=options["one_dot"],
-        FLATTEN=options["flatten"],
-        num_warps=options["num_warps"],
-        num_stages=options["num_stages"],
+        ONE_DOT=options.one_dot,
+        FLATTEN=options.flatten,
+        num_warps=options.num_warps,
+        num_stages=options.num_stages,
         **limits,
     )
 
@@ -641,10 +714,12 @@ def _both_halves(weight: torch.Tensor, N: int, bn: int, bk: int) -> TensorDescri
     return TensorDescriptor(weight, [2, N, weight.shape[1]], [N * row, row, 1], [2, bn, bk])
 
 
-def _launch_split_k(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor, options: dict, tanh: bool) -> None:
+def _launch_split_k(
+    x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor, options: LaunchConfig, tanh: bool
+) -> Any:
     M, K = x2d.shape
     N = out2d.shape[1]
-    split_k, bm, bn, bk = options["split_k"], options["BLOCK_M"], options["BLOCK_N"], options["BLOCK_K"]
+    split_k, bm, bn, bk = options.split_k, options.BLOCK_M, options.BLOCK_N, options.BLOCK_K
     if split_k < 1:
         raise ValueError(f"geglu: split_k must be at least 1, got {split_k}")
     if bm < M:
@@ -652,12 +727,12 @@ def _launch_split_k(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor
             f"geglu: split_k = {split_k} needs one block of rows holding all {M} rows, got BLOCK_M = {bm}; "
             f"set BLOCK_M to at least {triton.next_power_of_2(M)} or split_k to 1"
         )
-    if options["num_ctas"] != 1:
-        raise ValueError(f"geglu: split_k = {split_k} runs one CTA per program, got num_ctas = {options['num_ctas']}")
+    if options.num_ctas != 1:
+        raise ValueError(f"geglu: split_k = {split_k} runs one CTA per program, got num_ctas = {options.num_ctas}")
     # What the split kernel does not do is refused, not ignored: one program per part and tile.
-    ignored = [name for name in ("warp_specialize", "epilogue_subtile", "flatten") if options[name]]
-    if options["programs_per_sm"] != 1:
-        ignored.append(f"programs_per_sm = {options['programs_per_sm']}")
+    ignored = [name for name in ("warp_specialize", "epilogue_subtile", "flatten") if getattr(options, name)]
+    if options.programs_per_sm != 1:
+        ignored.append(f"programs_per_sm = {options.programs_per_sm}")
     if ignored:
         raise ValueError(f"geglu: split_k = {split_k} runs one program per part and tile, without {', '.join(ignored)}")
     tiles = triton.cdiv(N, bn)
@@ -665,7 +740,7 @@ def _launch_split_k(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor
     w_desc = _both_halves(weight, N, bn, bk)
     counters = _arrival_counters(x2d.device, tiles)
     partials = torch.empty(split_k * tiles * M * 2 * bn, dtype=torch.float32, device=x2d.device)
-    limits = {"maxnreg": options["maxnreg"]} if options["maxnreg"] else {}
+    limits = {"maxnreg": options.maxnreg} if options.maxnreg else {}
     try:
         return _geglu_split_k_kernel[(tiles * split_k,)](
             x_desc,
@@ -682,8 +757,8 @@ def _launch_split_k(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor
             BLOCK_K=bk,
             SPLIT_K=split_k,
             APPROXIMATE_TANH=tanh,
-            num_warps=options["num_warps"],
-            num_stages=options["num_stages"],
+            num_warps=options.num_warps,
+            num_stages=options.num_stages,
             **limits,
         )
     except BaseException:

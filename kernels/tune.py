@@ -60,7 +60,7 @@ def matches(config: dict, where: dict[str, str]) -> bool:
 
 def resources(x: torch.Tensor, weight: torch.Tensor, path: str, config: dict) -> str:
     """Registers per thread and shared memory per program of the compiled kernel."""
-    plan = geglu_module._with_config(geglu_module.launch_plan(x, weight, path), config, x.shape[0], "given")
+    plan = geglu_module._with_config(geglu_module.plan_for(x, weight, path), config, x.shape[0], "given")
     out = torch.empty(x.shape[0], weight.shape[0] // 2, dtype=x.dtype, device=x.device)
     kernel = geglu_module._launch(x, weight, out, plan, False)
     return f"{kernel.n_regs} registers, {kernel.metadata.shared} B shared"

@@ -144,6 +144,39 @@ def test_the_h200_plans_decode_and_prefill_by_waves(h200):
     assert not _plan(64, 8168, 4096).get("align_x")  # few rows: the weight's reads dominate
 
 
+SIZES = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"]
+OPTIONS = [
+    "warp_specialize",
+    "epilogue_subtile",
+    "one_dot",
+    "flatten",
+    "programs_per_sm",
+    "maxnreg",
+    "num_ctas",
+    "split_k",
+]
+
+
+@needs_interpreter
+def test_a_plan_records_the_options_its_config_names_and_no_others(h200):
+    # Results hold the record (the subject's config=launch_plan) and a run names each key whose
+    # value differs from the baseline's: an option recorded where it was not before would read as
+    # a changed config. A tuned config records the options tuned_configs.yaml gives it...
+    from kernels import configs
+
+    where = {"path": "tma", "gpu": "NVIDIA H200", "num_sms": 132}
+    tuned = configs.tuned_table()["NVIDIA H200"]["tma"]["large"]
+    assert not {"programs_per_sm", "maxnreg", "split_k"} & set(tuned)
+    assert _plan(8192, 4096, 4096) == {**where, "shape_class": "large", **tuned, "source": "tuned"}
+    # ...fp32's fixed one none of them...
+    fixed = launch_plan(*(torch.empty(shape, device="meta") for shape in ((300, 64), (80, 64))))
+    assert list(fixed) == ["path", "gpu", "shape_class", "num_sms", *SIZES, "source"]
+    # ...and one chosen by waves every one, maxnreg's None too.
+    decode = _plan(8, 4096, 11008)
+    assert list(decode) == ["path", "gpu", "shape_class", "num_sms", *SIZES, *OPTIONS, "source"]
+    assert decode["maxnreg"] is None and (decode["programs_per_sm"], decode["split_k"]) == (3, 1)
+
+
 @needs_interpreter
 @pytest.mark.parametrize("batch,K,N,split_k", [((5,), 64, 40, 1), ((33,), 72, 200, 1), ((5,), 2104, 200, 2)])
 def test_a_by_waves_plan_runs_right(h200, batch, K, N, split_k):
@@ -219,8 +252,11 @@ def test_the_h200_prefill_plans_group_their_row_blocks(h200):
         assert (plan["GROUP_M"], "one_group" in plan) == (tuned_group_m, False)
     # A config given by hand sets GROUP_M itself: the plan no longer says "one group".
     by_hand = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 4}
-    given = geglu_module._with_config(grouped, by_hand, 522, "given")
-    assert given["GROUP_M"] == 4 and "one_group" not in given
+    x = torch.empty(522, 5120, dtype=torch.bfloat16, device="meta")
+    typed = geglu_module.plan_for(x, torch.empty(2 * 13824, 5120, dtype=torch.bfloat16, device="meta"))
+    assert typed.one_group and typed.record() == grouped
+    given = geglu_module._with_config(typed, by_hand, 522, "given")
+    assert given.config.GROUP_M == 4 and not given.one_group and "one_group" not in given.record()
 
 
 def test_k_is_split_only_where_the_tiles_leave_half_the_sms_idle():
@@ -775,10 +811,10 @@ def test_options_a_given_config_leaves_out_are_off(monkeypatch):
     monkeypatch.setattr(geglu_module, "_launch_tma", lambda *args: launched.append(args[3]) or real_launch(*args))
     candidate = {key: value for key, value in tuned.items() if key not in ("programs_per_sm", "maxnreg")}
     _check((130,), 64, 72, torch.float16, 5e-4, "none", path="tma", config=candidate)
-    assert launched[-1]["programs_per_sm"] == 1 and launched[-1]["maxnreg"] is None
-    assert launched[-1]["source"] == "given" and launched[-1]["BLOCK_N"] == 16
+    assert launched[-1].config.programs_per_sm == 1 and launched[-1].config.maxnreg is None
+    assert launched[-1].source == "given" and launched[-1].config.BLOCK_N == 16
     _check((130,), 64, 72, torch.float16, 5e-4, "none", path="tma")  # the tuned config, as tuned
-    assert launched[-1]["programs_per_sm"] == 2 and launched[-1]["source"] == "tuned"
+    assert launched[-1].config.programs_per_sm == 2 and launched[-1].source == "tuned"
 
 
 @needs_interpreter
@@ -786,6 +822,20 @@ def test_an_unknown_launch_option_is_refused():
     x, weight = make_inputs((9,), 40, 24, torch.float16)
     with pytest.raises(ValueError, match=r"unknown launch option.*stream_k_waves"):
         geglu(x, weight, path="tma", config={"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16, "stream_k_waves": 1})
+
+
+def test_a_tuned_config_without_a_size_or_with_an_unknown_option_is_refused(monkeypatch):
+    from kernels import configs
+
+    x, weight = make_inputs((9,), 40, 24, torch.float16)
+    sizes = {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 1, "num_warps": 4, "num_stages": 2}
+    monkeypatch.setattr(configs, "lookup", lambda *key: {**sizes, "stream_k_waves": 1, "source": "tuned"})
+    with pytest.raises(ValueError, match=r"unknown launch option.*stream_k_waves"):
+        launch_plan(x, weight)
+    without = {name: value for name, value in sizes.items() if name != "GROUP_M"}
+    monkeypatch.setattr(configs, "lookup", lambda *key: {**without, "source": "tuned"})
+    with pytest.raises(ValueError, match=r"a launch config needs \['GROUP_M'\]"):
+        launch_plan(x, weight)
 
 
 def test_shape_classes_and_a_class_borrowing_its_neighbours_tuned_config(tmp_path, monkeypatch):
