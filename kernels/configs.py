@@ -15,6 +15,7 @@ import functools
 import itertools
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 import yaml
@@ -377,12 +378,13 @@ def decode_by_waves(block_m: int, N: int, num_sms: int) -> dict:
         and _smem_bytes({**c, "BLOCK_M": block_m}) * c["programs_per_sm"] <= SM_SMEM_BYTES
     ]
 
-    def score(config: dict) -> tuple:
+    def score(config: dict[str, Any]) -> tuple[int, float, int]:
         tiles, slots = -(-N // config["BLOCK_N"]), config["programs_per_sm"] * num_sms
         waves = -(-tiles // slots)
         return waves, -tiles / (waves * slots), -config["BLOCK_N"]
 
-    return dict(min(fitting, key=score))
+    best = min(fitting, key=score)
+    return dict(best)
 
 
 # A part of a split K runs at least this many times its pipeline's depth in K steps: a shorter

@@ -166,7 +166,8 @@ def group(sources: Sequence[Source]) -> tuple[Grouped, dict[str, list[Source]], 
             if not _takes_gelu(bench.kernel):
                 shared.setdefault((bench.suite, bench.case), {})[bench.kernel] = bench
             else:
-                gelu = GELU_NAMES.get(bench.variant.get("approximate", "none"), bench.variant.get("approximate"))
+                approximate = bench.variant.get("approximate", "none")
+                gelu = GELU_NAMES.get(approximate, approximate)
                 mine.setdefault((bench.suite, gelu, bench.case), {})[bench.kernel] = bench
         for (suite, gelu, case), benches in mine.items():
             cases = grouped.setdefault(suite, {}).setdefault(gelu, {})
@@ -187,6 +188,7 @@ def shape_of(where: str, case: str, benches: dict[str, Benchmark]) -> Shape:
     lacking = [name for name in needed if name not in benches]
     if lacking:
         raise ReportError(f"{where} case {case}: no {', '.join(lacking)} in the results (needed: {', '.join(needed)})")
+    fused = benches["fused"]  # NEEDED names it
     if any(not isinstance(fused.shape.get(dim), int) for dim in ("M", "K", "N")):
         raise ReportError(f"{where} case {case}: fused's shape {fused.shape} has no M, K and N")
     paired = {}

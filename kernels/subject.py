@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -97,7 +98,7 @@ def eager_geglu(x: torch.Tensor, weight: torch.Tensor, approximate: str = "none"
     return z1 * F.gelu(z2, approximate=approximate)
 
 
-def _compile(**options) -> Callable[..., torch.Tensor]:
+def _compile(**options: Any) -> Callable[..., torch.Tensor]:
     """torch.compile of eager_geglu. A run compiles it for every case and GELU, in two modes, and
     dynamo keeps one cache per function: past its recompile limit (8) it silently runs the
     function eagerly, so a "compiled" baseline would be timed as eager (this happened on the

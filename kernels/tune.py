@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import math
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from kernels import configs
 from kernels import geglu as geglu_module
 from kernels.geglu import geglu
 from kernels.subject import geglu_float64, subject
+from perfbot.loading.subject import Case
 from perfbot.loading.suites import load_suites
 from perfbot.measuring import correctness, measure
 
@@ -42,9 +44,10 @@ BOUNDS = {"bfloat16": 3e-3, "float16": 5e-4}
 TUNED_ON = ("a100", "models", "decode", "generated")
 
 
-def cases_by_class(num_sms: int, suite_names: tuple[str, ...] = TUNED_ON) -> dict[str, list]:
+def cases_by_class(num_sms: int, suite_names: tuple[str, ...] = TUNED_ON) -> dict[str, list[Case]]:
     suites = load_suites(ROOT / "kernels" / "suites.yaml", subject)
-    seen, by_class = set(), {c: [] for c in configs.SHAPE_CLASSES}
+    seen = set()
+    by_class: dict[str, list[Case]] = {c: [] for c in configs.SHAPE_CLASSES}
     for name in suite_names:
         for case in suites[name].cases:
             key = (case.M, case.K, case.N, case.dtype)
@@ -52,6 +55,10 @@ def cases_by_class(num_sms: int, suite_names: tuple[str, ...] = TUNED_ON) -> dic
                 seen.add(key)
                 by_class[configs.shape_class(case.M, case.K, case.N, num_sms)].append(case)
     return by_class
+
+
+def _gemm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return x @ weight.T
 
 
 def matches(config: dict, where: dict[str, str]) -> bool:
@@ -70,7 +77,7 @@ def tune(path: str, cls: str, cases: list, samples: int, where: dict[str, str]) 
     candidates = [c for c in configs.candidates(path, cls) if matches(c, where)]
     if not candidates:
         raise SystemExit(f"no {path}/{cls} candidate matches {where}")
-    compiled = {}
+    compiled: dict[int, str] = {}
     times: dict[int, list[float]] = {i: [] for i in range(len(candidates))}
     gemm_times = []
     log = []
@@ -79,9 +86,9 @@ def tune(path: str, cls: str, cases: list, samples: int, where: dict[str, str]) 
         x = torch.randn(case.M, case.K, device="cuda").to(dtype)
         weight = (torch.randn(2 * case.N, case.K, device="cuda") / case.K**0.5).to(dtype)
         expected = geglu_float64(x, weight)
-        captured = {"gemm": measure.capture(lambda x=x, weight=weight: x @ weight.T, 2)}
+        captured = {"gemm": measure.capture(functools.partial(_gemm, x, weight), 2)}
         for i, config in enumerate(candidates):
-            call = lambda x=x, weight=weight, config=config: geglu(x, weight, path=path, config=config)  # noqa: E731
+            call = functools.partial(geglu, x, weight, path=path, config=config)
             try:
                 error = correctness.check(call(), expected, BOUNDS[case.dtype]).relative_error
             except Exception as failure:  # noqa: BLE001 -- does not compile or launch here: not a choice
@@ -92,17 +99,17 @@ def tune(path: str, cls: str, cases: list, samples: int, where: dict[str, str]) 
                 log.append(f"  {case.name}: candidate {i} wrong, relative error {error:.3g}")
                 times[i].append(math.inf)
                 continue
-            captured[i] = measure.capture(call, 2)
+            captured[str(i)] = measure.capture(call, 2)  # the timing engine names what it times
             compiled.setdefault(i, resources(x, weight, path, config))
         timings = measure.time_interleaved(captured, samples).samples
         median = lambda values: sorted(values)[len(values) // 2]  # noqa: E731
         gemm_times.append(median(timings.pop("gemm")))
-        for i, samples_ms in timings.items():
-            times[i].append(median(samples_ms))
+        for name, samples_ms in timings.items():
+            times[int(name)].append(median(samples_ms))
         del captured, expected
         torch.cuda.empty_cache()
     geomean = {i: math.exp(sum(math.log(t) for t in ts) / len(ts)) for i, ts in times.items()}
-    best = min(geomean, key=geomean.get)
+    best = min(geomean, key=geomean.__getitem__)
     gemm_geomean = math.exp(sum(math.log(t) for t in gemm_times) / len(gemm_times))
     for i, value in sorted(geomean.items(), key=lambda item: item[1]):
         log.append(
