@@ -1,5 +1,6 @@
 """Stores of generated runs for the history tests and the detection figures in docs/history.md,
-with the noise measured between separate H200 runs (experiments/2026-11-30-history-noise/).
+with the noise measured between separate H200 runs (tests/fixtures/noise.json, a copy of the
+history-noise experiment's of 2026-11-30: tests/fixtures/README.md).
 
 A run's benchmarks of one case share a deviation drawn from the measured deviations of a median
 (what moves a whole case between runs), and each benchmark has its own drawn from the measured
@@ -23,7 +24,7 @@ import numpy as np
 from perfbot.records import store
 from perfbot.records.run import Benchmark, Environment, Results, Settings
 
-NOISE = json.loads((Path(__file__).parents[1] / "experiments" / "2026-11-30-history-noise" / "noise.json").read_text())
+NOISE = json.loads((Path(__file__).parent / "fixtures" / "noise.json").read_text())
 CASES = {"t5-v1.1-xl": (8192, 2048, 5120, 0.452), "gemma-7b-m16": (16, 3072, 24576, 0.0757)}
 START = datetime.datetime(2026, 11, 1, tzinfo=datetime.UTC)  # one run an hour from here
 KERNELS = {"fused": 1.0, "gemm": 1.005, "eager": 1.5}  # times relative to the case's fused

@@ -169,12 +169,14 @@ def test_an_acknowledged_step_is_marked_at_its_run_with_its_reason(tmp_path: Pat
 
 
 def test_the_site_builds_from_the_projects_own_h200_runs(tmp_path: Path, serve: str, browser):
-    """The project's own store: every H200 run committed under experiments/ that the noise
-    measurement used, stored as baselines in the order they were made."""
+    """The project's own runs: seven H200 runs of the models suite, one at each change of the
+    kernel on 2026-11-30 (tests/fixtures/h200-models), stored as baselines in the order they were
+    made."""
     from selenium.webdriver.common.by import By
 
-    listed = json.loads((ROOT / "experiments" / "2026-11-30-history-noise" / "noise.json").read_text())["files"]
-    files = sorted((ROOT / "experiments" / name for name in listed), key=lambda p: json.loads(p.read_text())["created"])
+    runs = (ROOT / "tests" / "fixtures" / "h200-models").glob("*.json")
+    files = sorted(runs, key=lambda p: json.loads(p.read_text())["created"])
+    assert len(files) == 7
     directory = tmp_path / "store"
     for path in files:
         result = CliRunner().invoke(perfbot, ["baseline", "update", str(path), "--store", str(directory)])

@@ -1,6 +1,6 @@
 """kernels/report.py: docs/kernel.md's generated-suite tables from results files, on files built
 with perfbot's own records (timings chosen so that each target is hit and missed) and on the
-H200 files that summary.txt was made from."""
+H200 files that summary.txt was made from (copies in tests/fixtures: tests/fixtures/README.md)."""
 
 from __future__ import annotations
 
@@ -259,13 +259,14 @@ def test_the_command_line_reports_bad_input_without_a_traceback(tmp_path):
     assert done.stderr == f"kernels.report: error: {tmp_path / 'missing.json'}: no such results file\n"
 
 
-FULL = ROOT / "experiments" / "2026-11-30-h200-unseen-shapes"
+FIXTURES = ROOT / "tests" / "fixtures"
+FULL = FIXTURES / "unseen-shapes"
 
 
 def test_the_h200_files_give_summary_txts_figures(capsys):
     """summarize.py's summary.txt came from these files: the same ratios of medians, the same
     paired intervals (the same bootstrap), the same misses."""
-    code, out, err = _run(capsys, FULL / "full" / "full-erf.json", FULL / "full" / "full-tanh.json")
+    code, out, err = _run(capsys, FULL / "full-erf.json", FULL / "full-tanh.json")
     assert code == 0, err
     summary = (FULL / "summary.txt").read_text()
     labels = {"fused / gemm": "fused / gemm", "decode: weight read": "decode: share of copy's bandwidth"}
@@ -286,11 +287,10 @@ def test_the_h200_files_give_summary_txts_figures(capsys):
 def test_docs_kernel_md_holds_the_tables_of_the_committed_runs(capsys):
     """docs/kernel.md's tables of both generated sets are what the script makes of issue 35's
     committed H200 runs: a table edited by hand, or a run replaced without --write, fails here."""
-    experiments = ROOT / "experiments"
     files = (
         # Both sets in one start of the GPU machine, the final kernel at a committed head (7dc7606).
-        experiments / "2026-12-03-h200-final-judgement" / "runs" / "r1" / "generated.json",
-        experiments / "2026-12-03-h200-final-judgement" / "runs" / "r1" / "generated-2.json",
+        FIXTURES / "final-judgement" / "generated.json",
+        FIXTURES / "final-judgement" / "generated-2.json",
     )
     assert _run(capsys, *files, "--check", ROOT / "docs" / "kernel.md") == (0, "", "")
 

@@ -1,12 +1,12 @@
-"""scripts/paired_ratios.py reproduces the paired ratios docs/kernel.md quotes, from the committed
-results files."""
+"""scripts/paired_ratios.py reproduces the paired ratios docs/kernel.md quotes, from the H200
+results files they came from (copies in tests/fixtures/kernel-results)."""
 
 import subprocess
 import sys
 
 from tests.conftest import ROOT
 
-RESULTS = ROOT / "experiments" / "2026-11-30-h200-kernel-results"
+RESULTS = ROOT / "tests" / "fixtures" / "kernel-results"
 
 
 def test_the_script_reproduces_the_committed_paired_ratios():
