@@ -173,11 +173,15 @@ def test_every_committed_results_file_still_loads():
     listed = subprocess.run(
         ["git", "-C", str(ROOT), "ls-files", "*.json"], capture_output=True, text=True, check=True
     ).stdout.split()
-    found = [ROOT / name for name in listed if '"samples_ms"' in (ROOT / name).read_text(errors="replace")]
+    # What is checked out: the tests pass without the dated experiments (tests/test_fixtures.py).
+    present = [ROOT / name for name in listed if (ROOT / name).is_file()]
+    found = [path for path in present if '"samples_ms"' in path.read_text(errors="replace")]
     found = [path for path in found if '"comparisons"' not in path.read_text()]  # comparison files, not runs
     # A probe's own output may keep samples too; a run's file is the one with benchmarks in it.
     found = [path for path in found if isinstance(run := json.loads(path.read_text()), dict) and "benchmarks" in run]
-    assert len(found) >= 30
+    # The H200 runs copied into tests/fixtures are runs, and the filters above keep every one.
+    copies = {path for path in (ROOT / "tests" / "fixtures").rglob("*.json") if path.name != "noise.json"}
+    assert len(copies) >= 14 and copies <= set(found)
     for path in found:
         measured = results.load(path)
         assert measured.benchmarks, path
