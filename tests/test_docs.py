@@ -1,5 +1,5 @@
 """What users read stays true: the README is a user's page of at most about 250 lines, and every
-file and command that the README, SECURITY.md, CONTRIBUTING.md and docs/ name exists. Names
+file and command that the README, SECURITY.md, CONTRIBUTING.md, CHANGELOG.md and docs/ name exists. Names
 under experiments/ are checked where the lab is in the checkout: the product's tests pass without
 it (tests/test_fixtures.py)."""
 
@@ -19,6 +19,7 @@ PAGES = [
     ROOT / "README.md",
     ROOT / "SECURITY.md",
     ROOT / "CONTRIBUTING.md",
+    ROOT / "CHANGELOG.md",
     *sorted((ROOT / "docs").glob("*.md")),
     *([LAB / "README.md"] if LAB.is_dir() else []),
 ]
@@ -33,6 +34,7 @@ TOP = (
     "thresholds.yaml",
     "SECURITY.md",
     "CONTRIBUTING.md",
+    "CHANGELOG.md",
     "pyproject.toml",
     ".ci/",
 )
