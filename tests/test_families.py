@@ -1,23 +1,22 @@
 """Several kernels in one repository: a package's `subjects`, each a kernel family, combined into
 one subject (perfbot/loading/families.py), and chosen by name on the command line
-(perfbot/commands/context.py). The packages here are real files, loaded by path."""
+(perfbot/loading/selection.py). The packages here are real files, loaded by path."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import click
 import pytest
 import torch
 from click.testing import CliRunner
 
 from perfbot.cli import perfbot
-from perfbot.commands.context import chosen, chosen_implementations, one_benchmark
 from perfbot.errors import BadInput
 from perfbot.loading import declarations
 from perfbot.loading.families import Families
 from perfbot.loading.package import load_subject
+from perfbot.loading.selection import BadChoice, chosen, chosen_implementations, one_benchmark
 from perfbot.measuring.checking import check
 from perfbot.measuring.planning import RunSettings
 
@@ -181,15 +180,36 @@ def test_names_stay_the_same_with_one_family_and_when_one_is_chosen(tmp_path: Pa
     ],
 )
 def test_a_family_or_suite_of_none_is_refused_naming_the_known(two: Path, families, suites, words):
-    with pytest.raises(click.BadParameter, match=words.replace("(", r"\(")):
+    with pytest.raises(BadChoice, match=words.replace("(", r"\(")) as refused:
         chosen(load_subject(two), suites, (), family_names=families)
+    # The library names the option that took the name, for the command line to say its way.
+    assert refused.value.option == ("--family" if words.startswith("unknown family") else "--suite")
+    assert str(refused.value) == f"{refused.value.option}: {refused.value.reason}"
 
 
 def test_a_family_named_for_a_package_of_one_subject_is_refused():
     from tests.conftest import ROOT
 
-    with pytest.raises(click.BadParameter, match="has no kernel families"):
+    with pytest.raises(BadChoice, match=r"^--family: subject 'rmsnorm' has no kernel families"):
         chosen(load_subject(ROOT / "examples" / "rmsnorm" / "rmsnorm"), (), (), family_names=("rmsnorm",))
+
+
+def test_a_benchmark_without_an_implementation_to_time_is_refused_saying_which_option_fixes_it(tmp_path: Path):
+    from perfbot.loading.selection import known_implementations
+
+    top = tmp_path / "perf"
+    _family(top, "pair")
+    _family(top, "norm")
+    (top / "norm" / "__init__.py").write_text(
+        (top / "norm" / "__init__.py").read_text().replace("under_test=True", "under_test=False")
+    )
+    both = load_subject(_package(tmp_path, ["pair", "norm"]))
+    with pytest.raises(BadChoice, match=r"^subject 'pair\+norm' marks no implementation under_test in family 'norm'; "):
+        one_benchmark(both, "norm", None, None, None)
+    assert one_benchmark(both, "norm", None, None, "copy")[1] == "norm/copy"  # named: no need of one
+    with pytest.raises(BadChoice, match=r"^--skip-kernel: unknown implementation 'nope'; known: pair/torch, "):
+        known_implementations(both, ("pair/torch", "nope"), "--skip-kernel")
+    known_implementations(both, ("pair/torch", "norm/copy"), "--kernel")
 
 
 def test_two_families_declaring_one_variant_differently_are_refused(tmp_path: Path):
@@ -235,7 +255,11 @@ def test_the_cli_lists_the_suites_per_family_and_refuses_an_unknown_one_in_a_lin
         and "family norm: norm/torch (under test), norm/copy" in lines
     )
     refused = CliRunner().invoke(perfbot, ["check", "--project", str(tmp_path), "--family", "other"])
-    assert refused.exit_code == 2 and "unknown family 'other'; known: pair, norm" in refused.output
+    assert refused.exit_code == 2
+    assert refused.stderr.splitlines()[-1] == (  # the library's refusal, said as click says a bad argument
+        "perfbot: error: Invalid value for --family: unknown family 'other'; known: pair, norm; "
+        "see perfbot check --help"
+    )
 
 
 def test_an_ab_lists_a_change_to_one_familys_inputs_reference_or_tolerance(tmp_path: Path):

@@ -13,11 +13,10 @@ from ..loading.guard import CALL_LIMIT_S, CONFIG_TIME_S
 from .context import (
     FiniteRange,
     choice_options,
-    chosen,
-    chosen_families,
     console,
     kernels_option,
     load_kernels,
+    named_options,
     progress,
     project_config,
     project_option,
@@ -86,13 +85,15 @@ def check_command(
         perfbot check --family rmsnorm       # one kernel family, of a package's subjects
         perfbot check --time-limit 1800      # a subject whose calls take long in the interpreter
     """
+    from ..loading.selection import chosen, chosen_families
     from ..measuring.checking import check, choose_device
 
     chosen_device = choose_device(device)  # before the subject's Triton kernels are defined
     config = project_config(project)
     subject = load_kernels(config, kernels, time_limit)
     warn_of_triton_pin(config.triton_commit)
-    suites = chosen(subject, suite_names, case_names, family_names=family_names, preferred=("quick", "pr"))
+    with named_options():
+        suites = chosen(subject, suite_names, case_names, family_names=family_names, preferred=("quick", "pr"))
     # Every value of every variant parameter unless told otherwise: checking is cheap, and a
     # variant's code path is as likely to be wrong as the default's.
     variants = variants or tuple(f"{name}=all" for name in subject.subject.variants)

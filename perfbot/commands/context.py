@@ -7,7 +7,8 @@ import dataclasses
 import functools
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,14 +21,14 @@ from ..config import ProjectConfig, find_project_root, load_project_config
 from ..deciding import comparison as comparison_file
 from ..deciding.compare import Report
 from ..deciding.thresholds import DEFAULT_PATH, Policy, default_policy, load_policy
-from ..errors import BadInput, EnvironmentFailure, listed
+from ..errors import BadInput, EnvironmentFailure
 from ..files import check_output, write_all
 from ..output.verdicts import comment_markdown, compare_table
 from ..records.schema import MAX_SAMPLES
 
 if TYPE_CHECKING:
     from ..loading.package import Loaded
-    from ..loading.subject import Case, Suite
+    from ..loading.subject import Suite
     from ..measuring.planning import RunSettings
     from ..records.run import Environment
 
@@ -213,8 +214,11 @@ class Measuring:
     keep_sass: bool
 
     def suites(self, subject: Loaded, every_suite: bool = False) -> list[Suite]:
-        """The suites chosen of the subject's (`chosen`)."""
-        return chosen(subject, self.suite_names, self.case_names, every_suite, self.family_names)
+        """The suites chosen of the subject's (selection.chosen)."""
+        from ..loading.selection import chosen
+
+        with named_options():
+            return chosen(subject, self.suite_names, self.case_names, every_suite, self.family_names)
 
     def settings(self, subject: Loaded) -> RunSettings:
         return run_settings(
@@ -261,146 +265,18 @@ def chosen_gpus(count: int | None, mixed: bool) -> list[Any]:
     return choose(visible, count, mixed)
 
 
-def chosen(
-    subject: Loaded,
-    suite_names: tuple[str, ...],
-    case_names: tuple[str, ...],
-    every_suite: bool = False,
-    family_names: tuple[str, ...] = (),
-    preferred: tuple[str, ...] = ("pr",),
-) -> list[Suite]:
-    """The suites named, cut down to the cases named. None named: the first of `preferred` the
-    subject has (the pull-request suite: a quick run by hand), else, or with `every_suite` (the
-    A/B), every suite; of kernel families, that for each family chosen (`chosen_families`)."""
-    from ..loading.suites import restrict, without_repeats
+@contextmanager
+def named_options() -> Iterator[None]:
+    """The library's refusal of a name (selection.BadChoice) said as click says a bad argument:
+    naming the option that took it, and where to read more."""
+    from ..loading.selection import BadChoice
 
-    names = _suite_names(subject, suite_names, chosen_families(subject, family_names), every_suite, preferred)
-    unknown = [name for name in names if name not in subject.suites]
-    if unknown:
-        raise click.BadParameter(f"unknown suite {unknown[0]!r}; known: {listed(subject.suites)}", param_hint="--suite")
-    suites = without_repeats([subject.suites[name] for name in dict.fromkeys(names)])
-    if not case_names:
-        return suites
-    known = {case.name for suite in suites for case in suite.cases}
-    missing = [name for name in case_names if name not in known]
-    if missing:
-        raise click.BadParameter(
-            f"no case {missing[0]!r} in the chosen suites; they have {listed(sorted(known))}", param_hint="--case"
-        )
-    return restrict(
-        suites, {(suite.name, case.name) for suite in suites for case in suite.cases if case.name in case_names}
-    )
-
-
-def chosen_families(subject: Loaded, family_names: tuple[str, ...]) -> tuple[str, ...]:
-    """The kernel families named by --family, else every one the subject has (none for a package's
-    one `subject`)."""
-    if family_names and not subject.families:
-        raise click.BadParameter(
-            f"subject {subject.subject.name!r} has no kernel families: its package defines `subject`, not `subjects`",
-            param_hint="--family",
-        )
-    unknown = [name for name in family_names if name not in subject.families]
-    if unknown:
-        raise click.BadParameter(
-            f"unknown family {unknown[0]!r}; known: {listed(subject.families)}", param_hint="--family"
-        )
-    return tuple(dict.fromkeys(family_names)) or subject.families
-
-
-def _suite_names(
-    subject: Loaded, names: tuple[str, ...], families: tuple[str, ...], every_suite: bool, preferred: tuple[str, ...]
-) -> list[str]:
-    """The suites `chosen` takes, by name; of kernel families, a bare name is that suite of each
-    chosen family that has one, FAMILY/NAME that family's."""
-    from ..loading.families import family_of, prefixed
-
-    groups = [(family, [s for s in subject.suites if family_of(s) == family]) for family in families]
-    if not families:
-        groups = [("", list(subject.suites))]
-    literal = [prefixed(family, "all") for family in families] or ["all"]  # a suite named all
-    if names == ("all",) and not any(name in subject.suites for name in literal):
-        return [name for _, own in groups for name in own]
-    if not names:
-        picked = []
-        for family, own in groups:
-            wanted = [prefixed(family, name) if family else name for name in preferred]
-            first = next((name for name in wanted if name in own), None)
-            picked += [first] if first is not None and not every_suite else own
-        return picked
-    if not families:
-        return list(names)
-    picked = []
-    for name in names:
-        owner = family_of(name)
-        if owner is not None and owner not in families:
-            known = f"family {owner!r} is not chosen" if owner in subject.families else f"no family {owner!r}"
-            raise click.BadParameter(f"suite {name!r}: {known}; families: {listed(families)}", param_hint="--suite")
-        matching = [name] if owner is not None else [prefixed(f, name) for f in families]
-        found = [each for each in matching if each in subject.suites]
-        if not found:
-            raise click.BadParameter(
-                f"no chosen family has a suite {name!r}; known: {listed(s for _, own in groups for s in own)}",
-                param_hint="--suite",
-            )
-        picked += found
-    return picked
-
-
-def chosen_implementations(subject: Loaded, names: tuple[str, ...]) -> tuple[str, ...]:
-    """Implementations named by --kernel or --skip-kernel: of kernel families, a bare name is that
-    implementation of each family that has one. One of none is left as named, for the plan to
-    refuse (or to leave out, on an A/B's base)."""
-    from ..loading.families import prefixed
-
-    found: list[str] = []
-    for name in names:
-        matching = [prefixed(f, name) for f in subject.families if prefixed(f, name) in subject.implementations]
-        found += [name] if name in subject.implementations or not matching else matching
-    return tuple(dict.fromkeys(found))
-
-
-def own_implementation(subject: Loaded, family: str | None = None) -> str:
-    """The subject's first implementation under test (of `family`, if given): what a command times
-    when none is named."""
-    from ..loading.families import family_of
-
-    own = [
-        name
-        for name, impl in subject.implementations.items()
-        if impl.under_test and (family is None or family_of(name) == family)
-    ]
-    if not own:
-        of = f" in family {family!r}" if family is not None else ""
-        raise click.UsageError(
-            f"subject {subject.subject.name!r} marks no implementation under_test{of}; name one with --kernel"
-        )
-    return own[0]
-
-
-def one_benchmark(
-    subject: Loaded, family: str | None, suite_name: str | None, case_name: str | None, kernel: str | None
-) -> tuple[Case, str]:
-    """The case and the implementation of a command that times one benchmark. Of kernel families,
-    bare names are the family's (--family, else the case's), and no suite named is the family's
-    default case, else its first suite."""
-    from ..loading.families import Families, family_of, prefixed
-
-    if family is not None:
-        chosen_families(subject, (family,))
-        if suite_name is not None and family_of(suite_name) is None:
-            suite_name = prefixed(family, suite_name)
-        if suite_name is None:
-            default = subject.subject.families[family].default_case if isinstance(subject.subject, Families) else None
-            if default is not None and case_name is None:
-                suite_name, case_name = prefixed(family, default[0]), default[1]
-            else:
-                suite_name = next(name for name in subject.suites if family_of(name) == family)
-    case = subject.case(suite_name, case_name)
-    family = family_of(case.suite) if subject.families else None
-    if kernel is not None and family is not None and family_of(kernel) is None:
-        kernel = prefixed(family, kernel)
-    return case, kernel or own_implementation(subject, family)
+    try:
+        yield
+    except BadChoice as error:
+        if error.option is None:
+            raise click.UsageError(error.reason) from None
+        raise click.BadParameter(error.reason, param_hint=error.option) from None
 
 
 def run_settings(
@@ -414,6 +290,7 @@ def run_settings(
     keep_sass: bool = False,
     case_names: tuple[str, ...] = (),
 ) -> RunSettings:
+    from ..loading.selection import chosen_implementations
     from ..measuring.planning import RunSettings, chosen_variants
 
     return RunSettings(

@@ -17,12 +17,11 @@ from ..compiling.offline import DEFAULT_GPU, GPUS
 from ..files import write_atomic
 from .context import (
     check_outputs,
-    chosen,
-    chosen_implementations,
     console,
     family_option,
     given_as,
     load_kernels,
+    named_options,
     progress,
     project_config,
     project_option,
@@ -58,9 +57,11 @@ class ExplainOptions:
     def choose(self, base: Loaded) -> tuple[list[Suite], RunSettings]:
         """The cases and implementations asked for, from the base's subject (it decides, as in
         an A/B); by default the implementations under test, the subject's own kernels."""
+        from ..loading.selection import chosen, chosen_implementations
         from ..measuring.planning import RunSettings, chosen_variants
 
-        suites = chosen(base, self.suite_names, self.case_names, family_names=self.family_names)
+        with named_options():
+            suites = chosen(base, self.suite_names, self.case_names, family_names=self.family_names)
         if self.kernel_names == (EVERY,):
             kernels: tuple[str, ...] = ()
         elif self.kernel_names:

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from ..errors import EXIT_REGRESSION, BadInput, WrongResult, listed
+from ..errors import EXIT_REGRESSION, BadInput, WrongResult
 from ..files import check_output
 from ..output.run_tables import case_markdown, failures_table, run_markdown, run_table
 from ..records import results as results_file
@@ -20,7 +20,7 @@ from .context import (
     kernels_option,
     load_kernels,
     measure_options,
-    own_implementation,
+    named_options,
     progress,
     project_config,
     project_option,
@@ -241,16 +241,15 @@ def sample_command(
         perfbot sample --suite pr --case CASE --kernel NAME --variant NAME=VALUE
     """
     from ..jobs.bisect_probers import hand_back
+    from ..loading.selection import known_implementations, own_implementation
     from ..measuring.planning import RunSettings, chosen_variants
     from ..measuring.runner import run
 
     config = project_config(project)
     subject = load_kernels(config, kernels)
-    kernel = kernel or own_implementation(subject)
-    if kernel not in subject.implementations:
-        raise click.BadParameter(
-            f"unknown implementation {kernel!r}; known: {listed(subject.implementations)}", param_hint="--kernel"
-        )
+    with named_options():
+        kernel = kernel or own_implementation(subject)
+        known_implementations(subject, (kernel,), "--kernel")
     case = subject.case(suite_name, case_name)
     suite = subject.suites[case.suite]
     settings = RunSettings(samples=samples, variants=chosen_variants(subject.subject, variants), kernels=(kernel,))

@@ -14,12 +14,11 @@ from ..records.schema import MAX_SAMPLES
 from .context import (
     FiniteRange,
     chosen_gpus,
-    chosen_implementations,
     console,
     gpu_options,
     load_kernels,
     max_samples_option,
-    one_benchmark,
+    named_options,
     progress,
     project_config,
     project_option,
@@ -135,6 +134,7 @@ def selftest_command(
 
         perfbot selftest --checks 100 --out selftest.json
     """
+    from ..loading.selection import chosen_implementations, known_implementations, one_benchmark
     from ..measuring import interference, selftest
     from ..measuring.shards import on_each_gpu
 
@@ -154,17 +154,16 @@ def selftest_command(
     policy = project_policy(config, thresholds_path)
     subject = load_kernels(config, None)
     warn_of_triton_pin(config.triton_commit)
-    case, kernel = one_benchmark(subject, family, suite_name, case_name, kernel)
+    with named_options():
+        case, kernel = one_benchmark(subject, family, suite_name, case_name, kernel)
     if max_samples < samples:
         raise click.BadParameter(f"must be at least --samples ({samples})", param_hint="--max-samples")
     if keep_samples and out is None:
         raise click.UsageError("--keep-samples writes into --out; pass --out FILE too")
-    if kernel not in subject.implementations:
-        raise click.BadParameter(f"unknown implementation {kernel!r}", param_hint="--kernel")
     skipped_kernels = chosen_implementations(subject, skipped_kernels)
-    unknown = [name for name in skipped_kernels if name not in subject.implementations]
-    if unknown:
-        raise click.BadParameter(f"unknown implementation {unknown[0]!r}", param_hint="--skip-kernel")
+    with named_options():
+        known_implementations(subject, (kernel,), "--kernel")
+        known_implementations(subject, skipped_kernels, "--skip-kernel")
     gpus = chosen_gpus(gpu_count, mixed_gpus)
     with progress() as bar:
         if len(gpus) > 1:  # the checks shared out, each GPU's worker checking the kernel itself
