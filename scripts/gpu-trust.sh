@@ -8,10 +8,10 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 || { echo "install failed"; exit 3; }
 python3 -m perfbot env --json > "$out/env.json"
-python3 -m perfbot selftest --rounds 400 --out "$out/selftest.json" 2>&1 | tee "$out/selftest.txt"
+python3 -m perfbot selftest --checks 100 --out "$out/selftest.json" 2>&1 | tee "$out/selftest.txt"
 # A short (0.08 ms) decode kernel, every sample kept: it raised 1.5-2% false alarms in single
 # rounds on 2026-11-30, and its samples showed position effects within a round (README).
-python3 -m perfbot selftest --suite pr --case gemma-7b-m16 --rounds 200 --keep-samples \
+python3 -m perfbot selftest --suite pr --case gemma-7b-m16 --checks 100 --keep-samples \
   --out "$out/selftest-decode.json" 2>&1 | tee "$out/selftest-decode.txt"
 # The device tool copies the working tree without .git: make one, so that `perfbot ab` has a base
 # (HEAD against itself times exactly what a pull request's check does).
