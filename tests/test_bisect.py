@@ -118,7 +118,7 @@ def test_finds_a_step_slowdown_frugally_and_leaves_the_working_copy_alone(tmp_pa
     repo, shas = history(tmp_path, speeds)
     (repo / "notes.txt").write_text("uncommitted work\n")
     head, status = _git(repo, "rev-parse", "HEAD"), _git(repo, "status", "--porcelain")
-    result = run_bisect(repo, shas[0], shas[-1], tmp_path, "--report", str(tmp_path / "bisect.md"))
+    result = run_bisect(repo, shas[0], shas[-1], tmp_path, "--out-markdown", str(tmp_path / "bisect.md"))
     assert result.exit_code == 0, result.output
     assert f"first bad commit: {shas[19]}" in result.output
     measured = set(_calls(log, "measure"))
@@ -296,7 +296,7 @@ def test_triton_mode_builds_each_end_once_into_its_own_environment(tmp_path: Pat
             bad,
             "--project",
             str(project),
-            "--cache",
+            "--triton-cache",
             str(cache),
             "--no-build-isolation",
             "--state",
@@ -320,7 +320,7 @@ def _outcome(tmp_path: Path):
 def test_the_outcome_file_names_the_culprit_with_every_probe(tmp_path: Path):
     speeds = [1.0] * 11 + [1.05] * 5
     repo, shas = history(tmp_path, speeds)
-    result = run_bisect(repo, shas[0], shas[-1], tmp_path, "--outcome", str(tmp_path / "outcome.json"))
+    result = run_bisect(repo, shas[0], shas[-1], tmp_path, "--out-json", str(tmp_path / "outcome.json"))
     assert result.exit_code == 0, result.output
     outcome = _outcome(tmp_path)
     assert (outcome.result, outcome.first_bad, outcome.candidates) == ("culprit", shas[11], [shas[11]])
@@ -335,7 +335,7 @@ def test_the_outcome_file_names_the_culprit_with_every_probe(tmp_path: Path):
 
 def test_the_outcome_file_says_when_the_step_does_not_reproduce(tmp_path: Path):
     repo, shas = history(tmp_path, [1.0] * 8)
-    result = run_bisect(repo, shas[0], shas[-1], tmp_path, "--outcome", str(tmp_path / "outcome.json"))
+    result = run_bisect(repo, shas[0], shas[-1], tmp_path, "--out-json", str(tmp_path / "outcome.json"))
     assert result.exit_code == 2 and "not significantly slower" in result.output
     outcome = _outcome(tmp_path)
     assert (outcome.result, outcome.first_bad, outcome.candidates) == ("not-reproduced", None, [])
@@ -345,7 +345,7 @@ def test_the_outcome_file_says_when_the_step_does_not_reproduce(tmp_path: Path):
 
 def test_the_outcome_file_names_no_culprit_when_unbuildable_commits_hide_it(tmp_path: Path):
     repo, shas = history(tmp_path, [1.0] * 10 + [1.05] * 6, broken=(10,))
-    result = run_bisect(repo, shas[0], shas[-1], tmp_path, "--outcome", str(tmp_path / "outcome.json"))
+    result = run_bisect(repo, shas[0], shas[-1], tmp_path, "--out-json", str(tmp_path / "outcome.json"))
     assert result.exit_code == 3
     outcome = _outcome(tmp_path)
     assert (outcome.result, outcome.first_bad, outcome.candidates) == ("no-culprit", None, [shas[10], shas[11]])
@@ -355,7 +355,7 @@ def test_the_outcome_file_names_no_culprit_when_unbuildable_commits_hide_it(tmp_
 
 def test_the_outcome_file_says_why_a_bisect_failed(tmp_path: Path):
     repo, shas = history(tmp_path, [1.0, 1.1, 1.2])
-    result = run_bisect(repo, shas[-1], shas[0], tmp_path, "--outcome", str(tmp_path / "outcome.json"))
+    result = run_bisect(repo, shas[-1], shas[0], tmp_path, "--out-json", str(tmp_path / "outcome.json"))
     assert result.exit_code == 2
     outcome = _outcome(tmp_path)
     assert (outcome.result, outcome.good, outcome.bad) == ("failed", shas[-1], shas[0])

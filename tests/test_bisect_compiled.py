@@ -25,7 +25,7 @@ PICK = AutotunePick(
 def _bisected(tmp_path: Path, speeds: list[float], compiled: list[str] | None):
     repo, shas = history(tmp_path, speeds, compiled=compiled)
     report, outcome = tmp_path / "bisect.md", tmp_path / "outcome.json"
-    result = run_bisect(repo, shas[0], shas[-1], tmp_path, "--report", str(report), "--outcome", str(outcome))
+    result = run_bisect(repo, shas[0], shas[-1], tmp_path, "--out-markdown", str(report), "--out-json", str(outcome))
     assert result.exit_code == 0, result.output
     return shas, result.output, report.read_text(), bisect_outcome.load(outcome)
 

@@ -156,7 +156,7 @@ def _numeric_options():
 
 
 def test_every_number_an_option_takes_has_a_range_and_a_float_is_finite():
-    from perfbot.commands.context import FiniteRange
+    from perfbot.commands.options import FiniteRange
 
     found = list(_numeric_options())
     assert len(found) > 20  # every command's counts, seeds, limits and levels

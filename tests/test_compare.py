@@ -324,7 +324,7 @@ def test_a_baseline_timed_another_way_is_noted(tmp_path):
     results.save(base, files[0])
     results.save(head, files[1])
     comment = tmp_path / "comment.md"
-    CliRunner().invoke(perfbot, ["compare", *map(str, files), "--markdown", str(comment)])
+    CliRunner().invoke(perfbot, ["compare", *map(str, files), "--out-markdown", str(comment)])
     assert "environment differs: timing one CUDA-graph replay" in comment.read_text()
 
 
@@ -379,7 +379,15 @@ def test_cli_exit_codes_and_reports(tmp_path: Path, monkeypatch):
     assert runner.invoke(perfbot, ["compare", str(base), str(same)]).exit_code == 0
     result = runner.invoke(
         perfbot,
-        ["compare", str(base), str(slow), "--markdown", str(tmp_path / "c.md"), "--json", str(tmp_path / "c.json")],
+        [
+            "compare",
+            str(base),
+            str(slow),
+            "--out-markdown",
+            str(tmp_path / "c.md"),
+            "--out-json",
+            str(tmp_path / "c.json"),
+        ],
     )
     assert result.exit_code == 1, result.output
     assert "FAIL regression" in result.output
@@ -399,7 +407,7 @@ def test_cli_fails_a_head_missing_what_the_base_has_under_test(tmp_path: Path):
     stored = runner.invoke(perfbot, ["baseline", "update", str(_save(tmp_path, "base.json", base)), "--store", store])
     assert stored.exit_code == 0, stored.output
     markdown, data = tmp_path / "c.md", tmp_path / "c.json"
-    written = ["--markdown", str(markdown), "--json", str(data), "--overwrite"]
+    written = ["--out-markdown", str(markdown), "--out-json", str(data), "--overwrite"]
     for args in ([str(tmp_path / "base.json"), str(head)], ["--store", str(store), str(head)]):
         result = runner.invoke(perfbot, ["compare", *args, *written])
         assert result.exit_code == 1, result.output

@@ -142,7 +142,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def test_a_changed_block_shows_its_specialization_and_what_it_did(rows: Path, cache: str, tmp_path: Path):
     out = tmp_path / "explain.json"
-    done = _explain(rows, "HEAD~2", "pinned", "--kernel", "all", "--json", str(out), TRITON_CACHE_DIR=cache)
+    done = _explain(rows, "HEAD~2", "pinned", "--kernel", "all", "--out", str(out), TRITON_CACHE_DIR=cache)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "the sides pin different Triton commits (base 7c56a5e40f7f, head 0123abcd0f7f)" in done.stderr
     assert "compiled for NVIDIA H200 without one" in done.stdout
@@ -172,7 +172,7 @@ def test_a_kernel_that_only_moved_has_the_same_machine_code_and_a_broken_one_is_
     rows: Path, cache: str, tmp_path: Path
 ):
     out = tmp_path / "explain.json"
-    done = _explain(rows, "HEAD~1", "HEAD", "--json", str(out), TRITON_CACHE_DIR=cache)
+    done = _explain(rows, "HEAD~1", "HEAD", "--out", str(out), TRITON_CACHE_DIR=cache)
     assert done.returncode == 0, done.stdout + done.stderr  # a kernel that fails to compile is reported
     record = _rows(out)
     assert record["triton"]["change"]["same_machine_code"] is True  # compiled without line info
@@ -186,7 +186,7 @@ def test_a_kernel_that_only_moved_has_the_same_machine_code_and_a_broken_one_is_
 def test_an_a_a_has_the_same_machine_code_and_equal_digests(rows: Path, tmp_path: Path):
     out = tmp_path / "explain.json"
     # Compiled anew on each side (no cache), from two worktrees: their paths differ, nothing else.
-    done = _explain(rows, "HEAD~1", "HEAD~1", "--json", str(out), TRITON_ALWAYS_COMPILE="1")
+    done = _explain(rows, "HEAD~1", "HEAD~1", "--out", str(out), TRITON_ALWAYS_COMPILE="1")
     assert done.returncode == 0, done.stdout + done.stderr
     for row in _rows(out).values():
         assert row["change"] == {"kernels": [], "same_machine_code": True, "unknown": None}
@@ -230,7 +230,7 @@ def test_this_repositorys_kernels_compile_on_the_cpu_on_both_paths_in_every_dtyp
     here); fused-pointer the pointer path always: fp16 (quick/odd), bf16 (decode), fp32."""
     out = tmp_path / "explain.json"
     cases = ("--case", "odd", "--case", "odd-fp32", "--case", "gemma-7b-m16")
-    done = _explain(ROOT, "HEAD", "--suite", "quick", "--suite", "decode", *cases, "--json", str(out))
+    done = _explain(ROOT, "HEAD", "--suite", "quick", "--suite", "decode", *cases, "--out", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
     rows = json.loads(out.read_text())["rows"]
     found = {}

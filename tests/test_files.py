@@ -38,21 +38,21 @@ def test_read_text_errors(tmp_path: Path):
 # then `inside` it), and whether it can run to the end here (no GPU, no git): those also show that
 # --overwrite replaces a regular file. The others are refused before any work, which is what counts.
 OUTPUTS = {
-    "compare --markdown": (["compare", "{r}", "{r}", "--thresholds", "{t}", "--markdown", "{o}"], "", True),
-    "compare --json": (["compare", "{r}", "{r}", "--thresholds", "{t}", "--json", "{o}"], "", True),
+    "compare --out-markdown": (["compare", "{r}", "{r}", "--thresholds", "{t}", "--out-markdown", "{o}"], "", True),
+    "compare --out-json": (["compare", "{r}", "{r}", "--thresholds", "{t}", "--out-json", "{o}"], "", True),
     "export --out": (["export", "{r}", "--out", "{o}"], "", True),
-    "history --steps-json": (["history", "--store", "{s}", "--check", "--steps-json", "{o}"], "", True),
-    "history --html": (["history", "--store", "{s}", "--html", "{o}"], "index.html", True),
+    "history --out-steps": (["history", "--store", "{s}", "--check", "--out-steps", "{o}"], "", True),
+    "history --out-html": (["history", "--store", "{s}", "--out-html", "{o}"], "index.html", True),
     "run --out": (["run", "--project", "{p}", "--out", "{o}"], "", False),
     "ab --out-dir": (["ab", "HEAD", "--project", "{p}", "--out-dir", "{o}"], "comparison.json", False),
     "selftest --out": (["selftest", "--project", "{p}", "--out", "{o}"], "", False),
-    "bisect --report": (
-        ["bisect", "--repo", "{p}", "--good", "a", "--bad", "b", "--measure", "true", "--report", "{o}"],
+    "bisect --out-markdown": (
+        ["bisect", "--repo", "{p}", "--good", "a", "--bad", "b", "--measure", "true", "--out-markdown", "{o}"],
         "",
         False,
     ),
-    "bisect --outcome": (
-        ["bisect", "--repo", "{p}", "--good", "a", "--bad", "b", "--measure", "true", "--outcome", "{o}"],
+    "bisect --out-json": (
+        ["bisect", "--repo", "{p}", "--good", "a", "--bad", "b", "--measure", "true", "--out-json", "{o}"],
         "",
         False,
     ),
@@ -243,7 +243,7 @@ def test_read_text_refuses_what_is_not_a_regular_file(tmp_path: Path):
 
 @pytest.mark.parametrize(
     "argv",
-    [["history", "--store", "{s}", "--html", "{o}"], ["export", "{r}", "--out", "{o}/r.json"]],
+    [["history", "--store", "{s}", "--out-html", "{o}"], ["export", "{r}", "--out", "{o}/r.json"]],
     ids=["history --html", "export --out"],
 )
 def test_an_output_folder_that_is_a_dangling_symlink_is_named_as_one(tmp_path: Path, argv: list[str]):

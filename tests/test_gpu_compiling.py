@@ -169,7 +169,7 @@ def test_explain_on_the_gpu_runs_each_implementation_here(project: Path, tmp_pat
             "decode",
             "--case",
             "gemma-7b-m16",
-            "--json",
+            "--out",
             str(out),
         ],
         cwd=project,

@@ -147,13 +147,15 @@ def test_a_missing_store_or_a_corrupt_run_is_exit_2(tmp_path: Path):
     assert invoke("--store", str(tmp_path / "nowhere"), "--check").exit_code == 2
     directory = write_store(tmp_path / "store", make_runs(8, seed=1))
     next(directory.rglob("*.json")).write_text('{"benchmarks": ')
-    result = invoke("--store", str(directory), "--html", str(tmp_path / "site"))
+    result = invoke("--store", str(directory), "--out-html", str(tmp_path / "site"))
     assert result.exit_code == 2 and result.output.strip().count("\n") == 0, result.output
 
 
 def test_a_repository_url_that_is_not_http_is_refused(tmp_path: Path):
     directory = write_store(tmp_path / "store", make_runs(8, seed=1))
-    result = invoke("--store", str(directory), "--html", str(tmp_path / "site"), "--repo-url", "javascript:alert(1)")
+    result = invoke(
+        "--store", str(directory), "--out-html", str(tmp_path / "site"), "--repo-url", "javascript:alert(1)"
+    )
     assert result.exit_code == 2 and "--repo-url" in result.output and not (tmp_path / "site").exists()
 
 
@@ -205,7 +207,7 @@ def test_the_site_has_a_page_per_benchmark_with_marks_and_links(tmp_path: Path):
     ]
     directory = write_store(tmp_path / "store", runs)
     out = tmp_path / "site"
-    result = invoke("--store", str(directory), "--html", str(out), "--repo-url", "https://example.org/o/r/")
+    result = invoke("--store", str(directory), "--out-html", str(out), "--repo-url", "https://example.org/o/r/")
     assert result.exit_code == 0, result.output
     pages = sorted(p.name for p in (out / "b").iterdir())
     assert len(pages) == 6  # fused, gemm and eager on two cases
@@ -275,7 +277,7 @@ def test_history_without_a_store_or_subcommand_is_refused_in_one_line():
 def test_the_site_says_which_series_is_watched_and_whose_each_step_is(tmp_path: Path):
     runs = make_runs(RUNS, at=AT, seed=3, reference_step=-0.03, environment_changes=True)
     out = tmp_path / "site"
-    assert invoke("--store", str(write_store(tmp_path / "store", runs)), "--html", str(out)).exit_code == 0
+    assert invoke("--store", str(write_store(tmp_path / "store", runs)), "--out-html", str(out)).exit_code == 0
     page = next(p for p in (out / "b").iterdir() if p.name.startswith("nvidia-h200-fused-pr-gemma")).read_text()
     assert "watched by the ratio, the quieter (run-to-run noise over gemm" in page
     assert '<span class="cause">the reference moved, not fused: against eager: gemm -' in page
@@ -283,7 +285,7 @@ def test_the_site_says_which_series_is_watched_and_whose_each_step_is(tmp_path: 
 
 def test_a_rebuild_removes_only_the_stale_pages_perfbot_wrote(tmp_path: Path):
     store, out = write_store(tmp_path / "store", make_runs(8, seed=3)), tmp_path / "site"
-    assert invoke("--store", str(store), "--html", str(out)).exit_code == 0
+    assert invoke("--store", str(store), "--out-html", str(out)).exit_code == 0
     written = sorted((out / "b").glob("*.html"))
     (out / "b" / "gone.html").write_text(written[0].read_text())  # a page of a benchmark no longer stored
     (out / "b" / "zz.html").mkdir()
@@ -291,7 +293,7 @@ def test_a_rebuild_removes_only_the_stale_pages_perfbot_wrote(tmp_path: Path):
     elsewhere = tmp_path / "elsewhere.html"
     elsewhere.write_text(written[0].read_text())
     (out / "b" / "link.html").symlink_to(elsewhere)
-    rebuilt = invoke("--store", str(store), "--html", str(out), "--overwrite")
+    rebuilt = invoke("--store", str(store), "--out-html", str(out), "--overwrite")
     assert rebuilt.exit_code == 0, rebuilt.output
     assert not (out / "b" / "gone.html").exists()
     assert (out / "b" / "zz.html").is_dir() and (out / "b" / "notes.html").read_text() == "<p>mine</p>"
@@ -311,7 +313,7 @@ def test_a_pages_folder_that_is_not_a_folder_of_its_own_is_refused(tmp_path: Pat
         (out / "b").symlink_to(target)
     else:
         (out / "b").write_text("x")
-    done = invoke("--store", str(store), "--html", str(out), "--overwrite")
+    done = invoke("--store", str(store), "--out-html", str(out), "--overwrite")
     assert done.exit_code == 2, done.output
     assert done.stderr.startswith(f"perfbot: error: {out / 'b'}: {words}; the site's pages go in a folder of their own")
     assert done.stderr.count("\n") == 1

@@ -159,7 +159,7 @@ def test_an_acknowledgement_survives_a_new_run_and_a_site_rebuild(stepped: Path,
 
     (stepped / steps.STATE_FILE).unlink()
     site = tmp_path / "site"
-    rebuilt = invoke("--store", str(stepped), "--check", "--html", str(site))
+    rebuilt = invoke("--store", str(stepped), "--check", "--out-html", str(site))
     assert T5 not in rebuilt.output and GEMMA in rebuilt.output, rebuilt.output
     page = (site / "b" / f"{series.slug}.html").read_text()
     assert page.count('class="acknowledged-mark"') == 2  # on the median chart and the ratio chart
@@ -419,7 +419,7 @@ def test_a_bad_acknowledged_steps_file_is_one_line_and_exit_2(tmp_path: Path, te
     (directory / acknowledgements.FILE).write_text(text)
     for args in (
         ["--check"],
-        ["--html", str(tmp_path / "site")],
+        ["--out-html", str(tmp_path / "site")],
         [],
         ["--step", f"{'0' * 16}@x", "--reason", "r"],  # ack, which reads the file before it adds to it
     ):

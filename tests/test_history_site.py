@@ -107,7 +107,7 @@ def test_the_charts_render_the_step_is_marked_where_it_is_and_a_point_leads_to_i
 
     directory = write_store(tmp_path / "store", make_runs(40, step=0.03, at=AT, seed=3))
     site = tmp_path / "www" / "site"
-    _history("--store", str(directory), "--html", str(site), "--repo-url", f"{serve}/o/r")
+    _history("--store", str(directory), "--out-html", str(site), "--repo-url", f"{serve}/o/r")
 
     browser.get(f"{serve}/site/index.html")
     rows = browser.find_elements(By.CSS_SELECTOR, "table tr")
@@ -150,7 +150,7 @@ def test_an_acknowledged_step_is_marked_at_its_run_with_its_reason(tmp_path: Pat
     )
     assert acked.exit_code == 0, acked.output
     site = tmp_path / "www" / "site"
-    _history("--store", str(directory), "--html", str(site))
+    _history("--store", str(directory), "--out-html", str(site))
 
     browser.get(f"{serve}/site/b/{series.slug}.html")
     chart = browser.find_elements(By.CSS_SELECTOR, "svg.chart")[0]
@@ -182,7 +182,7 @@ def test_the_site_builds_from_the_projects_own_h200_runs(tmp_path: Path, serve: 
         result = CliRunner().invoke(perfbot, ["baseline", "update", str(path), "--store", str(directory)])
         assert result.exit_code == 0, result.output
     site = tmp_path / "www" / "site"
-    _history("--store", str(directory), "--html", str(site))
+    _history("--store", str(directory), "--out-html", str(site))
 
     browser.get(f"{serve}/site/index.html")
     assert f"NVIDIA H200 — {len(files)} runs" in browser.find_element(By.TAG_NAME, "h2").text

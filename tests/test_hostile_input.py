@@ -88,7 +88,7 @@ COMMANDS = [
     ["show", "{f}"],
     ["show", "{f}", "--markdown"],
     ["show", "{f}", "--by-case", "fused"],
-    ["compare", "{f}", "{f}", "--json", "{out}"],
+    ["compare", "{f}", "{f}", "--out-json", "{out}"],
     ["baseline", "update", "{f}", "--store", "{store}"],
     ["export", "{f}", "--out", "{out}.pb.json"],
 ]
@@ -131,7 +131,7 @@ def test_a_step_summary_that_cannot_be_written_is_an_environment_failure(tmp_pat
     path = tmp_path / "run.json"
     results.save(make_results(seed=1), path)
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path))  # a directory
-    result = CliRunner().invoke(perfbot, ["compare", str(path), str(path), "--markdown", str(tmp_path / "c.md")])
+    result = CliRunner().invoke(perfbot, ["compare", str(path), str(path), "--out-markdown", str(tmp_path / "c.md")])
     assert result.exit_code == 3 and "GITHUB_STEP_SUMMARY" in result.stderr and result.stderr.count("\n") == 1
 
 
@@ -254,7 +254,7 @@ def test_compare_markdown_and_the_job_summary_are_inert(tmp_path: Path, monkeypa
     results.save(_hostile_results(1, hostile=HOSTILE_LINE), base)
     results.save(_hostile_results(2, {("fused", "gemma-2b"): 1.2}, HOSTILE_LINE), head)
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
-    result = CliRunner().invoke(perfbot, ["compare", str(base), str(head), "--markdown", str(tmp_path / "c.md")])
+    result = CliRunner().invoke(perfbot, ["compare", str(base), str(head), "--out-markdown", str(tmp_path / "c.md")])
     assert result.exit_code == 1, result.output  # a real slowdown, in hostile clothes
     assert_inert((tmp_path / "c.md").read_text(), marker=True)
     assert_inert((tmp_path / "summary.md").read_text(), marker=True)
@@ -467,13 +467,13 @@ def command_lines(draw, files: dict[str, str]) -> list[str]:
     if choice == "show":
         return ["show", path("run"), *maybe("--markdown"), *maybe("--by-case", draw(ARG_TEXT))]
     if choice == "compare":
-        return ["compare", path("run"), run, "--thresholds", path("thresholds"), *maybe("--markdown", out + ".md")]
+        return ["compare", path("run"), run, "--thresholds", path("thresholds"), *maybe("--out-markdown", out + ".md")]
     if choice == "export":
         return ["export", path("run"), "--out", out, *maybe("--format", draw(ARG_TEXT)), *maybe("--overwrite")]
     if choice == "suites":
         return ["suites", "--project", path("project")]
     if choice == "history":
-        return ["history", "--store", path("store"), *maybe("--repo-url", draw(ARG_TEXT)), *maybe("--html", out)]
+        return ["history", "--store", path("store"), *maybe("--repo-url", draw(ARG_TEXT)), *maybe("--out-html", out)]
     if choice == "run":  # refused before measuring: an unknown suite, or a bad number first
         numbers = [
             part for option in ("--samples", "--seed", "--warmup", "--gpus") for part in maybe(option, draw(ARG_INT))

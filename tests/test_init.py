@@ -481,7 +481,7 @@ def test_compare_without_a_policy_judges_with_perfbots_defaults_and_says_so(repo
     results.save(make_results(seed=2), head)
     comment = tmp_path / "comment.md"
     result = CliRunner().invoke(
-        perfbot, ["compare", str(base), str(head), "--project", str(repo), "--markdown", str(comment)]
+        perfbot, ["compare", str(base), str(head), "--project", str(repo), "--out-markdown", str(comment)]
     )
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines()[0] == (

@@ -32,7 +32,7 @@ def _steps(tmp_path: Path, speeds: list[float]) -> tuple[Path, list[str], Path]:
     steps = tmp_path / "steps.json"
     checked = CliRunner().invoke(
         perfbot,
-        ["history", "--store", str(store), "--check", "--steps-json", str(steps), "--runner", f"h200={run_file}"],
+        ["history", "--store", str(store), "--check", "--out-steps", str(steps), "--runner", f"h200={run_file}"],
     )
     assert checked.exit_code == 1, checked.output
     return repo, shas, steps
@@ -52,7 +52,7 @@ def bisect_steps(repo: Path, steps: Path, out: Path, runner: str = "h200", monke
     os.chdir(repo)  # the command's --repo is .
     try:
         return CliRunner().invoke(
-            perfbot, ["history", "bisect-steps", "--steps", str(steps), "--runner", runner, "--out", str(out)]
+            perfbot, ["history", "bisect-steps", "--steps", str(steps), "--runner", runner, "--out-dir", str(out)]
         )
     finally:
         os.chdir(here)
@@ -70,9 +70,9 @@ def test_each_failing_step_is_bisected_with_its_printed_command(tmp_path: Path, 
         out = tmp_path / "out"
         assert ["perfbot", *argv] == [
             *record.bisect,
-            "--outcome",
+            "--out-json",
             str(out / f"{record.id}.json"),
-            "--report",
+            "--out-markdown",
             str(out / f"{record.id}.md"),
             "--overwrite",
             "--state",
@@ -154,7 +154,7 @@ def test_a_step_of_another_gpu_is_left_to_its_runner(tmp_path: Path, gpu: Path):
     results.save(replace(runs[-1], environment=replace(runs[-1].environment, gpu_name="NVIDIA A100")), other)
     steps = tmp_path / "steps.json"
     CliRunner().invoke(
-        perfbot, ["history", "--store", str(store), "--check", "--steps-json", str(steps), "--runner", f"a100={other}"]
+        perfbot, ["history", "--store", str(store), "--check", "--out-steps", str(steps), "--runner", f"a100={other}"]
     )
     assert {r.runner for r in steps_file.load(steps).steps} == {None}  # no runner measured the H200
     assert bisect_steps(repo, steps, tmp_path / "out", runner="a100").output.startswith("no new slowdown")
@@ -167,7 +167,7 @@ def test_a_step_that_fails_nothing_is_not_bisected(tmp_path: Path, gpu: Path):
     store = write_store(tmp_path / "store", runs)
     results.save(runs[-1], tmp_path / "h200.json")
     steps = tmp_path / "steps.json"
-    args = ["history", "--store", str(store), "--check", "--steps-json", str(steps)]
+    args = ["history", "--store", str(store), "--check", "--out-steps", str(steps)]
     assert CliRunner().invoke(perfbot, [*args, "--runner", f"h200={tmp_path / 'h200.json'}"]).exit_code == 0
     records = steps_file.load(steps).steps
     assert records and all(r.bisect and r.runner == "h200" and not r.fails for r in records)

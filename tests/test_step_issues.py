@@ -35,7 +35,7 @@ def _store_steps(tmp_path: Path, runs=None, runner: bool = True) -> Path:
     run_file = tmp_path / "h200.json"
     results.save(runs[-1], run_file)
     steps = tmp_path / "steps.json"
-    args = ["history", "--store", str(store), "--check", "--steps-json", str(steps)]
+    args = ["history", "--store", str(store), "--check", "--out-steps", str(steps)]
     CliRunner().invoke(perfbot, [*args, *(["--runner", f"h200={run_file}"] if runner else [])])
     return steps
 

@@ -1,4 +1,4 @@
-"""`perfbot history --check --steps-json`: the steps the check reports, as records the bisect and
+"""`perfbot history --check --out-steps`: the steps the check reports, as records the bisect and
 issue jobs read strictly; each says what the check printed for it, and nothing else."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ RUNS, AT = 40, 24
 
 def check(directory: Path, out: Path, *extra: str):
     result = CliRunner().invoke(
-        perfbot, ["history", "--store", str(directory), "--check", "--steps-json", str(out), *extra]
+        perfbot, ["history", "--store", str(directory), "--check", "--out-steps", str(out), *extra]
     )
     if out.exists():  # a record has a command exactly where the check printed one, and it is that one
         for record in steps_file.load(out).steps:
@@ -135,11 +135,11 @@ def test_bad_runners_are_one_line_and_exit_2(tmp_path: Path, args, words):
 def test_the_options_need_their_partners_and_go_before_a_subcommand(tmp_path: Path):
     directory = write_store(tmp_path / "store", make_runs(8, seed=1))
     runner = CliRunner()
-    alone = runner.invoke(perfbot, ["history", "--store", str(directory), "--steps-json", str(tmp_path / "s.json")])
-    assert alone.exit_code == 2 and "--steps-json needs --check" in alone.output
+    alone = runner.invoke(perfbot, ["history", "--store", str(directory), "--out-steps", str(tmp_path / "s.json")])
+    assert alone.exit_code == 2 and "--out-steps needs --check" in alone.output
     runs = _run_file(tmp_path / "h200.json")
     no_file = runner.invoke(perfbot, ["history", "--store", str(directory), "--check", "--runner", f"h200={runs}"])
-    assert no_file.exit_code == 2 and "--runner needs --steps-json" in no_file.output
+    assert no_file.exit_code == 2 and "--runner needs --out-steps" in no_file.output
 
 
 def _written(tmp_path: Path) -> dict:

@@ -185,7 +185,7 @@ def test_an_unwritable_store_or_output_is_an_environment_failure(tmp_path: Path)
     runner = CliRunner()
     for args in (
         ["baseline", "update", str(path), "--store", str(where / "store")],
-        ["compare", str(path), str(path), "--markdown", str(where / "comment.md")],
+        ["compare", str(path), str(path), "--out-markdown", str(where / "comment.md")],
         ["export", str(path), "--out", str(where / "out.json")],
     ):
         result = runner.invoke(perfbot, args)

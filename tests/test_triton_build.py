@@ -84,11 +84,11 @@ def test_cli_prints_the_wheel_and_uses_ccache_when_present(tmp_path: Path, monke
         [
             "triton",
             "build",
-            "--commit",
+            "--triton-commit",
             good,
-            "--source",
+            "--triton-source",
             str(repo),
-            "--cache",
+            "--triton-cache",
             str(tmp_path / "cache"),
             "--no-build-isolation",
         ],
@@ -103,7 +103,17 @@ def test_a_failed_build_exits_3_with_the_end_of_its_log(tmp_path: Path):
     cache = tmp_path / "cache"
     result = CliRunner().invoke(
         perfbot,
-        ["triton", "build", "--commit", broken, "--source", str(repo), "--cache", str(cache), "--no-build-isolation"],
+        [
+            "triton",
+            "build",
+            "--triton-commit",
+            broken,
+            "--triton-source",
+            str(repo),
+            "--triton-cache",
+            str(cache),
+            "--no-build-isolation",
+        ],
     )
     assert result.exit_code == 3
     assert "compiler exploded" in result.output and f"{broken}.log" in result.output
@@ -126,7 +136,7 @@ def test_bad_input(tmp_path: Path):
     _git(empty, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
     with pytest.raises(BadInput, match=r"neither setup\.py nor python/setup\.py"):
         triton_build.build(_git(empty, "rev-parse", "HEAD"), str(empty), tmp_path / "c")
-    result = CliRunner().invoke(perfbot, ["triton", "build", "--commit", "xyz", "--source", str(repo)])
+    result = CliRunner().invoke(perfbot, ["triton", "build", "--triton-commit", "xyz", "--triton-source", str(repo)])
     assert result.exit_code == 2
 
 
@@ -141,7 +151,17 @@ def test_the_default_commit_is_the_pinned_one(project: Path, tmp_path: Path):
     # No network here: a local stand-in lacks the pinned commit, which is reported as bad input.
     repo, _, _ = standin(tmp_path, "new")
     result = CliRunner().invoke(
-        perfbot, ["triton", "build", "--project", str(project), "--source", str(repo), "--cache", str(tmp_path / "c")]
+        perfbot,
+        [
+            "triton",
+            "build",
+            "--project",
+            str(project),
+            "--triton-source",
+            str(repo),
+            "--triton-cache",
+            str(tmp_path / "c"),
+        ],
     )
     assert (
         result.exit_code == 2 and "7c56a5e40f7fd928dfd5c72902d5def0097db73a is not on a branch or tag" in result.output

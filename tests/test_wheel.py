@@ -168,9 +168,9 @@ def test_core_commands_run_from_the_core_install_outside_the_checkout(
         "head.json",
         "--thresholds",
         str(ROOT / "thresholds.yaml"),
-        "--markdown",
+        "--out-markdown",
         "comment.md",
-        "--json",
+        "--out-json",
         "comparison.json",
         cwd=outside,
     )

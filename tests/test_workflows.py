@@ -808,7 +808,7 @@ def test_the_auto_bisect_jobs_wiring():
     assert "save-cache" not in setup["with"]  # only the measuring job saves the wheel
     run = next(s for s in bisect["steps"] if s.get("name") == "Bisect each new slowdown of this GPU kind")
     assert run["env"]["GPU"] == "${{ matrix.gpu }}"
-    assert 'perfbot history bisect-steps --steps "$STEPS/steps.json" --runner "$GPU" --out out/bisect' in run["run"]
+    assert 'perfbot history bisect-steps --steps "$STEPS/steps.json" --runner "$GPU" --out-dir out/bisect' in run["run"]
     upload = next(s for s in bisect["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["with"]["name"] == "perfbot-bisect-${{ matrix.gpu }}" and upload["if"] == "always()"
     assert upload["with"]["path"] == "out/bisect/"

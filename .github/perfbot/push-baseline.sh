@@ -8,7 +8,7 @@
 # start a slowdown of the subject's own code.
 #   .github/perfbot/push-baseline.sh RESULTS...
 # PERFBOT_HISTORY_GIT: a full clone of the repository, so the site links runs to their pull requests.
-# PERFBOT_STEPS_JSON: where the check writes the new steps as JSON (--steps-json), for the bisect
+# PERFBOT_STEPS_JSON: where the check writes the new steps as JSON (--out-steps), for the bisect
 # and issue jobs; a results file in a folder perfbot-baseline-LABEL (as the workflow downloads
 # them) was measured on runner LABEL, which bisects the steps of its GPU.
 # The remote is PERFBOT_BASELINE_REMOTE, or this repository on GitHub. With GITHUB_TOKEN set and
@@ -30,7 +30,7 @@ if [ -n "${GITHUB_TOKEN:-}" ] && [[ "$remote" =~ ^https?:// ]]; then
 fi
 steps=()
 if [ -n "${PERFBOT_STEPS_JSON:-}" ]; then
-  steps=(--steps-json "$PERFBOT_STEPS_JSON")
+  steps=(--out-steps "$PERFBOT_STEPS_JSON")
   for file in "${results[@]}"; do
     folder=$(basename "$(dirname "$file")")
     if [[ "$folder" == perfbot-baseline-* ]]; then steps+=(--runner "${folder#perfbot-baseline-}=$file"); fi
@@ -51,7 +51,7 @@ for attempt in 1 2 3 4 5; do
   rm -rf "$work/site"
   # A lost race's steps are of a store that was never pushed: this attempt writes them anew.
   if [ -n "${PERFBOT_STEPS_JSON:-}" ]; then rm -f "$PERFBOT_STEPS_JSON"; fi
-  "$perfbot" history --store "$work/repo/store" --check "${steps[@]}" --html "$work/site" \
+  "$perfbot" history --store "$work/repo/store" --check "${steps[@]}" --out-html "$work/site" \
     ${PERFBOT_HISTORY_GIT:+--git "$PERFBOT_HISTORY_GIT"} >"$work/steps.txt" 2>&1 || check=$?
   cat "$work/steps.txt"
   git -C "$work/repo" add -- store ':(exclude)store/.lock'

@@ -14,20 +14,18 @@ from ..errors import EXIT_REGRESSION, BadInput, PerfbotError
 from ..files import check_output, write_atomic
 from ..output.comment import ERROR_FILE
 from ..records import results as results_file
-from .context import (
+from .context import emit, given_as, load_kernels, progress, project_config, project_policy, warn_of_triton_pin
+from .options import (
     FiniteRange,
     Measuring,
-    emit,
-    given_as,
-    load_kernels,
     max_samples_option,
     measure_options,
-    progress,
-    project_config,
+    option,
+    overwrite_option,
     project_option,
-    project_policy,
     thresholds_option,
-    warn_of_triton_pin,
+    triton_cache_option,
+    triton_source_option,
 )
 
 if TYPE_CHECKING:
@@ -80,7 +78,7 @@ class AbOptions:
 @click.argument("base_rev", metavar="BASE")
 @click.argument("head_rev", metavar="[HEAD]", required=False)
 @measure_options
-@click.option(
+@option(
     "--out-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("perfbot-ab"),
@@ -88,7 +86,7 @@ class AbOptions:
     help="Where base.json, head.json, comparison.json and comment.md go; where the A/B stops on an error, "
     "error.txt too, with the error's line.",
 )
-@click.option("--overwrite", is_flag=True, help="Replace those files if they exist.")
+@overwrite_option
 @thresholds_option
 @click.option(
     "--trend-store",
@@ -104,19 +102,8 @@ class AbOptions:
     help="Run SIDE (base or head) in a worker process with the Triton installed in DIR first on "
     "PYTHONPATH; the sides then alternate sample by sample, one process each.",
 )
-@click.option(
-    "--triton-source",
-    default=None,
-    metavar="REPO",
-    help="When BASE and HEAD pin different Triton commits: build both from this Triton repository "
-    "(path or URL; from a URL only commits on a branch or tag) and run each side with its own.",
-)
-@click.option(
-    "--triton-cache",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Wheel and environment cache for --triton-source. Default: ~/.cache/perfbot/triton-wheels.",
-)
+@triton_source_option
+@triton_cache_option
 @click.option(
     "--merge",
     is_flag=True,

@@ -10,26 +10,20 @@ from pathlib import Path
 import click
 
 from ..errors import BadInput, EnvironmentFailure, PerfbotError
-
-_steps_option = click.option(
-    "--steps",
-    "steps_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    required=True,
-    help="The steps file: perfbot history --check --steps-json FILE.",
-)
+from .options import author_option, github_repo_option, option, steps_option
 
 
 @click.command("bisect-steps")
-@_steps_option
+@steps_option
 @click.option(
     "--runner",
     required=True,
     help="This runner's label: the failing steps the steps file gives it (their `runner`) are bisected.",
 )
-@click.option(
-    "--out",
+@option(
+    "--out-dir",
     "out_dir",
+    old=["--out"],
     type=click.Path(file_okay=False, path_type=Path),
     required=True,
     help="Where each step's outcome (ID.json), report (ID.md) and state (ID.state.json) go.",
@@ -46,7 +40,7 @@ def bisect_steps_command(steps_path: Path, runner: str, out_dir: Path) -> None:
     Example:
 
     \b
-        PATH="$PWD/.venv/bin:$PATH" perfbot history bisect-steps --steps steps.json --runner h200 --out bisect
+        PATH="$PWD/.venv/bin:$PATH" perfbot history bisect-steps --steps steps.json --runner h200 --out-dir bisect
     """
     from ..history import steps_file
     from ..jobs import step_bisect
@@ -69,24 +63,19 @@ def bisect_steps_command(steps_path: Path, runner: str, out_dir: Path) -> None:
 
 
 @click.command("open-issues")
-@_steps_option
+@steps_option
 @click.option(
     "--outcomes",
     "outcomes_dir",
     type=click.Path(file_okay=False, path_type=Path),
     required=True,
     help="The bisect jobs' artifacts: the outcome of step ID, bisected on runner LABEL, is read from "
-    "OUTCOMES/perfbot-bisect-LABEL/ID.json (bisect-steps --out, as the workflow downloads it; symlinks are not "
+    "OUTCOMES/perfbot-bisect-LABEL/ID.json (bisect-steps --out-dir, as the workflow downloads it; symlinks are not "
     "followed).",
 )
-@click.option("--repo", required=True, help="Repository as OWNER/NAME.")
+@github_repo_option
 @click.option("--run-url", default=None, help="The workflow run, named in each issue (an http(s) address).")
-@click.option(
-    "--author",
-    default=None,
-    help="Login whose marked issues are perfbot's. Default: the token's own identity (GET /user), or "
-    "github-actions[bot] for the Actions token. A GitHub App token needs its APP[bot] login here.",
-)
+@author_option
 def open_issues_command(
     steps_path: Path, outcomes_dir: Path, repo: str, run_url: str | None, author: str | None
 ) -> None:

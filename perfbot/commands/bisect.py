@@ -12,8 +12,18 @@ from ..errors import BadInput, EnvironmentFailure
 from ..files import check_output, write_atomic
 from ..measuring import triton_build
 from ..output.bisect_tables import bisect_markdown, bisect_table
-from ..records.schema import MAX_SAMPLES
-from .context import FiniteRange, console, project_config, project_option
+from .context import console, project_config
+from .options import (
+    FiniteRange,
+    no_build_isolation_option,
+    one_benchmark_options,
+    one_samples_option,
+    one_variant_option,
+    option,
+    overwrite_option,
+    project_option,
+    triton_cache_option,
+)
 
 
 @click.command("bisect")
@@ -32,62 +42,32 @@ from .context import FiniteRange, console, project_config, project_option
     default=None,
     help="Shell command run in the worktree that prints samples in ms, one per line.",
 )
-@click.option(
-    "--suite",
-    "suite_name",
-    default=None,
-    help="Triton mode: suite of the benchmark (default: the subject's default case).",
-)
-@click.option(
-    "--case",
-    "case_name",
-    default=None,
-    help="Triton mode: case of the benchmark (default: the subject's default case).",
-)
-@click.option("--kernel", default=None, help="Triton mode: implementation to time (default: the subject's own).")
-@click.option(
-    "--variant",
-    "variants",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="Triton mode: the value of one of the subject's variant parameters (repeat for several).",
-)
-@click.option(
-    "--samples",
-    type=click.IntRange(min=10, max=MAX_SAMPLES),
-    default=20,
-    show_default=True,
-    help="Triton mode: samples per measurement round.",
-)
-@click.option(
-    "--cache",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Triton mode: wheel cache. Default: ~/.cache/perfbot/triton-wheels.",
-)
-@click.option(
-    "--no-build-isolation",
-    is_flag=True,
-    help="Triton mode: build with the build tools already installed (pip's --no-build-isolation).",
-)
+@one_benchmark_options
+@one_variant_option
+@one_samples_option
+@triton_cache_option.was("--cache")
+@no_build_isolation_option
 @click.option(
     "--state",
     "state_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="State file, for resuming. Default: one per repository, ends and commands under ~/.cache/perfbot/bisect.",
+    help="State file, for resuming: --overwrite leaves it, and the bisect resumes from it. Default: one per "
+    "repository, ends and commands under ~/.cache/perfbot/bisect.",
 )
-@click.option(
-    "--report",
+@option(
+    "--out-markdown",
     "report_path",
+    old=["--report"],
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="Also write the table as markdown here.",
 )
-@click.option("--overwrite", is_flag=True, help="Replace --report and --outcome if they exist (--state is resumed).")
-@click.option(
-    "--outcome",
+@overwrite_option
+@option(
+    "--out-json",
     "outcome_path",
+    old=["--outcome"],
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="Also write what the bisect concluded here, as JSON for a program (format 1, perfbot/jobs/bisect_outcome.py): "
@@ -120,7 +100,7 @@ from .context import FiniteRange, console, project_config, project_option
     type=click.IntRange(min=0, max=100_000),
     default=None,
     help="Stop after measuring this many new commits (resume by running the same command again, with --overwrite "
-    "once it wrote --report or --outcome).",
+    "once it wrote --out-markdown or --out-json).",
 )
 @project_option
 def bisect_command(
@@ -129,12 +109,13 @@ def bisect_command(
     bad: str,
     build_command: str | None,
     measure_command: str | None,
+    family: str | None,
     suite_name: str | None,
     case_name: str | None,
     kernel: str | None,
     variants: tuple[str, ...],
     samples: int,
-    cache: Path | None,
+    triton_cache: Path | None,
     no_build_isolation: bool,
     state_path: Path | None,
     report_path: Path | None,
@@ -153,11 +134,16 @@ def bisect_command(
     `first bad commit: <sha>` and exits 0 when found; exits 2 when bad is not significantly
     slower than good.
 
+    Without --measure, --repo is a Triton checkout (the Triton mode): each commit is built
+    (--triton-cache, --no-build-isolation) and the benchmark that --family, --suite, --case,
+    --kernel and --variant name is timed there by `perfbot sample`, --samples at a time.
+
     Example:
 
     \b
         perfbot bisect --repo . --good v1 --bad main --build "make" --measure "./bench --ms"
-        perfbot bisect --repo . --good v1 --bad main --measure "./bench --ms" --outcome outcome.json
+        perfbot bisect --repo . --good v1 --bad main --measure "./bench --ms" --out-json outcome.json
+        perfbot bisect --repo ~/src/triton --good GOOD --bad BAD --suite pr --case CASE --out-markdown bisect.md
     """
     from ..jobs import bisect_outcome
     from ..jobs.bisect import Criteria, Probe, bisect
@@ -166,7 +152,7 @@ def bisect_command(
     for output in (report_path, outcome_path):  # refused before a commit is built
         if output is not None:
             check_output(output, overwrite=overwrite)
-    # However the bisect ends from here on, --outcome says so.
+    # However the bisect ends from here on, --out-json says so.
     with bisect_outcome.kept(outcome_path, good, bad) as keep:
         if not (repo / ".git").exists() and not repo.is_dir():
             raise BadInput(f"--repo {repo}: no such directory")
@@ -178,12 +164,15 @@ def bisect_command(
                 prober: Prober = CommandProber(repo, build_command or "true", measure_command, workdir)
             else:
                 config = project_config(project)
-                chosen = {"--suite": suite_name, "--case": case_name, "--kernel": kernel}
+                chosen = {"--family": family, "--suite": suite_name, "--case": case_name, "--kernel": kernel}
                 sample_args = ["--project", str(config.root), "--samples", str(samples)]
                 sample_args += [part for option, value in chosen.items() if value for part in (option, value)]
                 sample_args += [part for variant in variants for part in ("--variant", variant)]
                 prober = TritonProber(
-                    repo, cache or triton_build.default_cache(), sample_args, build_isolation=not no_build_isolation
+                    repo,
+                    triton_cache or triton_build.default_cache(),
+                    sample_args,
+                    build_isolation=not no_build_isolation,
                 )
 
             def shown(probe: Probe) -> None:

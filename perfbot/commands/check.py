@@ -10,19 +10,8 @@ from rich.table import Table
 
 from ..errors import EXIT_REGRESSION
 from ..loading.guard import CALL_LIMIT_S, CONFIG_TIME_S
-from .context import (
-    FiniteRange,
-    choice_options,
-    console,
-    kernels_option,
-    load_kernels,
-    named_options,
-    progress,
-    project_config,
-    project_option,
-    run_settings,
-    warn_of_triton_pin,
-)
+from .context import console, load_kernels, named_options, progress, project_config, run_settings, warn_of_triton_pin
+from .options import FiniteRange, choice_options, package_option, project_option
 
 MOST_LIMIT_S = 86_400.0  # a day
 
@@ -53,7 +42,7 @@ MOST_LIMIT_S = 86_400.0  # a day
     "config of each triton.autotune'd kernel is checked; past this, a sample of them, drawn with --seed "
     "(the output says how many).",
 )
-@kernels_option
+@package_option
 @project_option
 def check_command(
     family_names: tuple[str, ...],
@@ -66,7 +55,7 @@ def check_command(
     device: str | None,
     time_limit: float,
     config_time: float,
-    kernels: Path | None,
+    package: Path | None,
     project: Path | None,
 ) -> None:
     """Run every implementation once on every case and compare its output with the subject's
@@ -90,7 +79,7 @@ def check_command(
 
     chosen_device = choose_device(device)  # before the subject's Triton kernels are defined
     config = project_config(project)
-    subject = load_kernels(config, kernels, time_limit)
+    subject = load_kernels(config, package, time_limit)
     warn_of_triton_pin(config.triton_commit)
     with named_options():
         suites = chosen(subject, suite_names, case_names, family_names=family_names, preferred=("quick", "pr"))

@@ -14,19 +14,8 @@ from ..files import check_output, write_atomic
 from ..records import results as results_file
 from ..records import store as baseline_store
 from ..records.export import to_pytest_benchmark
-from .context import check_outputs, emit, project_config, project_option, project_policy, thresholds_option
-
-
-def _store_dir(store: Path | None, project: Path | None) -> Path:
-    return store if store is not None else project_config(project).store_dir
-
-
-_store_option = click.option(
-    "--store",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Baseline store directory. Default: [tool.perfbot] store of the project (.perfbot/store).",
-)
+from .context import check_outputs, emit, project_config, project_policy, store_dir
+from .options import option, overwrite_option, project_option, store_option, thresholds_option
 
 
 @click.command("compare")
@@ -38,17 +27,23 @@ _store_option = click.option(
     help="Compare CURRENT with the newest stored run of its GPU in this store, instead of a BASELINE file.",
 )
 @thresholds_option
-@click.option(
-    "--markdown",
+@option(
+    "--out-markdown",
     "markdown_path",
+    old=["--markdown"],
     type=click.Path(path_type=Path),
     default=None,
     help="Write the PR comment (markdown) here.",
 )
-@click.option(
-    "--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write every comparison as JSON here."
+@option(
+    "--out-json",
+    "json_path",
+    old=["--json"],
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write every comparison as JSON here: the comparison file `perfbot comment --comparison` reads.",
 )
-@click.option("--overwrite", is_flag=True, help="Replace --markdown and --json if they exist.")
+@overwrite_option
 @click.option("--force", is_flag=True, help="Compare runs from different GPU models anyway.")
 @project_option
 def compare_command(
@@ -69,13 +64,13 @@ def compare_command(
 
     Example:
 
-        perfbot compare base.json head.json --markdown comment.md
+        perfbot compare base.json head.json --out-markdown comment.md
     """
     if store is not None and len(files) != 1:
         raise click.UsageError("with --store, give only CURRENT (the baseline comes from the store)")
     if store is None and len(files) != 2:
         raise click.UsageError("give BASELINE and CURRENT, or --store DIR and CURRENT")
-    check_outputs(overwrite, markdown=markdown_path, json=json_path)
+    check_outputs(overwrite, **{"out-markdown": markdown_path, "out-json": json_path})
     current = results_file.load(files[-1])
     if store is not None:
         gpu = current.environment.gpu_name
@@ -111,7 +106,7 @@ def baseline_group() -> None:
 
 @baseline_group.command("update")
 @click.argument("results_path", metavar="RESULTS", type=click.Path(path_type=Path))
-@_store_option
+@store_option
 @project_option
 def baseline_update_command(results_path: Path, store: Path | None, project: Path | None) -> None:
     """Store a results file as the newest baseline of its GPU (older ones stay as history).
@@ -123,15 +118,22 @@ def baseline_update_command(results_path: Path, store: Path | None, project: Pat
     loaded = results_file.load(results_path)
     if loaded.failures:
         raise BadInput(f"{results_path}: holds {len(loaded.failures)} wrong result(s); a failing run is no baseline")
-    added = baseline_store.add(_store_dir(store, project), loaded)
+    added = baseline_store.add(store_dir(store, project), loaded)
     if added.leftovers_removed:
         click.echo(f"removed {added.leftovers_removed} partial file(s) left by interrupted updates", err=True)
     click.echo(f"stored {added.path}")
 
 
 @baseline_group.command("show")
-@click.option("--gpu", default=None, help="Only this GPU model (as in environment.gpu_name, e.g. 'NVIDIA H200').")
-@_store_option
+@option(
+    "--gpu-model",
+    "gpu",
+    old=["--gpu"],
+    default=None,
+    metavar="NAME",
+    help="Only this GPU model (as in environment.gpu_name, e.g. 'NVIDIA H200').",
+)
+@store_option
 @project_option
 def baseline_show_command(gpu: str | None, store: Path | None, project: Path | None) -> None:
     """List the stored runs per GPU in the order they were stored; the last of each GPU is its
@@ -139,9 +141,9 @@ def baseline_show_command(gpu: str | None, store: Path | None, project: Path | N
 
     Example:
 
-        perfbot baseline show --gpu "NVIDIA H200"
+        perfbot baseline show --gpu-model "NVIDIA H200"
     """
-    directory = _store_dir(store, project)
+    directory = store_dir(store, project)
     entries = baseline_store.history(directory, gpu)
     partial = baseline_store.leftovers(directory)
     if partial:
@@ -174,7 +176,7 @@ def baseline_show_command(gpu: str | None, store: Path | None, project: Path | N
     help="Target format.",
 )
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="File to write.")
-@click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
+@overwrite_option
 def export_command(results_path: Path, export_format: str, out: Path, overwrite: bool) -> None:
     """Write a results file in another tool's format, for dashboards that ingest it.
 

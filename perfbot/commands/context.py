@@ -1,15 +1,14 @@
-"""What the commands share: the project a command runs in, the options that choose what to
-measure, the terminal it writes to, and where a comparison's report goes."""
+"""What the commands share besides their options (options.py): the project a command runs in,
+the terminal it writes to, where a comparison's report goes, and the library's refusals said as
+click says a bad argument."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,156 +23,11 @@ from ..deciding.thresholds import DEFAULT_PATH, Policy, default_policy, load_pol
 from ..errors import BadInput, EnvironmentFailure
 from ..files import check_output, write_all
 from ..output.verdicts import comment_markdown, compare_table
-from ..records.schema import MAX_SAMPLES
 
 if TYPE_CHECKING:
     from ..loading.package import Loaded
-    from ..loading.subject import Suite
     from ..measuring.planning import RunSettings
     from ..records.run import Environment
-
-# Every number an option takes has a range, so that a huge or odd one is refused as a bad argument
-# (exit 2) rather than met deep inside (a seed past 2^64 is torch's error).
-MAX_SEED = 2**32 - 1
-MAX_GPUS = 1024
-MAX_WARMUP = 1000
-
-
-class FiniteRange(click.FloatRange):
-    """click.FloatRange, refusing nan and inf too: nan passes every bound, being never less nor more."""
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        number = super().convert(value, param, ctx)
-        if not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number", param, ctx)
-        return number
-
-
-project_option = click.option(
-    "--project",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="perfbot checkout whose pyproject.toml, kernels/ and suites to use. "
-    "Default: the nearest above the current directory.",
-)
-thresholds_option = click.option(
-    "--thresholds",
-    "thresholds_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Regression policy. Default: thresholds.yaml at the project root; where there is none, perfbot's "
-    "defaults, which the report says.",
-)
-kernels_option = click.option(
-    "--kernels",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Package to use instead of the project's ([tool.perfbot] kernels).",
-)
-
-
-family_option = click.option(
-    "--family",
-    "family_names",
-    multiple=True,
-    metavar="NAME",
-    help="Only this kernel family, of a package that declares `subjects` (repeat for several). Default: every "
-    "family. A bare --suite or --kernel name then means that name in each chosen family (`--suite pr`: every "
-    "chosen family's pr); FAMILY/NAME names one.",
-)
-
-_CHOICE_OPTIONS = (
-    family_option,
-    click.option(
-        "--suite",
-        "suite_names",
-        multiple=True,
-        help="Suite to run (repeat for several; `all` for every suite). `perfbot suites` lists them. Default: for "
-        "`run`, pr if the subject has it, else every suite; for `ab` (the pull-request check), every suite.",
-    ),
-    click.option(
-        "--case",
-        "case_names",
-        multiple=True,
-        help="Only the cases of these names in the chosen suites (repeat for several). Default: every case.",
-    ),
-    click.option(
-        "--kernel",
-        "kernel_names",
-        multiple=True,
-        help="Only these implementations (repeat for several). Default: each suite's list.",
-    ),
-    click.option(
-        "--skip-kernel",
-        "skipped_kernels",
-        multiple=True,
-        metavar="NAME",
-        help="Leave out this implementation (repeat for several), e.g. max-autotune, which sets up too slowly "
-        "for every pull request; the report says it was left out.",
-    ),
-    click.option(
-        "--variant",
-        "variants",
-        multiple=True,
-        metavar="NAME=VALUE",
-        help="Measure this value of one of the subject's variant parameters (repeat for several; NAME=all for "
-        "every value). Default: each parameter's default.",
-    ),
-)
-_TIMING_OPTIONS = (
-    click.option(
-        "--samples",
-        type=click.IntRange(min=10, max=MAX_SAMPLES),
-        default=30,
-        show_default=True,
-        help="Timed samples per benchmark, each one CUDA-graph replay after an L2 flush.",
-    ),
-    click.option(
-        "--warmup",
-        type=click.IntRange(min=1, max=MAX_WARMUP),
-        default=3,
-        show_default=True,
-        help="Untimed calls per implementation before capture (compiles and autotunes).",
-    ),
-)
-_KEEP_SASS_OPTION = click.option(
-    "--keep-sass",
-    is_flag=True,
-    help="Keep each Triton kernel's full SASS in the results (docs/files.md gives the size limits); "
-    "by default only its counts by instruction class are kept.",
-)
-_SEED_OPTION = click.option(
-    "--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True, help="Seed of the random inputs."
-)
-max_samples_option = click.option(
-    "--max-samples",
-    type=click.IntRange(min=10, max=MAX_SAMPLES),
-    default=4000,
-    show_default=True,
-    help="Rounds per pair at most (sequential sampling): a pair still undecided then is reported inconclusive, "
-    "with why.",
-)
-_GPU_OPTIONS = (
-    click.option(
-        "--gpus",
-        "gpu_count",
-        type=click.IntRange(min=1, max=MAX_GPUS),
-        default=None,
-        help="Shard the cases across the first N visible GPUs, one worker process each (both sides of an A/B "
-        "pair stay on one GPU). Default: every visible GPU (CUDA_VISIBLE_DEVICES narrows them).",
-    ),
-    click.option(
-        "--mixed-gpus",
-        is_flag=True,
-        help="Shard across GPUs of different models too (refused by default: their timings do not compare).",
-    ),
-)
-
-
-def _apply(command: Callable[..., Any], options: Sequence[Callable[[Any], Any]]) -> Callable[..., Any]:
-    for option in reversed(options):
-        command = option(command)
-    return command
 
 
 def given_as(cls: type[Any], keyword: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -193,66 +47,6 @@ def given_as(cls: type[Any], keyword: str | None = None) -> Callable[[Callable[.
         return gathering
 
     return decorate
-
-
-@dataclass(frozen=True)
-class Measuring:
-    """What `measure_options` chose: the suites, cases and implementations, the variants, how many
-    samples and warmup calls, the seed of the inputs, and the GPUs."""
-
-    family_names: tuple[str, ...]
-    suite_names: tuple[str, ...]
-    case_names: tuple[str, ...]
-    kernel_names: tuple[str, ...]
-    skipped_kernels: tuple[str, ...]
-    variants: tuple[str, ...]
-    samples: int
-    warmup: int
-    seed: int
-    gpu_count: int | None
-    mixed_gpus: bool
-    keep_sass: bool
-
-    def suites(self, subject: Loaded, every_suite: bool = False) -> list[Suite]:
-        """The suites chosen of the subject's (selection.chosen)."""
-        from ..loading.selection import chosen
-
-        with named_options():
-            return chosen(subject, self.suite_names, self.case_names, every_suite, self.family_names)
-
-    def settings(self, subject: Loaded) -> RunSettings:
-        return run_settings(
-            subject,
-            self.samples,
-            self.warmup,
-            self.seed,
-            self.variants,
-            self.kernel_names,
-            self.skipped_kernels,
-            self.keep_sass,
-            self.case_names,
-        )
-
-    def gpus(self) -> list[Any]:
-        """The GPUs to shard across (`chosen_gpus`)."""
-        return chosen_gpus(self.gpu_count, self.mixed_gpus)
-
-
-def choice_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The options that choose what to check: suites, cases, implementations, variants, the seed."""
-    return _apply(command, (*_CHOICE_OPTIONS, _SEED_OPTION))
-
-
-def measure_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The options that choose what `run` and `ab` measure, how many samples, and on which GPUs,
-    given to the command as one `measuring: Measuring`."""
-    gathered = given_as(Measuring, "measuring")(command)
-    return _apply(gathered, (*_CHOICE_OPTIONS, *_TIMING_OPTIONS, _SEED_OPTION, *_GPU_OPTIONS, _KEEP_SASS_OPTION))
-
-
-def gpu_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--gpus and --mixed-gpus, for a command that can share its work out across GPUs."""
-    return _apply(command, _GPU_OPTIONS)
 
 
 def chosen_gpus(count: int | None, mixed: bool) -> list[Any]:
@@ -307,6 +101,11 @@ def run_settings(
 
 def project_config(project: Path | None) -> ProjectConfig:
     return load_project_config(project if project is not None else find_project_root(Path.cwd()))
+
+
+def store_dir(store: Path | None, project: Path | None) -> Path:
+    """The baseline store: --store, else the project's ([tool.perfbot] store)."""
+    return store if store is not None else project_config(project).store_dir
 
 
 def warn_of_triton_pin(pin: str, environment: Environment | None = None, side: str | None = None) -> None:

@@ -18,14 +18,23 @@ from ..files import write_atomic
 from .context import (
     check_outputs,
     console,
-    family_option,
     given_as,
     load_kernels,
     named_options,
     progress,
     project_config,
-    project_option,
     warn_of_triton_pin,
+)
+from .options import (
+    cases_option,
+    family_option,
+    keep_sass_option,
+    kernels_option,
+    option,
+    overwrite_option,
+    project_option,
+    suites_option,
+    variants_option,
 )
 
 if TYPE_CHECKING:
@@ -34,7 +43,7 @@ if TYPE_CHECKING:
     from ..loading.subject import Suite
     from ..measuring.planning import RunSettings
 
-# The --json file's format: its version goes up when a field changes meaning or goes away.
+# The --out file's format: its version goes up when a field changes meaning or goes away.
 JSON_VERSION = 1
 EVERY = "all"  # --kernel all: every implementation the chosen suites list
 
@@ -50,7 +59,7 @@ class ExplainOptions:
     variants: tuple[str, ...]
     gpu: str | None
     keep_sass: bool
-    json_path: Path | None
+    out: Path | None
     overwrite: bool
     project: Path | None
 
@@ -81,49 +90,28 @@ class ExplainOptions:
 @click.argument("base_rev", metavar="BASE")
 @click.argument("head_rev", metavar="[HEAD]", required=False)
 @family_option
-@click.option(
-    "--suite",
-    "suite_names",
-    multiple=True,
-    help="Suite of the cases (repeat for several; `all` for every suite). Default: pr if the subject has it.",
-)
-@click.option(
-    "--case",
-    "case_names",
-    multiple=True,
-    help="Only the cases of these names in the chosen suites (repeat for several). Default: every case.",
-)
-@click.option(
-    "--kernel",
-    "kernel_names",
-    multiple=True,
-    help="Only these implementations (repeat for several; `all` for every one the suites list). Default: the "
-    "implementations under test, the subject's own kernels.",
-)
-@click.option(
-    "--variant",
-    "variants",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="A variant parameter's value to compile (repeat for several; NAME=all for every value). Default: the "
-    "defaults.",
-)
-@click.option(
-    "--gpu",
+@suites_option
+@cases_option
+@kernels_option
+@variants_option
+@option(
+    "--gpu-model",
+    "gpu",
+    old=["--gpu"],
     type=click.Choice(sorted(GPUS)),
     default=None,
-    help=f"Compile for this GPU without launching anything, on any machine, CPU inputs. Default: the GPU here, "
-    f"each implementation run once on it; without one, {DEFAULT_GPU}.",
+    help=f"Compile for this GPU model without launching anything, on any machine, CPU inputs. Default: the GPU "
+    f"here, each implementation run once on it; without one, {DEFAULT_GPU}.",
 )
-@click.option("--keep-sass", is_flag=True, help="Keep each kernel's full SASS in the --json file.")
-@click.option(
-    "--json",
-    "json_path",
+@keep_sass_option
+@option(
+    "--out",
+    old=["--json"],
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Also write both sides' compiled kernels and what changed, as JSON (for a CI artifact).",
+    help="Also write both sides' compiled kernels and what changed here, as JSON (for a CI artifact).",
 )
-@click.option("--overwrite", is_flag=True, help="Replace --json if it exists.")
+@overwrite_option
 @project_option
 @given_as(ExplainOptions)
 def explain_command(options: ExplainOptions) -> None:
@@ -135,7 +123,7 @@ def explain_command(options: ExplainOptions) -> None:
     implementation and case lists what differs, "same machine code" where every kernel's SASS is equal,
     and each side's kernels one line apiece.
 
-    With a CUDA GPU here, each call runs on it, on real inputs. Without one, or with --gpu, Triton
+    With a CUDA GPU here, each call runs on it, on real inputs. Without one, or with --gpu-model, Triton
     compiles for the named GPU (default: an H200, sm_90, with the ptxas Triton ships) and launches
     nothing, on CPU inputs; the subject's host code must allow that (docs/explain.md). BASE's
     subject decides the cases and what is under test, as in `perfbot ab`. An implementation that
@@ -147,15 +135,15 @@ def explain_command(options: ExplainOptions) -> None:
 
     \b
         perfbot explain origin/main --suite decode --case CASE
-        perfbot explain HEAD~1 HEAD --suite pr --kernel all --json explain.json
-        perfbot explain origin/main --gpu "NVIDIA A100-SXM4-80GB" --variant NAME=all
+        perfbot explain HEAD~1 HEAD --suite pr --kernel all --out explain.json
+        perfbot explain origin/main --gpu-model "NVIDIA A100-SXM4-80GB" --variant NAME=all
     """
     from ..jobs import explain as job
     from ..jobs.ab_sides import Revisions
 
     target = job.target(options.gpu)  # before any kernel is defined: refuses Triton's interpreter
     config = project_config(options.project)
-    check_outputs(options.overwrite, json=options.json_path)
+    check_outputs(options.overwrite, out=options.out)
     running = load_kernels(config, None)
     warn_of_triton_pin(config.triton_commit)
     request = job.Request(Revisions(options.base_rev, options.head_rev), options.choose, target, options.keep_sass)
@@ -166,8 +154,8 @@ def explain_command(options: ExplainOptions) -> None:
             f"{explanation.pins['head'][:12]}); both were compiled with the Triton installed here",
             err=True,
         )
-    if options.json_path is not None:
-        write_atomic(options.json_path, explanation_json(explanation), replace=options.overwrite)
+    if options.out is not None:
+        write_atomic(options.out, explanation_json(explanation), replace=options.overwrite)
     _print(explanation)
 
 
@@ -182,7 +170,7 @@ def _print(explanation: Explanation) -> None:
 
 
 def explanation_json(explanation: Explanation) -> str:
-    """The --json file: both sides' Compiled records and the change, per implementation and case."""
+    """The --out file: both sides' Compiled records and the change, per implementation and case."""
     record: dict[str, Any] = {"perfbot_explain": JSON_VERSION, **dataclasses.asdict(explanation)}
     return json.dumps(record, indent=1, default=str) + "\n"
 

@@ -12,6 +12,7 @@ from ..errors import BadInput
 from ..output.comment import CommentRequest, post_report
 from ..records.schema import GPU_LABEL
 from .context import given_as
+from .options import author_option, github_repo_option, pull_request_option
 
 
 def _sections(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[tuple[str, Path], ...]:
@@ -40,13 +41,13 @@ def _full_sha(sha: str) -> None:
 
 
 @click.command("comment")
-@click.option("--repo", required=True, help="Repository as OWNER/NAME.")
-@click.option("--pr", type=click.IntRange(min=1, max=2**31 - 1), required=True, help="Pull request number.")
+@github_repo_option
+@pull_request_option
 @click.option(
     "--comparison",
     type=click.Path(path_type=Path),
     default=None,
-    help="The comparison file (`perfbot compare --json`, or comparison.json of `perfbot ab`): "
+    help="The comparison file (`perfbot compare --out-json`, or comparison.json of `perfbot ab`): "
     "the comment is rendered from it, every value escaped. What the PR check posts.",
 )
 @click.option(
@@ -79,12 +80,7 @@ def _full_sha(sha: str) -> None:
     default=None,
     help="Also set a commit status with this state on --sha (set even when the comment cannot be posted).",
 )
-@click.option(
-    "--author",
-    default=None,
-    help="Login whose marked comment is perfbot's. Default: the token's own identity (GET /user), or "
-    "github-actions[bot] for the Actions token. A GitHub App token needs its APP[bot] login here.",
-)
+@author_option
 @click.option("--context", default="perfbot", show_default=True, help="Name of the commit status.")
 @click.option("--target-url", default=None, help="Link of the commit status, e.g. the workflow run.")
 @given_as(CommentRequest)
@@ -115,8 +111,8 @@ def comment_command(request: CommentRequest) -> None:
 
 
 @click.command("verify-head")
-@click.option("--repo", required=True, help="Repository as OWNER/NAME.")
-@click.option("--pr", type=click.IntRange(min=1, max=2**31 - 1), required=True, help="Pull request number.")
+@github_repo_option
+@pull_request_option
 @click.option("--sha", required=True, help="The commit that must be the pull request's head.")
 @click.option(
     "--same-repository",

@@ -15,6 +15,7 @@ from ..errors import EXIT_REGRESSION, BadInput, EnvironmentFailure
 from ..files import check_output
 from .context import console
 from .history_ack import ack_command
+from .options import option, overwrite_option
 
 
 def _runner_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[tuple[str, Path], ...]:
@@ -35,9 +36,10 @@ def _runner_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str,
     default=None,
     help="The baseline store (perfbot baseline update writes it). Required without a subcommand.",
 )
-@click.option(
-    "--html",
+@option(
+    "--out-html",
     "html_dir",
+    old=["--html"],
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Write the site here: index.html and a page per benchmark in b/ (static, works offline). "
@@ -57,23 +59,24 @@ def _runner_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str,
     default=None,
     help="Where --check remembers the steps it reported. Default: STORE/reported-steps.json.",
 )
-@click.option(
-    "--steps-json",
+@option(
+    "--out-steps",
     "steps_json",
+    old=["--steps-json"],
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="With --check: also write the new steps here, as JSON records (format 1, perfbot/history/steps_file.py): "
     "each with its id, benchmark, change, runs, commits, whether it fails, the bisect command as a list of "
     "words, and the lines printed for it. Written whether or not there is a step.",
 )
-@click.option("--overwrite", is_flag=True, help="Rebuild the site over an existing one, and replace --steps-json.")
+@overwrite_option
 @click.option(
     "--runner",
     "runner_pairs",
     multiple=True,
     metavar="LABEL=RESULTS",
     callback=_runner_pairs,
-    help="With --steps-json: the runner label that bisects the steps of a GPU, and the results file that label "
+    help="With --out-steps: the runner label that bisects the steps of a GPU, and the results file that label "
     "measured (its GPU name decides). Repeat per GPU kind; of two labels of one GPU, the first given wins.",
 )
 @click.option(
@@ -105,15 +108,15 @@ def history_command(
     """The history of every benchmark in a baseline store: the steps in it, a static site, and a
     check for steps that no single pull request showed (ten PRs each 0.3% slower).
 
-    Without --html or --check, prints every step found. The subcommands act on the store's
+    Without --out-html or --check, prints every step found. The subcommands act on the store's
     steps; their options follow their name.
 
     Example:
 
     \b
-        perfbot history --store .perfbot/store --html site --repo-url https://github.com/o/r
+        perfbot history --store .perfbot/store --out-html site --repo-url https://github.com/o/r
         perfbot history --store .perfbot/store --check
-        perfbot history --store .perfbot/store --check --steps-json steps.json --runner h200=h200/main.json
+        perfbot history --store .perfbot/store --check --out-steps steps.json --runner h200=h200/main.json
     """
     from ..history import series as history
     from ..history import steps, steps_file
@@ -127,9 +130,9 @@ def history_command(
     if store_dir is None:
         raise BadInput("perfbot history needs --store DIR (the baseline store), or a subcommand")
     if steps_json is not None and not check:
-        raise BadInput("--steps-json needs --check: it writes the steps the check reports")
+        raise BadInput("--out-steps needs --check: it writes the steps the check reports")
     if runner_pairs and steps_json is None:
-        raise BadInput("--runner needs --steps-json: it names who bisects the steps written there")
+        raise BadInput("--runner needs --out-steps: it names who bisects the steps written there")
     if steps_json is not None:
         check_output(steps_json, overwrite=overwrite)
     runners = steps_file.runners(list(runner_pairs))

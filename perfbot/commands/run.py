@@ -13,18 +13,16 @@ from ..errors import EXIT_REGRESSION, BadInput, WrongResult
 from ..files import check_output
 from ..output.run_tables import case_markdown, failures_table, run_markdown, run_table
 from ..records import results as results_file
-from ..records.schema import MAX_SAMPLES
-from .context import (
+from .context import console, load_kernels, named_options, progress, project_config, warn_of_triton_pin
+from .options import (
     Measuring,
-    console,
-    kernels_option,
-    load_kernels,
     measure_options,
-    named_options,
-    progress,
-    project_config,
+    one_benchmark_options,
+    one_samples_option,
+    one_variant_option,
+    overwrite_option,
+    package_option,
     project_option,
-    warn_of_triton_pin,
 )
 
 
@@ -36,11 +34,11 @@ from .context import (
     default=None,
     help="Write the results file (JSON, every sample) here.",
 )
-@click.option("--overwrite", is_flag=True, help="Replace --out if it exists; without it an existing file is kept.")
-@kernels_option
+@overwrite_option
+@package_option
 @project_option
 def run_command(
-    measuring: Measuring, out: Path | None, overwrite: bool, kernels: Path | None, project: Path | None
+    measuring: Measuring, out: Path | None, overwrite: bool, package: Path | None, project: Path | None
 ) -> None:
     """Check and time the kernels on a shape suite, and print a table.
 
@@ -63,7 +61,7 @@ def run_command(
     from ..measuring.triton_pin import with_pin
 
     config = project_config(project)
-    subject = load_kernels(config, kernels)
+    subject = load_kernels(config, package)
     suites = measuring.suites(subject)
     if out is not None:  # checked again by save(); refused before measuring
         check_output(out, overwrite=overwrite)
@@ -206,30 +204,19 @@ def suites_command(project: Path | None) -> None:
 
 
 @click.command("sample")
-@click.option(
-    "--suite", "suite_name", default=None, help="Suite of the benchmark. Default: the subject's default case."
-)
-@click.option("--case", "case_name", default=None, help="Case within the suite. Default: the subject's default case.")
-@click.option("--kernel", default=None, help="Implementation to time. Default: the subject's (first) own.")
-@click.option(
-    "--variant",
-    "variants",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="A variant parameter's value (repeat for several parameters). Default: the defaults.",
-)
-@click.option(
-    "--samples", type=click.IntRange(min=10, max=MAX_SAMPLES), default=20, show_default=True, help="Samples to print."
-)
-@kernels_option
+@one_benchmark_options
+@one_variant_option
+@one_samples_option
+@package_option
 @project_option
 def sample_command(
+    family: str | None,
     suite_name: str | None,
     case_name: str | None,
     kernel: str | None,
     variants: tuple[str, ...],
     samples: int,
-    kernels: Path | None,
+    package: Path | None,
     project: Path | None,
 ) -> None:
     """Check one benchmark, time it, and print its samples in ms, one per line (for bisect).
@@ -238,19 +225,20 @@ def sample_command(
 
     Example:
 
+    \b
         perfbot sample --suite pr --case CASE --kernel NAME --variant NAME=VALUE
+        perfbot sample --family rmsnorm --suite pr --kernel triton   # rmsnorm/pr, rmsnorm/triton
     """
     from ..jobs.bisect_probers import hand_back
-    from ..loading.selection import known_implementations, own_implementation
+    from ..loading.selection import known_implementations, one_benchmark
     from ..measuring.planning import RunSettings, chosen_variants
     from ..measuring.runner import run
 
     config = project_config(project)
-    subject = load_kernels(config, kernels)
+    subject = load_kernels(config, package)
     with named_options():
-        kernel = kernel or own_implementation(subject)
+        case, kernel = one_benchmark(subject, family, suite_name, case_name, kernel)
         known_implementations(subject, (kernel,), "--kernel")
-    case = subject.case(suite_name, case_name)
     suite = subject.suites[case.suite]
     settings = RunSettings(samples=samples, variants=chosen_variants(subject.subject, variants), kernels=(kernel,))
     if len({values for _, values in settings.variants if len(values) > 1}):

@@ -10,21 +10,26 @@ import click
 
 from ..files import check_output, write_atomic
 from ..output.selftest import SelftestAsked, interference_report, picks_line, selftest_report
-from ..records.schema import MAX_SAMPLES
 from .context import (
-    FiniteRange,
     chosen_gpus,
     console,
-    gpu_options,
     load_kernels,
-    max_samples_option,
     named_options,
     progress,
     project_config,
-    project_option,
     project_policy,
-    thresholds_option,
     warn_of_triton_pin,
+)
+from .options import (
+    FiniteRange,
+    gpu_options,
+    max_samples_option,
+    one_benchmark_options,
+    overwrite_option,
+    project_option,
+    samples_option,
+    skip_kernel_option,
+    thresholds_option,
 )
 
 if TYPE_CHECKING:
@@ -35,18 +40,7 @@ PICK_IMPORTS = 10
 
 
 @click.command("selftest")
-@click.option(
-    "--family",
-    default=None,
-    metavar="NAME",
-    help="Kernel family of the benchmark, of a package that declares `subjects`: bare --suite and --kernel "
-    "names are then its. Default: the family of the case.",
-)
-@click.option(
-    "--suite", "suite_name", default=None, help="Suite of the benchmark. Default: the subject's default case."
-)
-@click.option("--case", "case_name", default=None, help="Case of the benchmark. Default: the subject's default case.")
-@click.option("--kernel", default=None, help="Implementation to time. Default: the subject's (first) own.")
+@one_benchmark_options
 @click.option(
     "--checks",
     type=click.IntRange(min=4, max=100_000),
@@ -54,13 +48,7 @@ PICK_IMPORTS = 10
     show_default=True,
     help="Sequential A/B checks per row (A/A, and A/B at each level), each one as `perfbot ab` takes it.",
 )
-@click.option(
-    "--samples",
-    type=click.IntRange(min=10, max=MAX_SAMPLES),
-    default=30,
-    show_default=True,
-    help="Rounds of a check before its first look, as `perfbot ab --samples`.",
-)
+@samples_option
 @max_samples_option
 @click.option(
     "--levels", default="0.5,1,2,5", show_default=True, help="Injected slowdowns in percent, comma-separated."
@@ -69,7 +57,7 @@ PICK_IMPORTS = 10
 @click.option(
     "--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the table as JSON here."
 )
-@click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
+@overwrite_option
 @click.option(
     "--keep-samples", is_flag=True, help="With --out: also write every sample of every round (ms), for a closer look."
 )
@@ -89,12 +77,7 @@ PICK_IMPORTS = 10
     show_default=True,
     help="How much the interference check slows the benchmark.",
 )
-@click.option(
-    "--skip-kernel",
-    "skipped_kernels",
-    multiple=True,
-    help="Implementation the interference check leaves out (repeat for several), e.g. one too slow to set up.",
-)
+@skip_kernel_option
 @gpu_options
 @project_option
 def selftest_command(

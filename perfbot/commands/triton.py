@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from ..measuring import triton_build
-from .context import project_config, project_option
+from .context import project_config
+from .options import no_build_isolation_option, option, project_option, triton_cache_option, triton_source_option
 
 
 @click.group("triton")
@@ -16,32 +17,29 @@ def triton_group() -> None:
 
     Example:
 
-        perfbot triton build --commit 7c56a5e40f7fd928dfd5c72902d5def0097db73a
+        perfbot triton build --triton-commit 7c56a5e40f7fd928dfd5c72902d5def0097db73a
     """
 
 
 @triton_group.command("build")
-@click.option("--commit", default=None, help="Commit to build. Default: [tool.perfbot] triton-commit of the project.")
-@click.option(
-    "--source",
-    default=triton_build.DEFAULT_SOURCE,
-    show_default=True,
-    help="Triton repository: a local path or a git URL.",
-)
-@click.option(
-    "--cache",
-    type=click.Path(file_okay=False, path_type=Path),
+@option(
+    "--triton-commit",
+    "commit",
+    old=["--commit"],
     default=None,
-    help="Wheel cache, one folder per commit. Default: ~/.cache/perfbot/triton-wheels.",
+    metavar="SHA",
+    help="Triton commit to build. Default: [tool.perfbot] triton-commit of the project.",
 )
-@click.option(
-    "--no-build-isolation",
-    is_flag=True,
-    help="Build with the build tools already installed (pip's --no-build-isolation) instead of fresh ones.",
-)
+@triton_source_option.was("--source")
+@triton_cache_option.was("--cache")
+@no_build_isolation_option
 @project_option
 def triton_build_command(
-    commit: str | None, source: str, cache: Path | None, no_build_isolation: bool, project: Path | None
+    commit: str | None,
+    triton_source: str | None,
+    triton_cache: Path | None,
+    no_build_isolation: bool,
+    project: Path | None,
 ) -> None:
     """Build a Triton wheel at a commit, or take it from the cache; prints the wheel's path.
 
@@ -51,13 +49,13 @@ def triton_build_command(
 
     Example:
 
-        perfbot triton build --commit 7c56a5e4 --source ~/src/triton --cache /ci/wheels
+        perfbot triton build --triton-commit 7c56a5e4 --triton-source ~/src/triton --triton-cache /ci/wheels
     """
     commit = commit or project_config(project).triton_commit
     wheel, built = triton_build.build(
         commit,
-        source,
-        cache,
+        triton_source or triton_build.DEFAULT_SOURCE,
+        triton_cache,
         build_isolation=not no_build_isolation,
         on_note=lambda note: click.echo(f"perfbot: note: {note}", err=True),
     )

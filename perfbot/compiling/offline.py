@@ -32,7 +32,7 @@ class Gpu:
     max_shared_bytes: int  # per block, opted in
 
 
-# What `--gpu` may name; the SM counts and shared memory are NVIDIA's data sheets'.
+# What `explain --gpu-model` may name; the SM counts and shared memory are NVIDIA's data sheets'.
 GPUS = {
     gpu.name: gpu
     for gpu in (

@@ -1,4 +1,4 @@
-"""The steps file: every new step `perfbot history --check --steps-json FILE` reported, as records
+"""The steps file: every new step `perfbot history --check --out-steps FILE` reported, as records
 a program reads strictly (the baseline workflow's bisect and issue jobs). Format 1:
 
     {"format": 1, "steps": [{
@@ -186,4 +186,4 @@ def save(path: Path, records: list[StepRecord]) -> None:
 
 
 def load(path: Path) -> StepsFile:
-    return load_json(path, "steps file (perfbot history --check --steps-json)", _FILE)
+    return load_json(path, "steps file (perfbot history --check --out-steps)", _FILE)

@@ -1,4 +1,4 @@
-"""The outcome file of `perfbot bisect --outcome FILE`: what one bisect concluded, for a program to
+"""The outcome file of `perfbot bisect --out-json FILE`: what one bisect concluded, for a program to
 read (the baseline workflow's issue job). Format 1:
 
     {"format": 1, "result": "culprit", "good": "<sha>", "bad": "<sha>", "first_bad": "<sha>",
@@ -162,4 +162,4 @@ def save(path: Path, outcome: OutcomeFile) -> None:
 
 
 def load(path: Path) -> OutcomeFile:
-    return load_json(path, "bisect outcome file (perfbot bisect --outcome)", _FILE, MAX_OUTCOME_BYTES)
+    return load_json(path, "bisect outcome file (perfbot bisect --out-json)", _FILE, MAX_OUTCOME_BYTES)

@@ -6,7 +6,7 @@ Triton kernel it launched is recorded (compiling/), and the two sides' records a
 (deciding/compiled_change.py).
 
 Where the kernels are compiled (`target`): on the GPU here, each call run there on real inputs,
-when there is one and `--gpu` names none; otherwise for the GPU `--gpu` names (by default
+when there is one and `--gpu-model` names none; otherwise for the GPU `--gpu-model` names (by default
 offline.DEFAULT_GPU) without one, on CPU inputs, nothing launched (compiling/offline.py). Triton's
 interpreter compiles nothing, so it is refused before any kernel is defined.
 """

@@ -29,7 +29,7 @@ def command(step: StepRecord, out: Path) -> list[str]:
     """The step's command as printed, with where its outcome, report and state go."""
     if step.bisect is None:
         raise ValueError(f"step {step.id} has no bisect command")
-    written = ["--outcome", out / f"{step.id}.json", "--report", out / f"{step.id}.md"]
+    written = ["--out-json", out / f"{step.id}.json", "--out-markdown", out / f"{step.id}.md"]
     # The folder is this command's own: a re-run replaces the report and resumes from the state.
     return [*step.bisect, *map(str, written), "--overwrite", "--state", str(out / f"{step.id}.state.json")]
 

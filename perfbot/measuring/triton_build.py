@@ -82,7 +82,7 @@ def build(
 ) -> tuple[Path, bool]:
     """(wheel, built): the wheel of `commit`, from the cache when it is there (built False)."""
     if not _SHA.fullmatch(commit):
-        raise BadInput(f"--commit must be a hex commit SHA (7 to 40 digits), got {commit!r}")
+        raise BadInput(f"--triton-commit must be a hex commit SHA (7 to 40 digits), got {commit!r}")
     if shutil.which("git") is None:
         raise EnvironmentFailure("git is not installed; perfbot triton build needs it")
     cache = cache or default_cache()
@@ -158,7 +158,7 @@ def _checkout(source: str, commit: str, checkout: Path) -> str:
     From a local path the user chose, any commit of it goes."""
     remote = bool(re.match(r"^[a-z+]+://|^git@", source))
     if not remote and not Path(source).exists():
-        raise BadInput(f"--source {source!r} is neither an existing path nor a URL")
+        raise BadInput(f"--triton-source {source!r} is neither an existing path nor a URL")
     cloned = git.run(None, "clone", "--quiet", "--no-checkout", source, str(checkout))
     if cloned.returncode != 0:
         raise EnvironmentFailure(f"cannot clone {source}: {cloned.stderr.strip().splitlines()[-1:]}")
@@ -187,7 +187,7 @@ def _project_dir(checkout: Path, commit: str) -> Path:
     if (checkout / "python" / "setup.py").is_file():
         return checkout / "python"
     raise BadInput(
-        f"Triton at {commit[:12]} has neither setup.py nor python/setup.py; is --source a Triton repository?"
+        f"Triton at {commit[:12]} has neither setup.py nor python/setup.py; is --triton-source a Triton repository?"
     )
 
 

@@ -1,4 +1,4 @@
-"""The history site (`perfbot history --html DIR`): static pages, charts drawn as inline SVG, no
+"""The history site (`perfbot history --out-html DIR`): static pages, charts drawn as inline SVG, no
 script and nothing fetched from elsewhere, so it works offline and from any static host.
 
     DIR/index.html              every GPU, its runs, and its benchmarks by suite and case
