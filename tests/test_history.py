@@ -265,13 +265,26 @@ def test_the_median_interval_covers_the_median_by_order_statistics():
     assert stats.median_interval([3.0, 1.0, 2.0]) == (1.0, 3.0)  # too few: the whole range
 
 
-def test_history_without_a_store_or_subcommand_is_refused_in_one_line():
-    result = invoke()
-    assert result.exit_code == 2
-    assert (
-        result.output.strip()
-        == "perfbot: error: perfbot history needs --store DIR (the baseline store), or a subcommand"
+def test_history_without_a_store_reads_the_projects_and_says_in_one_line_where_there_is_none(
+    tmp_path: Path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # no project here: nothing says which store
+    outside = invoke()
+    assert outside.exit_code == 2 and outside.output.count("\n") == 1
+    assert outside.output.startswith("perfbot: error: no pyproject.toml with a [tool.perfbot] table in ")
+    pin = 40 * "0"
+    (tmp_path / "pyproject.toml").write_text(f'[tool.perfbot]\nstore = "runs"\ntriton-commit = "{pin}"\n')
+    missing = invoke()  # the project's store, [tool.perfbot] store, not made yet
+    assert missing.exit_code == 2
+    assert missing.output == (
+        f"perfbot: error: baseline store {tmp_path / 'runs'}: no such folder; "
+        "`perfbot baseline update RESULTS` makes one\n"
     )
+    write_store(tmp_path / "runs", make_runs(8, seed=3))
+    read = invoke()
+    assert read.exit_code == 0, read.output
+    assert "steps in the store's history" in read.output
+    assert invoke("--project", str(tmp_path)).output == read.output
 
 
 def test_the_site_says_which_series_is_watched_and_whose_each_step_is(tmp_path: Path):

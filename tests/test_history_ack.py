@@ -119,6 +119,22 @@ def test_the_step_table_prints_an_id_that_ack_takes(stepped: Path):
     assert len(re.findall(r"\b[0-9a-f]{16}@\S+", invoke("--store", str(stepped)).output)) == len(ids) - 1
 
 
+def test_ack_without_a_store_keeps_it_in_the_projects(stepped: Path, tmp_path: Path):
+    project = tmp_path / "project"
+    project.mkdir()
+    pin = 40 * "0"
+    (project / "pyproject.toml").write_text(f'[tool.perfbot]\nstore = "{stepped}"\ntriton-commit = "{pin}"\n')
+    step_id = steps.find_all(history.read(stepped))[0].step_id
+    done = invoke("ack", "--project", str(project), "--step", step_id, "--reason", "expected", "--by", "alice")
+    assert done.exit_code == 0, done.output
+    assert json.loads((stepped / acknowledgements.FILE).read_text())["acknowledged"][0]["reason"] == "expected"
+    (project / "pyproject.toml").write_text(f'[tool.perfbot]\nstore = "none"\ntriton-commit = "{pin}"\n')
+    _one_line_error(
+        invoke("ack", "--project", str(project), "--step", step_id, "--reason", "ok"),
+        f"baseline store {project / 'none'}: no such folder",
+    )
+
+
 def test_a_later_step_is_found_from_the_acknowledged_level(tmp_path: Path):
     runs = make_runs(60, step=0.03, at=AT, seed=3, second_step=0.03, second_at=44)
     directory = write_store(tmp_path / "store", runs[:RUNS])

@@ -49,7 +49,7 @@ DECLARATIONS = {
     "--samples": (2, "per benchmark of a run, 30 / per measurement of one benchmark, 20"),
     "--kernel": (3, "many benchmarks' implementations / one benchmark's / init's MODULE:FUNCTION to set up"),
     "--project": (2, "the project a command reads / init's repository, which has no [tool.perfbot] yet"),
-    "--store": (4, "the store baseline keeps / compare's / history's / history ack's"),
+    "--store": (2, "the store a command keeps or reads / compare's, compared with instead of BASELINE"),
     "--repo": (2, "bisect's git checkout / a GitHub repository, OWNER/NAME"),
     "--sha": (2, "the commit comment's report measured / the head verify-head requires"),
     "--state": (2, "bisect's resume file / the steps history --check reported"),

@@ -108,6 +108,15 @@ def store_dir(store: Path | None, project: Path | None) -> Path:
     return store if store is not None else project_config(project).store_dir
 
 
+def existing_store(store: Path | None, project: Path | None) -> Path:
+    """The baseline store of a command that reads one (`store_dir`): it must be a folder."""
+    directory = store_dir(store, project)
+    if not directory.is_dir():
+        what = "is not a folder" if os.path.lexists(directory) else "no such folder"
+        raise BadInput(f"baseline store {directory}: {what}; `perfbot baseline update RESULTS` makes one")
+    return directory
+
+
 def warn_of_triton_pin(pin: str, environment: Environment | None = None, side: str | None = None) -> None:
     """One warning line on stderr when the Triton (`environment`'s, else the one imported here) is
     not the pinned one, or cannot be told to be (measuring/triton_pin.py); `side`: an A/B's."""

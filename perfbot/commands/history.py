@@ -13,9 +13,9 @@ from rich.table import Table
 
 from ..errors import EXIT_REGRESSION, BadInput, EnvironmentFailure
 from ..files import check_output
-from .context import console
+from .context import console, existing_store
 from .history_ack import ack_command
-from .options import option, overwrite_option
+from .options import option, overwrite_option, project_option, store_option
 
 
 def _runner_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[tuple[str, Path], ...]:
@@ -29,13 +29,7 @@ def _runner_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str,
 
 
 @click.group("history", invoke_without_command=True)
-@click.option(
-    "--store",
-    "store_dir",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="The baseline store (perfbot baseline update writes it). Required without a subcommand.",
-)
+@store_option
 @option(
     "--out-html",
     "html_dir",
@@ -92,10 +86,11 @@ def _runner_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str,
     default=None,
     help="A clone of the repository: a commit whose subject names a pull request, (#123), links to it.",
 )
+@project_option
 @click.pass_context
 def history_command(
     context: click.Context,
-    store_dir: Path | None,
+    store: Path | None,
     html_dir: Path | None,
     check: bool,
     state_path: Path | None,
@@ -104,6 +99,7 @@ def history_command(
     runner_pairs: tuple[tuple[str, Path], ...],
     repo_url: str | None,
     git_repo: Path | None,
+    project: Path | None,
 ) -> None:
     """The history of every benchmark in a baseline store: the steps in it, a static site, and a
     check for steps that no single pull request showed (ten PRs each 0.3% slower).
@@ -115,7 +111,7 @@ def history_command(
 
     \b
         perfbot history --store .perfbot/store --out-html site --repo-url https://github.com/o/r
-        perfbot history --store .perfbot/store --check
+        perfbot history --check                     # the project's store
         perfbot history --store .perfbot/store --check --out-steps steps.json --runner h200=h200/main.json
     """
     from ..history import series as history
@@ -127,12 +123,11 @@ def history_command(
         if given:  # the subcommand has its own: say where they go rather than ignore them
             raise BadInput(f"{given[0]} goes after the subcommand: perfbot history {context.invoked_subcommand} --help")
         return
-    if store_dir is None:
-        raise BadInput("perfbot history needs --store DIR (the baseline store), or a subcommand")
     if steps_json is not None and not check:
         raise BadInput("--out-steps needs --check: it writes the steps the check reports")
     if runner_pairs and steps_json is None:
         raise BadInput("--runner needs --out-steps: it names who bisects the steps written there")
+    store_dir = existing_store(store, project)
     if steps_json is not None:
         check_output(steps_json, overwrite=overwrite)
     runners = steps_file.runners(list(runner_pairs))

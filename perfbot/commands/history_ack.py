@@ -12,16 +12,12 @@ import click
 
 from ..errors import BadInput
 from ..records.schema import MAX_NAME, clean
+from .context import existing_store
+from .options import project_option, store_option
 
 
 @click.command("ack")
-@click.option(
-    "--store",
-    "store_dir",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    required=True,
-    help="The baseline store; the acknowledgement is kept in it, as STORE/acknowledged-steps.json.",
-)
+@store_option
 @click.option(
     "--step",
     "step",
@@ -38,10 +34,12 @@ from ..records.schema import MAX_NAME, clean
     default=None,
     help="Who accepts it. Default: git's user.name, else $USER.",
 )
-def ack_command(store_dir: Path, step: str, reason: str, by: str | None) -> None:
+@project_option
+def ack_command(store: Path | None, step: str, reason: str, by: str | None, project: Path | None) -> None:
     """Acknowledge a step: it is never reported again, even if the check's reported-steps.json is
     lost, and the step search restarts at its run, so a later step is measured from its level.
     The site shows it at the step, with the reason. A step already acknowledged is refused (exit 2).
+    The acknowledgement is kept in the store, as STORE/acknowledged-steps.json.
 
     Example:
 
@@ -53,6 +51,7 @@ def ack_command(store_dir: Path, step: str, reason: str, by: str | None) -> None
     from ..history import acknowledgements, steps
     from ..history import series as history
 
+    store_dir = existing_store(store, project)
     identity, stored = acknowledgements.parse_step_id(step)
     text = acknowledgements.check_reason(reason)
     who = _checked_name(by) if by is not None else _default_name()
