@@ -326,3 +326,17 @@ def test_a_run_records_what_it_was_cut_down_to_by_name(two: Path, tmp_path: Path
     settings = json.loads(out.read_text())["settings"]
     assert settings["chosen_cases"] == ["one"]
     assert settings["chosen_kernels"] == ["pair/torch", "norm/torch"] and settings["chosen_variants"] == {}
+
+
+def test_sample_times_one_benchmark_of_a_family_named_as_selftest_names_it(two: Path, tmp_path: Path, gpu):
+    (tmp_path / "pyproject.toml").write_text('[tool.perfbot]\nkernels = "perf"\ntriton-commit = "' + 40 * "0" + '"\n')
+    sample = ["sample", "--project", str(tmp_path), "--samples", "10"]
+    done = CliRunner().invoke(perfbot, [*sample, "--family", "norm", "--suite", "pr", "--kernel", "copy"])
+    assert done.exit_code == 0, done.output
+    assert len(done.stdout.splitlines()) == 10 and all(float(line) > 0 for line in done.stdout.splitlines())
+    # A bare name is the case's family's; without --kernel, the family's own implementation.
+    assert CliRunner().invoke(perfbot, [*sample, "--suite", "norm/pr", "--kernel", "copy"]).exit_code == 0
+    assert CliRunner().invoke(perfbot, [*sample, "--family", "pair"]).exit_code == 0
+    refused = CliRunner().invoke(perfbot, [*sample, "--family", "other"])
+    assert refused.exit_code == 2
+    assert refused.stderr.splitlines()[-1].startswith("perfbot: error: Invalid value for --family: unknown family")

@@ -163,15 +163,11 @@ def bisect_command(
             if measure_command is not None:
                 prober: Prober = CommandProber(repo, build_command or "true", measure_command, workdir)
             else:
-                config = project_config(project)
-                chosen = {"--family": family, "--suite": suite_name, "--case": case_name, "--kernel": kernel}
-                sample_args = ["--project", str(config.root), "--samples", str(samples)]
-                sample_args += [part for option, value in chosen.items() if value for part in (option, value)]
-                sample_args += [part for variant in variants for part in ("--variant", variant)]
+                named = {"--family": family, "--suite": suite_name, "--case": case_name, "--kernel": kernel}
                 prober = TritonProber(
                     repo,
                     triton_cache or triton_build.default_cache(),
-                    sample_args,
+                    sample_arguments(project_config(project).root, samples, named, variants),
                     build_isolation=not no_build_isolation,
                 )
 
@@ -199,3 +195,11 @@ def bisect_command(
         if outcome.first_bad is None:
             raise EnvironmentFailure(concluded.message)
         click.echo(f"first bad commit: {outcome.first_bad}")
+
+
+def sample_arguments(root: Path, samples: int, named: dict[str, str | None], variants: tuple[str, ...]) -> list[str]:
+    """What the Triton mode gives `perfbot sample` at each commit: the project, the samples, and
+    the benchmark as it was named here (`named`: each one-benchmark option given, and its value)."""
+    arguments = ["--project", str(root), "--samples", str(samples)]
+    arguments += [part for option, value in named.items() if value for part in (option, value)]
+    return arguments + [part for variant in variants for part in ("--variant", variant)]
