@@ -285,6 +285,9 @@ def test_history_without_a_store_reads_the_projects_and_says_in_one_line_where_t
     assert read.exit_code == 0, read.output
     assert "steps in the store's history" in read.output
     assert invoke("--project", str(tmp_path)).output == read.output
+    too_long = invoke("--store", str(tmp_path / ("x" * 5000)))
+    assert too_long.exit_code == 2 and too_long.output.count("\n") == 1, too_long.output
+    assert too_long.output.startswith("perfbot: error: baseline store ") and "cannot read it" in too_long.output
 
 
 def test_the_site_says_which_series_is_watched_and_whose_each_step_is(tmp_path: Path):

@@ -111,7 +111,11 @@ def store_dir(store: Path | None, project: Path | None) -> Path:
 def existing_store(store: Path | None, project: Path | None) -> Path:
     """The baseline store of a command that reads one (`store_dir`): it must be a folder."""
     directory = store_dir(store, project)
-    if not directory.is_dir():
+    try:
+        folder = directory.is_dir()
+    except OSError as error:  # a name too long for the system, say
+        raise BadInput(f"baseline store {directory}: cannot read it: {error.strerror or error}") from None
+    if not folder:
         what = "is not a folder" if os.path.lexists(directory) else "no such folder"
         raise BadInput(f"baseline store {directory}: {what}; `perfbot baseline update RESULTS` makes one")
     return directory
