@@ -27,9 +27,9 @@ from .context import (
 )
 from .options import (
     cases_option,
-    family_option,
+    families_option,
+    implementations_option,
     keep_sass_option,
-    kernels_option,
     option,
     overwrite_option,
     project_option,
@@ -89,10 +89,10 @@ class ExplainOptions:
 @click.command("explain")
 @click.argument("base_rev", metavar="BASE")
 @click.argument("head_rev", metavar="[HEAD]", required=False)
-@family_option
+@families_option
 @suites_option
 @cases_option
-@kernels_option
+@implementations_option
 @variants_option
 @option(
     "--gpu-model",

@@ -140,7 +140,7 @@ thresholds_option = Shared(
 
 # --- what to measure: many benchmarks (run, ab, check, explain) ---------------------------------
 
-family_option = Shared(
+families_option = Shared(
     "benchmarks",
     "--family",
     "family_names",
@@ -168,7 +168,7 @@ cases_option = Shared(
     metavar="NAME",
     help="Only the cases of these names in the chosen suites (repeat for several). Default: every case.",
 )
-kernels_option = Shared(
+implementations_option = Shared(
     "benchmarks",
     "--kernel",
     "kernel_names",
@@ -377,10 +377,8 @@ overwrite_option = Shared(
 
 def choice_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The options that choose what to check: suites, cases, implementations, variants, the seed."""
-    return _apply(
-        command,
-        (family_option, suites_option, cases_option, kernels_option, skip_kernel_option, variants_option, seed_option),
-    )
+    chosen = (families_option, suites_option, cases_option, implementations_option, skip_kernel_option)
+    return _apply(command, (*chosen, variants_option, seed_option))
 
 
 def gpu_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -440,14 +438,5 @@ def measure_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The options that choose what `run` and `ab` measure, how many samples, and on which GPUs,
     given to the command as one `measuring: Measuring`."""
     gathered = given_as(Measuring, "measuring")(command)
-    return _apply(
-        gathered,
-        (
-            choice_options,
-            samples_option,
-            warmup_option,
-            gpus_option,
-            mixed_gpus_option,
-            keep_sass_option,
-        ),
-    )
+    timing = (samples_option, warmup_option, gpus_option, mixed_gpus_option, keep_sass_option)
+    return _apply(gathered, (choice_options, *timing))
