@@ -94,3 +94,22 @@ def ab_sides(
 
     heads = [side(b, slowdowns.get((b.kernel, b.case), 1.0), 15) for b in base.benchmarks]
     return replace(base, benchmarks=[side(b, 1.0, 16) for b in base.benchmarks]), replace(base, benchmarks=heads)
+
+
+def parsed(path: tuple[str, ...], args: list[str]):
+    """The context of `perfbot PATH ARGS` as a call makes it, nothing run: each command's context
+    under its group's, so that the group's settings hold (a context made alone would leave its
+    command a help option of other names, which click keeps for the rest of the process)."""
+    import click
+
+    from perfbot.cli import perfbot
+
+    context = perfbot.make_context("perfbot", [], resilient_parsing=True)
+    for at, name in enumerate(path):
+        group = context.command
+        assert isinstance(group, click.Group)
+        command = group.get_command(context, name)
+        assert command is not None, name
+        last = at == len(path) - 1
+        context = command.make_context(name, args if last else [], parent=context, resilient_parsing=not last)
+    return context

@@ -393,7 +393,7 @@ def test_ctrl_c_ends_the_measure_commands_children_too(tmp_path: Path):
 
 def test_the_triton_mode_hands_sample_the_benchmark_as_it_was_named(tmp_path: Path):
     from perfbot.commands.bisect import sample_arguments
-    from perfbot.commands.run import sample_command
+    from tests.helpers import parsed
 
     named = {"--family": "norm", "--suite": "pr", "--case": None, "--kernel": "copy"}
     arguments = sample_arguments(tmp_path, 20, named, ("mode=a",))
@@ -401,7 +401,7 @@ def test_the_triton_mode_hands_sample_the_benchmark_as_it_was_named(tmp_path: Pa
         "--project", str(tmp_path), "--samples", "20", "--family", "norm", "--suite", "pr", "--kernel", "copy",
         "--variant", "mode=a",
     ]  # fmt: skip
-    with sample_command.make_context("sample", arguments) as context:  # what sample takes
+    with parsed(("sample",), arguments) as context:  # what sample takes
         given = context.params
     assert (given["family"], given["suite_name"], given["case_name"], given["kernel"]) == ("norm", "pr", None, "copy")
     assert given["variants"] == ("mode=a",) and given["samples"] == 20

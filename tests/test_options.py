@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from perfbot.cli import perfbot
 from perfbot.commands.options import Option
 from tests.conftest import ROOT
+from tests.helpers import parsed
 
 
 def commands(
@@ -167,13 +168,12 @@ def test_an_old_spelling_names_nothing_else_on_its_command():
 def test_an_old_spelling_works_as_the_new_with_a_warning_naming_it(renamed: tuple[str, ...], capsys):
     *path, old = renamed
     new = RENAMED[renamed]
-    command = dict(commands())[tuple(path)]
     value = VALUES.get(new, "x")
     given = [*REQUIRED.get(tuple(path), [])]
-    with command.make_context(path[-1], [*given, new, value]) as context:
+    with parsed(tuple(path), [*given, new, value]) as context:
         as_new = dict(context.params)
     assert capsys.readouterr().err == ""
-    with command.make_context(path[-1], [*given, old, value]) as context:
+    with parsed(tuple(path), [*given, old, value]) as context:
         as_old = dict(context.params)
     assert capsys.readouterr().err == f"perfbot: warning: {old} is deprecated; use {new}\n"
     assert as_old == as_new and value in map(str, as_new.values())
@@ -192,8 +192,7 @@ def test_the_history_sites_old_spelling_still_builds_it(tmp_path: Path):
 
 def test_a_repeated_option_takes_its_old_spelling_too(tmp_path: Path, capsys):
     """Both spellings of one option: the new one's value stands, and the old one is still warned of."""
-    command = dict(commands())[("compare",)]
-    with command.make_context("compare", ["--out-json", "new.json", "--json", "old.json"]) as context:
+    with parsed(("compare",), ["--out-json", "new.json", "--json", "old.json"]) as context:
         assert context.params["json_path"] == Path("new.json")
     assert capsys.readouterr().err == "perfbot: warning: --json is deprecated; use --out-json\n"
 
