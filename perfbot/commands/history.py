@@ -31,9 +31,10 @@ def _runner_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str,
 @click.group("history", invoke_without_command=True)
 @store_option
 @option(
+    # --html is the design's contract with other tooling (the trend site); --out-html, the naming rule's.
+    "--html",
     "--out-html",
     "html_dir",
-    old=["--html"],
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Write the site here: index.html and a page per benchmark in b/ (static, works offline). "
