@@ -1,6 +1,10 @@
 """The `perfbot` command: a click group of thin commands, one module per family under
 perfbot/commands. Only here do errors become exit codes.
 
+A command's module is imported only when that command runs (or shows its help): `perfbot
+--version`, `perfbot --help` and every command start without the imports of all the others
+(scipy alone takes about a second).
+
 Commands that measure import torch (through runner, subject, environment) when they run, not at
 start-up: the core commands (compare, show, comment, baseline, export) work on a machine with
 only the core install, and a measuring command run there says which extra it needs.
@@ -8,27 +12,107 @@ only the core install, and a measuring command run there says which extra it nee
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Any, NoReturn
 
 import click
 
-from .commands.ab import ab_command
-from .commands.autobisect import bisect_steps_command, open_issues_command
-from .commands.bisect import bisect_command
-from .commands.check import check_command
-from .commands.compare import baseline_group, compare_command, export_command
-from .commands.explain import explain_command
-from .commands.github import comment_command, verify_head_command
-from .commands.history import history_command
-from .commands.init import init_command
-from .commands.run import env_command, run_command, sample_command, show_command, suites_command
-from .commands.selftest import selftest_command
-from .commands.triton import triton_group
 from .errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EnvironmentFailure, PerfbotError
-from .records.schema import clean
 
 MEASURING_MODULES = ("torch", "triton")
+
+# Every command: the module under perfbot/commands that defines it, its function there, and its
+# one-line help (the first sentence of its docstring, as click shortens it), so that `perfbot
+# --help` lists them all without importing any. tests/test_cli.py checks each against its command.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "ab": (
+        "ab",
+        "ab_command",
+        "Measure the kernels of git revision BASE against HEAD's (default: this checkout's), interleaved sample "
+        "by sample on one GPU, and judge the pairs.",
+    ),
+    "baseline": (
+        "compare",
+        "baseline_group",
+        "Manage the baseline store: one folder per GPU model, every stored run kept as history.",
+    ),
+    "bisect": (
+        "bisect",
+        "bisect_command",
+        "Find the commit that made a benchmark slower, with statistics at every step.",
+    ),
+    "check": (
+        "check",
+        "check_command",
+        "Run every implementation once on every case and compare its output with the subject's trusted result; "
+        "nothing is timed.",
+    ),
+    "comment": (
+        "github",
+        "comment_command",
+        "Post the report as the PR's one perfbot comment (edited in place on every push).",
+    ),
+    "compare": (
+        "compare",
+        "compare_command",
+        "Compare two results files and decide, per benchmark, whether it got slower.",
+    ),
+    "env": (
+        "run",
+        "env_command",
+        "Print where a run would be measured: versions, GPU, driver, clocks, and whether the Triton is the one "
+        "the project pins ([tool.perfbot] triton-commit; outside a project, not checked).",
+    ),
+    "explain": (
+        "explain",
+        "explain_command",
+        "Show what changed in the compiled Triton kernels of git revision BASE against HEAD's (default: this "
+        "checkout's, uncommitted changes included): nothing is timed and no result is checked.",
+    ),
+    "export": (
+        "compare",
+        "export_command",
+        "Write a results file in another tool's format, for dashboards that ingest it.",
+    ),
+    "history": (
+        "history",
+        "history_command",
+        "The history of every benchmark in a baseline store: the steps in it, a static site, and a check for "
+        "steps that no single pull request showed (ten PRs each 0.3% slower).",
+    ),
+    "init": (
+        "init",
+        "init_command",
+        "Set perfbot up in an existing repository, for one of its kernels: a kernels package, perf/__init__.py, "
+        "whose `subjects` lists the kernel families, and in it the family to fill in, perf/NAME/ (inputs, "
+        'float64 reference, tolerance, suites; each place marked "# perfbot init: fill in"), a [tool.perfbot] '
+        "table appended to pyproject.toml, with the Triton commit to pin, and perfbot's default thresholds.yaml.",
+    ),
+    "run": ("run", "run_command", "Check and time the kernels on a shape suite, and print a table."),
+    "sample": (
+        "run",
+        "sample_command",
+        "Check one benchmark, time it, and print its samples in ms, one per line (for bisect).",
+    ),
+    "selftest": (
+        "selftest",
+        "selftest_command",
+        "Measure this runner's false-alarm rate (A/A) and the smallest slowdown it detects (A/B: the kernel "
+        "followed by a calibrated sleep against the kernel followed by the shortest one), under the rule in "
+        "force: each check is a sequential A/B as the pull-request check takes it, and pairs of checks show "
+        "what confirmation (a second A/B of a failing case) leaves.",
+    ),
+    "show": ("run", "show_command", "Print the table of a stored results file, as `perfbot run` printed it."),
+    "suites": ("run", "suites_command", "List the shape suites and their cases."),
+    "triton": ("triton", "triton_group", "Triton builds for CI and bisection."),
+    "verify-head": (
+        "github",
+        "verify_head_command",
+        "Exit 0 if SHA is the head of the pull request (from a branch of REPO, with --same-repository); else "
+        "say why in one line and exit 2.",
+    ),
+}
 
 
 # Exit code of a command interrupted by Ctrl-C: 128 + SIGINT, the shell's convention.
@@ -44,7 +128,24 @@ MAX_TOOL_LINES = 40
 class _PerfbotGroup(click.Group):
     """Turns a PerfbotError from any command into its one-line message and exit code; click's own
     usage errors into one line too; Ctrl-C into exit 130 (never 1, which means a slowdown); a stray
-    sys.exit, which only the subject's code makes, into a refusal (exit 2)."""
+    sys.exit, which only the subject's code makes, into a refusal (exit 2). Loads each command
+    from COMMANDS when it is first asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, name, _ = COMMANDS[cmd_name]
+            self.add_command(getattr(importlib.import_module(f"{__package__}.commands.{module}"), name), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The list of commands, shortened as click shortens a command's help, from COMMANDS."""
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        rows = [(name, click.utils.make_default_short_help(COMMANDS[name][2], limit)) for name in sorted(COMMANDS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         try:  # the group's own options: `perfbot --bogus`
@@ -93,6 +194,8 @@ class _PerfbotGroup(click.Group):
 def _stray_exit(error: SystemExit) -> str:
     """What quit: every command leaves through click, so a SystemExit comes from the subject's code
     in something perfbot ran for it (a method of an object it returned) outside guard.call."""
+    from .records.schema import clean  # pydantic's import, for this rare line only
+
     code = error.code
     shown = "" if code is None else clean(repr(code), 100) if type(code) in (int, str) else "..."  # no method of its
     return f"code perfbot ran for the subject called sys.exit({shown}) outside a guarded call"
@@ -142,29 +245,3 @@ def perfbot() -> None:
     Exit codes: 0 fine; 1 a significant slowdown or a wrong result; 2 bad input;
     3 the environment failed (no CUDA GPU, a tool missing, GitHub unreachable).
     """
-
-
-for _command in (
-    init_command,
-    check_command,
-    run_command,
-    ab_command,
-    explain_command,
-    sample_command,
-    show_command,
-    env_command,
-    suites_command,
-    compare_command,
-    baseline_group,
-    export_command,
-    history_command,
-    comment_command,
-    verify_head_command,
-    selftest_command,
-    bisect_command,
-    triton_group,
-):
-    perfbot.add_command(_command)
-# What follows a new step on main: the baseline workflow's bisect and issue jobs run these.
-history_command.add_command(bisect_steps_command)
-history_command.add_command(open_issues_command)

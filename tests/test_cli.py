@@ -2,18 +2,22 @@
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import click
 import pytest
 from click.testing import CliRunner
 
-from perfbot.cli import perfbot
+from perfbot.cli import COMMANDS, perfbot
 from tests.conftest import HAS_GPU, ROOT
 
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()):
-    for name, command in group.commands.items():
+    context = click.Context(group)
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        assert command is not None, name
         yield (*prefix, name), command
         if isinstance(command, click.Group):
             yield from _commands(command, (*prefix, name))
@@ -27,6 +31,47 @@ def test_every_command_and_option_has_help_and_every_command_an_example():
             if isinstance(param, click.Option) and param.name != "help":
                 assert param.help, f"{path} {param.opts}"
         assert CliRunner().invoke(perfbot, [*path, "--help"]).exit_code == 0
+
+
+def test_the_list_of_commands_shows_each_commands_own_help():
+    """`perfbot --help` lists the commands from cli.COMMANDS, without importing them: the list is
+    what click would show from the commands themselves."""
+    context = click.Context(perfbot)
+    loaded = {name: perfbot.get_command(context, name) for name in COMMANDS}
+    assert {name: command.get_short_help_str(10**6) for name, command in loaded.items()} == {
+        name: help for name, (_, _, help) in COMMANDS.items()
+    }
+    plain = CliRunner().invoke(click.Group("perfbot", commands=loaded), ["--help"]).output
+    shown = invoke("--help").output
+    assert shown[shown.index("Commands:") :] == plain[plain.index("Commands:") :]
+
+
+def test_help_and_version_import_no_command():
+    """Each command's module is imported when it runs: `perfbot --help` and `--version` import
+    none of them, nor scipy, torch or pydantic (a second of start-up for every call)."""
+    probe = (
+        "import sys\n"
+        "from perfbot.cli import perfbot\n"
+        "for args in (['--help'], ['--version']):\n"
+        "    perfbot(args, standalone_mode=False)\n"
+        "heavy = ('scipy', 'torch', 'triton', 'pydantic', 'ruptures', 'rich')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('perfbot.commands') or m.split('.')[0] in heavy))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "Commands:" in done.stdout and "version" in done.stdout
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_a_command_is_imported_when_it_runs():
+    probe = (
+        "import sys\n"
+        "from perfbot.cli import perfbot\n"
+        "perfbot(['suites', '--help'], standalone_mode=False)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('perfbot.commands.')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "'perfbot.commands.run'" in done.stdout.splitlines()[-1]
+    assert "'perfbot.commands.ab'" not in done.stdout.splitlines()[-1]
 
 
 def invoke(*args: str):
@@ -122,8 +167,6 @@ def test_env_works_without_a_gpu_and_as_json():
 
 
 def test_console_script_is_installed():
-    import sys
-
     exe = Path(sys.executable).parent / "perfbot"
     assert exe.is_file(), "pip install -e . should install the perfbot command beside python"
     done = subprocess.run([str(exe), "run", "--samples", "1"], capture_output=True, text=True)

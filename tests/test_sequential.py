@@ -7,6 +7,7 @@ least 95%.
 
 import itertools
 
+import click
 import numpy as np
 import pytest
 
@@ -253,7 +254,8 @@ def _production_first_look() -> int:
     whole blocks the policy's interleaved alpha needs (jobs/ab.py)."""
     from perfbot.cli import perfbot
 
-    [samples] = [p.default for p in perfbot.commands["ab"].params if p.name == "samples"]
+    ab = perfbot.get_command(click.Context(perfbot), "ab")
+    [samples] = [p.default for p in ab.params if p.name == "samples"]
     alpha = POLICY.rule_for("", "", "", "NVIDIA H200", {}, interleaved=True).alpha
     return sequential.first_look(samples, alpha)
 

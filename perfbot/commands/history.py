@@ -13,6 +13,7 @@ from rich.table import Table
 
 from ..errors import EXIT_REGRESSION, BadInput, EnvironmentFailure
 from ..files import check_output
+from .autobisect import bisect_steps_command, open_issues_command
 from .context import console, existing_store
 from .history_ack import ack_command
 from .options import option, overwrite_option, project_option, store_option
@@ -215,3 +216,6 @@ def _print_steps(found: list, store_dir: Path) -> None:
 
 
 history_command.add_command(ack_command)
+# What follows a new step on main: the baseline workflow's bisect and issue jobs run these.
+history_command.add_command(bisect_steps_command)
+history_command.add_command(open_issues_command)
