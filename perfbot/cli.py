@@ -128,24 +128,7 @@ MAX_TOOL_LINES = 40
 class _PerfbotGroup(click.Group):
     """Turns a PerfbotError from any command into its one-line message and exit code; click's own
     usage errors into one line too; Ctrl-C into exit 130 (never 1, which means a slowdown); a stray
-    sys.exit, which only the subject's code makes, into a refusal (exit 2). Loads each command
-    from COMMANDS when it is first asked for."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*self.commands, *COMMANDS})
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and cmd_name in COMMANDS:
-            module, name, _ = COMMANDS[cmd_name]
-            self.add_command(getattr(importlib.import_module(f"{__package__}.commands.{module}"), name), cmd_name)
-        return super().get_command(ctx, cmd_name)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The list of commands, shortened as click shortens a command's help, from COMMANDS."""
-        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
-        rows = [(name, click.utils.make_default_short_help(COMMANDS[name][2], limit)) for name in sorted(COMMANDS)]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
+    sys.exit, which only the subject's code makes, into a refusal (exit 2)."""
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         try:  # the group's own options: `perfbot --bogus`
@@ -189,6 +172,27 @@ class _PerfbotGroup(click.Group):
             ctx.exit(EXIT_BAD_INPUT)
         except Exception as error:  # noqa: BLE001 -- never a traceback, and never exit 1 (a slowdown)
             _internal_error(ctx, error)
+
+
+class _LazyGroup(_PerfbotGroup):
+    """perfbot's own group: each command loaded from COMMANDS when it is first asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, name, _ = COMMANDS[cmd_name]
+            self.add_command(getattr(importlib.import_module(f"{__package__}.commands.{module}"), name), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The list of commands, shortened as click shortens a command's help, from COMMANDS."""
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        shown = {name: click.Command(name, help=help) for name, (_, _, help) in COMMANDS.items()}
+        rows = [(name, shown[name].get_short_help_str(limit)) for name in sorted(shown)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 def _stray_exit(error: SystemExit) -> str:
@@ -236,7 +240,7 @@ def _internal_error(ctx: click.Context, error: BaseException) -> NoReturn:
     ctx.exit(EXIT_ENVIRONMENT)
 
 
-@click.group(cls=_PerfbotGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="perfbot")
 def perfbot() -> None:
     """Performance-regression bot for Triton kernels: checks, times and compares them, posts the
