@@ -74,6 +74,24 @@ def test_a_command_is_imported_when_it_runs():
     assert "'perfbot.commands.ab'" not in done.stdout.splitlines()[-1]
 
 
+def test_a_command_that_decides_nothing_imports_no_scipy(tmp_path: Path):
+    """scipy (and ruptures, which imports it) is imported where a statistic is computed, not
+    when perfbot.deciding is: `perfbot show` prints a results file without it."""
+    from perfbot.records import results
+    from tests.test_results import sample_results
+
+    results.save(sample_results(), tmp_path / "r.json")
+    probe = (
+        "import sys\n"
+        "from perfbot.cli import perfbot\n"
+        f"perfbot(['show', {str(tmp_path / 'r.json')!r}], standalone_mode=False)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('scipy', 'ruptures')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "fused" in done.stdout
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
 def invoke(*args: str):
     return CliRunner().invoke(perfbot, list(args))
 

@@ -32,8 +32,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-import ruptures
-from scipy import stats
 
 PENALTY = 2.0
 MIN_SEGMENT = 3
@@ -64,6 +62,8 @@ def find(values: Sequence[float], breaks: Sequence[int] = ()) -> list[Step]:
 
 
 def _find(values: Sequence[float]) -> list[Step]:
+    import ruptures  # a second of import (scipy's), for the commands that read a history only
+
     series = np.log(np.asarray(values, dtype=float))
     n = len(series)
     if n < 2 * MIN_SEGMENT:
@@ -93,6 +93,8 @@ def noise(values: Sequence[float]) -> float:
 
 def _significant(series: np.ndarray, cuts: list[int]) -> list[int]:
     """The cuts left when the least significant failing one is dropped, again and again."""
+    from scipy import stats
+
     cuts = list(cuts)
     while cuts:
         bounds = [0, *cuts, len(series)]

@@ -1,4 +1,7 @@
-"""The statistics behind a verdict. Each function names its test; none decides anything."""
+"""The statistics behind a verdict. Each function names its test; none decides anything.
+
+scipy is imported in the functions that use it: its import takes about a second, which every
+perfbot process that never decides would pay."""
 
 from __future__ import annotations
 
@@ -7,7 +10,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,8 @@ def ratio_of_medians(
 ) -> RatioEstimate:
     """Percentile bootstrap (scipy.stats.bootstrap, independent resampling of each side) of
     median(current) / median(baseline). Fixed seed: the same files give the same interval."""
+    from scipy import stats
+
     base = np.asarray(baseline, dtype=float)
     cur = np.asarray(current, dtype=float)
 
@@ -60,6 +64,8 @@ def always_valid_paired_ratio(
     martingale; by Ville's inequality it ever reaches 1 / (1 - confidence) with at most that
     probability. The interval holds every m not rejected so, between two order statistics of the
     ratios. Distribution-free (only continuity and independent rounds are assumed)."""
+    from scipy import special
+
     ratios = np.sort(np.asarray(current, dtype=float) / np.asarray(baseline, dtype=float))
     n = len(ratios)
     if n == 0:
@@ -77,6 +83,8 @@ def always_valid_paired_ratio(
 def fewest_units(confidence: float = 0.99, prior: float = 2.0) -> int:
     """The fewest units (rounds, blocks) with which always_valid_paired_ratio's interval can
     exclude anything at all: all of them on one side of it."""
+    from scipy import special
+
     n = 1
     while special.betaln(n + prior, prior) - special.betaln(prior, prior) + n * np.log(2) < -np.log1p(-confidence):
         n += 1
@@ -92,18 +100,24 @@ def mann_whitney_p(baseline: Sequence[float], current: Sequence[float], alternat
     """Mann-Whitney U test (scipy.stats.mannwhitneyu, method "auto": exact for small samples
     without ties, normal approximation with tie correction otherwise). `alternative` is about
     current against baseline: "greater" asks whether current is slower, "less" faster."""
+    from scipy import stats
+
     return float(stats.mannwhitneyu(current, baseline, alternative=alternative).pvalue)
 
 
 def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
     """q-values controlling the false discovery rate over many benchmarks
     (scipy.stats.false_discovery_control, method "bh")."""
+    from scipy import stats
+
     if not p_values:
         return []
     return [float(q) for q in stats.false_discovery_control(np.asarray(p_values, dtype=float), method="bh")]
 
 
 def geometric_mean(values: Sequence[float]) -> float:
+    from scipy import stats
+
     return float(stats.gmean(np.asarray(values, dtype=float)))
 
 
@@ -121,4 +135,6 @@ def median_interval(samples: Sequence[float], confidence: float = 0.95) -> tuple
 @functools.cache
 def _median_rank(n: int, confidence: float) -> int:
     """The 0-based rank of median_interval's lower end (a history asks for it per point)."""
+    from scipy import stats
+
     return int(stats.binom.ppf((1 - confidence) / 2, n, 0.5)) - 1

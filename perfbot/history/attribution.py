@@ -41,8 +41,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from scipy import stats
-
 from ..deciding.changepoints import MIN_STEP
 from .series import Point, Series
 
@@ -179,6 +177,8 @@ def _against_witnesses(
         return statistics.median(map(value, later)) - statistics.median(map(value, earlier))
 
     def apart(down: bool) -> bool:
+        from scipy import stats  # imported where it is used: a second of start-up
+
         # Exact: the normal approximation cannot reach OWN_ALPHA from the third run after a step.
         test = stats.mannwhitneyu(
             [other(p) for p in later],
@@ -207,6 +207,8 @@ def _ranks_apart(
     earlier: Sequence[Point], later: Sequence[Point], value: Reading, up: bool, alpha: float = OWN_ALPHA
 ) -> bool:
     """The values of the later points rank beyond the earlier's, up or down, at `alpha`."""
+    from scipy import stats
+
     before, after = ([v for p in points if (v := value(p)) is not None] for points in (earlier, later))
     if not before or not after:
         return False
