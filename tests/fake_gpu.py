@@ -133,8 +133,7 @@ def listed_places(count, round_index, seed=0):
 
 def fake_gpu(monkeypatch) -> FakeGpu:
     fake = FakeGpu()
-    monkeypatch.setattr(runner, "DEVICE", "cpu")
-    monkeypatch.setattr(runner, "require_gpu", lambda command="": None)
+    monkeypatch.setattr(runner, "gpu_device", lambda command=None: "cpu")
     monkeypatch.setattr(measure, "capture", fake.capture)
     monkeypatch.setattr(measure, "GraphTimer", fake.timer)
     monkeypatch.setattr(loads, "triton_kernels", fake.triton_kernels)
@@ -177,8 +176,7 @@ def install_in_worker():
         return (1 + index / 10) * (1.02 if index == 1 and name.startswith("head:") else 1.0) * spread
 
     fake.ms = ms
-    runner.DEVICE = "cpu"
-    runner.require_gpu = lambda command="": None
+    runner.gpu_device = lambda command=None: "cpu"
     measure.capture = fake.capture
     measure.GraphTimer = fake.timer
 

@@ -61,8 +61,7 @@ def test_cli_prints_the_table_writes_json_and_notes_a_missed_level(project, tmp_
     (project / "kernels" / "suites.yaml").write_text(
         "pr:\n  about: tiny\n  dtype: float32\n  kernels: [fused]\n  cases:\n    - {name: tiny, M: 4, K: 8, N: 8}\n"
     )
-    monkeypatch.setattr(runner, "require_gpu", lambda: None)
-    monkeypatch.setattr(runner, "DEVICE", "cpu")
+    monkeypatch.setattr(runner, "gpu_device", lambda command=None: "cpu")
 
     def measure_checks(fn, levels, checks, first, most, policy, on_check, on_calibrated):
         on_calibrated()

@@ -30,18 +30,18 @@ from .planning import RunSettings, plan, single_cases
 from .recording import Described, Measured, Measurement, results_by_side
 from .sequential import Stopping
 
-# Where inputs live. Only the CPU tests of the orchestration change it (with the GPU's timing
-# primitives replaced): perfbot measures on CUDA devices.
-DEVICE = "cuda"
 
-
-def require_gpu(command: str | None = None) -> None:
-    """Refuse without a CUDA GPU, naming the command (by default the one the command line runs)."""
+def gpu_device(command: str | None = None) -> str:
+    """The device perfbot measures on and its inputs live on, "cuda"; refused without a CUDA GPU,
+    naming the command (by default the one the command line runs). What measures asks here once
+    and passes the answer on. (The CPU tests of the orchestration replace this function, with the
+    GPU's timing primitives, by one that answers "cpu": tests/fake_gpu.py.)"""
     if not torch.cuda.is_available():
         if command is None:
             context = click.get_current_context(silent=True)
             command = context.command_path if context is not None else "this command"
         raise EnvironmentFailure(f"no CUDA GPU is visible (torch.cuda.is_available() is False); {command} needs one")
+    return "cuda"
 
 
 def run(
@@ -199,7 +199,7 @@ class LocalSides:
     def __init__(self, subjects: dict[str, Loaded], settings: RunSettings, fixed: alignment.Fixed | None = None):
         """`fixed`: the autotune picks each benchmark is to run (a confirming round: its first
         round's, alignment.fix); None: each side tunes, and the head is aligned to the base."""
-        require_gpu()
+        self.device = gpu_device()  # where inputs are made, and the kernels run
         toolchain.pin_toolchain()  # before any side's kernel compiles
         self.subjects, self.settings, self.fixed = subjects, settings, fixed
         # The base's picks by benchmark name, where this process holds the head alone (worker.py).
@@ -230,7 +230,7 @@ class LocalSides:
         self.turns[label] = self.turns.get(label, 0) + 1
         self.placement = random.Random(f"{self.settings.seed}/{label}/{self.turns[label]}")
         if self.generator is None:
-            self.generator = torch.Generator(device=DEVICE).manual_seed(self.settings.seed)
+            self.generator = torch.Generator(device=self.device).manual_seed(self.settings.seed)
         # Which side's implementations run first (and so compile, and are loaded, first) is drawn
         # too; the inputs and references stay the first listed side's, the round keeps its order.
         sides = self.placement.sample(list(self.subjects), len(self.subjects))
@@ -244,7 +244,7 @@ class LocalSides:
             arms = alignment.fix(self.ready, self.fixed)
         else:
             arms = alignment.align(self.ready, self.against) if len(self.subjects) > 1 or self.against else []
-        failed += record_compiled(self.ready, DEVICE, keep_sass=self.settings.keep_sass)
+        failed += record_compiled(self.ready, self.device, keep_sass=self.settings.keep_sass)
         # Found once the check has run: a subject may import a module of kernels at its first call.
         found = {
             id(k): k
@@ -278,7 +278,7 @@ class LocalSides:
         done = finish_group(self.ready, self.captured, samples, throttled)
         self.ready, self.captured = [], {}
         self.held = []  # the graphs that called into them are gone
-        if DEVICE == "cuda":
+        if self.device == "cuda":
             torch.cuda.empty_cache()
         return done
 

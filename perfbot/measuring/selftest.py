@@ -178,12 +178,12 @@ def _checked(loaded: Loaded, case: Case, kernel: str) -> Any:
 
     from .groups import check_group
     from .planning import RunSettings, plan
-    from .runner import DEVICE, require_gpu
+    from .runner import gpu_device
 
-    require_gpu()
+    device = gpu_device()
     only = Suite(case.suite, "", (kernel,), (case,))
     group = plan(loaded, [only], RunSettings(kernels=(kernel,)))[0]  # each variant parameter at its default
-    ready, failed = check_group(group, torch.Generator(device=DEVICE).manual_seed(0), loaded.subject)
+    ready, failed = check_group(group, torch.Generator(device=device).manual_seed(0), loaded.subject)
     if failed:
         raise WrongResult(f"{kernel} on {case.suite}/{case.name}: {failed[0][1].reason}; nothing was timed")
     return ready[0]

@@ -334,9 +334,9 @@ class _Side:
         from ..loading.package import load_subject
         from .environment import collect_environment
         from .groups import describe
-        from .runner import require_gpu
+        from .runner import gpu_device
 
-        require_gpu()
+        gpu_device()  # refused without a GPU, before anything loads
         toolchain.pin_toolchain()  # before the subject's kernels compile
         self.subject = load_subject(self.kernels)
         if self.declared_by is not None:  # the head, judged by the base's declarations
