@@ -3,7 +3,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-import torch
+
+# One thread for torch's and numpy's math, here and in every process a test starts: the tests'
+# tensors are tiny, and threads that spin waiting for each other on a busy 2-core machine (CI's,
+# or pytest-xdist's workers side by side) made a 30 us matmul take 20 ms. Set before torch loads.
+for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+import torch  # noqa: E402
 
 # Without a GPU, Triton kernels run in Triton's interpreter on CPU tensors. The variable is read
 # when a kernel is decorated, so it must be set before kernels/ is imported.
@@ -24,12 +31,25 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A copy of this checkout's pyproject.toml, thresholds.yaml and kernels/, free to break."""
+def project(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """A copy of this checkout's pyproject.toml, thresholds.yaml and kernels/, free to break,
+    whose fused kernel is tests/stub_geglu.py: the same subject, computed in PyTorch, for the
+    tests of the orchestration. A test that asks for "real" (ON_BOTH_SUBJECTS, or
+    `@pytest.mark.parametrize("project", ["real"], indirect=True)`) gets the real kernel, run
+    in Triton's interpreter."""
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     shutil.copy(ROOT / "thresholds.yaml", tmp_path / "thresholds.yaml")
     shutil.copytree(ROOT / "kernels", tmp_path / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    if getattr(request, "param", "stub") != "real":
+        shutil.copy(ROOT / "tests" / "stub_geglu.py", tmp_path / "kernels" / "geglu.py")
     return tmp_path
+
+
+# An end-to-end test run twice: on the stand-in kernel, and on the real one (slow: the fused
+# kernel in Triton's interpreter), so that what the stand-in shows is shown on the real thing too.
+ON_BOTH_SUBJECTS = pytest.mark.parametrize(
+    "project", ["stub", pytest.param("real", marks=pytest.mark.slow)], indirect=True
+)
 
 
 @pytest.fixture

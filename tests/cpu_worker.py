@@ -1,7 +1,8 @@
-"""`python -m perfbot.measuring.worker` for the CPU tests: the real protocol, the real kernels (the fused
-one in Triton's interpreter), only the GPU's primitives replaced. Each sample takes
-`perfbot_test_speed.SCALE` ms (with 0.2% jitter): a module the tests put in the side's Triton
-environment, so a timing shows which environment the worker really imported. If that module
+"""`python -m perfbot.measuring.worker` for the CPU tests: the real protocol, the subject's kernels
+(a project's fused one in Triton's interpreter, or its PyTorch stand-in: tests/stub_geglu.py),
+only the GPU's primitives replaced. Each sample takes `perfbot_test_speed.SCALE` ms (with 0.2%
+jitter): a module the tests put in the side's Triton environment, so a timing shows which
+environment the worker really imported. If that module
 sets DIE_AT_SAMPLE, the worker dies at that sample, as a crashing kernel would take it down.
 Pinned to a stand-in GPU of tests/test_shards.py (CUDA_VISIBLE_DEVICES), a worker runs 10% faster
 (GPU-aaa) or slower (GPU-bbb), so a timing also shows which GPU it was pinned to; DIE_ON_GPU in

@@ -1,6 +1,7 @@
 """The GPU's primitives replaced, for the orchestration tests on the CPU: CUDA-graph capture calls
-the function (the kernels run for real, Triton's in its interpreter), and timing returns a given
-function of the benchmark, so the statistics downstream see known slowdowns."""
+the function (the kernels run for real: Triton's in its interpreter, the project fixture's fused
+stand-in in PyTorch), and timing returns a given function of the benchmark, so the statistics
+downstream see known slowdowns."""
 
 import random
 import sys

@@ -1,8 +1,9 @@
 """The orchestration of `perfbot run` on the CPU: planning, checking, timing interleaved,
 splitting an A/B run into its two sides, confirming a regression. Only the GPU's primitives are
 replaced (CUDA-graph capture, CUDA-event timing, the no-GPU check); the kernels run for real,
-the fused one in Triton's interpreter. Timings come from a given function of the benchmark, so
-the statistics downstream see known slowdowns."""
+the fused one as tests/stub_geglu.py's PyTorch stand-in (and, in the tests marked
+ON_BOTH_SUBJECTS, as the real kernel in Triton's interpreter too). Timings come from a given
+function of the benchmark, so the statistics downstream see known slowdowns."""
 
 import json
 import shutil
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 from perfbot.cli import perfbot
 from perfbot.loading.package import load_subject
 from perfbot.measuring import measure, planning, runner
+from tests.conftest import ON_BOTH_SUBJECTS
 
 TINY = """
 tiny:
@@ -32,6 +34,7 @@ def _subject(project: Path):
     return load_subject(project / "kernels")
 
 
+@ON_BOTH_SUBJECTS
 def test_a_plain_run_checks_times_and_records(gpu, project: Path):
     subject = _subject(project)
     settings = planning.RunSettings(samples=10)
@@ -110,6 +113,7 @@ def _ab(repo: Path, out: Path, *extra: str):
     )
 
 
+@ON_BOTH_SUBJECTS
 def test_ab_of_identical_code_passes_and_writes_both_sides(gpu, repo: Path, tmp_path: Path):
     out = tmp_path / "ab"
     result = _ab(repo, out)
@@ -151,6 +155,7 @@ def test_ab_slowdown_that_vanishes_in_the_second_round_does_not_fail(gpu, repo: 
     assert "| 🔺 regression, not confirmed |" in comment
 
 
+@ON_BOTH_SUBJECTS
 def test_ab_with_a_wrong_head_kernel(gpu, repo: Path, tmp_path: Path):
     geglu = repo / "kernels" / "geglu.py"
     right = "out = z1 * _gelu(z2, APPROXIMATE_TANH)"

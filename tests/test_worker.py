@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from perfbot.cli import perfbot
 from perfbot.measuring import triton_build, worker
 from perfbot.records import results
+from tests.conftest import ON_BOTH_SUBJECTS
 from tests.test_runner_cpu import _git, init_repo
 
 CPU_WORKER = (sys.executable, str(Path(__file__).parent / "cpu_worker.py"))
@@ -58,6 +59,7 @@ def _ab(repo: Path, out: Path, *extra: str):
     )
 
 
+@ON_BOTH_SUBJECTS
 def test_each_side_runs_in_its_own_environment_and_a_slower_one_fails(repo: Path, tmp_path: Path, monkeypatch):
     monkeypatch.setenv("PERFBOT_TRITON_COMMIT", "a" * 40)  # this process's Triton, not theirs
     base_env, head_env = _environment(tmp_path / "env-a", 1.0), _environment(tmp_path / "env-b", 1.03)
