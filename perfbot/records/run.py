@@ -265,17 +265,13 @@ class Results:
     def peer(self, bench: Benchmark, implementation: str) -> Benchmark | None:
         """The benchmark of `implementation` on `bench`'s case: of the same variant, else of none
         (an implementation that takes no variant serves every variant of the case)."""
-        same_case = [
-            other
-            for other in self.benchmarks
-            if other.kernel == implementation
-            and (other.suite, other.case, other.dtype, other.shape)
-            == (bench.suite, bench.case, bench.dtype, bench.shape)
-        ]
-        found = next((other for other in same_case if other.variant == bench.variant), None)
-        if found is None and all(not other.variant for other in same_case):
-            found = next(iter(same_case), None)  # it takes no variant: its one benchmark serves all
-        return found
+        return _peer_among(self._on_the_case(bench), bench, implementation)
+
+    def _on_the_case(self, bench: Benchmark) -> list[Benchmark]:
+        """Every implementation's benchmarks on `bench`'s case: looked up once for all the peers
+        of a benchmark, since a file of thousands of benchmarks made that quadratic per peer."""
+        case = (bench.suite, bench.case, bench.dtype, bench.shape)
+        return [other for other in self.benchmarks if (other.suite, other.case, other.dtype, other.shape) == case]
 
     def fastest_baseline(self, bench: Benchmark) -> tuple[str, float] | None:
         """For a benchmark of the subject's own: the fastest baseline on its case (not a bound, not
@@ -283,7 +279,8 @@ class Results:
         if bench.kernel not in self.settings.under_test:
             return None
         others = {b.kernel for b in self.benchmarks} - set(self.settings.under_test) - set(self.settings.bounds)
-        peers = [peer for name in sorted(others) if (peer := self.peer(bench, name)) is not None]
+        on_the_case = self._on_the_case(bench)
+        peers = [peer for name in sorted(others) if (peer := _peer_among(on_the_case, bench, name)) is not None]
         if not peers:
             return None
         fastest = min(peers, key=lambda peer: peer.median_ms)
@@ -296,8 +293,9 @@ class Results:
         if bench.kernel not in self.settings.under_test:
             return []
         shares = []
+        on_the_case = self._on_the_case(bench)
         for name in self.settings.bounds:
-            bound = self.peer(bench, name)
+            bound = _peer_among(on_the_case, bench, name)
             if bound is None:
                 continue
             if bound.flops and bench.flops:
@@ -315,6 +313,15 @@ class Results:
             "benchmarks": [asdict(b) for b in self.benchmarks],
             "failures": [asdict(f) for f in self.failures],
         }
+
+
+def _peer_among(on_the_case: list[Benchmark], bench: Benchmark, implementation: str) -> Benchmark | None:
+    """Results.peer, among the benchmarks on `bench`'s case."""
+    same_case = [other for other in on_the_case if other.kernel == implementation]
+    found = next((other for other in same_case if other.variant == bench.variant), None)
+    if found is None and all(not other.variant for other in same_case):
+        found = next(iter(same_case), None)  # it takes no variant: its one benchmark serves all
+    return found
 
 
 # Each record alone, validated as a file's are: for the records a worker process sends (worker.py).
