@@ -14,6 +14,9 @@ import yaml
 
 from tests.conftest import ROOT
 
+# ruff, mypy and import-linter over the whole tree: a minute or more, in the slow tier (CI runs it).
+pytestmark = pytest.mark.slow
+
 BIN = Path(sys.executable).parent
 
 

@@ -23,6 +23,9 @@ from tests.test_init import BASELINE, KERNEL, SHA, _fill
 from tests.test_init import FILLED as FILLED_RMSNORM
 from tests.test_runner_cpu import _git
 
+# A whole adoption, with perfbot subprocesses on kernels in Triton's interpreter: the slow tier.
+pytestmark = pytest.mark.slow
+
 GEGLU = '''\
 """GeGLU in Triton: y = gelu_tanh(a) * b, elementwise, gelu_tanh(a) = a/2 (1 + tanh(k (a + 0.044715 a^3)))."""
 

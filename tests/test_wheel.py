@@ -27,6 +27,9 @@ from tests.conftest import HAS_GPU, ROOT
 from tests.fake_github import FakeGitHub
 from tests.helpers import make_results
 
+# Builds a wheel and installs it into fresh virtual environments: minutes, in the slow tier.
+pytestmark = pytest.mark.slow
+
 COMMANDS = [
     "init",
     "run",
