@@ -227,7 +227,8 @@ def test_rules_come_from_the_policy_per_implementation():
 SIMULATIONS = 300
 
 
-@pytest.mark.parametrize("noise", [0.003, 0.01])
+# At 1% noise most checks run to thousands of rounds: about a minute, in the slow tier (CI runs it).
+@pytest.mark.parametrize("noise", [0.003, pytest.param(0.01, marks=pytest.mark.slow)])
 def test_false_alarms_at_most_one_percent_and_half_percent_caught_in_95_under_repeated_looks(noise):
     """The whole rule as the A/B applies it: blocks of measure.BLOCK_ROUNDS rounds, a look after
     every block from the 30th round on, up to 4000 rounds (`perfbot ab`'s default). An A/A fails
