@@ -79,6 +79,16 @@ def test_every_file_a_page_names_exists(page: Path):
     assert not missing, f"{page.name} names files that do not exist: {missing}"
 
 
+def test_ci_runs_the_readmes_test_command_verbatim():
+    """The second command of the README's "Two commands" sets up and runs the tests; .ci/run runs
+    that line as it is, so what a contributor runs is what CI runs."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Two commands") :]
+    setup_and_run, setup_and_test = re.findall(r"```sh\n(.*?)\n```", section, re.S)[:2]
+    assert "pytest" in setup_and_test and "pytest" not in setup_and_run
+    assert setup_and_test in (ROOT / ".ci" / "run").read_text().splitlines()
+
+
 def test_every_command_the_readme_names_exists():
     text = (ROOT / "README.md").read_text()
     named = set(re.findall(r"`perfbot ([a-z][a-z-]*)", text))
