@@ -109,6 +109,7 @@ def test_a_head_whose_code_is_slower_at_the_config_both_pick_is_caught(gpu, tmp_
     assert all(row["tuning"] is None and row["picks_difference"] == [] for row in comparison["comparisons"])
 
 
+@pytest.mark.slow
 def test_a_head_whose_own_pick_is_slower_fails_on_the_tuning_confirmed_at_the_same_configs(gpu, tmp_path: Path):
     # The head's changed source makes its tuning prefer BLOCK 32, which runs slower than the base's 16.
     def tune(tuner, config):

@@ -246,6 +246,7 @@ LINE_INFO = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_the_same_machine_code_is_told_apart_from_line_info(recorded):
     from perfbot.deciding.compiled_change import compiled_change
 

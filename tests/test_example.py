@@ -54,6 +54,7 @@ def _perfbot(cwd: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="the CPU path: on a machine without a GPU")
+@pytest.mark.slow
 def test_check_passes_on_the_cpu_in_under_a_minute(example: Path):
     started = time.monotonic()
     done = _perfbot(example, "check", "--suite", "quick", "--variant", "offset=all")
@@ -96,6 +97,7 @@ def test_run_speaks_the_subjects_language(gpu, example: Path, tmp_path: Path):
     assert share == pytest.approx(100 * 0.8 * 15_000 / 14_800, abs=0.5)
 
 
+@pytest.mark.slow
 def test_ab_of_the_example_catches_a_slower_head(gpu, example: Path, tmp_path: Path):
     repo = example.parents[1]
     (example / "NOTES").write_text("head\n")

@@ -111,6 +111,7 @@ def _plant(path: Path, edits: dict[str, str]) -> None:
 
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="the CPU path: on a machine without a GPU")
+@pytest.mark.slow
 def test_check_runs_every_config_of_both_kernels_on_the_cpu(example: Path):
     done = _perfbot(example, "check")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -140,6 +140,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(tmp_path_factory.mktemp("triton-cache"))
 
 
+@pytest.mark.slow
 def test_a_changed_block_shows_its_specialization_and_what_it_did(rows: Path, cache: str, tmp_path: Path):
     out = tmp_path / "explain.json"
     done = _explain(rows, "HEAD~2", "pinned", "--kernel", "all", "--out", str(out), TRITON_CACHE_DIR=cache)
@@ -168,6 +169,7 @@ def test_a_changed_block_shows_its_specialization_and_what_it_did(rows: Path, ca
     assert "3 compiled side by side: 1 changed, 1 same machine code, 1 failed or absent on a side" in table
 
 
+@pytest.mark.slow
 def test_a_kernel_that_only_moved_has_the_same_machine_code_and_a_broken_one_is_one_line(
     rows: Path, cache: str, tmp_path: Path
 ):
@@ -183,6 +185,7 @@ def test_a_kernel_that_only_moved_has_the_same_machine_code_and_a_broken_one_is_
     assert "undefined_factor" in line and "Traceback" not in done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_an_a_a_has_the_same_machine_code_and_equal_digests(rows: Path, tmp_path: Path):
     out = tmp_path / "explain.json"
     # Compiled anew on each side (no cache), from two worktrees: their paths differ, nothing else.
@@ -225,6 +228,7 @@ def test_triton_s_interpreter_is_refused_before_anything_is_loaded(rows: Path, m
     assert "TRITON_INTERPRET=1 is set" in done.stderr and "env -u TRITON_INTERPRET" in done.stderr
 
 
+@pytest.mark.slow
 def test_this_repositorys_kernels_compile_on_the_cpu_on_both_paths_in_every_dtype(tmp_path: Path):
     """fused takes the TMA path for 16-bit inputs and the pointer path for fp32 (TMA needs 16-bit
     here); fused-pointer the pointer path always: fp16 (quick/odd), bf16 (decode), fp32."""

@@ -528,6 +528,7 @@ def test_the_held_out_set_is_not_tuned_on():
     assert "generated" in tune.TUNED_ON and "generated-2" not in tune.TUNED_ON
 
 
+@pytest.mark.slow
 def test_the_shape_generator_prints_the_suites_it_is_asked_for():
     from tests.conftest import ROOT
 

@@ -411,6 +411,7 @@ def test_arguments_named_as_the_module_names_its_own_are_renamed(repo: Path):
 # --- the skeleton under perfbot check ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_skeleton_loads_fails_the_check_until_filled_in_then_passes_it(repo: Path):
     assert _init(repo, "--kernel", "mypkg.ops.rmsnorm:rmsnorm", "--triton-commit", SHA).exit_code == 0
     subject = repo / "perf" / "rmsnorm" / "__init__.py"

@@ -150,6 +150,7 @@ def library(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_an_autograd_function_and_a_module_pass_the_check_once_their_marked_places_are_written(library: Path):
     first = _init(library, "--kernel", "mylib:SoftmaxFunction.apply", "--name", "softmax", "--triton-commit", SHA)
     assert first.exit_code == 0, first.output

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 
 SCRIPT = ROOT / "scripts" / "mutation_check.py"
@@ -28,6 +30,7 @@ def _check(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, timeout=120, env=quick)
 
 
+@pytest.mark.slow
 def test_a_boundary_the_tests_do_not_state_survives_and_one_they_state_is_killed(tmp_path: Path):
     weak = _tree(tmp_path / "weak", GATE, "from gate import too_slow\n\ndef test_it():\n    assert too_slow(2.0)\n")
     done = _check(weak, "--list-survivors", "--jobs", "2", "--fail-under", "100")
@@ -49,6 +52,7 @@ def test_a_boundary_the_tests_do_not_state_survives_and_one_they_state_is_killed
     assert "survived:" not in done.stdout
 
 
+@pytest.mark.slow
 def test_a_mutant_that_never_ends_is_a_timeout_counted_as_detected(tmp_path: Path):
     module = "def wait_for(ready):\n    while not ready():\n        pass\n    return True\n"
     root = _tree(tmp_path, module, "from gate import wait_for\n\ndef test_it():\n    assert wait_for(lambda: True)\n")

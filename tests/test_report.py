@@ -178,6 +178,7 @@ def _huge():
     return summarize(compare(_many(make_results(seed=1), lambda i: 1.0), _many(make_results(seed=2), slower), POLICY))
 
 
+@pytest.mark.slow
 def test_a_huge_report_stays_under_githubs_limit_and_says_so():
     text = comment_markdown(_huge())
     assert len(text) <= 65536
@@ -245,6 +246,7 @@ def test_a_label_from_a_file_cannot_forge_a_section():
         gpu_comment_markdown([GpuReport("a100", None, "x"), GpuReport("a100", None, "y")])
 
 
+@pytest.mark.slow
 def test_several_huge_reports_share_githubs_limit():
     reports = [
         GpuReport("h200-1", _huge()),

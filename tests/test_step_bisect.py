@@ -58,6 +58,7 @@ def bisect_steps(repo: Path, steps: Path, out: Path, runner: str = "h200", monke
         os.chdir(here)
 
 
+@pytest.mark.slow
 def test_each_failing_step_is_bisected_with_its_printed_command(tmp_path: Path, gpu: Path):
     repo, shas, steps = _steps(tmp_path, [1.0] * SLOWER_FROM + [1.03] * 16)
     status = step_repo._git(repo, "status", "--porcelain")

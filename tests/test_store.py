@@ -131,6 +131,7 @@ def _large_run(seed: int) -> Results:
     return replace(base, benchmarks=benchmarks, created=f"2026-11-{seed + 1:02d}T00:00:00+00:00")
 
 
+@pytest.mark.slow
 def test_a_kill_at_any_moment_leaves_a_store_that_loads(tmp_path: Path):
     """`baseline update` killed (SIGKILL) at random moments, and at the moment its temporary file
     appears (mid-write): after each kill the store loads whole, and the next update cleans up."""

@@ -89,6 +89,7 @@ def test_two_checkouts_load_side_by_side(project: Path, geglu):
     assert other.implementations["fused"].fn is not geglu.implementations["fused"].fn
 
 
+@pytest.mark.slow
 def test_compiled_baselines_never_fall_back_to_eager_past_dynamos_recompile_limit(geglu):
     """Twelve variants of one function (more than dynamo's default limit of 8) stay compiled once
     an implementation built on torch.compile exists; the default would run the 9th eagerly."""

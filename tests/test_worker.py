@@ -91,6 +91,7 @@ def test_the_same_speed_in_both_environments_passes(repo: Path, tmp_path: Path):
     assert head.failures == []
 
 
+@pytest.mark.slow
 def test_two_tritons_sharded_across_gpus_get_a_worker_per_side_on_each_gpu(repo: Path, tmp_path: Path, monkeypatch):
     from perfbot.measuring import shards
     from tests.test_shards import TWO
@@ -114,6 +115,7 @@ def test_two_tritons_sharded_across_gpus_get_a_worker_per_side_on_each_gpu(repo:
         assert bench.median_ms == pytest.approx(1.03 * pinned, rel=0.01)
 
 
+@pytest.mark.slow
 def test_a_worker_dying_on_one_gpu_of_a_sharded_two_triton_ab_names_that_gpu(repo: Path, tmp_path: Path, monkeypatch):
     from perfbot.measuring import shards
     from tests.test_shards import TWO
@@ -151,6 +153,7 @@ def _pin(repo: Path, sha: str) -> None:
     pyproject.write_text(text.replace(old, sha))
 
 
+@pytest.mark.slow
 def test_a_moved_triton_pin_builds_both_commits_and_measures_each_with_its_own(repo: Path, tmp_path: Path):
     source, slow_free, slower = _standin_triton(tmp_path)
     _pin(repo, slow_free)
@@ -341,6 +344,7 @@ def test_a_worker_leaves_ctrl_c_to_its_coordinator(tmp_path: Path):
             process.kill()
 
 
+@pytest.mark.slow
 def test_the_heads_worker_runs_the_bases_autotune_pick_and_a_confirming_round_the_first_rounds(tmp_path: Path):
     # tests/cpu_worker.py tunes each side to its own pick: the base BLOCK 16, the head BLOCK 64.
     from tests.autotuned import autotuned_repository

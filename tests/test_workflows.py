@@ -448,6 +448,7 @@ def _git(*args: str, cwd: Path | None = None) -> str:
 
 
 @pytest.mark.parametrize("existing_branch", [False, True])
+@pytest.mark.slow
 def test_push_baseline_retries_after_losing_a_race(tmp_path: Path, existing_branch: bool):
     from perfbot.records import results
 
@@ -501,6 +502,7 @@ def test_push_baseline_retries_after_losing_a_race(tmp_path: Path, existing_bran
     assert _git("--git-dir", str(remote), "log", "-1", "--format=%s", "perfbot-baselines") == "baseline: c0ffee"
 
 
+@pytest.mark.slow
 def test_push_baseline_fails_the_job_once_for_a_step_after_storing_the_run(tmp_path: Path):
     from perfbot.records import results
     from tests.history_store import make_runs, write_store
@@ -851,6 +853,7 @@ def _outputs(path: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("reproduces", [True, False], ids=["culprit", "not-reproduced"])
+@pytest.mark.slow
 def test_a_new_slowdown_on_main_is_bisected_and_gets_one_issue_per_step(tmp_path: Path, reproduces: bool):
     """The store, bisect and issue jobs' own scripts, in turn, as Actions runs them: a generated
     repository whose commit 24 makes the fused kernel 3% slower (or, where the step does not
@@ -1108,6 +1111,7 @@ def test_a_maintainer_is_admin_or_maintain(logins: list[str], maintainer: bool, 
         assert "::error::only a maintainer of this repository" in required.stderr
 
 
+@pytest.mark.slow
 def test_a_maintainer_check_that_github_cannot_answer_fails(tmp_path: Path):
     from tests.fake_github import FakeGitHub
 
