@@ -270,8 +270,9 @@ def test_other_bad_input(tmp_path: Path):
     assert "delete it to start over" in forged.output and forged.output.count("\n") == 1
 
 
-# The real kernel: it imports triton.language, which the stand-in Triton lacks (stub_geglu.py does not).
-@pytest.mark.parametrize("project", ["real"], indirect=True)
+# The real kernel: it imports triton.language, which the stand-in Triton lacks (stub_geglu.py does
+# not). Slow: it builds and installs both ends of the stand-in Triton.
+@pytest.mark.parametrize("project", [pytest.param("real", marks=pytest.mark.slow)], indirect=True)
 def test_triton_mode_builds_each_end_once_into_its_own_environment(tmp_path: Path, project: Path):
     """Without --measure, --repo is Triton: here a stand-in repository, built for real. The
     stand-in has no triton.language, so the kernels do not import under it: `perfbot sample`

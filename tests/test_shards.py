@@ -214,6 +214,7 @@ def _gone(pid: int) -> bool:
     return state in ("Z", "X")  # ended, waiting to be reaped by whoever inherited it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("group", [False, True], ids=["the driver alone", "the whole process group"])
 def test_ctrl_c_stops_a_sharded_run_at_once_and_its_workers_with_it(project, tmp_path, group: bool):
     """Ctrl-C in a terminal reaches every process of the group; `kill -INT` the driver alone.
