@@ -265,22 +265,27 @@ class Results:
     def peer(self, bench: Benchmark, implementation: str) -> Benchmark | None:
         """The benchmark of `implementation` on `bench`'s case: of the same variant, else of none
         (an implementation that takes no variant serves every variant of the case)."""
-        return _peer_among(self._on_the_case(bench), bench, implementation)
+        return _peer_among(self._on_the_case(bench).get(implementation, []), bench)
 
-    def _on_the_case(self, bench: Benchmark) -> list[Benchmark]:
-        """Every implementation's benchmarks on `bench`'s case: looked up once for all the peers
-        of a benchmark, since a file of thousands of benchmarks made that quadratic per peer."""
+    def _on_the_case(self, bench: Benchmark) -> dict[str, list[Benchmark]]:
+        """Every implementation's benchmarks on `bench`'s case, by implementation: looked up once
+        for all the peers of a benchmark, since a file of thousands of benchmarks made that
+        quadratic per peer."""
         case = (bench.suite, bench.case, bench.dtype, bench.shape)
-        return [other for other in self.benchmarks if (other.suite, other.case, other.dtype, other.shape) == case]
+        by_implementation: dict[str, list[Benchmark]] = {}
+        for other in self.benchmarks:
+            if (other.suite, other.case, other.dtype, other.shape) == case:
+                by_implementation.setdefault(other.kernel, []).append(other)
+        return by_implementation
 
     def fastest_baseline(self, bench: Benchmark) -> tuple[str, float] | None:
         """For a benchmark of the subject's own: the fastest baseline on its case (not a bound, not
         its own) and how many times faster the benchmark is (above 1: faster)."""
         if bench.kernel not in self.settings.under_test:
             return None
-        others = {b.kernel for b in self.benchmarks} - set(self.settings.under_test) - set(self.settings.bounds)
         on_the_case = self._on_the_case(bench)
-        peers = [peer for name in sorted(others) if (peer := _peer_among(on_the_case, bench, name)) is not None]
+        others = set(on_the_case) - set(self.settings.under_test) - set(self.settings.bounds)
+        peers = [peer for name in sorted(others) if (peer := _peer_among(on_the_case[name], bench)) is not None]
         if not peers:
             return None
         fastest = min(peers, key=lambda peer: peer.median_ms)
@@ -295,7 +300,7 @@ class Results:
         shares = []
         on_the_case = self._on_the_case(bench)
         for name in self.settings.bounds:
-            bound = _peer_among(on_the_case, bench, name)
+            bound = _peer_among(on_the_case.get(name, []), bench)
             if bound is None:
                 continue
             if bound.flops and bench.flops:
@@ -315,9 +320,8 @@ class Results:
         }
 
 
-def _peer_among(on_the_case: list[Benchmark], bench: Benchmark, implementation: str) -> Benchmark | None:
-    """Results.peer, among the benchmarks on `bench`'s case."""
-    same_case = [other for other in on_the_case if other.kernel == implementation]
+def _peer_among(same_case: list[Benchmark], bench: Benchmark) -> Benchmark | None:
+    """Results.peer, among one implementation's benchmarks on `bench`'s case."""
     found = next((other for other in same_case if other.variant == bench.variant), None)
     if found is None and all(not other.variant for other in same_case):
         found = next(iter(same_case), None)  # it takes no variant: its one benchmark serves all
