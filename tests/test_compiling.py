@@ -21,6 +21,9 @@ from perfbot.compiling.occupancy import occupancy
 from perfbot.errors import EnvironmentFailure
 from perfbot.records.compiled import MAX_KERNELS, Compiled
 
+# Its module-scoped fixtures (a shared Triton cache) are built once, on one pytest-xdist worker.
+pytestmark = pytest.mark.xdist_group("compiling")
+
 triton = pytest.importorskip("triton")
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -25,6 +25,9 @@ KERNEL = """import torch
 import triton
 import triton.language as tl
 
+# Its module-scoped fixtures (a shared Triton cache) are built once, on one pytest-xdist worker.
+pytestmark = pytest.mark.xdist_group("explain")
+
 RMS_BLOCK = {block}
 {moved}
 

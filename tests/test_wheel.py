@@ -27,8 +27,9 @@ from tests.conftest import HAS_GPU, ROOT
 from tests.fake_github import FakeGitHub
 from tests.helpers import make_results
 
-# Builds a wheel and installs it into fresh virtual environments: minutes, in the slow tier.
-pytestmark = pytest.mark.slow
+# Builds a wheel and installs it into fresh virtual environments: minutes, in the slow tier, and
+# on one pytest-xdist worker, which builds them once (`--dist loadgroup`).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 
 COMMANDS = [
     "init",
