@@ -21,12 +21,12 @@ from perfbot.cli import perfbot
 from tests.conftest import ROOT
 from tests.test_runner_cpu import _git
 
+# Its module-scoped fixtures (a shared Triton cache) are built once, on one pytest-xdist worker.
+pytestmark = pytest.mark.xdist_group("explain")
+
 KERNEL = """import torch
 import triton
 import triton.language as tl
-
-# Its module-scoped fixtures (a shared Triton cache) are built once, on one pytest-xdist worker.
-pytestmark = pytest.mark.xdist_group("explain")
 
 RMS_BLOCK = {block}
 {moved}

@@ -90,6 +90,8 @@ def _git(repo: Path, *args: str) -> str:
 def init_repo(project: Path) -> Path:
     """The project copy, with the tiny suite, as a git repository of one commit."""
     (project / "kernels" / "suites.yaml").write_text(TINY)
+    # As in any Python repository: importing the kernels leaves bytecode that git should not see.
+    (project / ".gitignore").write_text("__pycache__/\n")
     _git(project, "init", "-q")
     _git(project, "add", "-A")
     _git(project, "commit", "-qm", "base")
