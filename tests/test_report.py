@@ -171,14 +171,19 @@ def _many(r, f):
     )
 
 
+# The tests that read it run on one pytest-xdist worker, which computes it once.
+HUGE = pytest.mark.xdist_group("huge-report")
+
+
 @functools.cache
 def _huge():
-    """2,250 benchmarks, half of them 20% slower (computed once: a few tens of seconds)."""
+    """2,250 benchmarks, half of them 20% slower (computed once: about ten seconds)."""
     slower = lambda i: 1.2 if i % 2 else 1.0  # noqa: E731
     return summarize(compare(_many(make_results(seed=1), lambda i: 1.0), _many(make_results(seed=2), slower), POLICY))
 
 
 @pytest.mark.slow
+@HUGE
 def test_a_huge_report_stays_under_githubs_limit_and_says_so():
     text = comment_markdown(_huge())
     assert len(text) <= 65536
@@ -247,6 +252,8 @@ def test_a_label_from_a_file_cannot_forge_a_section():
 
 
 @pytest.mark.slow
+@pytest.mark.slow
+@HUGE
 def test_several_huge_reports_share_githubs_limit():
     reports = [
         GpuReport("h200-1", _huge()),
