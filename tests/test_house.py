@@ -74,3 +74,26 @@ def test_every_subpackage_has_its_layer_and_the_subject_is_type_checked():
     # kernels/ is this repository's subject, its code checked as perfbot's is.
     assert "kernels" in tool["mypy"]["files"]
     assert not [o for o in tool["mypy"]["overrides"] if any(m.startswith("kernels") for m in o["module"])]
+
+
+def test_the_readme_s_xdist_groups_keep_their_tests_on_one_worker(tmp_path: Path):
+    """The README's test command spreads the tests over the cores with `--dist loadgroup`, so that
+    a module that builds something once (the wheel, a Triton cache) runs on one worker. With a
+    pytest that pytest-xdist's groups do not work with (9.2), each worker built it again."""
+    (tmp_path / "test_grouped.py").write_text(
+        "import os, pytest\n"
+        "@pytest.mark.xdist_group('built-once')\n"
+        "@pytest.mark.parametrize('n', range(6))\n"
+        "def test_worker(n):\n"
+        "    print(os.environ['PYTEST_XDIST_WORKER'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout[-2000:]
+    workers = set(re.findall(r"\[(gw\d)\].*PASSED", done.stdout))
+    assert len(re.findall(r"PASSED .*@built-once", done.stdout)) == 6 and len(workers) == 1, done.stdout[-2000:]
