@@ -121,11 +121,11 @@ def test_leftovers_of_an_interrupted_update_are_reported_then_removed(tmp_path: 
 
 
 def _large_run(seed: int) -> Results:
-    """About 8 MB of JSON: 600 benchmarks of 1,000 samples, so that a write takes a while."""
+    """About 2.8 MB of JSON: 270 benchmarks of 1,000 samples, so that a write takes a while."""
     base = make_results(seed=seed, n=1000)
     benchmarks = [
         replace(b, case=f"{b.case}-{copy}", shape={**b.shape, "M": b.shape["M"] + copy})
-        for copy in range(70)
+        for copy in range(30)
         for b in base.benchmarks
     ]
     return replace(base, benchmarks=benchmarks, created=f"2026-11-{seed + 1:02d}T00:00:00+00:00")
@@ -153,7 +153,7 @@ def test_a_kill_at_any_moment_leaves_a_store_that_loads(tmp_path: Path):
             if attempt % 2 == 0 and store.leftovers(directory):  # its temporary file exists: kill now
                 mid_write += 1
                 break
-            time.sleep(0.0005)
+            time.sleep(0.002)  # a 2.8 MB write takes far longer; a tighter loop starves the other tests
         process.send_signal(signal.SIGKILL)
         finished = process.wait() == 0
         now = len(store.history(directory))  # every file there loads; none is partial
