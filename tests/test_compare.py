@@ -647,3 +647,23 @@ def test_a_run_without_a_cuda_gpu_matches_no_gpu_pattern_but_the_empty_one():
     lenient = replace(POLICY, overrides=(Override(match={"gpu": "N*"}, changes={"fail_percent": 20.0}),))
     row = _row(compare(base, head, lenient), "fused", "gemma-2b")
     assert (row.rule.fail_percent, row.fails) == (6.0, True)
+
+
+def test_a_row_timed_at_each_sides_own_picks_too_reports_the_tuning_s_effect_only_when_paired():
+    """An A/B row whose sides were also timed at their own autotune picks (OwnPicks): the tuning's
+    effect is judged on those samples, round by round, and a slower tuning fails the row even
+    where the code's effect (the row's samples, at a common config) is none. Own-pick samples of
+    unequal rounds cannot be paired: no tuning effect is judged from them."""
+    from perfbot.records.autotune import OwnPicks
+
+    base, head = _interleaved_pair(1.0)
+    own = _stepped(0.53, seed=5)
+
+    def with_own(side: Results, samples: list[float]) -> Results:
+        return replace(side, benchmarks=[replace(side.benchmarks[0], own_picks=OwnPicks(samples_ms=samples))])
+
+    [row] = compare(with_own(base, own), with_own(head, [ms * 1.03 for ms in own]), POLICY).comparisons
+    assert row.tuning is not None and (row.tuning.verdict, row.tuning.fails) == ("regression", True)
+    assert row.fails and row.reason.startswith("the tuning's effect fails")
+    [unpaired] = compare(with_own(base, own), with_own(head, own[:-1]), POLICY).comparisons
+    assert unpaired.tuning is None and not unpaired.fails
