@@ -665,5 +665,7 @@ def test_a_row_timed_at_each_sides_own_picks_too_reports_the_tuning_s_effect_onl
     [row] = compare(with_own(base, own), with_own(head, [ms * 1.03 for ms in own]), POLICY).comparisons
     assert row.tuning is not None and (row.tuning.verdict, row.tuning.fails) == ("regression", True)
     assert row.fails and row.reason.startswith("the tuning's effect fails")
+    [shown] = summarize(compare(with_own(base, own), with_own(head, [ms * 1.03 for ms in own]), POLICY)).comparisons
+    assert shown.tuning is not None and shown.tuning.ci == (row.tuning.estimate.low, row.tuning.estimate.high)
     [unpaired] = compare(with_own(base, own), with_own(head, own[:-1]), POLICY).comparisons
     assert unpaired.tuning is None and not unpaired.fails
