@@ -168,6 +168,7 @@ def test_an_acknowledged_step_is_marked_at_its_run_with_its_reason(tmp_path: Pat
     _screenshot(browser, tmp_path, "history-acknowledged.png")
 
 
+@pytest.mark.slow
 def test_the_site_builds_from_the_projects_own_h200_runs(tmp_path: Path, serve: str, browser):
     """The project's own runs: seven H200 runs of the models suite, one at each change of the
     kernel on 2026-11-30 (tests/fixtures/h200-models), stored as baselines in the order they were

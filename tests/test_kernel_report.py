@@ -247,6 +247,7 @@ def _text(path: Path, text: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_the_command_line_reports_bad_input_without_a_traceback(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "kernels.report", str(tmp_path / "missing.json")],

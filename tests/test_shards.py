@@ -72,6 +72,7 @@ def test_a_plain_run_sharded_across_two_gpus_merges_in_order_and_names_each_gpu(
     assert results.failures == [] and all(b.relative_error <= b.error_bound for b in results.benchmarks)
 
 
+@pytest.mark.slow
 def test_an_ab_sharded_keeps_both_sides_of_a_pair_on_one_gpu_and_stops_each_pair_when_decided(project, tmp_path):
     from perfbot.deciding.thresholds import load_policy
     from perfbot.measuring.sequential import PolicyRules, Stopping
@@ -92,6 +93,7 @@ def test_an_ab_sharded_keeps_both_sides_of_a_pair_on_one_gpu_and_stops_each_pair
     assert "sequential" in measured["head"].settings.stopping
 
 
+@pytest.mark.slow
 def test_a_case_sharded_comes_back_for_its_second_turn_on_the_gpu_that_began_it(project, monkeypatch):
     from perfbot.deciding.thresholds import load_policy
     from perfbot.measuring.sequential import PolicyRules, Stopping, first_look
@@ -115,6 +117,7 @@ def test_a_case_sharded_comes_back_for_its_second_turn_on_the_gpu_that_began_it(
         assert gemm.gpu == base[(case, "gemm")].gpu == head[(case, "fused")].gpu
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_is_the_environments_failure_naming_its_gpu(project, monkeypatch):
     from perfbot.errors import EnvironmentFailure
 
@@ -148,6 +151,7 @@ def test_cli_refuses_more_gpus_than_visible_and_an_unknown_skipped_kernel(projec
     assert result.exit_code == 2 and "nope" in result.output
 
 
+@pytest.mark.slow
 def test_a_selftest_shares_its_checks_out_across_gpus(project):
     from perfbot.deciding.thresholds import load_policy
     from perfbot.measuring import selftest
@@ -166,6 +170,7 @@ def test_a_selftest_shares_its_checks_out_across_gpus(project):
     assert [level.detections.flagged for level in result.levels] == [5, 5]  # each worker calibrated its own
 
 
+@pytest.mark.slow
 def test_a_sharded_ab_judges_the_head_by_the_base_s_declarations(project, tmp_path):
     # The head ships a wrong fused with a reference that agrees (tests/test_base_decides.py): each
     # GPU's worker must check it against the base's reference (declarations.load_sides).

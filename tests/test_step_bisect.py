@@ -94,6 +94,7 @@ def test_each_failing_step_is_bisected_with_its_printed_command(tmp_path: Path, 
     assert again.exit_code == 0 and again.output.count(f"culprit {shas[SLOWER_FROM]}") == 2, again.output
 
 
+@pytest.mark.slow
 def test_a_range_without_the_slowdown_is_not_reproduced_and_the_job_goes_on(tmp_path: Path, gpu: Path):
     repo, _, steps = _steps(tmp_path, [1.0] * 40)
     result = bisect_steps(repo, steps, tmp_path / "out")

@@ -175,6 +175,7 @@ def test_an_unusable_cache_path(tmp_path: Path):
     assert EnvironmentFailure.exit_code == 3
 
 
+@pytest.mark.slow
 def test_a_cached_wheel_is_used_only_if_its_digest_matches_the_record(tmp_path: Path, monkeypatch):
     repo, good, _ = standin(tmp_path, "new")
     counter = tmp_path / "builds.txt"
@@ -197,6 +198,7 @@ def test_a_cached_wheel_is_used_only_if_its_digest_matches_the_record(tmp_path: 
     assert triton_build.cached_wheel(cache, good) is None
 
 
+@pytest.mark.slow
 def test_an_environment_is_reinstalled_when_the_wheel_changed(tmp_path: Path):
     repo, good, _ = standin(tmp_path, "new")
     cache = tmp_path / "cache"

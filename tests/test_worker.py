@@ -213,6 +213,7 @@ def test_a_dry_run_says_which_triton_each_side_gets_or_refuses_as_the_run_would(
     assert "both built from https://example.invalid/triton.git" in planned.output  # nothing built: a dry run
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_is_an_environment_failure_with_its_log(repo: Path, tmp_path: Path):
     base_env = _environment(tmp_path / "env-a", 1.0)
     head_env = _environment(tmp_path / "env-b", 1.0, "DIE_AT_SAMPLE = 5\n")
@@ -242,6 +243,7 @@ def test_triton_options_belong_to_the_ab_command(repo: Path):
     assert result.exit_code == 2 and "No such option '--triton-env'" in result.output
 
 
+@pytest.mark.slow
 def test_the_worker_answers_bad_requests_with_an_error_not_a_crash(repo: Path):
     requests = '{"op": "nonsense"}\n{"op": "sample", "key": "x"}\n{"op": "quit"}\n'
     done = subprocess.run(
@@ -277,6 +279,7 @@ def test_a_worker_draws_the_second_ab_afresh(gpu, project: Path, monkeypatch):
     assert side.local is not kept and side.local.settings.seed == 1
 
 
+@pytest.mark.slow
 def test_the_head_s_worker_judges_by_the_base_s_declarations(repo: Path, tmp_path: Path):
     # The head (this checkout) ships a wrong fused with a reference that agrees; its worker must
     # check it against the base's reference all the same (declarations.py).
