@@ -64,6 +64,7 @@ def test_check_passes_on_the_cpu_in_under_a_minute(example: Path):
     assert "21 right, 0 wrong, of 21" in done.stdout  # 3 cases: 3 implementations x 2 offsets, and copy
 
 
+@pytest.mark.slow
 def test_a_broken_kernel_fails_the_check_with_exit_1(example: Path):
     kernel = example / "rmsnorm" / "kernel.py"
     assert KERNEL in kernel.read_text()
@@ -133,6 +134,7 @@ def test_selftest_refuses_a_wrong_kernel_before_timing_it(gpu, example: Path):
     assert "triton on quick/odd: wrong result; nothing was timed" in done.output
 
 
+@pytest.mark.slow
 def test_a_subject_whose_inputs_raise_is_refused_in_one_line(example: Path):
     init = example / "rmsnorm" / "__init__.py"
     text = init.read_text()

@@ -64,6 +64,7 @@ def test_a_2_percent_step_at_run_25_is_reported_near_25_with_its_commits(tmp_pat
     assert placed >= 18, f"placed within two runs of 25 in {placed} of {len(SEEDS)} stores"
 
 
+@pytest.mark.slow
 def test_the_same_stores_without_the_step_report_nothing(tmp_path: Path):
     for seed in SEEDS:
         directory = write_store(tmp_path / f"store-{seed}", make_runs(RUNS, seed=seed))
@@ -103,6 +104,7 @@ def test_a_step_of_the_subjects_own_at_an_environment_change_fails_and_names_the
     assert "watched: the ratio, the quieter (run-to-run noise over gemm " in result.output
 
 
+@pytest.mark.slow
 def test_a_faster_reference_at_an_environment_change_fails_nothing_and_offers_no_bisect(tmp_path: Path):
     # The store: torch upgraded from run 25, cuBLAS 3% faster on the decode case, fused flat.
     named = 0

@@ -260,6 +260,7 @@ def test_a_call_within_its_limit_is_not_refused(tmp_path: Path):
     assert done.exit_code == 0, done.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "part,words",
     [("at_import", "pk: importing the package did not finish"), ("mine_body", "implementation 'mine' (case")],

@@ -376,6 +376,7 @@ def test_a_gpu_whose_ab_stopped_gets_the_reason_in_its_section(tmp_path: Path):
     assert status["state"] == "failure"
 
 
+@pytest.mark.slow
 def test_the_store_step_stores_the_run_of_every_gpu_kind_in_one_push(tmp_path: Path):
     """The store job's own script: every main.json downloaded (one folder per artifact) goes into
     the store, each under its GPU, in one commit."""
@@ -555,6 +556,7 @@ def test_push_baseline_fails_the_job_once_for_a_step_after_storing_the_run(tmp_p
     assert "find the commit: perfbot bisect" in summary.read_text()
 
 
+@pytest.mark.slow
 def test_push_baseline_keeps_the_acknowledged_steps_and_reports_none_of_them(tmp_path: Path):
     from perfbot.history import acknowledgements, steps
     from perfbot.history import series as history
