@@ -96,6 +96,22 @@ def ab_sides(
     return replace(base, benchmarks=[side(b, 1.0, 16) for b in base.benchmarks]), replace(base, benchmarks=heads)
 
 
+def commands(group=None, path: tuple[str, ...] = ()):
+    """Every command and group under `group` (default: perfbot), by the path that calls it."""
+    import click
+
+    from perfbot.cli import perfbot
+
+    group = perfbot if group is None else group
+    context = click.Context(group)
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        assert command is not None, name
+        yield (*path, name), command
+        if isinstance(command, click.Group):
+            yield from commands(command, (*path, name))
+
+
 def parsed(path: tuple[str, ...], args: list[str]):
     """The context of `perfbot PATH ARGS` as a call makes it, nothing run: each command's context
     under its group's, so that the group's settings hold (a context made alone would leave its

@@ -11,20 +11,11 @@ from click.testing import CliRunner
 
 from perfbot.cli import COMMANDS, perfbot
 from tests.conftest import HAS_GPU, ROOT
-
-
-def _commands(group: click.Group, prefix: tuple[str, ...] = ()):
-    context = click.Context(group)
-    for name in group.list_commands(context):
-        command = group.get_command(context, name)
-        assert command is not None, name
-        yield (*prefix, name), command
-        if isinstance(command, click.Group):
-            yield from _commands(command, (*prefix, name))
+from tests.helpers import commands
 
 
 def test_every_command_and_option_has_help_and_every_command_an_example():
-    for path, command in _commands(perfbot):
+    for path, command in commands():
         assert command.help, path
         assert "Example:" in command.help, path
         for param in command.params:
@@ -208,7 +199,7 @@ def test_show_prints_a_stored_results_file(tmp_path: Path):
 
 
 def _numeric_options():
-    for path, command in _commands(perfbot):
+    for path, command in commands():
         for param in command.params:
             if isinstance(param, click.Option) and isinstance(
                 param.type, (click.types.IntParamType, click.types.FloatParamType)

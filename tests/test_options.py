@@ -16,20 +16,7 @@ from click.testing import CliRunner
 from perfbot.cli import perfbot
 from perfbot.commands.options import Option
 from tests.conftest import ROOT
-from tests.helpers import parsed
-
-
-def commands(
-    group: click.Group = perfbot, path: tuple[str, ...] = ()
-) -> Iterator[tuple[tuple[str, ...], click.Command]]:
-    """Every command and group under `group`, by the path that calls it."""
-    context = click.Context(group)
-    for name in group.list_commands(context):
-        command = group.get_command(context, name)
-        assert command is not None, name
-        yield (*path, name), command
-        if isinstance(command, click.Group):
-            yield from commands(command, (*path, name))
+from tests.helpers import commands, parsed
 
 
 def options(command: click.Command) -> list[click.Option]:
