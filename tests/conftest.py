@@ -22,6 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def pytest_collection_modifyitems(config, items):
+    # Longest first, for pytest-xdist: a group (one worker runs it whole, --dist loadgroup) and
+    # the slow tier start at once, so that no worker is left with a minute of them at the end.
+    # Every worker collects the same order; the sort is stable, so modules keep theirs.
+    items.sort(key=lambda item: (item.get_closest_marker("xdist_group") is None, "slow" not in item.keywords))
     if HAS_GPU:
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -63,6 +64,7 @@ def serve(tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 def browser(tmp_path: Path):
+    _wait_for_the_install()
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
     if not (chromium and driver):
         if os.environ.get("PERFBOT_BROWSER_REQUIRED"):
@@ -80,6 +82,21 @@ def browser(tmp_path: Path):
     session.set_page_load_timeout(30)
     yield session
     session.quit()
+
+
+def _wait_for_the_install(most_s: float = 600) -> None:
+    """.ci/run installs Chromium while the suite sets up; it writes one line when apt-get ends."""
+    log = os.environ.get("PERFBOT_BROWSER_INSTALL_LOG")
+    if not log:
+        return
+    waited = time.monotonic()
+    while not Path(log).exists():
+        if time.monotonic() - waited > most_s:
+            pytest.fail(f"Chromium's install (.ci/run) has not ended after {most_s:.0f} s")
+        time.sleep(1)
+    ended = Path(log).read_text().strip()
+    if ended != "apt-get exit 0":
+        pytest.fail(f"Chromium's install failed ({ended}): {Path(log + '.out').read_text()[-2000:]}")
 
 
 def _screenshot(browser, tmp_path: Path, name: str) -> None:
