@@ -178,7 +178,7 @@ def test_core_commands_run_from_the_core_install_outside_the_checkout(
     # Each command's help, in one process of the core environment (a process each took 12 s).
     helps = subprocess.run([str(core / "python"), "-c", HELPS, *COMMANDS], cwd=outside, capture_output=True, text=True)
     assert helps.returncode == 0, helps.stderr
-    assert json.loads(helps.stdout) == {command: "Usage:" for command in COMMANDS}
+    assert json.loads(helps.stdout) == dict.fromkeys(COMMANDS, "Usage:")
     results.save(make_results(seed=1), outside / "base.json")
     results.save(make_results({("fused", "gemma-2b"): 1.2}, seed=2), outside / "head.json")
     compared = _perfbot(
