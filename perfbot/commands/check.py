@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import EXIT_REGRESSION
+from ..errors import EXIT_REGRESSION, EnvironmentFailure
 from ..loading.guard import CALL_LIMIT_S, CONFIG_TIME_S
-from .context import console, load_kernels, named_options, progress, project_config, run_settings, warn_of_triton_pin
+from ..loading.subject import Case
+from .context import console, named_options, progress, project_config, warn_of_triton_pin
 from .options import FiniteRange, choice_options, package_option, project_option
+
+if TYPE_CHECKING:
+    from ..measuring.checked import Checked
 
 MOST_LIMIT_S = 86_400.0  # a day
 
@@ -74,33 +80,40 @@ def check_command(
         perfbot check --family rmsnorm       # one kernel family, of a package's subjects
         perfbot check --time-limit 1800      # a subject whose calls take long in the interpreter
     """
-    from ..loading.selection import chosen, chosen_families
-    from ..measuring.checking import check, choose_device
+    from ..measuring import subject_process
+    from ..measuring.checking import choose_device
 
-    chosen_device = choose_device(device)  # before the subject's Triton kernels are defined
+    chosen_device = choose_device(device)  # before Triton is first imported (the pin's warning imports it)
     config = project_config(project)
-    subject = load_kernels(config, package, time_limit)
     warn_of_triton_pin(config.triton_commit)
-    with named_options():
-        suites = chosen(subject, suite_names, case_names, family_names=family_names, preferred=("quick", "pr"))
-    # Every value of every variant parameter unless told otherwise: checking is cheap, and a
-    # variant's code path is as likely to be wrong as the default's.
-    variants = variants or tuple(f"{name}=all" for name in subject.subject.variants)
-    settings = run_settings(subject, 30, 1, seed, variants, kernel_names, skipped_kernels)
-    total = sum(len(suite.cases) for suite in suites)
-    with progress() as bar:
-        task = bar.add_task("checking", total=total)
-        checked = check(
-            subject,
-            suites,
-            settings,
-            chosen_device,
-            lambda label: bar.update(task, advance=1, description=label),
-            limit=time_limit,
-            config_time=config_time,
-        )
-    # Of kernel families, the ones checked: the combined subject's name lists them all.
-    checked_name = "+".join(chosen_families(subject, family_names)) if subject.families else subject.subject.name
+    request = {
+        "package": str(package if package is not None else config.kernels_dir),
+        "families": family_names,
+        "suites": suite_names,
+        "cases": case_names,
+        "kernels": kernel_names,
+        "skipped": skipped_kernels,
+        "variants": variants,
+        "seed": seed,
+        "device": chosen_device,
+        "time_limit": time_limit,
+        "config_time": config_time,
+    }
+    # The subject's code runs in a process of its own; what it answers is decided on here.
+    # The progress bar shows from when the subject has loaded and said how many cases it checks.
+    with ExitStack() as shown, named_options():
+        bar = progress()
+        task = bar.add_task("checking", total=None)
+
+        def told(what: object) -> None:
+            if isinstance(what, dict):
+                shown.enter_context(bar)
+                bar.update(task, total=what.get("total"))
+            else:
+                bar.update(task, advance=1, description=str(what))
+
+        answer = subject_process.ask("check", request, told)
+    checked_name, chosen_device, checked = _checked(answer)
     table = Table(title=f"perfbot check: {escape(checked_name)} on {chosen_device}", title_justify="left")
     tuned = any(c.config for c in checked)  # a config column where an autotuned kernel ran
     columns = ("suite", "case", "dtype", "implementation", *(("config",) if tuned else ()), "rel. error", "bound")
@@ -121,3 +134,42 @@ def check_command(
     terminal.print(f"{len(checked) - len(wrong)} right, {len(wrong)} wrong, of {len(checked)}")
     if wrong:
         raise click.exceptions.Exit(EXIT_REGRESSION)
+
+
+def _checked(answer: dict[str, Any]) -> tuple[str, str, list[Checked]]:
+    """The subject process's answer, read as input: a malformed one is refused (exit 3). A row is
+    right only where it names no problem and its error is within its bound, decided here."""
+    from ..measuring.checked import Checked
+
+    try:
+        rows = []
+        for row in answer["checked"]:
+            case = Case(
+                str(row["case"]["suite"]),
+                str(row["case"]["name"]),
+                dict(row["case"]["params"]),
+                str(row["case"]["dtype"]),
+            )
+            error = None if row["relative_error"] is None else float(row["relative_error"])
+            bound = float(row["bound"])
+            problem = row["problem"]
+            if problem is None and (error is None or not error <= bound):
+                problem = f"relative error {error} is not within its bound {bound:.3g}"
+            rows.append(
+                Checked(
+                    case,
+                    str(row["name"]),
+                    error,
+                    bound,
+                    None if problem is None else str(problem),
+                    _text(row["config"]),
+                    _text(row["note"]),
+                )
+            )
+        return str(answer["subject"]), str(answer["device"]), rows
+    except (KeyError, TypeError, ValueError) as error:
+        raise EnvironmentFailure(f"the subject's process answered a check that does not read: {error!r}") from None
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)

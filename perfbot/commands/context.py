@@ -84,19 +84,9 @@ def run_settings(
     keep_sass: bool = False,
     case_names: tuple[str, ...] = (),
 ) -> RunSettings:
-    from ..loading.selection import chosen_implementations
-    from ..measuring.planning import RunSettings, chosen_variants
+    from ..measuring.planning import settings_for
 
-    return RunSettings(
-        samples=samples,
-        warmup_calls=warmup,
-        seed=seed,
-        variants=chosen_variants(subject.subject, variants),
-        kernels=chosen_implementations(subject, kernel_names),
-        skipped=chosen_implementations(subject, skipped_kernels),
-        keep_sass=keep_sass,
-        cases=tuple(dict.fromkeys(case_names)),
-    )
+    return settings_for(subject, samples, warmup, seed, variants, kernel_names, skipped_kernels, keep_sass, case_names)
 
 
 def project_config(project: Path | None) -> ProjectConfig:

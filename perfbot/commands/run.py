@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from ..errors import EXIT_REGRESSION, BadInput, WrongResult
+from ..errors import EXIT_REGRESSION, BadInput, EnvironmentFailure, WrongResult
 from ..files import check_output
 from ..output.run_tables import case_markdown, failures_table, run_markdown, run_table
 from ..records import results as results_file
@@ -187,20 +187,24 @@ def suites_command(project: Path | None) -> None:
 
         perfbot suites
     """
-    from ..loading.families import family_of
+    from ..measuring import subject_process
 
-    subject = load_kernels(project_config(project), None)
-    for family in subject.families or (None,):  # of kernel families, each family's in turn
-        implementations = {n: i for n, i in subject.implementations.items() if family_of(n) == family or not family}
-        click.echo(
-            (f"family {family}: " if family else f"subject {subject.subject.name}: ")
-            + ", ".join(f"{name}{' (under test)' if impl.under_test else ''}" for name, impl in implementations.items())
-        )
-        for suite in [s for s in subject.suites.values() if family_of(s.name) == family or not family]:
-            click.echo(f"{suite.name}: {suite.about}  [{', '.join(suite.implementations)}]")
-            for case in suite.cases:
-                params = " ".join(f"{k}={v}" for k, v in case.params.items())
-                click.echo(f"  {case.name:<18} {params}  {case.dtype}")
+    # The subject's code runs in a process of its own (subject_process.py): it says what it declares.
+    answer = subject_process.ask("suites", {"package": str(project_config(project).kernels_dir)})
+    try:
+        for family in answer["families"]:
+            implementations = ", ".join(
+                f"{i['name']}{' (under test)' if i['under_test'] else ''}" for i in family["implementations"]
+            )
+            lead = f"family {family['family']}" if family["family"] else f"subject {family['subject']}"
+            click.echo(f"{lead}: {implementations}")
+            for suite in family["suites"]:
+                click.echo(f"{suite['name']}: {suite['about']}  [{', '.join(suite['implementations'])}]")
+                for case in suite["cases"]:
+                    params = " ".join(f"{k}={v}" for k, v in case["params"].items())
+                    click.echo(f"  {case['name']:<18} {params}  {case['dtype']}")
+    except (KeyError, TypeError, AttributeError) as error:
+        raise EnvironmentFailure(f"the subject's process answered suites that do not read: {error!r}") from None
 
 
 @click.command("sample")

@@ -10,7 +10,6 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
@@ -19,30 +18,14 @@ from ..compiling import tuning
 from ..errors import EnvironmentFailure
 from ..loading.guard import CONFIG_TIME_S
 from ..loading.package import Loaded
-from ..loading.subject import Case, Suite
+from ..loading.subject import Suite
 from ..records.autotune import AutotunePick, config_text
 from ..records.run import variant_name
 from . import interpreted_libdevice
+from .checked import Checked
 
 if TYPE_CHECKING:
     from .planning import Planned, RunSettings
-
-
-@dataclass(frozen=True)
-class Checked:
-    """One implementation of one case: right, or what was wrong."""
-
-    case: Case
-    name: str  # the implementation with its variant, "triton[1]"
-    relative_error: float | None
-    bound: float
-    problem: str | None = None  # None: right
-    config: str | None = None  # the configs its autotuned kernels ran (records.autotune.config_text), per kernel
-    note: str | None = None  # what the check left out of it: configs drawn as a sample
-
-    @property
-    def right(self) -> bool:
-        return self.problem is None
 
 
 def choose_device(requested: str | None) -> str:

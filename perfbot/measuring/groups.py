@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import os
 import random
+import secrets
 import sys
 import traceback
 from collections.abc import Callable
@@ -71,6 +72,9 @@ def check_group(
     if not isinstance(made, tuple | list):
         raise BadInput(f"subject {subject.name!r}: inputs({label}) returned a {type(made).__name__}, not a tuple")
     inputs = tuple(made)
+    # What each implementation is given, kept aside: one that changes an input in place is wrong
+    # (the model's next layer would read what it wrote), and the next is given the inputs again.
+    kept = guard.call(f"subject {subject.name!r}: inputs({label}), copied", functools.partial(_copies, inputs), limit)
     references: dict[tuple[int, tuple[tuple[str, str], ...]], Any] = {}
     bound = subject.tolerance_for(case)
     ready, failures = [], []
@@ -101,6 +105,13 @@ def check_group(
             failures.append(
                 (planned.side, _failure(planned, f"raised {type(error).__name__}: {_first_line(error, limit)}"))
             )
+            _restore(inputs, kept)
+            continue
+        changed = guard.call(f"{name}: its inputs", functools.partial(_changed, inputs, kept), limit)
+        if changed:
+            reason = f"wrong result: it changed its input{'s' if len(changed) > 1 else ''} {changed} in place"
+            failures.append((planned.side, _failure(planned, reason)))
+            _restore(inputs, kept)
             continue
         try:  # a Tensor subclass's methods are the subject's code
             check = guard.call(
@@ -173,6 +184,38 @@ def _trusted(reference: Callable[..., Any], inputs: tuple[Any, ...], values: dic
     return expected, correctness.untrusted(expected)
 
 
+def _copies(inputs: tuple[Any, ...]) -> tuple[torch.Tensor | None, ...]:
+    """A copy of each tensor input (None for other values): what `_changed` compares with."""
+    return tuple(x.detach().clone() if isinstance(x, torch.Tensor) else None for x in inputs)
+
+
+def _changed(inputs: tuple[Any, ...], kept: tuple[torch.Tensor | None, ...]) -> list[int]:
+    """The positions of the tensor inputs that differ from their copies, bit for bit (NaN where
+    NaN was is the same)."""
+    return [
+        index
+        for index, (x, copy) in enumerate(zip(inputs, kept, strict=True))
+        if copy is not None and not _same_bits(x.detach(), copy)
+    ]
+
+
+def _same_bits(x: torch.Tensor, copy: torch.Tensor) -> bool:
+    if x.shape != copy.shape or x.dtype != copy.dtype:
+        return False
+    if x.is_floating_point() or x.is_complex():
+        both_nan = torch.isnan(x) & torch.isnan(copy)
+        return bool(torch.equal(torch.where(both_nan, 0, x), torch.where(both_nan, 0, copy)))
+    return bool(torch.equal(x, copy))
+
+
+def _restore(inputs: tuple[Any, ...], kept: tuple[torch.Tensor | None, ...]) -> None:
+    """Put the inputs back as they were made, for the implementations after this one."""
+    with torch.no_grad():
+        for x, copy in zip(inputs, kept, strict=True):
+            if copy is not None and x.shape == copy.shape and x.dtype == copy.dtype:
+                x.copy_(copy)
+
+
 def _wrong(reason: str, check: correctness.Check) -> str:
     return f"{reason}: it returned {check.why}" if check.why else reason
 
@@ -229,10 +272,15 @@ def capture_group(
 
 
 def finish_group(
-    ready: list[_Ready], captured: dict[str, measure.Captured], samples: dict[str, list[float]], throttled: list[int]
+    ready: list[_Ready],
+    captured: dict[str, measure.Captured],
+    samples: dict[str, list[float]],
+    throttled: list[int],
+    wrong_fresh: dict[str, str] | None = None,
 ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
     """The timed benchmarks, after checking that what was timed is right too: the output of the
-    last graph replay. A row's second pair of captures, each side at its own autotune picks
+    last graph replay, and the call on fresh inputs (`recheck_fresh`, whose failures by key are
+    `wrong_fresh`). A row's second pair of captures, each side at its own autotune picks
     (alignment.py), is checked alike and joins its row as `own_picks`."""
     benchmarks, failures = [], []
     own: dict[tuple[str, str], OwnPicks] = {}
@@ -242,6 +290,9 @@ def finish_group(
             failures.append(
                 (r.planned.side, _failure(r.planned, f"not timed{arm}: it passed its check only on a second try"))
             )
+            continue
+        if wrong_fresh and r.planned.key in wrong_fresh:
+            failures.append((r.planned.side, _failure(r.planned, wrong_fresh[r.planned.key])))
             continue
         what = f"subject {r.planned.subject.name!r}: implementation {r.planned.kernel!r}'s replayed output{arm}"
         try:
@@ -265,6 +316,26 @@ def finish_group(
         else:
             benchmarks.append((r.planned.side, _benchmark(r, samples[r.planned.key], throttled)))
     return [(side, dataclasses.replace(b, own_picks=own.get((side, b.name)))) for side, b in benchmarks], failures
+
+
+def recheck_fresh(ready: list[_Ready], subject: Subject, device: str, limit: float | None = None) -> dict[str, str]:
+    """Each timed implementation run once more, after timing, on inputs made from a seed drawn
+    now (`secrets`), which the subject cannot have known when it was imported, checked, captured
+    or timed: what a result kept across calls (keyed on its inputs' addresses, say) or shapes
+    hard-coded to a suite cannot pass. Why each that fails is wrong, by benchmark key."""
+    seed = secrets.randbits(63)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    timed = [r.planned for r in ready if not r.planned.arm]
+    if not timed:
+        return {}
+    _, failed = check_group(timed, generator, subject, limit)
+    keys = {(p.side, p.kernel, tuple(sorted(p.variant.items()))): p.key for p in timed}
+    return {
+        keys[
+            (side, f.kernel, tuple(sorted(f.variant.items())))
+        ]: f"wrong on fresh inputs after timing (seed {seed}): {f.reason}"
+        for side, f in failed
+    }
 
 
 def _benchmark(r: _Ready, samples: list[float], throttled: list[int]) -> Benchmark:

@@ -96,6 +96,32 @@ class Planned:
         return f"{self.side}:{name}" if self.side else name
 
 
+def settings_for(
+    subject: Loaded,
+    samples: int,
+    warmup: int,
+    seed: int,
+    variants: tuple[str, ...],
+    kernel_names: tuple[str, ...],
+    skipped_kernels: tuple[str, ...] = (),
+    keep_sass: bool = False,
+    case_names: tuple[str, ...] = (),
+) -> RunSettings:
+    """The settings of a run of `subject`, from the names its command line gave."""
+    from ..loading.selection import chosen_implementations
+
+    return RunSettings(
+        samples=samples,
+        warmup_calls=warmup,
+        seed=seed,
+        variants=chosen_variants(subject.subject, variants),
+        kernels=chosen_implementations(subject, kernel_names),
+        skipped=chosen_implementations(subject, skipped_kernels),
+        keep_sass=keep_sass,
+        cases=tuple(dict.fromkeys(case_names)),
+    )
+
+
 def chosen_variants(subject: Subject, requested: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """`--variant NAME=VALUE` options as RunSettings.variants: every value asked for, per parameter;
     `NAME=all` takes every value the subject lists."""

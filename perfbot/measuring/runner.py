@@ -20,12 +20,12 @@ from ..errors import BadInput, EnvironmentFailure
 from ..git import kernels_revision
 from ..loading import isolation
 from ..loading.package import Loaded
-from ..loading.subject import Suite
+from ..loading.subject import Subject, Suite
 from ..records.autotune import AutotunePick
 from ..records.run import Benchmark, Environment, Failure, GpuStates, Results
 from . import alignment, loads, measure, sequential
 from .environment import GpuMonitor, collect_environment
-from .groups import _Ready, capture_group, check_group, describe, finish_group, record_compiled
+from .groups import _Ready, capture_group, check_group, describe, finish_group, recheck_fresh, record_compiled
 from .planning import RunSettings, plan, single_cases
 from .recording import Described, Measured, Measurement, results_by_side
 from .sequential import Stopping
@@ -207,6 +207,7 @@ class LocalSides:
         self.names = tuple(subjects)
         self.generator: torch.Generator | None = None  # made at the first case, once the GPU is known
         self.ready: list[_Ready] = []
+        self.judge: Subject | None = None
         self.captured: dict[str, measure.Captured] = {}
         self.placement = random.Random()  # capture order and offsets: seeded for each case's turn in `prepare`
         self.turns: dict[str, int] = {}
@@ -236,7 +237,8 @@ class LocalSides:
         sides = self.placement.sample(list(self.subjects), len(self.subjects))
         checked = sorted(group, key=lambda planned: sides.index(planned.side))
         before = set(sys.modules)
-        self.ready, failed = check_group(checked, self.generator, self.subjects[group[0].side].subject)
+        self.judge = self.subjects[group[0].side].subject  # whose inputs and references judge the case
+        self.ready, failed = check_group(checked, self.generator, self.judge)
         if len(self.subjects) > 1:
             _refuse_late_imports(set(sys.modules) - before, self.subjects)
         # The autotuner is part of the side: both sides at the configs they are judged at.
@@ -275,7 +277,9 @@ class LocalSides:
     def finish(
         self, samples: dict[str, list[float]], throttled: list[int]
     ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
-        done = finish_group(self.ready, self.captured, samples, throttled)
+        timed = [r for r in self.ready if samples.get(r.planned.key)]
+        fresh = recheck_fresh(timed, self.judge, self.device) if self.judge is not None and timed else {}
+        done = finish_group(self.ready, self.captured, samples, throttled, fresh)
         self.ready, self.captured = [], {}
         self.held = []  # the graphs that called into them are gone
         if self.device == "cuda":

@@ -1,0 +1,83 @@
+"""What a subject's code may not change in the process it runs in: perfbot's own code, and the
+clocks and synchronisation a verdict rests on.
+
+The subject's process notes them before the subject is imported (`Untouched()`), with every
+perfbot module it will use already imported, and looks again after the subject has run
+(`changed`). A module replaced in sys.modules, a function or class of perfbot's replaced (or its
+`__code__`), or one of the clocks patched (`torch.cuda.Event.elapsed_time`, `time.perf_counter`
+and the rest of CLOCKS) is named, and the parent refuses the run (exit 2).
+
+What this cannot see: code that rewrites the process's memory below Python (ctypes) and puts
+every object back as it was. docs/method.md ("What a subject can and cannot do to a verdict")
+says what stands behind the verdict then: the checks of the outputs a graph replay left, and
+the roofline.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+TOOL = __name__.partition(".")[0]
+
+# The clocks and synchronisation points a timing or a check reads, by (module, attribute path).
+CLOCKS = (
+    ("time", "perf_counter"),
+    ("time", "perf_counter_ns"),
+    ("time", "monotonic"),
+    ("time", "monotonic_ns"),
+    ("time", "time"),
+    ("torch", "cuda.Event"),
+    ("torch", "cuda.Event.record"),
+    ("torch", "cuda.Event.elapsed_time"),
+    ("torch", "cuda.Event.synchronize"),
+    ("torch", "cuda.synchronize"),
+    ("torch", "cuda.CUDAGraph.replay"),
+    ("torch", "cuda.graph"),
+    ("torch", "testing.assert_close"),
+    ("torch", "allclose"),
+    ("torch", "isfinite"),
+)
+
+
+class Untouched:
+    """A note of what the subject may not change, taken now."""
+
+    def __init__(self) -> None:
+        self.noted = dict(_watched())  # held, not copied: the objects themselves
+
+    def changed(self) -> list[str]:
+        """What differs from the note: names, in a stable order."""
+        now = dict(_watched())
+        return sorted(name for name, seen in self.noted.items() if not _same(now.get(name), seen))
+
+
+def _same(now: tuple[object, object] | None, seen: tuple[object, object]) -> bool:
+    return now is not None and now[0] is seen[0] and now[1] is seen[1]
+
+
+def _watched() -> Iterator[tuple[str, tuple[object, object]]]:
+    """Each watched name with the identities that must stay: the object, and its code."""
+    for name, module in sorted(sys.modules.items()):
+        if module is None or not (name == TOOL or name.startswith(TOOL + ".")):
+            continue
+        yield name, (module, None)
+        for attribute, value in list(vars(module).items()):
+            if getattr(value, "__module__", None) != name:
+                continue  # imported names are watched where they are defined
+            yield f"{name}.{attribute}", _identity(value)
+            if isinstance(value, type):
+                for member, function in list(vars(value).items()):
+                    yield f"{name}.{attribute}.{member}", _identity(function)
+    for home, path in CLOCKS:
+        found: Any = sys.modules.get(home)
+        for part in path.split("."):
+            found = getattr(found, part, None)
+        yield f"{home}.{path}", _identity(found)
+
+
+def _identity(value: object) -> tuple[object, object]:
+    """The object itself and its code, both held (ids of freed objects could be taken again)."""
+    function = getattr(value, "__func__", value)  # a classmethod or staticmethod: the function in it
+    return (value, getattr(function, "__code__", None))

@@ -1,0 +1,123 @@
+"""The judge apart from the judged: `perfbot check` and `perfbot suites` run the subject's code in
+a process of their own (perfbot/measuring/subject_process.py) and decide in the parent. A
+subject that ends that process without an answer (os._exit at import or in a call, a signal),
+forges an answer, or changes perfbot's own code or its clocks is refused, exit 2, naming what it
+did: never a pass. An implementation that changes its inputs in place is a wrong result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from perfbot.cli import perfbot
+from tests.test_hostile_subject import _one_line, _project
+
+
+def _run(project: Path, command: str = "check"):
+    return CliRunner().invoke(perfbot, [command, "--project", str(project)])
+
+
+@pytest.mark.parametrize(
+    "part,code,words",
+    [
+        ("at_import", "import os; os._exit(0)", "ended (exit 0, as os._exit(0) would) before it answered"),
+        ("at_import", "import os; os._exit(1)", "ended (exit 1) before it answered"),
+        ("mine_body", "import os; os._exit(0)", "ended (exit 0, as os._exit(0) would) before it answered"),
+        ("reference", "import os; os._exit(0)", "ended (exit 0, as os._exit(0) would) before it answered"),
+        ("mine_body", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "was killed by SIGKILL"),
+    ],
+)
+def test_a_subject_that_ends_its_process_fails_the_check(tmp_path: Path, part: str, code: str, words: str):
+    done = _run(_project(tmp_path, **{part: code}))
+    assert done.exit_code == 2, done.output
+    assert words in _one_line(done.stderr)
+
+
+def test_what_the_subject_prints_is_passed_on_and_named_when_it_quits(tmp_path: Path):
+    done = _run(_project(tmp_path, at_import="import os; print('bye now', flush=True); os._exit(0)"))
+    assert done.exit_code == 2, done.output
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert "bye now" in lines[:-1], done.stderr  # passed on as it came
+    assert lines[-1].startswith("perfbot: error: ") and lines[-1].endswith(": bye now"), done.stderr
+
+
+def test_suites_refuses_a_subject_that_quits_at_import(tmp_path: Path):
+    done = _run(_project(tmp_path, at_import="import os; os._exit(0)"), "suites")
+    assert done.exit_code == 2 and "before it answered" in _one_line(done.stderr)
+    listed = _run(_project(tmp_path / "fine"), "suites")
+    assert listed.exit_code == 0 and "subject t: mine (under test), other" in listed.output
+    assert "  c                  n=8  float32" in listed.output
+
+
+FORGED = """import json, os
+for fd in range(3, 64):
+    try:
+        os.write(fd, (json.dumps({"answer": {"subject": "t", "device": "cpu", "checked": []}}) + "\\n").encode())
+    except OSError:
+        pass
+os._exit(0)"""
+
+
+def test_an_answer_forged_by_the_subject_is_refused(tmp_path: Path):
+    done = _run(_project(tmp_path, at_import=FORGED))
+    assert done.exit_code == 2, done.output
+    error = done.stderr.strip().splitlines()[-1]
+    assert error == "perfbot: error: a line on the subject process's answer channel does not carry its nonce: refused"
+
+
+@pytest.mark.parametrize(
+    "code,named",
+    [
+        (
+            "import perfbot.measuring.correctness as c; c.check = lambda *a, **k: None",
+            "perfbot.measuring.correctness.check",
+        ),
+        ("import time; time.perf_counter = lambda: 0.0", "time.perf_counter"),
+        ("import torch; torch.cuda.Event.elapsed_time = lambda self, end: 1e-3", "torch.cuda.Event.elapsed_time"),
+        (
+            "import perfbot.measuring.checking as c; c.each_config.__code__ = (lambda *a: []).__code__",
+            "perfbot.measuring.checking.each_config",
+        ),
+        ("import sys, types; sys.modules['perfbot.deciding.stats'] = types.ModuleType('x')", "perfbot.deciding.stats"),
+    ],
+)
+def test_a_subject_that_patches_perfbot_or_a_clock_is_refused(tmp_path: Path, code: str, named: str):
+    done = _run(_project(tmp_path, at_import=code))
+    assert done.exit_code == 2, done.output
+    line = _one_line(done.stderr)
+    assert "the subject changed what it may not" in line and named in line
+
+
+def test_an_implementation_that_changes_its_input_in_place_is_wrong_and_the_next_gets_it_whole(tmp_path: Path):
+    done = _run(_project(tmp_path, mine_body="x.mul_(3)"))
+    assert done.exit_code == 1, done.output
+    assert "it changed its input [0] in place" in done.output
+    assert "1 right, 1 wrong, of 2" in done.output  # other, checked after it, was given x as it was made
+
+
+def test_an_input_changed_and_put_back_is_no_change(tmp_path: Path):
+    done = _run(_project(tmp_path, mine_body="x.mul_(2); x.div_(2)"))
+    assert done.exit_code == 0 and "2 right, 0 wrong, of 2" in done.output, done.output
+
+
+# --- what is timed is what is checked: a run checks each timed implementation on fresh inputs ---
+
+CACHED = (
+    "kept = mine.__dict__.setdefault('kept', {})\n"
+    "    if x.shape in kept: return kept[x.shape]\n"
+    "    kept[x.shape] = x * 2"
+)
+
+
+def test_a_result_kept_across_calls_is_wrong_on_fresh_inputs_after_timing(gpu, tmp_path: Path):
+    """Checked once, captured and replayed on the same inputs, a result kept across calls looks
+    right; on inputs made after timing, from a seed it could not know, it is not."""
+    project = _project(tmp_path, mine_body=CACHED)
+    done = CliRunner().invoke(perfbot, ["run", "--project", str(project), "--suite", "quick", "--samples", "10"])
+    assert done.exit_code == 1, done.output
+    assert "mine" in done.output and "wrong on fresh inputs after timing (seed " in done.output
+    honest = _project(tmp_path / "honest")
+    done = CliRunner().invoke(perfbot, ["run", "--project", str(honest), "--suite", "quick", "--samples", "10"])
+    assert done.exit_code == 0 and "fresh inputs" not in done.output, done.output
