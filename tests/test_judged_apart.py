@@ -117,7 +117,25 @@ def test_a_result_kept_across_calls_is_wrong_on_fresh_inputs_after_timing(gpu, t
     project = _project(tmp_path, mine_body=CACHED)
     done = CliRunner().invoke(perfbot, ["run", "--project", str(project), "--suite", "quick", "--samples", "10"])
     assert done.exit_code == 1, done.output
-    assert "mine" in done.output and "wrong on fresh inputs after timing (seed " in done.output
+    assert "mine" in done.output and "wrong on fresh inputs after timing, 2 of 2 draws (seed " in done.output
     honest = _project(tmp_path / "honest")
     done = CliRunner().invoke(perfbot, ["run", "--project", str(honest), "--suite", "quick", "--samples", "10"])
+    assert done.exit_code == 0 and "fresh inputs" not in done.output, done.output
+
+
+ONCE_WRONG = (
+    "seen = mine.__dict__.setdefault('seen', set()); key = float(x.sum())\n"
+    "    if seen and key not in seen and not mine.__dict__.get('missed'):\n"
+    "        mine.missed = True; seen.add(key); return x * 3\n"
+    "    seen.add(key)"
+)
+
+
+def test_one_unlucky_fresh_draw_is_not_a_wrong_result(gpu, tmp_path: Path):
+    """Wrong on the first inputs it has not seen, right on every other: as a subject whose
+    tolerance a rare draw misses. A second draw decides, and it is right."""
+    done = CliRunner().invoke(
+        perfbot,
+        ["run", "--project", str(_project(tmp_path, mine_body=ONCE_WRONG)), "--suite", "quick", "--samples", "10"],
+    )
     assert done.exit_code == 0 and "fresh inputs" not in done.output, done.output
