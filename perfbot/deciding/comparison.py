@@ -55,7 +55,7 @@ from .standing import Role, Standing, Verdict, fails_check, tally
 FORMAT: Final = 3
 # The environment fields a comparison shows side by side.
 ENVIRONMENT_KEYS = ("gpu_name", "gpu_sm_count", "driver", "cuda", "torch", "triton", "triton_commit", "kernels_commit")
-_STRICT = ConfigDict(strict=True, extra="forbid")
+_STRICT = ConfigDict(strict=True, extra="forbid", defer_build=True)
 Notes = Annotated[list[Text], Field(max_length=MAX_ITEMS)]
 
 
@@ -136,7 +136,7 @@ class Difference:
 Environment = Annotated[dict[Name, Any], AfterValidator(_bounded)]
 
 
-@with_config(ConfigDict(strict=True, extra="ignore"))
+@with_config(ConfigDict(strict=True, extra="ignore", defer_build=True))
 @dataclass(frozen=True)
 class Summary:
     """Everything a report of one comparison shows."""

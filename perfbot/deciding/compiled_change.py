@@ -18,7 +18,7 @@ from pydantic import ConfigDict, Field, with_config
 from ..records.compiled import INSTRUCTION_CLASSES, MAX_KERNELS, Compiled, CompiledKernel
 from ..records.schema import MAX_NAME, Name, Text
 
-_STRICT = ConfigDict(strict=True, extra="forbid")
+_STRICT = ConfigDict(strict=True, extra="forbid", defer_build=True)
 MAX_DIFFERENCES = 256  # a kernel's, in a comparison file; past it, how many more
 Value = Text | int | bool | None
 

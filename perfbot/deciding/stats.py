@@ -64,19 +64,27 @@ def always_valid_paired_ratio(
     martingale; by Ville's inequality it ever reaches 1 / (1 - confidence) with at most that
     probability. The interval holds every m not rejected so, between two order statistics of the
     ratios. Distribution-free (only continuity and independent rounds are assumed)."""
-    from scipy import special
-
     ratios = np.sort(np.asarray(current, dtype=float) / np.asarray(baseline, dtype=float))
     n = len(ratios)
     if n == 0:
         raise ValueError("no rounds")
+    fewest, most = _kept_counts(n, confidence, prior)
+    # m with k ratios above it lies between the (n - k)th and (n - k + 1)th smallest ratio.
+    low = ratios[n - most - 1] if most < n else 0.0
+    high = ratios[n - fewest] if fewest > 0 else float("inf")
+    return RatioEstimate(float(np.median(ratios)), float(low), float(high), confidence)
+
+
+@functools.lru_cache(maxsize=4096)
+def _kept_counts(n: int, confidence: float, prior: float) -> tuple[int, int]:
+    """The fewest and most of n ratios that may lie above a median always_valid_paired_ratio
+    keeps: they do not depend on the data, and a sequential A/B asks again at every look."""
+    from scipy import special
+
     above = np.arange(n + 1)
     log_mixture = special.betaln(above + prior, n - above + prior) - special.betaln(prior, prior) + n * np.log(2)
     kept = above[log_mixture < -np.log1p(-confidence)]
-    # m with k ratios above it lies between the (n - k)th and (n - k + 1)th smallest ratio.
-    low = ratios[n - kept.max() - 1] if kept.max() < n else 0.0
-    high = ratios[n - kept.min()] if kept.min() > 0 else float("inf")
-    return RatioEstimate(float(np.median(ratios)), float(low), float(high), confidence)
+    return int(kept.min()), int(kept.max())
 
 
 @functools.cache

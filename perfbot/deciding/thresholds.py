@@ -14,7 +14,7 @@ from ..errors import BadInput
 from ..records.schema import MAX_ITEMS, MAX_SAMPLES, Dim, Name, load_yaml, validate
 
 VERSION = 1
-_STRICT = ConfigDict(extra="forbid", strict=True)
+_STRICT = ConfigDict(extra="forbid", strict=True, defer_build=True)
 # What a project without a thresholds.yaml is judged with: the policy of perfbot's own repository,
 # shipped with the package (tests/test_init.py keeps the two files equal).
 DEFAULT_PATH = Path(__file__).with_name("default-thresholds.yaml")

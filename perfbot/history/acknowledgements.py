@@ -34,7 +34,7 @@ Reason = Annotated[Text, Field(min_length=1)]
 Identity = Annotated[str, Field(pattern=rf"^{_IDENTITY}$")]
 
 
-@with_config(ConfigDict(strict=True, extra="forbid"))
+@with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
 @dataclass(frozen=True)
 class Acknowledgement:
     gpu: Name
@@ -51,7 +51,7 @@ class Acknowledgement:
         return step_id(self.series, self.stored)
 
 
-@with_config(ConfigDict(strict=True, extra="forbid"))
+@with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
 @dataclass(frozen=True)
 class Acknowledged:
     format: Literal[1] = 1

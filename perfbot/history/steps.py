@@ -51,7 +51,7 @@ RECENT_RUNS = 20
 RANGE_BEFORE, RANGE_AFTER = 3, 2
 
 
-@with_config(ConfigDict(strict=True, extra="forbid"))
+@with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
 @dataclass(frozen=True)
 class Reported:
     gpu: Name
@@ -61,7 +61,7 @@ class Reported:
     change_percent: Finite
 
 
-@with_config(ConfigDict(strict=True, extra="forbid"))
+@with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
 @dataclass(frozen=True)
 class State:
     format: Literal[1] = 1

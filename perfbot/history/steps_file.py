@@ -53,7 +53,7 @@ RunnerLabel = Annotated[str, Field(pattern=r"^" + GPU_LABEL.pattern + r"$")]
 Word = Annotated[str, Field(max_length=20_000)]
 
 
-@with_config(ConfigDict(strict=True, extra="forbid"))
+@with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
 @dataclass(frozen=True)
 class RunRef:
     run: Annotated[int, Field(ge=1)]  # its number among its GPU's runs, as the check prints it
@@ -61,7 +61,7 @@ class RunRef:
     commit: Commit | None  # the commit its kernels were measured at, where the run says
 
 
-@with_config(ConfigDict(strict=True, extra="forbid"))
+@with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
 @dataclass(frozen=True)
 class Benchmark:
     """What `perfbot sample` times to measure the step at a commit."""
@@ -72,7 +72,7 @@ class Benchmark:
     variant: Variant = field(default_factory=dict)
 
 
-@with_config(ConfigDict(strict=True, extra="forbid"))
+@with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
 @dataclass(frozen=True)
 class StepRecord:
     id: Annotated[str, Field(pattern=STEP_ID)]
@@ -106,7 +106,7 @@ class StepRecord:
         return self
 
 
-@with_config(ConfigDict(strict=True, extra="forbid"))
+@with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
 @dataclass(frozen=True)
 class StepsFile:
     format: Literal[1] = FORMAT

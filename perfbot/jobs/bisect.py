@@ -43,7 +43,7 @@ STATE_VERSION: Final = 1
 Sha = Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")]
 
 
-@with_config(ConfigDict(strict=True, extra="forbid"))
+@with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
 @dataclass
 class Probe:
     """What is known about one commit."""
@@ -65,7 +65,7 @@ class Probe:
         return median(self.samples) if self.samples else None
 
 
-@with_config(ConfigDict(strict=True, extra="forbid"))
+@with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
 @dataclass
 class State:
     version: Literal[1]

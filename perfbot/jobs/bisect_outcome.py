@@ -45,7 +45,7 @@ Result = Literal["culprit", "no-culprit", "not-reproduced", "failed"]
 MAX_OUTCOME_BYTES = 8 * 1024 * 1024  # MAX_ITEMS probes of a few hundred characters each
 
 
-@with_config(ConfigDict(strict=True, extra="forbid"))
+@with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
 @dataclass(frozen=True)
 class ProbeRecord:
     sha: Sha
@@ -57,7 +57,7 @@ class ProbeRecord:
     autotune: Text | None = None  # the configs its autotuned kernels ran, in words
 
 
-@with_config(ConfigDict(strict=True, extra="forbid"))
+@with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
 @dataclass(frozen=True)
 class OutcomeFile:
     result: Result

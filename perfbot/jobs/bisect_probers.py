@@ -48,7 +48,7 @@ class Measured:
     autotune: list[AutotunePick] = field(default_factory=list)
 
 
-@with_config(ConfigDict(strict=True, extra="forbid"))
+@with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
 @dataclass(frozen=True)
 class HandedBack:
     """What a measure command hands back (COMPILED_ENV): the timed benchmark's compiled kernels

@@ -22,7 +22,7 @@ MAX_PARAMS = 16
 
 
 class _SuiteFields(TypedDict):
-    __pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[misc]
+    __pydantic_config__ = ConfigDict(extra="forbid", strict=True, defer_build=True)  # type: ignore[misc]
 
     about: NotRequired[Text]
     dtype: NotRequired[Name]

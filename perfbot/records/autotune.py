@@ -17,7 +17,7 @@ from .schema import MAX_NAME, MAX_SAMPLES, Ms, Name, NonNegative, Record, Text
 
 MAX_PICKS: Final = 64  # (kernel, key) picks recorded per benchmark
 MAX_CANDIDATES: Final = 256  # timed candidates recorded per pick
-_RECORD = ConfigDict(strict=True, extra="ignore")
+_RECORD = ConfigDict(strict=True, extra="ignore", defer_build=True)
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 
 # How a pick came about:

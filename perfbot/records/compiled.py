@@ -37,7 +37,7 @@ INSTRUCTION_CLASSES: Final = (
     "special_function",
 )
 # Like every record, these are pydantic-validated when a file is read into them, not when made.
-_RECORD = ConfigDict(strict=True, extra="ignore")
+_RECORD = ConfigDict(strict=True, extra="ignore", defer_build=True)
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 
 

@@ -56,7 +56,7 @@ def to_text(results: Results) -> str:
     return json.dumps(_finite_or_none(results.to_json()), indent=1, allow_nan=False) + "\n"
 
 
-@with_config(ConfigDict(strict=True))
+@with_config(ConfigDict(strict=True, defer_build=True))
 @dataclass(frozen=True)
 class _File:
     """The file as written: format 2, or 3 (the same with compiled kernels)."""
@@ -69,7 +69,7 @@ class _File:
     created: Created = ""
 
 
-@with_config(ConfigDict(strict=True, extra="ignore"))
+@with_config(ConfigDict(strict=True, extra="ignore", defer_build=True))
 @dataclass(frozen=True)
 class _Version:
     format: int

@@ -34,7 +34,7 @@ from .schema import (
 )
 
 FORMAT: Final = 3  # the results format `Results.to_json` writes; results.py lists every format
-_RECORD = ConfigDict(strict=True, extra="ignore")  # a newer perfbot may add fields: they are skipped
+_RECORD = ConfigDict(strict=True, extra="ignore", defer_build=True)  # a newer perfbot may add fields: they are skipped
 
 # A label that may be empty (a benchmark outside any suite has suite "").
 Label = Annotated[str, Field(max_length=MAX_NAME), AfterValidator(_printable)]
