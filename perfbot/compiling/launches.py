@@ -29,6 +29,13 @@ class Launched:
 
     kernels: dict[tuple[int, Grid], tuple[Any, int]] = field(default_factory=dict)
     unrecorded: str | None = None
+    # Under `recording(capturing=True)`: launches made while the launching thread's stream was
+    # not capturing, i.e. work outside the CUDA graph being captured.
+    outside: int = 0
+
+    @property
+    def count(self) -> int:
+        return sum(count for _, count in self.kernels.values())
 
     def note(self, kernel: Any, grid: Any) -> None:
         shape = _grid(grid)
@@ -41,8 +48,9 @@ class Launched:
 
 
 @contextmanager
-def recording() -> Iterator[Launched]:
-    """Note every Triton kernel launched inside the `with` block."""
+def recording(capturing: bool = False) -> Iterator[Launched]:
+    """Note every Triton kernel launched inside the `with` block; with `capturing` (the block
+    captures a CUDA graph), count those launched on a stream that is not capturing."""
     launched = Launched()
     try:
         from triton.compiler.compiler import CompiledKernel
@@ -56,8 +64,13 @@ def recording() -> Iterator[Launched]:
         yield launched
         return
 
+    recorder = threading.get_ident()
+
     def noting(self: Any, grid: Any, *args: Any, **kwargs: Any) -> Any:
-        launched.note(self, grid)
+        if threading.get_ident() == recorder:  # another thread's launches (a shard on another GPU) are its own
+            launched.note(self, grid)
+            if capturing and not _stream_capturing():
+                launched.outside += 1
         return original(self, grid, *args, **kwargs)
 
     with _LOCK:
@@ -82,3 +95,9 @@ def _grid(grid: Any) -> Grid:
     except (TypeError, ValueError):
         return (0, 0, 0)
     return (*values, *([1] * (3 - len(values))))  # type: ignore[return-value]
+
+
+def _stream_capturing() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_current_stream_capturing())

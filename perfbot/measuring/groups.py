@@ -44,6 +44,7 @@ class _Ready:
     # config each such kernel may run: what an A/B's sides are aligned by (alignment.py).
     picks: list[AutotunePick] = field(default_factory=list)
     configs: dict[tuning.Identity, list[dict[str, Any]]] = field(default_factory=dict)
+    launches: int = 0  # the Triton kernel launches of its second call: what its graph must hold
 
 
 def describe(subject: Subject) -> dict[str, Any]:
@@ -176,6 +177,7 @@ def record_compiled(
             ready.remove(r)
             continue
         r.compiled = artifacts.compiled_later(launched, keep_sass)
+        r.launches = launched.count
     return failures
 
 
@@ -258,6 +260,10 @@ def capture_group(
     for r in placement.sample(ready, len(ready)):
         try:
             captured[r.planned.key] = measure.capture(r.call, settings.warmup_calls)
+            if problem := measure.graph_problem(captured[r.planned.key], r.launches):
+                failures.append((r.planned.side, _failure(r.planned, f"wrong result: {problem}")))
+                ready.remove(r)
+                continue
         except guard.Refused:
             raise
         except Exception as error:  # noqa: BLE001 -- e.g. a kernel that cannot run inside CUDA-graph capture

@@ -12,6 +12,8 @@ from typing import Protocol
 
 import torch
 
+from ..compiling import launches
+
 # Bytes read between samples to evict the previous sample's data from L2; at least this,
 # and at least four times the L2 of the GPU at hand.
 MIN_FLUSH_BYTES = 256 * 1024 * 1024
@@ -63,6 +65,7 @@ class Captured:
 
     graph: torch.cuda.CUDAGraph
     output: torch.Tensor
+    launched: launches.Launched | None = None  # the Triton launches seen while it was captured
 
 
 def capture(fn: Callable[[], torch.Tensor], warmup_calls: int, offset_bytes: int = 0) -> Captured:
@@ -81,11 +84,29 @@ def capture(fn: Callable[[], torch.Tensor], warmup_calls: int, offset_bytes: int
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph), launches.recording(capturing=True) as seen:
         spacer = torch.empty(offset_bytes, dtype=torch.uint8, device="cuda") if offset_bytes else None
         output = fn()
     del spacer
-    return Captured(graph, output)
+    return Captured(graph, output, seen)
+
+
+def graph_problem(captured: Captured, launched_when_called: int) -> str | None:
+    """What is wrong with a capture of an implementation whose call launched
+    `launched_when_called` Triton kernels: a graph that holds none of them replays nothing of it
+    (a result kept across calls), and a launch on a stream outside the capture runs once, at
+    capture, and never again in a timed replay. None if neither, or where launches were not seen."""
+    seen = captured.launched
+    if seen is None or seen.unrecorded is not None or not launched_when_called:
+        return None
+    if not seen.count:
+        return (
+            f"its CUDA graph holds none of the {launched_when_called} Triton kernel launch(es) its call made: "
+            "a replay would time nothing of it (a result kept across calls?)"
+        )
+    if seen.outside:
+        return f"it launched {seen.outside} Triton kernel(s) on a stream outside the CUDA graph's capture"
+    return None
 
 
 def capture_again(

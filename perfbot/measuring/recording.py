@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..deciding import credible
 from ..loading.subject import Suite
 from ..records.run import Benchmark, Environment, Failure, GpuStates, Results, Settings
 from . import loads, measure
@@ -79,6 +80,7 @@ def results_by_side(
     """One Results per side from what was measured, the GPU's states before and after with it;
     `stable`, the GPU's stability (from the rounds measured, by default)."""
     stable = stable if stable is not None else stability(measured.rounds)
+    benchmarks, failures = _credible(sides, measured)
     extra_settings = measurement.extra_settings
     if measurement.stopping is not None:
         sequential_settings = {"stopping": stopping_text(measurement.stopping), "block_rounds": measure.BLOCK_ROUNDS}
@@ -87,12 +89,39 @@ def results_by_side(
         side: Results(
             environment=dataclasses.replace(sides.environments[side], gpu_state=states, **stable),
             settings=_settings(side, measurement, sides.timing, {**sides.subjects[side], **extra_settings}),
-            benchmarks=[bench for owner, bench in measured.benchmarks if owner == side],
-            failures=[failure for owner, failure in measured.failures if owner == side],
+            benchmarks=[bench for owner, bench in benchmarks if owner == side],
+            failures=[failure for owner, failure in failures if owner == side],
             created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         )
         for side in sides.names
     }
+
+
+def _credible(sides: Described, measured: Measured) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
+    """The benchmarks, less those of a subject's own whose time no GPU can give (credible.py),
+    which become wrong results naming why. The ceiling is the run's, over every side's bounds."""
+    bounds = {name for described in sides.subjects.values() for name in described.get("bounds", [])}
+    gpu = next((e.gpu_name for e in sides.environments.values() if e.gpu_name), None)
+    top = credible.ceiling((bench for _, bench in measured.benchmarks), bounds, gpu)
+    kept, failures = [], list(measured.failures)
+    for side, bench in measured.benchmarks:
+        why = None
+        if bench.kernel in sides.subjects[side].get("under_test", []):
+            why = credible.not_credible(bench, top)
+        if why is None:
+            kept.append((side, bench))
+            continue
+        failure = Failure(
+            kernel=bench.kernel,
+            variant=bench.variant,
+            shape=bench.shape,
+            dtype=bench.dtype,
+            reason=f"wrong result: {why}",
+            suite=bench.suite,
+            case=bench.case,
+        )
+        failures.append((side, failure))
+    return kept, failures
 
 
 def _settings(side: str, measurement: Measurement, timing: str, extra_settings: dict[str, Any]) -> Settings:

@@ -16,7 +16,7 @@ import click
 import torch
 
 from ..compiling import toolchain
-from ..errors import BadInput, EnvironmentFailure
+from ..errors import BadInput, EnvironmentFailure, WrongResult
 from ..git import kernels_revision
 from ..loading import isolation
 from ..loading.package import Loaded
@@ -273,6 +273,9 @@ class LocalSides:
             self.held.append(loads.forget_compiled(self.kernels))
             del self.held[: -loads.MOST_HELD]
         measure.capture_again(self.captured, {r.planned.key: r.call for r in self.ready}, keys, self.placement)
+        for r in self.ready:
+            if r.planned.key in keys and (problem := measure.graph_problem(self.captured[r.planned.key], r.launches)):
+                raise WrongResult(f"{r.planned.key}, captured again for a block of rounds: {problem}")
 
     def finish(
         self, samples: dict[str, list[float]], throttled: list[int]
