@@ -44,7 +44,9 @@ class _Ready:
     # config each such kernel may run: what an A/B's sides are aligned by (alignment.py).
     picks: list[AutotunePick] = field(default_factory=list)
     configs: dict[tuning.Identity, list[dict[str, Any]]] = field(default_factory=dict)
-    launches: int = 0  # the Triton kernel launches of its second call: what its graph must hold
+    launches: int = 0  # the Triton kernel launches of its calls: what its graph must hold
+    inputs: tuple[Any, ...] = ()  # what its call was given: the buffers its graph reads
+    reference: Callable[..., Any] | None = None  # what its result is checked against
 
 
 def describe(subject: Subject) -> dict[str, Any]:
@@ -98,7 +100,8 @@ def check_group(
         name = f"subject {subject.name!r}: implementation {variant_name(planned.kernel, planned.variant)!r} ({label})"
         call = guard.guarded(name, impl.fn, *inputs, **values)
         try:
-            with tuning.session() as tuned:  # its first call: where an autotuned kernel tunes
+            # Its first call: where an autotuned kernel tunes, and what Triton launches (its graph must hold them).
+            with tuning.session() as tuned, launches.recording() as launched:
                 output = guard.call(name, functools.partial(_synchronized, call, generator.device.type), limit)
         except guard.Refused:
             raise
@@ -146,7 +149,19 @@ def check_group(
             )
             continue
         ready.append(
-            _Ready(planned, call, references[key], check, config, None, list(tuned.picks.values()), tuned.configs)
+            _Ready(
+                planned,
+                call,
+                references[key],
+                check,
+                config,
+                None,
+                list(tuned.picks.values()),
+                tuned.configs,
+                launched.count,
+                inputs,
+                reference,
+            )
         )
     return ready, failures
 
@@ -177,7 +192,7 @@ def record_compiled(
             ready.remove(r)
             continue
         r.compiled = artifacts.compiled_later(launched, keep_sass)
-        r.launches = launched.count
+        r.launches = max(r.launches, launched.count)
     return failures
 
 
@@ -280,16 +295,12 @@ def capture_group(
 
 
 def finish_group(
-    ready: list[_Ready],
-    captured: dict[str, measure.Captured],
-    samples: dict[str, list[float]],
-    throttled: list[int],
-    wrong_fresh: dict[str, str] | None = None,
+    ready: list[_Ready], captured: dict[str, measure.Captured], samples: dict[str, list[float]], throttled: list[int]
 ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
     """The timed benchmarks, after checking that what was timed is right too: the output of the
-    last graph replay, and the call on fresh inputs (`recheck_fresh`, whose failures by key are
-    `wrong_fresh`). A row's second pair of captures, each side at its own autotune picks
-    (alignment.py), is checked alike and joins its row as `own_picks`."""
+    last graph replay (then `recheck_fresh` replays it on fresh inputs). A row's second pair of
+    captures, each side at its own autotune picks (alignment.py), is checked alike and joins its
+    row as `own_picks`."""
     benchmarks, failures = [], []
     own: dict[tuple[str, str], OwnPicks] = {}
     for r in ready:
@@ -298,9 +309,6 @@ def finish_group(
             failures.append(
                 (r.planned.side, _failure(r.planned, f"not timed{arm}: it passed its check only on a second try"))
             )
-            continue
-        if wrong_fresh and r.planned.key in wrong_fresh:
-            failures.append((r.planned.side, _failure(r.planned, wrong_fresh[r.planned.key])))
             continue
         what = f"subject {r.planned.subject.name!r}: implementation {r.planned.kernel!r}'s replayed output{arm}"
         try:
@@ -326,34 +334,90 @@ def finish_group(
     return [(side, dataclasses.replace(b, own_picks=own.get((side, b.name)))) for side, b in benchmarks], failures
 
 
-def recheck_fresh(ready: list[_Ready], subject: Subject, device: str, limit: float | None = None) -> dict[str, str]:
-    """Each timed implementation run once more, after timing, on inputs made from a seed drawn
-    now (`secrets`), which the subject cannot have known when it was imported, checked, captured
-    or timed: a result kept across calls (keyed on its inputs' addresses, say) cannot pass. One
-    that fails is tried on a second fresh seed, and is wrong only if it fails that too: a
-    subject whose tolerance a rare draw of its inputs misses (a sum that comes out near zero)
-    misses two draws in a row as rarely again, while a kept result fails both. Why each wrong
-    one is wrong, by benchmark key."""
-    timed = [r.planned for r in ready if not r.planned.arm]
+def recheck_fresh(
+    ready: list[_Ready],
+    captured: dict[str, measure.Captured],
+    subject: Subject,
+    device: str,
+    limit: float | None = None,
+) -> dict[str, str]:
+    """After timing, each timed graph replayed on fresh inputs: values made from a seed drawn now
+    (`secrets`), which the subject cannot have known when it was imported, checked, captured or
+    timed, written into the very buffers the graph reads, and its output checked against the
+    reference on them. A result kept across calls (keyed on its inputs' addresses, say), or a
+    graph that holds none of the work, replays what it computed before: wrong. One that fails is
+    tried on a second draw and is wrong only if it fails that too: a subject whose tolerance a
+    rare draw of its inputs misses (a sum that comes out near zero) misses two in a row as rarely
+    again. Inputs that cannot be written in place (a shape or value that differs between draws)
+    are not rechecked. Why each wrong one is wrong, by benchmark key."""
+    timed = [r for r in ready if not r.planned.arm and r.planned.key in captured]
     failing: dict[str, list[str]] = {}
     for _ in range(FRESH_TRIES):
-        seed = secrets.randbits(63)
-        generator = torch.Generator(device=device).manual_seed(seed)
         if not timed:
             break
-        _, failed = check_group(timed, generator, subject, limit)
-        keys = {(p.side, p.kernel, tuple(sorted(p.variant.items()))): p.key for p in timed}
-        wrong = {
-            keys[(side, f.kernel, tuple(sorted(f.variant.items())))]: f"seed {seed}: {f.reason}" for side, f in failed
-        }
+        seed = secrets.randbits(63)
+        case = timed[0].planned.case
+        generator = torch.Generator(device=device).manual_seed(seed)
+        made = _subjects_own(
+            f"inputs(case {case.suite}/{case.name}), fresh",
+            subject,
+            functools.partial(subject.inputs, case, generator),
+            limit,
+        )
+        wrong: dict[str, str] = {}
+        refilled: dict[int, bool] = {}
+        expected: dict[tuple[int, tuple[tuple[str, str], ...]], Any] = {}
+        for r in timed:
+            if id(r.inputs) not in refilled:
+                refilled[id(r.inputs)] = _refill(r.inputs, tuple(made))
+            if not refilled[id(r.inputs)] or r.reference is None:
+                continue
+            computed = (id(r.reference), r.planned.values)
+            if computed not in expected:
+                what = f"the reference (case {case.suite}/{case.name}), on fresh inputs"
+                values = dict(r.planned.values)
+                result, untrusted = _subjects_own(
+                    what, subject, functools.partial(_trusted, r.reference, r.inputs, values), limit
+                )
+                if untrusted:
+                    raise BadInput(f"subject {subject.name!r}: {what} {untrusted}: no result can be checked against it")
+                expected[computed] = result
+            name = f"subject {subject.name!r}: implementation {r.planned.kernel!r}'s graph, replayed on fresh inputs"
+            output = guard.call(name, functools.partial(measure.replay, captured[r.planned.key]), limit)
+            compared = functools.partial(correctness.check, output, expected[computed], r.check.bound)
+            check = guard.call(name, compared, limit)
+            if not check.passed:
+                wrong[r.planned.key] = f"seed {seed}: {_wrong('wrong result', check)}"
         for key, reason in wrong.items():
             failing.setdefault(key, []).append(reason)
-        timed = [p for p in timed if p.key in wrong]
+        timed = [r for r in timed if r.planned.key in wrong]
     return {
-        key: f"wrong on fresh inputs after timing, {len(reasons)} of {len(reasons)} draws ({'; '.join(reasons)})"
+        key: f"its graph, replayed on fresh inputs after timing, was wrong on {len(reasons)} of {len(reasons)} draws "
+        f"({'; '.join(reasons)})"
         for key, reasons in failing.items()
         if len(reasons) == FRESH_TRIES
     }
+
+
+def _refill(inputs: tuple[Any, ...], fresh: tuple[Any, ...]) -> bool:
+    """Write the fresh inputs' values into the tensors of `inputs`, in place; False (nothing
+    written) where they do not match one for one: another count, shape or dtype, or another value
+    of an input that is not a tensor."""
+    if len(inputs) != len(fresh):
+        return False
+    for x, f in zip(inputs, fresh, strict=True):
+        if isinstance(x, torch.Tensor) != isinstance(f, torch.Tensor):
+            return False
+        if isinstance(x, torch.Tensor):
+            if x.shape != f.shape or x.dtype != f.dtype:
+                return False
+        elif x != f:
+            return False
+    with torch.no_grad():
+        for x, f in zip(inputs, fresh, strict=True):
+            if isinstance(x, torch.Tensor):
+                x.copy_(f)
+    return True
 
 
 def _benchmark(r: _Ready, samples: list[float], throttled: list[int]) -> Benchmark:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
@@ -65,7 +65,9 @@ class Captured:
 
     graph: torch.cuda.CUDAGraph
     output: torch.Tensor
-    launched: launches.Launched | None = None  # the Triton launches seen while it was captured
+    # The Triton launches seen while it was captured; not part of its identity (GraphTimer keeps
+    # the captures it uploaded in a WeakSet).
+    launched: launches.Launched | None = field(default=None, compare=False)
 
 
 def capture(fn: Callable[[], torch.Tensor], warmup_calls: int, offset_bytes: int = 0) -> Captured:
@@ -89,6 +91,13 @@ def capture(fn: Callable[[], torch.Tensor], warmup_calls: int, offset_bytes: int
         output = fn()
     del spacer
     return Captured(graph, output, seen)
+
+
+def replay(captured: Captured) -> torch.Tensor:
+    """One replay of the graph, synchronized: the output it wrote."""
+    captured.graph.replay()
+    torch.cuda.synchronize()
+    return captured.output
 
 
 def graph_problem(captured: Captured, launched_when_called: int) -> str | None:

@@ -22,7 +22,7 @@ from ..loading import isolation
 from ..loading.package import Loaded
 from ..loading.subject import Subject, Suite
 from ..records.autotune import AutotunePick
-from ..records.run import Benchmark, Environment, Failure, GpuStates, Results
+from ..records.run import Benchmark, Environment, Failure, GpuStates, Results, variant_name
 from . import alignment, loads, measure, sequential
 from .environment import GpuMonitor, collect_environment
 from .groups import _Ready, capture_group, check_group, describe, finish_group, recheck_fresh, record_compiled
@@ -280,9 +280,20 @@ class LocalSides:
     def finish(
         self, samples: dict[str, list[float]], throttled: list[int]
     ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
-        timed = [r for r in self.ready if samples.get(r.planned.key)]
-        fresh = recheck_fresh(timed, self.judge, self.device) if self.judge is not None and timed else {}
-        done = finish_group(self.ready, self.captured, samples, throttled, fresh)
+        timed, wrong = finish_group(self.ready, self.captured, samples, throttled)
+        kept = [r for r in self.ready if samples.get(r.planned.key)]
+        fresh = recheck_fresh(kept, self.captured, self.judge, self.device) if self.judge is not None else {}
+        if fresh:  # wrong on fresh inputs: a failure, not a benchmark
+            reasons = {
+                (r.planned.side, variant_name(r.planned.kernel, r.planned.variant)): fresh[r.planned.key]
+                for r in kept
+                if r.planned.key in fresh
+            }
+            wrong += [
+                (side, _wrong_fresh(b, reasons[(side, b.name)])) for side, b in timed if (side, b.name) in reasons
+            ]
+            timed = [(side, b) for side, b in timed if (side, b.name) not in reasons]
+        done = (timed, wrong)
         self.ready, self.captured = [], {}
         self.held = []  # the graphs that called into them are gone
         if self.device == "cuda":
@@ -301,6 +312,18 @@ class LocalSides:
             side: dataclasses.replace(environment, **kernels_revision(subject.path))
             for side, subject in self.subjects.items()
         }
+
+
+def _wrong_fresh(bench: Benchmark, reason: str) -> Failure:
+    return Failure(
+        kernel=bench.kernel,
+        variant=bench.variant,
+        shape=bench.shape,
+        dtype=bench.dtype,
+        reason=reason,
+        suite=bench.suite,
+        case=bench.case,
+    )
 
 
 def _refuse_late_imports(imported: set[str], subjects: dict[str, Loaded]) -> None:
