@@ -31,10 +31,28 @@ gpu_scale = {"GPU-aaa": 0.9, "GPU-bbb": 1.1}.get(pinned or "", 1.0)
 taken = 0
 
 
+class Replays:
+    """A graph's stand-in: a replay runs the captured call again into the captured output."""
+
+    def __init__(self, fn, output):
+        self.fn, self.output = fn, output
+
+    def replay(self):
+        again = self.fn()
+        if again is not self.output:
+            self.output.copy_(again)
+
+
 def capture(fn, warmup_calls, offset_bytes=0):
     for _ in range(warmup_calls):
         fn()
-    return measure.Captured(graph=None, output=fn())
+    output = fn()
+    return measure.Captured(graph=Replays(fn, output), output=output)
+
+
+def replay(captured):
+    captured.graph.replay()
+    return captured.output
 
 
 def time_once(captured, flush):
@@ -59,5 +77,5 @@ def bench(tuner, *args, config, **meta):
 original_bench = Autotuner._bench
 Autotuner._bench = bench
 runner.gpu_device = lambda command=None: "cpu"
-measure.capture, measure.time_once, measure.L2Flush = capture, time_once, lambda: None
+measure.capture, measure.replay, measure.time_once, measure.L2Flush = capture, replay, time_once, lambda: None
 worker.main()

@@ -117,7 +117,10 @@ def test_a_result_kept_across_calls_is_wrong_on_fresh_inputs_after_timing(gpu, t
     project = _project(tmp_path, mine_body=CACHED)
     done = CliRunner().invoke(perfbot, ["run", "--project", str(project), "--suite", "quick", "--samples", "10"])
     assert done.exit_code == 1, done.output
-    assert "mine" in done.output and "replayed on fresh inputs after timing, was wrong on 2 of 2 draws (seed " in done.output
+    assert (
+        "mine" in done.output
+        and "replayed on fresh inputs after timing, was wrong on 2 of 2 draws (seed " in done.output
+    )
     honest = _project(tmp_path / "honest")
     done = CliRunner().invoke(perfbot, ["run", "--project", str(honest), "--suite", "quick", "--samples", "10"])
     assert done.exit_code == 0 and "fresh inputs" not in done.output, done.output

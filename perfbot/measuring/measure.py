@@ -4,6 +4,7 @@ decides nothing (decisions live in compare)."""
 
 from __future__ import annotations
 
+import functools
 import random
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -283,13 +284,18 @@ def side_places(count: int, round_index: int, seed: int | str = 0) -> list[int]:
     ways, and so do rounds 1 and 3 (run backwards), so that within a block each side comes first
     twice, once from each end of the round."""
     block, step = divmod(round_index, BALANCED_ROUNDS)
-    draws = random.Random(f"{seed}/{block}")
     flips = []
-    for _ in range(count):
-        forwards, backwards = draws.getrandbits(1), draws.getrandbits(1)
+    for forwards, backwards in _block_draws(count, block, seed):
         flip = backwards if step % 2 else forwards
         flips.append(1 - flip if step >= 2 else flip)
     return flips
+
+
+@functools.lru_cache(maxsize=256)
+def _block_draws(count: int, block: int, seed: int | str) -> tuple[tuple[int, int], ...]:
+    """The draws of `side_places` for one block: the same for each of its rounds, drawn once."""
+    draws = random.Random(f"{seed}/{block}")
+    return tuple((draws.getrandbits(1), draws.getrandbits(1)) for _ in range(count))
 
 
 def time_once(captured: Captured, flush: L2Flush) -> float:
