@@ -1,8 +1,8 @@
 """Times no GPU can give. A benchmark of the subject's own is "not credible" when it moves its
 bytes or does its flops faster than anything measured on this GPU can: its roofline, the case's
-flops at the best rate a flops-counting bound reached in the run (the fastest `gemm`) and its
-bytes at the best rate a bytes-only bound reached (the fastest `copy`), allowed MOST_OVER_BEST
-times that. A run without such bounds takes the GPU's nominal peaks (NOMINAL), where its model
+flops at the best rate a flops-counting bound reached in the run (a product of two of its inputs alone, say)
+and its bytes at the best rate a bytes-only bound reached (a copy of its bytes), allowed
+MOST_OVER_BEST times that. A run without such bounds takes the GPU's nominal peaks (NOMINAL), where its model
 is known. Such a row is a wrong result, never a speed-up: a result kept across calls, or work
 the timed graph does not hold, is timed as nothing.
 
