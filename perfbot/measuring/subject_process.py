@@ -6,9 +6,10 @@ is printed and what is written come from the parent, out of the child's answer. 
 ends without answering (`os._exit(0)` at import, a crash, a signal) is refused, exit 2, with how
 it ended; so is one whose subject changed perfbot's own code or its clocks (untouched.py).
 
-Protocol: the parent writes one JSON request on the child's stdin, {"job": ..., "nonce": ...,
-...}; the child answers on its own copy of stdout (its fd 1 points at stderr, so that what the
-subject prints reaches the parent's stderr and never the answers), one JSON object per line:
+Protocol: the child gets one request, {"job": ..., "nonce": ..., ...}: in memory when it is a
+fork of the parent, as a JSON line on stdin when it is a fresh interpreter. It answers on a pipe
+of its own (its fd 1 and 2 point at another, which the parent passes on to its stderr, so that
+what the subject prints never reaches the answers), one JSON object per line:
 {"progress": label} any number of times, then {"answer": {...}} or {"error": message, "exit":
 code, "option": name or null}, each carrying the request's nonce. The nonce is drawn by the
 parent when it starts the child, so that a line the subject writes at import is no answer.
