@@ -26,7 +26,6 @@ from ..output.verdicts import comment_markdown, compare_table
 
 if TYPE_CHECKING:
     from ..loading.package import Loaded
-    from ..measuring.planning import RunSettings
     from ..records.run import Environment
 
 
@@ -71,22 +70,6 @@ def named_options() -> Iterator[None]:
         if error.option is None:
             raise click.UsageError(error.reason) from None
         raise click.BadParameter(error.reason, param_hint=error.option) from None
-
-
-def run_settings(
-    subject: Loaded,
-    samples: int,
-    warmup: int,
-    seed: int,
-    variants: tuple[str, ...],
-    kernel_names: tuple[str, ...],
-    skipped_kernels: tuple[str, ...] = (),
-    keep_sass: bool = False,
-    case_names: tuple[str, ...] = (),
-) -> RunSettings:
-    from ..measuring.planning import settings_for
-
-    return settings_for(subject, samples, warmup, seed, variants, kernel_names, skipped_kernels, keep_sass, case_names)
 
 
 def project_config(project: Path | None) -> ProjectConfig:

@@ -20,7 +20,7 @@ import click
 
 from ..measuring.triton_build import DEFAULT_SOURCE
 from ..records.schema import MAX_SAMPLES
-from .context import chosen_gpus, given_as, named_options, run_settings
+from .context import chosen_gpus, given_as, named_options
 
 if TYPE_CHECKING:
     from ..loading.package import Loaded
@@ -417,7 +417,9 @@ class Measuring:
             return chosen(subject, self.suite_names, self.case_names, every_suite, self.family_names)
 
     def settings(self, subject: Loaded) -> RunSettings:
-        return run_settings(
+        from ..measuring.planning import settings_for
+
+        return settings_for(
             subject,
             self.samples,
             self.warmup,

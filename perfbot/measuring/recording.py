@@ -10,7 +10,7 @@ from typing import Any
 
 from ..deciding import credible
 from ..loading.subject import Suite
-from ..records.run import Benchmark, Environment, Failure, GpuStates, Results, Settings
+from ..records.run import Benchmark, Environment, Failure, GpuStates, Results, Settings, failed
 from . import loads, measure
 from .environment import stability
 from .planning import RunSettings
@@ -111,16 +111,7 @@ def _credible(sides: Described, measured: Measured) -> tuple[list[tuple[str, Ben
         if why is None:
             kept.append((side, bench))
             continue
-        failure = Failure(
-            kernel=bench.kernel,
-            variant=bench.variant,
-            shape=bench.shape,
-            dtype=bench.dtype,
-            reason=f"wrong result: {why}",
-            suite=bench.suite,
-            case=bench.case,
-        )
-        failures.append((side, failure))
+        failures.append((side, failed(bench, f"wrong result: {why}")))
     return kept, failures
 
 

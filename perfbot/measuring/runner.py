@@ -22,7 +22,7 @@ from ..loading import isolation
 from ..loading.package import Loaded
 from ..loading.subject import Subject, Suite
 from ..records.autotune import AutotunePick
-from ..records.run import Benchmark, Environment, Failure, GpuStates, Results, variant_name
+from ..records.run import Benchmark, Environment, Failure, GpuStates, Results, failed, variant_name
 from . import alignment, loads, measure, sequential
 from .environment import GpuMonitor, collect_environment
 from .groups import _Ready, capture_group, check_group, describe, finish_group, recheck_fresh, record_compiled
@@ -289,9 +289,7 @@ class LocalSides:
                 for r in kept
                 if r.planned.key in fresh
             }
-            wrong += [
-                (side, _wrong_fresh(b, reasons[(side, b.name)])) for side, b in timed if (side, b.name) in reasons
-            ]
+            wrong += [(side, failed(b, reasons[(side, b.name)])) for side, b in timed if (side, b.name) in reasons]
             timed = [(side, b) for side, b in timed if (side, b.name) not in reasons]
         done = (timed, wrong)
         self.ready, self.captured = [], {}
@@ -312,18 +310,6 @@ class LocalSides:
             side: dataclasses.replace(environment, **kernels_revision(subject.path))
             for side, subject in self.subjects.items()
         }
-
-
-def _wrong_fresh(bench: Benchmark, reason: str) -> Failure:
-    return Failure(
-        kernel=bench.kernel,
-        variant=bench.variant,
-        shape=bench.shape,
-        dtype=bench.dtype,
-        reason=reason,
-        suite=bench.suite,
-        case=bench.case,
-    )
 
 
 def _refuse_late_imports(imported: set[str], subjects: dict[str, Loaded]) -> None:

@@ -249,6 +249,20 @@ class Failure:
         return variant_name(self.kernel, self.variant)
 
 
+def failed(bench: Benchmark, reason: str) -> Failure:
+    """A benchmark that was timed and then found wrong (on fresh inputs, or too fast to be
+    credible): a failure of its own, in its place."""
+    return Failure(
+        kernel=bench.kernel,
+        variant=bench.variant,
+        shape=bench.shape,
+        dtype=bench.dtype,
+        reason=reason,
+        suite=bench.suite,
+        case=bench.case,
+    )
+
+
 def variant_name(kernel: str, variant: dict[str, str]) -> str:
     """The implementation with its variant, as reports show it: "triton[offset=1]"."""
     return f"{kernel}[{','.join(f'{k}={v}' for k, v in variant.items())}]" if variant else kernel
