@@ -10,7 +10,7 @@ from typing import Any
 
 from ..deciding import credible
 from ..loading.subject import Suite
-from ..records.run import Benchmark, Environment, Failure, GpuStates, Results, Settings, failed
+from ..records.run import Benchmark, Environment, Failure, GpuStates, Results, Settings, failure_of
 from . import loads, measure
 from .environment import stability
 from .planning import RunSettings
@@ -111,7 +111,7 @@ def _credible(sides: Described, measured: Measured) -> tuple[list[tuple[str, Ben
         if why is None:
             kept.append((side, bench))
             continue
-        failures.append((side, failed(bench, f"wrong result: {why}")))
+        failures.append((side, failure_of(bench, f"wrong result: {why}")))
     return kept, failures
 
 

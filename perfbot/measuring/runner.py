@@ -22,7 +22,7 @@ from ..loading import isolation
 from ..loading.package import Loaded
 from ..loading.subject import Subject, Suite
 from ..records.autotune import AutotunePick
-from ..records.run import Benchmark, Environment, Failure, GpuStates, Results, failed, variant_name
+from ..records.run import Benchmark, Environment, Failure, GpuStates, Results, failure_of, variant_name
 from . import alignment, loads, measure, sequential
 from .environment import GpuMonitor, collect_environment
 from .groups import _Ready, capture_group, check_group, describe, finish_group, recheck_fresh, record_compiled
@@ -289,7 +289,7 @@ class LocalSides:
                 for r in kept
                 if r.planned.key in fresh
             }
-            wrong += [(side, failed(b, reasons[(side, b.name)])) for side, b in timed if (side, b.name) in reasons]
+            wrong += [(side, failure_of(b, reasons[(side, b.name)])) for side, b in timed if (side, b.name) in reasons]
             timed = [(side, b) for side, b in timed if (side, b.name) not in reasons]
         done = (timed, wrong)
         self.ready, self.captured = [], {}

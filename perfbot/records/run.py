@@ -249,7 +249,7 @@ class Failure:
         return variant_name(self.kernel, self.variant)
 
 
-def failed(bench: Benchmark, reason: str) -> Failure:
+def failure_of(bench: Benchmark, reason: str) -> Failure:
     """A benchmark that was timed and then found wrong (on fresh inputs, or too fast to be
     credible): a failure of its own, in its place."""
     return Failure(
