@@ -3,6 +3,7 @@ pyproject.toml, and the pre-commit configuration runs the same tools."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -80,20 +81,25 @@ def test_the_readme_s_xdist_groups_keep_their_tests_on_one_worker(tmp_path: Path
     """The README's test command spreads the tests over the cores with `--dist loadgroup`, so that
     a module that builds something once (the wheel, a Triton cache) runs on one worker. With a
     pytest that pytest-xdist's groups do not work with (9.2), each worker built it again."""
+    # Two groups, so that neither worker is shut down unused: that path once hung on CI for two
+    # minutes. The ini file keeps pytest from looking above tmp_path for a configuration.
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "test_grouped.py").write_text(
         "import os, pytest\n"
         "@pytest.mark.xdist_group('built-once')\n"
         "@pytest.mark.parametrize('n', range(6))\n"
         "def test_worker(n):\n"
         "    print(os.environ['PYTEST_XDIST_WORKER'])\n"
+        "@pytest.mark.xdist_group('elsewhere')\n"
+        "def test_other():\n"
+        "    pass\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    outer_worker = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
+    command = [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider"]
+    try:
+        done = subprocess.run(command, cwd=tmp_path, env=outer_worker, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired as hung:
+        pytest.fail(f"pytest -n 2 hung; its output so far:\n{hung.stdout!r:.3000}")
     assert done.returncode == 0, done.stdout[-2000:]
-    workers = set(re.findall(r"\[(gw\d)\].*PASSED", done.stdout))
+    workers = set(re.findall(r"\[(gw\d)\].*PASSED .*@built-once", done.stdout))
     assert len(re.findall(r"PASSED .*@built-once", done.stdout)) == 6 and len(workers) == 1, done.stdout[-2000:]
