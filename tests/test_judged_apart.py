@@ -142,3 +142,89 @@ def test_one_unlucky_fresh_draw_is_not_a_wrong_result(gpu, tmp_path: Path):
         ["run", "--project", str(_project(tmp_path, mine_body=ONCE_WRONG)), "--suite", "quick", "--samples", "10"],
     )
     assert done.exit_code == 0 and "fresh inputs" not in done.output, done.output
+
+
+# --- run and sample: the subject's code in a worker process, the verdict in this one ---
+
+
+def _timed(project: Path, command: str = "run"):
+    chosen = ["--case", "c", "--kernel", "mine"] if command == "sample" else []
+    return CliRunner().invoke(
+        perfbot, [command, "--project", str(project), "--suite", "quick", "--samples", "10", *chosen]
+    )
+
+
+@pytest.mark.parametrize("command", ["run", "sample"])
+@pytest.mark.parametrize(
+    "part,code,words",
+    [
+        ("at_import", "import os; os._exit(0)", "ended (exit 0, as os._exit(0) would) before it answered"),
+        ("mine_body", "import os; os._exit(0)", "ended (exit 0, as os._exit(0) would) before it answered"),
+        ("mine_body", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "was killed by SIGKILL"),
+        ("at_import", FORGED, "does not carry its nonce: refused"),
+    ],
+)
+def test_a_subject_that_ends_or_forges_its_worker_fails_run_and_sample(
+    gpu, tmp_path: Path, command: str, part: str, code: str, words: str
+):
+    done = _timed(_project(tmp_path, **{part: code}), command)
+    assert done.exit_code == 2, done.output
+    assert words in _one_line(done.stderr)
+
+
+@pytest.mark.parametrize(
+    "part,code,named",
+    [
+        (
+            "at_import",
+            "import torch; torch.cuda.Event.elapsed_time = lambda s, e: 1e-3",
+            "torch.cuda.Event.elapsed_time",
+        ),
+        (
+            "mine_body",
+            "import perfbot.measuring.measure as m; m.time_rounds = None",
+            "perfbot.measuring.measure.time_rounds",
+        ),
+    ],
+)
+def test_a_subject_that_patches_a_clock_or_perfbot_fails_run(gpu, tmp_path: Path, part: str, code: str, named: str):
+    done = _timed(_project(tmp_path, **{part: code}))
+    assert done.exit_code == 2, done.output
+    line = _one_line(done.stderr)
+    assert "the subject changed what it may not" in line and named in line
+
+
+def test_a_clock_patched_and_put_back_while_rounds_are_timed_fails_run(gpu, tmp_path: Path):
+    """Something in the worker (a subject's thread, say; here the stand-in GPU's timing, which runs
+    there) patches a clock during the third round and puts it back in the fourth: only the look
+    after each round sees it."""
+    import time
+
+    real = time.perf_counter
+
+    def ms(name: str, call: int) -> float:
+        if call == 3:
+            time.perf_counter = lambda: 0.0
+        elif call == 4:
+            time.perf_counter = real
+        return 1.0
+
+    gpu.ms = ms
+    done = _timed(_project(tmp_path))
+    assert done.exit_code == 2, done.output
+    line = _one_line(done.stderr)
+    assert "the subject changed what it may not: time.perf_counter" in line
+    assert time.perf_counter is real  # here, in perfbot's process, nothing changed
+
+
+def test_run_and_sample_never_run_the_subjects_code_in_perfbots_process(gpu, tmp_path: Path):
+    import os
+
+    pids = tmp_path / "pids"
+    mark = f"open({str(pids)!r}, 'a').write(f'{{__import__(\"os\").getpid()}}\\n')"
+    project = _project(tmp_path / "p", at_import=mark, mine_body=mark.replace("{{", "{").replace("}}", "}"))
+    for command in ("run", "sample"):
+        done = _timed(project, command)
+        assert done.exit_code == 0, done.output
+    ran_in = set(pids.read_text().split())
+    assert len(ran_in) == 2 and str(os.getpid()) not in ran_in  # one worker per command, neither this process

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from perfbot.cli import perfbot
-from perfbot.measuring import triton_build, worker
+from perfbot.measuring import triton_build, worker, worker_sides
 from perfbot.records import results
 from tests.conftest import ON_BOTH_SUBJECTS
 from tests.test_runner_cpu import _git, init_repo
@@ -22,7 +22,7 @@ CPU_WORKER = (sys.executable, str(Path(__file__).parent / "cpu_worker.py"))
 
 @pytest.fixture(autouse=True)
 def cpu_workers(monkeypatch):
-    monkeypatch.setattr(worker, "WORKER_COMMAND", CPU_WORKER)
+    monkeypatch.setattr(worker_sides, "WORKER_COMMAND", CPU_WORKER)
 
 
 @pytest.fixture
@@ -126,8 +126,8 @@ def test_a_worker_dying_on_one_gpu_of_a_sharded_two_triton_ab_names_that_gpu(rep
     result = _ab(
         repo, tmp_path / "ab", "--triton-env", f"base={base_env}", "--triton-env", f"head={head_env}", "--gpus", "2"
     )
-    assert result.exit_code == 3, result.output
-    assert "GPU 1: NVIDIA H200: the head worker died" in " ".join(result.output.split())
+    assert result.exit_code == 2, result.output  # it runs the subject's code, which can end it: refused
+    assert "GPU 1: NVIDIA H200: the head worker ended (exit 9) before it answered" in " ".join(result.output.split())
 
 
 def _standin_triton(tmp_path: Path) -> tuple[Path, str, str]:
@@ -214,13 +214,14 @@ def test_a_dry_run_says_which_triton_each_side_gets_or_refuses_as_the_run_would(
 
 
 @pytest.mark.slow
-def test_a_worker_that_dies_is_an_environment_failure_with_its_log(repo: Path, tmp_path: Path):
+def test_a_worker_that_dies_is_refused_naming_how_with_its_log(repo: Path, tmp_path: Path):
+    """A worker runs a side's code, which can end it (os._exit, a crash): refused, exit 2."""
     base_env = _environment(tmp_path / "env-a", 1.0)
     head_env = _environment(tmp_path / "env-b", 1.0, "DIE_AT_SAMPLE = 5\n")
     out = tmp_path / "ab"
     result = _ab(repo, out, "--triton-env", f"base={base_env}", "--triton-env", f"head={head_env}")
-    assert result.exit_code == 3, result.output
-    assert "the head worker died (exit 9)" in result.output
+    assert result.exit_code == 2, result.output
+    assert "the head worker ended (exit 9) before it answered: (nothing on stderr)" in result.output
     assert not (out / "head.json").exists()  # nothing half-measured is written
 
 
@@ -271,11 +272,11 @@ def test_a_worker_draws_the_second_ab_afresh(gpu, project: Path, monkeypatch):
     side = worker._Side(project / "kernels", "base")
     side.hello()
     first = planning.RunSettings(samples=10).to_wire()
-    side.prepare(worker._suite_json(case), first)
+    side.prepare(worker.suite_json(case), first)
     kept = side.local
-    side.prepare(worker._suite_json(case), first)
+    side.prepare(worker.suite_json(case), first)
     assert side.local is kept  # the same A/B, case after case
-    side.prepare(worker._suite_json(case), planning.RunSettings(samples=10, seed=1).to_wire())
+    side.prepare(worker.suite_json(case), planning.RunSettings(samples=10, seed=1).to_wire())
     assert side.local is not kept and side.local.settings.seed == 1
 
 
@@ -309,7 +310,7 @@ def test_ctrl_c_in_the_coordinator_stops_a_busy_worker_at_once(tmp_path: Path):
 
     started_at = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        with worker.workers({"base": (tmp_path, None, None)}, command=BUSY_WORKER) as started:
+        with worker_sides.workers({"base": (tmp_path, None, None)}, command=BUSY_WORKER) as started:
             process = started["base"]._process
             started["base"]._requests.write("{}\n")  # now it is busy
             started["base"]._requests.flush()

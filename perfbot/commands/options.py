@@ -431,6 +431,27 @@ class Measuring:
             self.case_names,
         )
 
+    def names(self, every_suite: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+        """What `suites` and `settings` are given besides the subject, as JSON carries them to the
+        worker process that has it loaded (worker.chosen_in)."""
+        selection = {
+            "suite_names": self.suite_names,
+            "case_names": self.case_names,
+            "every_suite": every_suite,
+            "family_names": self.family_names,
+        }
+        settings = {
+            "samples": self.samples,
+            "warmup": self.warmup,
+            "seed": self.seed,
+            "variants": self.variants,
+            "kernel_names": self.kernel_names,
+            "skipped_kernels": self.skipped_kernels,
+            "keep_sass": self.keep_sass,
+            "case_names": self.case_names,
+        }
+        return selection, settings
+
     def gpus(self) -> list[Any]:
         """The GPUs to shard across (`chosen_gpus`)."""
         return chosen_gpus(self.gpu_count, self.mixed_gpus)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.markup import escape
@@ -13,7 +14,7 @@ from ..errors import EXIT_REGRESSION, BadInput, EnvironmentFailure, WrongResult
 from ..files import check_output
 from ..output.run_tables import case_markdown, failures_table, run_markdown, run_table
 from ..records import results as results_file
-from .context import console, load_kernels, named_options, progress, project_config, warn_of_triton_pin
+from .context import console, named_options, progress, project_config, warn_of_triton_pin
 from .options import (
     Measuring,
     measure_options,
@@ -55,29 +56,32 @@ def run_command(
         perfbot run --suite NAME --case CASE --kernel NAME --variant NAME=all --samples 100
         perfbot run --suite a100 --suite models --gpus 2 --out all.json
     """
-    from ..measuring.planning import plan, progress_steps
-    from ..measuring.runner import run
+    from ..measuring.recording import Measurement
+    from ..measuring.runner import measure_sides
     from ..measuring.shards import Job, measure_sharded
     from ..measuring.triton_pin import with_pin
+    from ..measuring.worker_sides import WorkerSides, chosen_in, workers
 
     config = project_config(project)
-    subject = load_kernels(config, package)
-    suites = measuring.suites(subject)
+    kernels = package if package is not None else config.kernels_dir
     if out is not None:  # checked again by save(); refused before measuring
         check_output(out, overwrite=overwrite)
-    settings = measuring.settings(subject)
     gpus = measuring.gpus()
-    total = progress_steps(plan(subject, suites, settings), settings)
-    with progress() as bar:
-        task = bar.add_task("starting", total=total)
-
-        def advance(label: str, steps: int) -> None:
-            bar.update(task, advance=steps, description=label)
-
+    # The subject's code runs in a worker process, never here: this process decides (worker.py).
+    with workers({"": (kernels, None, None)}, fork=True) as started, named_options():
+        suites, settings, total = chosen_in(started[""], *measuring.names())
         if len(gpus) > 1:
-            result = measure_sharded(Job({"": subject.path}, settings), suites, gpus, advance)[""]
-        else:
-            result = run(subject, suites, settings, on_progress=advance)
+            started[""].close()  # each GPU's worker loads the subject for itself (shards.py)
+        with progress() as bar:
+            task = bar.add_task("starting", total=total)
+
+            def advance(label: str, steps: int) -> None:
+                bar.update(task, advance=steps, description=label)
+
+            if len(gpus) > 1:
+                result = measure_sharded(Job({"": kernels}, settings), suites, gpus, advance)[""]
+            else:
+                result = measure_sides(WorkerSides(started, settings), Measurement(suites, settings), advance)[""]
     result = replace(result, environment=with_pin(result.environment, config.triton_commit))
     warn_of_triton_pin(config.triton_commit, result.environment)
     if out is not None:
@@ -225,7 +229,8 @@ def sample_command(
 ) -> None:
     """Check one benchmark, time it, and print its samples in ms, one per line (for bisect).
 
-    Exits 1 if the kernel gives a wrong result, 3 without a CUDA GPU.
+    Exits 1 if the kernel gives a wrong result, 2 if its code ends or steers the worker process
+    that measures it, 3 without a CUDA GPU.
 
     Example:
 
@@ -234,20 +239,17 @@ def sample_command(
         perfbot sample --family rmsnorm --suite pr --kernel triton   # rmsnorm/pr, rmsnorm/triton
     """
     from ..jobs.bisect_probers import hand_back
-    from ..loading.selection import known_implementations, one_benchmark
-    from ..measuring.planning import RunSettings, chosen_variants
-    from ..measuring.runner import run
+    from ..measuring.recording import Measurement
+    from ..measuring.runner import measure_sides
+    from ..measuring.worker_sides import WorkerSides, chosen_in, workers
 
     config = project_config(project)
-    subject = load_kernels(config, package)
-    with named_options():
-        case, kernel = one_benchmark(subject, family, suite_name, case_name, kernel)
-        known_implementations(subject, (kernel,), "--kernel")
-    suite = subject.suites[case.suite]
-    settings = RunSettings(samples=samples, variants=chosen_variants(subject.subject, variants), kernels=(kernel,))
-    if len({values for _, values in settings.variants if len(values) > 1}):
-        raise click.BadParameter("one value per parameter: sample times one benchmark", param_hint="--variant")
-    result = run(subject, [replace(suite, cases=(case,), implementations=(kernel,))], settings)
+    kernels = package if package is not None else config.kernels_dir
+    one: dict[str, Any] = {"family": family, "suite": suite_name, "case": case_name, "kernel": kernel}
+    one |= {"variants": variants, "samples": samples}
+    with workers({"": (kernels, None, None)}, fork=True) as started, named_options():
+        suites, settings, _ = chosen_in(started[""], one)
+        result = measure_sides(WorkerSides(started, settings), Measurement(suites, settings))[""]
     warn_of_triton_pin(config.triton_commit, result.environment)
     for failure in result.failures:
         raise WrongResult(f"{failure.kernel} on {failure.case}: {failure.reason}")

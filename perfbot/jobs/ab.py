@@ -98,7 +98,7 @@ def run(
     from ..measuring.recording import Measurement
     from ..measuring.runner import LocalSides, measure_sides
     from ..measuring.shards import Job, measure_sharded
-    from ..measuring.worker import WorkerSides, workers
+    from ..measuring.worker_sides import WorkerSides, workers
 
     policy, gpus = request.policy, request.gpus
     with ExitStack() as stack:

@@ -56,7 +56,7 @@ def run(
 
 class Sides(Protocol):
     """Where the benchmarks of a run live: one subject (a plain run), or the two sides of an A/B
-    run, in this process (`LocalSides`) or in worker processes (worker.WorkerSides). Per case,
+    run, in this process (`LocalSides`) or in worker processes (worker_sides.WorkerSides). Per case,
     `prepare` checks and captures every side's benchmarks and returns their keys; `timer` times
     them; `finish` checks what was timed and makes the records."""
 

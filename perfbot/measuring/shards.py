@@ -37,7 +37,7 @@ from .planning import RunSettings, case_steps, single_cases
 from .recording import Described, Measured, Measurement, results_by_side
 from .runner import LocalSides, Sides, describe_sides, measure_case, take_turns
 from .sequential import Budget, Stopping, Turn, Turns
-from .worker import WorkerSides, workers
+from .worker_sides import WorkerSides, workers
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,7 @@ def _naming(gpu: Gpu) -> Iterator[None]:
 @dataclass(frozen=True)
 class _WorkerPair:
     """The GPU's two worker processes, one per side with its own Triton, asked sample by sample
-    from this process (worker.WorkerSides), as on one GPU."""
+    from this process (worker_sides.WorkerSides), as on one GPU."""
 
     gpu: Gpu
     sides: WorkerSides

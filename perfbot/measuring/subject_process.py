@@ -50,7 +50,7 @@ def ask(
     """Run `job` in a child process and return its answer. Its refusals come back as the
     PerfbotError they were (a BadChoice as selection.BadChoice, naming its option)."""
     message = {"job": job, "nonce": secrets.token_hex(16), **request}
-    if _may_fork():
+    if may_fork():
         # What every child imports before the subject, imported here once: a fork starts with it
         # (a test process forks a child for each check). The device is chosen first, as the child
         # would, since the choice must come before Triton's import.
@@ -58,7 +58,7 @@ def ask(
             from .checking import choose_device
 
             choose_device(message["device"])
-        _preimport()
+        preimport()
         child: _Forked | _Spawned = _Forked(message)
     else:
         child = _Spawned(message)
@@ -74,7 +74,7 @@ def ask(
     if reply is None:
         if said.error is not None and ended == 2:  # the guard's watchdog ended it, and said why (guard.py)
             raise SubjectQuit(said.error)
-        raise SubjectQuit(f"the subject's process {_how(ended)} before it answered: {said.tail()}")
+        raise SubjectQuit(f"the subject's process {how_it_ended(ended)} before it answered: {said.tail()}")
     if "error" in reply:
         if reply.get("option") is not None or reply.get("choice"):
             from ..loading.selection import BadChoice
@@ -106,7 +106,10 @@ def _answer(lines: IO[str], nonce: str, on_progress: Callable[[object], None]) -
     return None
 
 
-def _how(status: int) -> str:
+def how_it_ended(status: int | None) -> str:
+    """A child's ending, as its refusal says it: its exit status or the signal that ended it."""
+    if status is None:
+        return "stopped answering"
     if status < 0:
         try:
             name = signal.Signals(-status).name
@@ -143,43 +146,50 @@ class _Relay(threading.Thread):
 # The child's half.
 
 
-def _may_fork() -> bool:
+def may_fork() -> bool:
     """A child forked from this process starts at once with what it has imported (PyTorch, in a
     test); one whose CUDA is started cannot give it to a fork, and spawns a fresh interpreter."""
     torch = sys.modules.get("torch")
     return hasattr(os, "fork") and not (torch is not None and torch.cuda.is_initialized())
 
 
+def fork_child(stdin: int, output: int, channel: int, run: Callable[[IO[str]], None]) -> int:
+    """Fork a child that runs `run(its channel)`, and return its pid. Its fd 0 reads `stdin`, its
+    fd 1 and 2 write `output` (what the subject prints never reaches the channel), and it keeps no
+    other descriptor of the parent's (a test runner's channels are not the subject's). It ends
+    with os._exit, so that nothing of the parent's (its atexit hooks, a test runner's teardown)
+    runs twice."""
+    pid = os.fork()
+    if pid:
+        return pid
+    status = 0
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the group; the parent stops this one
+        os.dup2(stdin, 0)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        os.closerange(3, channel)
+        os.closerange(channel + 1, os.sysconf("SC_OPEN_MAX"))
+        sys.stdin = open(0, closefd=False)
+        sys.stdout = open(1, "w", buffering=1, closefd=False)
+        sys.stderr = open(2, "w", buffering=1, closefd=False)
+        run(os.fdopen(channel, "w", buffering=1))
+    except BaseException:  # noqa: BLE001 -- the child never returns into the parent's code
+        status = 3
+    finally:
+        os._exit(status)
+
+
 class _Forked:
-    """The child as a fork of this process: it runs the job and ends with os._exit, so that
-    nothing of the parent's (its atexit hooks, a test runner's teardown) runs twice."""
+    """The child as a fork of this process (`fork_child`), its request in memory."""
 
     def __init__(self, message: dict[str, Any]):
         answers_read, answers_write = os.pipe()
         errors_read, errors_write = os.pipe()
-        self.pid = os.fork()
-        if self.pid == 0:  # the child
-            status = 0
-            try:
-                os.close(answers_read)
-                os.close(errors_read)
-                null = os.open(os.devnull, os.O_RDONLY)
-                os.dup2(null, 0)
-                os.dup2(errors_write, 1)  # what the subject prints goes to stderr, never the answers
-                os.dup2(errors_write, 2)
-                # Only its own pipes: the parent's others (a test runner's channels) are not the subject's.
-                os.closerange(3, answers_write)
-                os.closerange(answers_write + 1, os.sysconf("SC_OPEN_MAX"))
-                sys.stdin = open(0, closefd=False)
-                sys.stdout = open(1, "w", buffering=1, closefd=False)
-                sys.stderr = open(2, "w", buffering=1, closefd=False)
-                serve(dict(message), os.fdopen(answers_write, "w", buffering=1))
-            except BaseException:  # noqa: BLE001 -- the child never returns into the parent's code
-                status = 3
-            finally:
-                os._exit(status)
-        os.close(answers_write)
-        os.close(errors_write)
+        null = os.open(os.devnull, os.O_RDONLY)
+        self.pid = fork_child(null, errors_write, answers_write, lambda answers: serve(dict(message), answers))
+        for parents_copy in (null, answers_write, errors_write):
+            os.close(parents_copy)
         self.answers = os.fdopen(answers_read)
         self.errors = os.fdopen(errors_read, errors="replace")
 
@@ -236,7 +246,7 @@ def serve(request: dict[str, Any], answers: IO[str]) -> None:
     try:
         if "device" in request:  # before Triton is first imported: its interpreter is chosen then
             request["device"] = choose_device(request["device"])
-        _preimport()
+        preimport()
         untouched = Untouched()
         run = JOBS.get(request.pop("job"))
         if run is None:
@@ -258,7 +268,7 @@ def serve(request: dict[str, Any], answers: IO[str]) -> None:
 
 
 @functools.cache
-def _preimport() -> None:
+def preimport() -> None:
     for name in PREIMPORTED:
         package = importlib.import_module(name)
         for module in pkgutil.walk_packages(package.__path__, f"{name}."):

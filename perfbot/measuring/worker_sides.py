@@ -1,0 +1,408 @@
+"""The coordinator's side of a worker process (worker.py): starting workers, asking them, and
+the sides of a run they hold (runner.Sides), timed a round or a sample at a time. What a worker
+answers is input like any file: validated before it becomes a record, and an answer without the
+hello's nonce, or a worker that ends before it answers, is refused (exit 2)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from ..errors import BadInput, EnvironmentFailure, PerfbotError, WrongResult
+from ..loading.selection import BadChoice
+from ..records.run import BENCHMARK, ENVIRONMENT, FAILURE, SETTINGS, Benchmark, Environment, Failure
+from ..records.schema import validate_message
+from .planning import RunSettings
+from .subject_process import SubjectQuit, fork_child, how_it_ended, may_fork
+from .worker import picks_of, serve, suite_from, suite_json
+
+WORKER_COMMAND = (sys.executable, "-m", "perfbot.measuring.worker")
+# After measure.L2_FLUSH (measure imports torch, which the coordinator loads only when it runs).
+TIMING = (
+    "one CUDA-graph replay per sample, {flush}; one worker process per side, the sides alternating sample by sample"
+)
+# A run's benchmarks in one worker of their own (runner.LocalSides.timing, in that process).
+ROUNDS_TIMING = "one CUDA-graph replay per sample, {flush}, implementations interleaved, in a worker process"
+_ERRORS: dict[object, type[PerfbotError]] = {1: WrongResult, 2: BadInput, 3: EnvironmentFailure}
+
+
+class WorkerProcess:
+    """The coordinator's handle on one worker: start it, ask it things, stop it. `fork`: the
+    worker is a fork of this process where no GPU is visible (the CPU, where the tests stand in
+    for one), which starts at once with what this process has imported; else, and always with
+    a GPU (`_gpu_visible`), a fresh interpreter runs `command`."""
+
+    def __init__(
+        self,
+        side: str,
+        kernels: Path,
+        triton_env: Path | None = None,
+        command: Sequence[str] = WORKER_COMMAND,
+        triton_commit: str | None = None,
+        gpu: str | None = None,
+        declared_by: Path | None = None,
+        fork: bool = False,
+    ):
+        self.side = side
+        self.nonce = secrets.token_hex(16)
+        self._hello: dict[str, Any] | None = None
+        self._log = tempfile.TemporaryFile(mode="w+")
+        if fork and triton_env is None and gpu is None and may_fork() and not _gpu_visible():
+            forked = _Forked(kernels, side, declared_by, self._log)
+            self._process: subprocess.Popen[str] | _Forked = forked
+            self._requests: IO[str] = forked.requests
+            self._replies: IO[str] = forked.replies
+            return
+        env = dict(os.environ)
+        if gpu is not None:  # a sharded A/B: this GPU's pair of workers (shards.py)
+            env["CUDA_VISIBLE_DEVICES"] = gpu
+        if triton_env is not None:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(triton_env), env.get("PYTHONPATH")]))
+            # A commit set for this process's Triton does not describe the other one.
+            env.pop("PERFBOT_TRITON_COMMIT", None)
+        if triton_commit is not None:
+            env["PERFBOT_TRITON_COMMIT"] = triton_commit
+        try:
+            spawned = subprocess.Popen(
+                [*command, "--kernels", str(kernels), "--side", side]
+                + (["--declared-by", str(declared_by)] if declared_by is not None else []),
+                env=env,
+                text=True,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._log,
+            )
+        except OSError as error:
+            raise EnvironmentFailure(f"cannot start the {side} worker ({command[0]}): {error}") from None
+        if spawned.stdin is None or spawned.stdout is None:  # both are pipes, as asked above
+            raise EnvironmentFailure(f"the {side} worker has no pipes to talk through")
+        self._process = spawned
+        self._requests = spawned.stdin
+        self._replies = spawned.stdout
+
+    @property
+    def name(self) -> str:
+        return f"the {self.side} worker" if self.side else "the worker"
+
+    def ask(self, op: str, **fields: Any) -> dict[str, Any]:
+        if op == "hello":  # the first request: the nonce every answer carries from now on
+            fields = {**fields, "nonce": self.nonce}
+        try:
+            self._requests.write(json.dumps({"op": op, **fields}) + "\n")
+            self._requests.flush()
+            line = self._replies.readline()
+        except (BrokenPipeError, OSError):
+            line = ""
+        if not line:
+            # It runs the subject's code: an ending the subject can cause (os._exit, a crash) is refused.
+            raise SubjectQuit(f"{self.name} {how_it_ended(self._ended())} before it answered: {self._log_tail()}")
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            raise SubjectQuit(f"{self.name} answered with something that is not JSON: refused") from None
+        if not isinstance(reply, dict) or reply.pop("nonce", None) != self.nonce:
+            raise SubjectQuit(f"a line on {self.name}'s answer channel does not carry its nonce: refused")
+        if "error" in reply:
+            if reply.get("option") is not None or reply.get("choice"):
+                raise BadChoice(str(reply["error"]), reply.get("option"))
+            raise _ERRORS.get(reply.get("exit"), EnvironmentFailure)(f"{self.name}: {reply['error']}")
+        return reply
+
+    def hello(self) -> dict[str, Any]:
+        """The worker's first answer, once: it loads the subject, and says what it runs on."""
+        if self._hello is None:
+            self._hello = self.ask("hello")
+        return self._hello
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            try:
+                self._requests.write(json.dumps({"op": "quit"}) + "\n")
+                self._requests.close()
+                self._process.wait(timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                self._process.kill()
+                self._process.wait()
+        self._log.close()
+
+    def kill(self) -> None:
+        """Stop it now, mid-request (Ctrl-C in the coordinator)."""
+        self._process.kill()
+        self._process.wait()
+
+    def _ended(self) -> int | None:
+        try:
+            return self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def _log_tail(self, lines: int = 5) -> str:
+        self._log.seek(0)
+        tail = [line.rstrip() for line in self._log.read().splitlines() if line.strip()][-lines:]
+        return " | ".join(tail) or "(nothing on stderr)"
+
+
+def _gpu_visible() -> bool:
+    """Whether this process sees a CUDA GPU. A worker that will use it is a fresh interpreter: a
+    fork inherits whatever of CUDA this process has touched (a device count can initialise the
+    driver), and CUDA does not survive a fork. Starting one costs a second or two of a run."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.cuda.is_available()
+
+
+@contextmanager
+def workers(
+    specs: dict[str, tuple[Path, Path | None, str | None]],
+    command: Sequence[str] | None = None,
+    gpu: str | None = None,
+    fork: bool = False,
+) -> Iterator[dict[str, WorkerProcess]]:
+    """Started workers by side, from (kernels, triton environment or None, Triton commit or None),
+    pinned to `gpu` (a CUDA_VISIBLE_DEVICES entry) if given, forked where they can be with `fork`;
+    all stopped afterwards."""
+    with ExitStack() as stack:
+        started: dict[str, WorkerProcess] = {}
+        base = specs["base"][0] if "base" in specs else None
+        try:
+            for side, (kernels, triton_env, commit) in specs.items():
+                # The head runs under the base's declarations (declarations.py): its worker loads both.
+                declared_by = base if side == "head" else None
+                started[side] = WorkerProcess(
+                    side, kernels, triton_env, command or WORKER_COMMAND, commit, gpu, declared_by, fork
+                )
+                stack.callback(started[side].close)
+            yield started
+        except KeyboardInterrupt:  # the workers ignore Ctrl-C (main): they stop now, not after a request
+            for process in started.values():
+                process.kill()
+            raise
+
+
+class WorkerSides:
+    """The sides of an A/B run in worker processes (runner.Sides): per case, every worker checks
+    and captures its benchmarks; each sample is one request to the worker that owns it, so the
+    two never share the GPU at once."""
+
+    def __init__(
+        self, workers: dict[str, WorkerProcess], settings: RunSettings, fixed: Mapping[str, Any] | None = None
+    ):
+        """`fixed`: the autotune picks each benchmark is to run, by planned key (a confirming
+        round's, alignment.fix)."""
+        from . import measure
+
+        self.timing = (ROUNDS_TIMING if len(workers) == 1 else TIMING).format(flush=measure.L2_FLUSH)
+        self.workers, self.settings, self.fixed = workers, settings, fixed
+        self.names = tuple(workers)
+        self.owner: dict[str, WorkerProcess] = {}
+        hellos = {side: w.hello() for side, w in workers.items()}
+        self._environments = {
+            side: validate_message(f"the {side} worker's environment", _record(side, reply), ENVIRONMENT, "environment")
+            for side, reply in hellos.items()
+        }
+        self._described = {side: _described(side, reply) for side, reply in hellos.items()}
+
+    def prepare(self, case: Any) -> tuple[list[str], list[tuple[str, Failure]]]:
+        self.owner, failed = {}, []
+        picks: dict[str, list[dict[str, Any]]] | None = None  # the base's, that the head is aligned to
+        for side, worker in self.workers.items():  # the base first
+            extra: dict[str, Any] = {}
+            if self.fixed is not None:
+                extra["fixed"] = {
+                    key: [dataclasses.asdict(p) for p in chosen]
+                    for key, chosen in self.fixed.items()
+                    if key.startswith(f"{side}:")
+                }
+            elif side == "head" and picks is not None:
+                extra["against"] = picks
+            rounds = len(self.workers) == 1  # as `timer` times them
+            reply = worker.ask(
+                "prepare", suite=suite_json(case), settings=self.settings.to_wire(), rounds=rounds, **extra
+            )
+            self.owner.update({str(key): worker for key in _list(side, reply, "ready")})
+            failed += [(side, failure) for failure in _failures(side, reply)]
+            if side == "base":
+                picks = {name: [dataclasses.asdict(p) for p in ps] for name, ps in picks_of(side, reply).items()}
+        return list(self.owner), failed
+
+    def timer(self) -> Any:
+        if len(self.workers) == 1:  # every benchmark in one worker: a round is one request
+            (worker,) = self.workers.values()
+            return _RoundTimer(worker)
+        return _WorkerTimer(self.owner)
+
+    def recapture(self, keys: list[str]) -> None:
+        for worker in self.workers.values():
+            mine = [key for key in keys if self.owner.get(key) is worker]
+            if mine:
+                worker.ask("recapture", keys=mine)
+
+    def finish(
+        self, samples: dict[str, list[float]], throttled: list[int]
+    ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
+        timed, wrong = [], []
+        for side, worker in self.workers.items():
+            mine = {key: values for key, values in samples.items() if self.owner.get(key) is worker}
+            reply = worker.ask("finish", samples=mine, throttled=throttled)
+            timed += [
+                (side, validate_message(f"the {side} worker's benchmark", b, BENCHMARK, "benchmark"))
+                for b in _list(side, reply, "benchmarks")
+            ]
+            wrong += [(side, failure) for failure in _failures(side, reply)]
+        return timed, wrong
+
+    def environments(self) -> dict[str, Environment]:
+        return self._environments
+
+    def described(self) -> dict[str, dict[str, Any]]:
+        return self._described
+
+
+class _WorkerTimer:
+    """One sample is one request to the worker that owns the benchmark: synchronous, so the
+    two processes alternate on the GPU."""
+
+    def __init__(self, owner: dict[str, WorkerProcess]):
+        self.owner = owner
+
+    def begin_round(self, order: Sequence[str]) -> None:
+        pass
+
+    def sample(self, key: str) -> Callable[[], float]:
+        ms = self.owner[key].ask("sample", key=key).get("ms")
+        if isinstance(ms, bool) or not isinstance(ms, (int, float)):
+            raise EnvironmentFailure(f"the {self.owner[key].side} worker answered a sample without a time")
+        return lambda: float(ms)
+
+    def end_round(self, order: Sequence[str]) -> None:
+        pass
+
+
+class _RoundTimer:
+    """Every benchmark in one worker: a round is one request, which the worker times as an
+    in-process run would (measure.GraphTimer, the round queued on the GPU in one go), so that
+    the timing method's figures hold. The times are read once the round is answered."""
+
+    def __init__(self, worker: WorkerProcess):
+        self.worker = worker
+        self.times: dict[str, float] = {}
+
+    def begin_round(self, order: Sequence[str]) -> None:
+        self.times = {}
+
+    def sample(self, key: str) -> Callable[[], float]:
+        return lambda: self.times[key]
+
+    def end_round(self, order: Sequence[str]) -> None:
+        ms = self.worker.ask("round", order=list(order)).get("ms")
+        if not isinstance(ms, list) or len(ms) != len(order) or not all(_is_time(m) for m in ms):
+            raise EnvironmentFailure(f"{self.worker.name} answered a round without a time for each sample")
+        self.times = dict(zip(order, map(float, ms), strict=True))
+
+
+def _is_time(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def chosen_in(
+    worker: WorkerProcess, selection: dict[str, Any], settings: dict[str, Any] | None = None
+) -> tuple[list[Any], RunSettings, int]:
+    """The suites (loading.subject.Suite), the run's settings and the progress steps that a
+    command line's names choose of the worker's subject (`_Side.choose`); without `settings`,
+    the one benchmark that `selection` names (`_Side.one`)."""
+    worker.hello()
+    if settings is None:
+        reply = worker.ask("one", **selection)
+    else:
+        reply = worker.ask("choose", selection=selection, settings=settings)
+    suites = [suite_from(suite) for suite in _list(worker.side, reply, "suites")]
+    steps = reply.get("steps")
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+        raise EnvironmentFailure(f"{worker.name} answered without the steps of its progress")
+    return suites, RunSettings.from_wire(reply.get("settings")), steps
+
+
+def _record(side: str, reply: dict[str, Any]) -> dict[str, Any]:
+    value = reply.get("environment")
+    if not isinstance(value, dict):
+        raise EnvironmentFailure(f"the {side} worker answered without its environment")
+    return value
+
+
+def _list(side: str, reply: dict[str, Any], key: str) -> list[Any]:
+    """A list from a worker's reply. A worker runs a side's kernels, so its messages are input
+    like any file: validated before they become records."""
+    value = reply.get(key)
+    if not isinstance(value, list):
+        raise EnvironmentFailure(f"the {side} worker answered without a list of {key}")
+    return value
+
+
+def _failures(side: str, reply: dict[str, Any]) -> list[Failure]:
+    return [
+        validate_message(f"the {side} worker's failure", f, FAILURE, "failure") for f in _list(side, reply, "failures")
+    ]
+
+
+def _described(side: str, reply: dict[str, Any]) -> dict[str, Any]:
+    """The subject as the worker describes it (groups.describe), checked like any message."""
+    value = reply.get("subject")
+    settings = validate_message(f"the {side} worker's subject", value, SETTINGS, "subject")
+    return {
+        "subject": settings.subject,
+        "error_bounds": settings.error_bounds,
+        "under_test": settings.under_test,
+        "bounds": settings.bounds,
+        "sources": settings.sources,
+    }
+
+
+class _Forked:
+    """A worker forked from the coordinator (subject_process.fork_child), with the part of
+    Popen's interface WorkerProcess uses."""
+
+    def __init__(self, kernels: Path, side: str, declared_by: Path | None, log: IO[str]):
+        requests_read, requests_write = os.pipe()
+        replies_read, replies_write = os.pipe()
+
+        def run(replies: IO[str]) -> None:
+            serve(kernels, side, sys.stdin, replies, declared_by)
+
+        self.pid = fork_child(requests_read, log.fileno(), replies_write, run)
+        os.close(requests_read)
+        os.close(replies_write)
+        self.requests: IO[str] = os.fdopen(requests_write, "w", buffering=1)
+        self.replies: IO[str] = os.fdopen(replies_read)
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (ended := self.poll()) is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout or 0.0)
+            time.sleep(0.01)
+        return ended
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
