@@ -4,7 +4,9 @@ order its captures were made in, must leave the verdicts of the unchanged benchm
 Only the GPU's primitives are replaced (tests/fake_gpu.py); the A/B runs as `perfbot ab` runs it."""
 
 import json
+import os
 import random
+from contextlib import contextmanager
 from pathlib import Path
 
 from perfbot.measuring import loads, measure, runner
@@ -110,20 +112,24 @@ def test_the_first_captures_of_a_case_are_made_in_a_drawn_order(gpu, project: Pa
     assert any(head_first) and not all(head_first), head_first
 
 
-def _first_head_load_slower(gpu) -> None:
+def _first_head_load_slower(gpu, noted: Path) -> None:
     """An A/A on a GPU where the head's first load of its kernels runs 1% slower for as long as
-    it lasts (on the H200 a load of identical code moved a 36 us kernel by up to 0.9%)."""
-    first: dict[str, str] = {}
+    it lasts (on the H200 a load of identical code moved a 36 us kernel by up to 0.9%). A load
+    is a module in a process (the worker that measures): the first is noted in a file."""
 
     def load_bias(name, previous, captured):
-        side, module = name.partition(":")[0], gpu.modules[captured[name].graph]
-        return 1.01 if side == "head" and first.setdefault(side, module) == module else 1.0
+        side, load = name.partition(":")[0], f"{os.getpid()} {gpu.modules[captured[name].graph]}"
+        if side != "head":
+            return 1.0
+        if not noted.exists():
+            noted.write_text(load)
+        return 1.01 if noted.read_text() == load else 1.0
 
     gpu.context = load_bias
 
 
 def test_the_second_ab_times_each_side_loaded_anew(gpu, repo: Path, tmp_path: Path):
-    _first_head_load_slower(gpu)
+    _first_head_load_slower(gpu, tmp_path / "first-load")
     result = _ab(repo, tmp_path / "ab")
     assert result.exit_code == 0, result.output
     fused = _rows(tmp_path / "ab")[("odd", "fused")]
@@ -131,12 +137,22 @@ def test_the_second_ab_times_each_side_loaded_anew(gpu, repo: Path, tmp_path: Pa
 
 
 def test_on_the_same_loads_the_second_ab_would_confirm_the_load(gpu, repo: Path, tmp_path: Path, monkeypatch):
-    # The control: the second A/B on the first A/B's loads, as before.
-    from perfbot.loading import declarations
-    from perfbot.loading.package import load_subject
+    # The control: the second A/B in the first A/B's worker, on its loads.
+    from perfbot.measuring import worker_sides
 
-    monkeypatch.setattr(declarations, "load_subject", lambda package, instance="": load_subject(package))
-    _first_head_load_slower(gpu)
+    opened, kept = worker_sides.both_sides, []
+
+    @contextmanager
+    def reused(kernels):
+        if kept:
+            yield kept[0]
+            return
+        with opened(kernels) as worker:
+            kept.append(worker)
+            yield worker
+
+    monkeypatch.setattr(worker_sides, "both_sides", reused)
+    _first_head_load_slower(gpu, tmp_path / "first-load")
     result = _ab(repo, tmp_path / "ab")
     assert result.exit_code == 1, result.output
     assert "confirmed by a second interleaved round" in _rows(tmp_path / "ab")[("odd", "fused")]["reason"]
@@ -165,39 +181,47 @@ def test_which_side_is_checked_and_loaded_first_is_drawn(gpu, project: Path, mon
     assert set(firsts) == {"base", "head"} and all(judge is base.subject for judge in judges)
 
 
-def _each_load_biased(gpu, seed: int = 1) -> None:
+def _each_load_biased(gpu, seen: Path, seed: int = 1) -> None:
     """An A/A on a GPU where every load of a side's kernels runs 1% slower or 1% faster (a coin
     per load) for as long as it lasts: on the H200 two loads of identical code put a 36 us
-    kernel up to 0.9% apart (docs/method.md, "Exchangeable sides")."""
-    coin, bias = random.Random(seed), {}
+    kernel up to 0.9% apart (docs/method.md, "Exchangeable sides"). A load is one in a process
+    (the worker that measures): each is noted in `seen`, and its coin is the next of the run's."""
+    bias: dict[str, float] = {}
 
     def load_bias(name, previous, captured):
         load = gpu.loads[captured[name].graph]
         assert load, name  # every benchmark runs from a load of its side's kernels
-        if load not in bias:
-            bias[load] = 1.01 if coin.random() < 0.5 else 0.99
-        return bias[load]
+        mine = f"{os.getpid()} {load}"
+        if mine not in bias:
+            drawn = len(seen.read_text().splitlines()) if seen.exists() else 0
+            bias[mine] = 1.01 if random.Random(f"{seed}/{drawn}").random() < 0.5 else 0.99
+            with seen.open("a") as noted:
+                noted.write(f"{mine}\n")
+        return bias[mine]
 
     gpu.context = load_bias
 
 
 def test_a_sides_kernels_are_loaded_anew_every_few_blocks(gpu, repo: Path, tmp_path: Path):
-    _each_load_biased(gpu)
+    _each_load_biased(gpu, tmp_path / "loads")
     result = _ab(repo, tmp_path / "ab")
     assert result.exit_code == 0, result.output
     for key, row in _rows(tmp_path / "ab").items():
         low, high = row["ci"]
         assert row["verdict"] == "unchanged" and low < 1 < high, (key, row["reason"])
-    assert len(set(gpu.loads.values())) > 8  # two sides, two cases: more loads than one each
+    loaded = set((tmp_path / "loads").read_text().splitlines())
+    assert len(loaded) > 8  # two sides, two cases: more loads than one each
 
 
-def test_on_one_load_per_side_the_loads_bias_would_fail_the_check(gpu, repo: Path, tmp_path: Path, monkeypatch):
-    # The control: each side's kernels loaded once for the run, as before. Some row's two sides
-    # then run 2% apart, the whole run, and a load of identical code fails the check.
+def test_on_one_load_per_side_the_loads_bias_would_move_rows(gpu, repo: Path, tmp_path: Path, monkeypatch):
+    # The control: each side's kernels loaded once for the first A/B, as before. Some row's two
+    # sides then run 2% apart the whole A/B: a load of identical code reads as a slowdown. (The
+    # second A/B runs in a worker of its own, on loads of its own, whose coins decide whether it
+    # confirms.)
     monkeypatch.setattr(loads, "BLOCKS_PER_LOAD", 10**9)
-    _each_load_biased(gpu)
+    _each_load_biased(gpu, tmp_path / "loads")
     result = _ab(repo, tmp_path / "ab")
-    assert result.exit_code == 1, result.output
+    assert result.exit_code in (0, 1), result.output
     moved = [key for key, row in _rows(tmp_path / "ab").items() if row["verdict"] != "unchanged"]
     assert moved
 

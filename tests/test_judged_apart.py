@@ -1,8 +1,9 @@
 """The judge apart from the judged: `perfbot check` and `perfbot suites` run the subject's code in
-a process of their own (perfbot/measuring/subject_process.py) and decide in the parent. A
-subject that ends that process without an answer (os._exit at import or in a call, a signal),
-forges an answer, or changes perfbot's own code or its clocks is refused, exit 2, naming what it
-did: never a pass. An implementation that changes its inputs in place is a wrong result."""
+a process of their own (perfbot/measuring/subject_process.py), `run`, `sample` and `ab` in a
+worker (perfbot/measuring/worker.py), and decide in perfbot's. A subject that ends that process
+without an answer (os._exit at import or in a call, a signal), forges an answer, or changes
+perfbot's own code or its clocks is refused, exit 2, naming what it did: never a pass. An
+implementation that changes its inputs in place is a wrong result."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from perfbot.cli import perfbot
+from tests import test_runner_cpu
 from tests.test_hostile_subject import _one_line, _project
+from tests.test_runner_cpu import _ab
 
 
 def _run(project: Path, command: str = "check"):
@@ -147,6 +150,9 @@ def test_one_unlucky_fresh_draw_is_not_a_wrong_result(gpu, tmp_path: Path):
 # --- run and sample: the subject's code in a worker process, the verdict in this one ---
 
 
+repo = test_runner_cpu.repo  # the fixture: the tiny suite's project, committed twice (base, head)
+
+
 def _timed(project: Path, command: str = "run"):
     chosen = ["--case", "c", "--kernel", "mine"] if command == "sample" else []
     return CliRunner().invoke(
@@ -228,3 +234,44 @@ def test_run_and_sample_never_run_the_subjects_code_in_perfbots_process(gpu, tmp
         assert done.exit_code == 0, done.output
     ran_in = set(pids.read_text().split())
     assert len(ran_in) == 2 and str(os.getpid()) not in ran_in  # one worker per command, neither this process
+
+
+# --- ab: both sides in a worker process, the verdict in this one ---
+
+
+def _head_does(repo: Path, code: str) -> Path:
+    """The repo's head (its working tree, which `perfbot ab HEAD~1` measures) with `code` run
+    first in every call of the fused kernel."""
+    geglu = repo / "kernels" / "geglu.py"
+    text = geglu.read_text()
+    marker = "    _check_inputs(x, weight, approximate)\n"
+    assert marker in text
+    geglu.write_text(text.replace(marker, f"    {code}\n" + marker, 1))
+    return repo
+
+
+@pytest.mark.parametrize(
+    "code,words",
+    [
+        ("import os; os._exit(0)", "ended (exit 0, as os._exit(0) would) before it answered"),
+        ("import torch; torch.cuda.Event.elapsed_time = lambda s, e: 1e-3", "torch.cuda.Event.elapsed_time"),
+        ("import perfbot.deciding.stats as s; s.__dict__.clear()", "perfbot.deciding.stats"),
+    ],
+)
+def test_a_head_that_ends_or_patches_its_worker_fails_the_ab(gpu, repo: Path, tmp_path: Path, code: str, words: str):
+    done = _ab(_head_does(repo, code), tmp_path / "ab")
+    assert done.exit_code == 2, done.output
+    assert words in done.output
+    assert not (tmp_path / "ab" / "comment.md").exists()  # no verdict was written
+
+
+def test_ab_never_runs_either_sides_code_in_perfbots_process(gpu, repo: Path, tmp_path: Path):
+    import os
+
+    pids = tmp_path / "pids"
+    done = _ab(
+        _head_does(repo, f"open({str(pids)!r}, 'a').write(f'{{__import__(\"os\").getpid()}}\\n')"), tmp_path / "ab"
+    )
+    assert done.exit_code == 0, done.output
+    ran_in = set(pids.read_text().split())
+    assert ran_in and str(os.getpid()) not in ran_in

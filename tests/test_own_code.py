@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import importlib
 import json
+import os
 import shutil
 import site
 import subprocess
@@ -26,8 +27,7 @@ from click.testing import CliRunner
 from perfbot.cli import perfbot
 from perfbot.config import load_project_config
 from perfbot.deciding.thresholds import DEFAULT_NOTE, DEFAULT_PATH
-from perfbot.jobs import ab_sides
-from perfbot.loading import declarations, isolation
+from perfbot.loading import isolation
 from perfbot.loading.package import load_subject
 from perfbot.measuring import loads
 from tests.conftest import ROOT
@@ -151,11 +151,15 @@ def test_an_editable_src_layout_times_each_sides_own_kernel(gpu, clean_imports, 
     install_editable(repo, tmp_path / "prefix")
     installed = importlib.import_module("tinyops.ops.k")  # the install works: by name, the head's copy
     assert Path(installed.__file__).resolve() == (repo / "src" / "tinyops" / "ops" / "k.py").resolve()
-    loaded = []
-    recorded = lambda *a, **k: loaded.append(load_subject(*a, **k)) or loaded[-1]  # noqa: E731
-    monkeypatch.setattr(ab_sides, "load_subject", recorded)  # the first A/B's base
-    monkeypatch.setattr(declarations, "load_subject", recorded)  # the confirming A/B's sides
     _slower_where_the_head_kernel_ran(gpu, tmp_path)
+    timed, ran_in = gpu.context, tmp_path / "pids"
+
+    def noting_the_process(name, previous, captured):
+        with ran_in.open("a") as noted:
+            noted.write(f"{os.getpid()}\n")
+        return timed(name, previous, captured)
+
+    gpu.context = noting_the_process
     result = _ab(repo, tmp_path / "ab")
     assert result.exit_code == 1, result.output  # two different kernels, the head's slower: confirmed
     rows = json.loads((tmp_path / "ab" / "comparison.json").read_text())["comparisons"]
@@ -172,11 +176,10 @@ def test_an_editable_src_layout_times_each_sides_own_kernel(gpu, clean_imports, 
             "src/tinyops/ops/k.py": _sha(kernel),
         }
         assert recorded["torch"] == {"bench/__init__.py": _sha(SUBJECT)}
-    assert sys.modules["tinyops.ops.k"] is installed  # what was imported here is back
-    # The confirming A/B imported the kernel modules anew, each side from its own checkout.
-    (base, fresh_base, fresh_head) = loaded
-    assert fresh_base.modules["tinyops.ops.k"] is not base.modules["tinyops.ops.k"]
-    assert fresh_base.root == base.root and fresh_head.root == repo.resolve()
+    assert sys.modules["tinyops.ops.k"] is installed  # nothing of either side was imported here
+    # The confirming A/B ran in a worker of its own, which imported the kernel modules anew.
+    processes = set(ran_in.read_text().split())
+    assert len(processes) == 2 and str(os.getpid()) not in processes
 
 
 def test_a_src_layout_not_installed_loads_from_its_checkout(clean_imports, tmp_path):

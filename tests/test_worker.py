@@ -377,3 +377,27 @@ def test_the_heads_worker_runs_the_bases_autotune_pick_and_a_confirming_round_th
     assert again.exit_code == 1, again.output
     reasons = [row["reason"] for row in json.loads((tmp_path / "again" / "comparison.json").read_text())["comparisons"]]
     assert all("confirmed by a second interleaved round (at the first round's autotune configs" in r for r in reasons)
+
+
+@pytest.mark.parametrize("command", ["run", "ab"])
+def test_where_a_gpu_is_visible_run_and_ab_measure_in_a_fresh_interpreter(
+    repo: Path, tmp_path: Path, monkeypatch, command: str
+):
+    """A fork inherits whatever of CUDA perfbot's process touched, and CUDA does not survive a
+    fork: where a GPU is visible the worker of `run` and of an A/B of one Triton is started anew
+    (here tests/cpu_worker.py, for python -m perfbot.measuring.worker), and measures as a fork
+    does, a round at a time."""
+    monkeypatch.setattr(worker_sides, "_gpu_visible", lambda: True)
+    monkeypatch.setattr(worker_sides, "_Forked", None)  # a fork would fail the command
+    if command == "ab":
+        result = _ab(repo, tmp_path / "ab")
+        assert result.exit_code == 0, result.output
+        head = results.load(tmp_path / "ab" / "head.json")
+    else:
+        out = tmp_path / "run.json"
+        args = ["run", "--project", str(repo), "--suite", "tiny", "--samples", "10", "--out", str(out)]
+        result = CliRunner().invoke(perfbot, args)
+        assert result.exit_code == 0, result.output
+        head = results.load(out)
+    assert {b.kernel for b in head.benchmarks} >= {"fused", "eager"}
+    assert "in a worker process" in head.settings.timing and "alternating" not in head.settings.timing

@@ -14,7 +14,16 @@ from ..errors import EXIT_REGRESSION, BadInput, PerfbotError
 from ..files import check_output, write_atomic
 from ..output.comment import ERROR_FILE
 from ..records import results as results_file
-from .context import emit, given_as, load_kernels, progress, project_config, project_policy, warn_of_triton_pin
+from .context import (
+    emit,
+    given_as,
+    load_kernels,
+    named_options,
+    progress,
+    project_config,
+    project_policy,
+    warn_of_triton_pin,
+)
 from .options import (
     FiniteRange,
     Measuring,
@@ -165,7 +174,6 @@ def ab_command(options: AbOptions) -> None:
     from ..jobs import ab, ab_sides
 
     config = project_config(options.project)
-    running = load_kernels(config, None)
     if options.max_samples < options.measuring.samples:
         raise click.BadParameter(
             f"must be at least --samples ({options.measuring.samples})", param_hint="--max-samples"
@@ -173,13 +181,20 @@ def ab_command(options: AbOptions) -> None:
     tritons = options.tritons()
     policy = project_policy(config, options.thresholds_path)  # before the dry run: it refuses as the run does
     revisions = options.revisions()
-    if options.dry_run:
+    if options.dry_run:  # in this process: nothing is measured, and nothing decided but what is shown
+        running = load_kernels(config, None)
         with ab_sides.prepared(config, running, revisions, options.choose) as ready:
             click.echo(_planned_text(ready, tritons, revisions, policy))
         return
     sampling = ab.Sampling(options.max_samples, options.time_budget)
     request = ab.Request(
-        revisions, options.choose, policy, tritons, sampling, options.measuring.gpus(), options.trend_store
+        revisions,
+        options.measuring.names(every_suite=True),
+        policy,
+        tritons,
+        sampling,
+        options.measuring.gpus(),
+        options.trend_store,
     )
     out_dir, overwrite = options.out_dir, options.overwrite
     _clear(out_dir, overwrite)
@@ -191,7 +206,8 @@ def ab_command(options: AbOptions) -> None:
                 warn_of_triton_pin(loaded.environment.triton_pin, loaded.environment, side=name.removesuffix(".json"))
 
     with _error_kept(out_dir / ERROR_FILE):
-        outcome = ab.run(config, running, request, _bar, on_measured=keep)
+        with named_options():  # a name the base's subject refuses, said of its option
+            outcome = ab.run(config, request, _bar, on_measured=keep)
         emit(outcome.report, out_dir / "comment.md", out_dir / "comparison.json", overwrite=overwrite)
     if outcome.report.fails:
         raise click.exceptions.Exit(EXIT_REGRESSION)

@@ -56,6 +56,7 @@ def run_command(
         perfbot run --suite NAME --case CASE --kernel NAME --variant NAME=all --samples 100
         perfbot run --suite a100 --suite models --gpus 2 --out all.json
     """
+    from ..measuring.planning import case_steps
     from ..measuring.recording import Measurement
     from ..measuring.runner import measure_sides
     from ..measuring.shards import Job, measure_sharded
@@ -69,11 +70,12 @@ def run_command(
     gpus = measuring.gpus()
     # The subject's code runs in a worker process, never here: this process decides (worker.py).
     with workers({"": (kernels, None, None)}, fork=True) as started, named_options():
-        suites, settings, total = chosen_in(started[""], *measuring.names())
+        chosen = chosen_in(started[""], *measuring.names())
+        suites, settings = chosen.suites, chosen.settings
         if len(gpus) > 1:
             started[""].close()  # each GPU's worker loads the subject for itself (shards.py)
         with progress() as bar:
-            task = bar.add_task("starting", total=total)
+            task = bar.add_task("starting", total=chosen.cases * case_steps(settings))
 
             def advance(label: str, steps: int) -> None:
                 bar.update(task, advance=steps, description=label)
@@ -248,8 +250,9 @@ def sample_command(
     one: dict[str, Any] = {"family": family, "suite": suite_name, "case": case_name, "kernel": kernel}
     one |= {"variants": variants, "samples": samples}
     with workers({"": (kernels, None, None)}, fork=True) as started, named_options():
-        suites, settings, _ = chosen_in(started[""], one)
-        result = measure_sides(WorkerSides(started, settings), Measurement(suites, settings))[""]
+        chosen = chosen_in(started[""], one)
+        measurement = Measurement(chosen.suites, chosen.settings)
+        result = measure_sides(WorkerSides(started, chosen.settings), measurement)[""]
     warn_of_triton_pin(config.triton_commit, result.environment)
     for failure in result.failures:
         raise WrongResult(f"{failure.kernel} on {failure.case}: {failure.reason}")

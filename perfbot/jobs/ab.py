@@ -7,10 +7,10 @@ are under test, references, tolerances; the head's subject supplies only its cod
 thresholds.yaml of the checkout perfbot runs in applies (the pull-request check runs in the
 base's checkout, so a pull request cannot judge itself). Each side's kernels come from a git
 worktree of its revision; with --merge, the head's worktree holds the head merged into the
-base's tip, as the tip would be once it is merged (ab_sides.py). When the two revisions pin
-different Triton commits, each side runs in a worker process with its own Triton (ab_tritons.py);
-otherwise both sides run in this process (runner.LocalSides). Either way one loop interleaves
-them (measure.time_rounds).
+base's tip, as the tip would be once it is merged (ab_sides.py). No side's code runs in this
+process: both sides run in one worker process (measuring/worker.py), or, when the two revisions
+pin different Triton commits, each in a worker with its own Triton (ab_tritons.py). Either way
+one loop, here, interleaves them (measure.time_rounds) and the verdict is decided here.
 """
 
 from __future__ import annotations
@@ -28,16 +28,15 @@ from ..deciding.compare import Report, compare
 from ..deciding.standing import tally
 from ..deciding.thresholds import Policy, changes, load_policy
 from ..errors import BadInput, PerfbotError
-from ..loading import declarations, provenance
-from ..loading.package import Loaded
 from ..loading.subject import Suite
 from ..loading.suites import restrict
 from ..measuring.sequential import PolicyRules, Stopping, first_look
 from ..measuring.triton_pin import with_pin
+from ..measuring.worker import BOTH
 from ..records import store as baseline_store
 from ..records.autotune import AutotunePick
 from ..records.run import Results
-from .ab_sides import Choose, Prepared, Revisions, prepared
+from .ab_sides import Revisions, Trees, checked_out
 from .ab_tritons import Tritons, worker_specs
 
 if TYPE_CHECKING:
@@ -59,14 +58,15 @@ class Sampling:
 
 @dataclass(frozen=True)
 class Request:
-    """What an A/B measures and how it judges: its revisions; `choose(base's subject)`, the suites
-    and the run's settings; the policy that judges; each side's Triton. With `sampling`, each pair
-    is timed until decided (sequential.py), else `settings.samples` rounds; with several `gpus`,
-    the cases are shared out across them (shards.py); with `trend_store`, the head is also set
-    against the newest stored baseline of its GPU, as one line that never fails."""
+    """What an A/B measures and how it judges: its revisions; `names`, what the command line chose
+    by name (the suites, cases and implementations of the base's subject, and the run's settings:
+    worker_sides.chosen_in); the policy that judges; each side's Triton. With `sampling`, each
+    pair is timed until decided (sequential.py), else `settings.samples` rounds; with several
+    `gpus`, the cases are shared out across them (shards.py); with `trend_store`, the head is also
+    set against the newest stored baseline of its GPU, as one line that never fails."""
 
     revisions: Revisions
-    choose: Choose
+    names: tuple[dict[str, Any], dict[str, Any]]
     policy: Policy
     tritons: Tritons = field(default_factory=Tritons)
     sampling: Sampling | None = None
@@ -83,80 +83,90 @@ class Outcome:
 
 def run(
     config: ProjectConfig,
-    running: Loaded,
     request: Request,
     progress: Progress,
     on_measured: Callable[[Results, Results], None] = lambda base, head: None,
 ) -> Outcome:
-    """Measure the request's base against its head (default: this checkout's kernels, `running`)
-    and judge, as `prepared` makes them ready: under the base's declarations, with
-    `revisions.merge` the head merged into the base. `progress(total)` gives a context whose function is told of
-    finished steps; `on_measured` gets both sides' results before they are judged (to keep them
-    whatever happens next)."""
+    """Measure the request's base against its head (default: this checkout's kernels) and judge.
+    The sides are checked out here (ab_sides.checked_out, with `revisions.merge` the head merged
+    into the base) and loaded in a worker process, never here: the head under the base's
+    declarations, both sides in one worker where they share a Triton, else one worker each
+    (ab_tritons.py). `progress(total)` gives a context whose function is told of finished steps;
+    `on_measured` gets both sides' results before they are judged (to keep them whatever happens
+    next)."""
     from ..measuring import alignment
-    from ..measuring.planning import plan, progress_steps
+    from ..measuring.planning import case_steps, single_cases
     from ..measuring.recording import Measurement
-    from ..measuring.runner import LocalSides, measure_sides
+    from ..measuring.runner import measure_sides
     from ..measuring.shards import Job, measure_sharded
-    from ..measuring.worker_sides import WorkerSides, workers
+    from ..measuring.worker_sides import WorkerSides, both_sides, chosen_in, workers
 
     policy, gpus = request.policy, request.gpus
     with ExitStack() as stack:
-        ready = stack.enter_context(prepared(config, running, request.revisions, request.choose))
-        specs = worker_specs(ready.kernels(), ready.pins, request.tritons, request.revisions.base)
+        ready = stack.enter_context(checked_out(config, request.revisions))
+        kernels = ready.kernels()
+        specs = worker_specs(kernels, ready.pins, request.tritons, request.revisions.base)
         sharded = len(gpus) > 1  # two Tritons: a pair of workers on each GPU (shards.py)
+        with ExitStack() as choosing:
+            both = choosing.enter_context(both_sides(kernels))
+            try:
+                chosen = chosen_in(both, *request.names)
+            except PerfbotError as error:
+                raise ready.said_of_revisions(error) from None
+            if not specs and not sharded:  # it measures the first A/B too
+                stack.enter_context(choosing.pop_all())
         started = stack.enter_context(workers(specs)) if specs and not sharded else None
         run_id = uuid.uuid4().hex
-        stopping = _stopping(request.sampling, policy, ready.settings)
+        stopping = _stopping(request.sampling, policy, chosen.settings)
 
         def measure(
-            chosen: Sequence[Suite],
+            suites: Sequence[Suite],
             tag: str,
             drawn: RunSettings,
-            loaded: dict[str, Loaded],
+            cases: int,
             fixed: dict[str, list[AutotunePick]] | None = None,
         ) -> tuple[Results, Results]:
             extra = {"ab_run": run_id + tag, **_recorded_revisions(ready), "triton_commits": ready.pins}
-            with progress(progress_steps(plan(ready.subjects["base"], chosen, drawn), drawn, stopping)) as advance:
+            with progress(cases * case_steps(drawn, stopping)) as advance:
                 if sharded:
-                    job = Job({side: subject.path for side, subject in loaded.items()}, drawn, stopping, fixed)
-                    measured = measure_sharded(job, chosen, gpus, advance, extra, worker_specs=specs or None)
+                    job = Job(dict(kernels), drawn, stopping, fixed)
+                    measured = measure_sharded(job, suites, gpus, advance, extra, worker_specs=specs or None)
                 else:
-                    sides = WorkerSides(started, drawn, fixed) if started else LocalSides(loaded, drawn, fixed)
-                    measured = measure_sides(sides, Measurement(chosen, drawn, stopping, extra), advance)
+                    sides = WorkerSides(started or {BOTH: fresh or both}, drawn, fixed)
+                    measured = measure_sides(sides, Measurement(suites, drawn, stopping, extra), advance)
             # Each side's Triton against its own revision's pin.
             base, head = (_pinned(measured[side], ready.pins[side]) for side in ("base", "head"))
             return base, head
 
-        base, head = measure(ready.suites, "", ready.settings, ready.subjects)
+        fresh = None
+        base, head = measure(chosen.suites, "", chosen.settings, chosen.cases)
         on_measured(base, head)
 
         def measure_again(cases: set[tuple[str, str]]) -> tuple[Results, Results]:
             """The second A/B of failing cases: its inputs, placements and orders drawn afresh (the
-            next seed), and each side's subject imported anew, so that Triton loads its kernels
-            anew: drawn or loaded as the first were, whatever a draw or a load did to one side
-            would come back with them (docs/method.md, "Exchangeable sides"). Each benchmark runs
-            the autotune configs it ran in the first (alignment.fix), not what the fresh imports
-            would tune."""
-            again = dataclasses.replace(ready.settings, seed=ready.settings.seed + 1)
-            paths = {side: loaded.path for side, loaded in ready.subjects.items()}
-            fresh, _ = declarations.load_sides(paths, instance=f"{run_id}-confirm")
-            provenance.check({side: loaded.sources for side, loaded in fresh.items()})
+            next seed), and each side's subject imported anew, in a worker of its own, so that
+            Triton loads its kernels anew: drawn or loaded as the first were, whatever a draw or a
+            load did to one side would come back with them (docs/method.md, "Exchangeable sides").
+            Each benchmark runs the autotune configs it ran in the first (alignment.fix), not what
+            the fresh imports would tune."""
+            nonlocal fresh
+            again = dataclasses.replace(chosen.settings, seed=chosen.settings.seed + 1)
+            if not specs and not sharded:
+                fresh = stack.enter_context(both_sides(kernels))
             first_round = alignment.fixed_from({"base": base, "head": head})
-            return measure(restrict(ready.suites, cases), "-confirm", again, fresh, first_round)
+            suites = restrict(chosen.suites, cases)
+            return measure(suites, "-confirm", again, len(single_cases(suites)), first_round)
 
         report = judge(base, head, policy, measure_again)
-        other = "head" if request.revisions.head else "base"
-        planned = [p for group in plan(ready.subjects["base"], ready.suites, ready.settings, "base") for p in group]
-        unrun = declarations.missing_failures(ready.missing, planned)
-        unrun_keys = {failure.key for failure in unrun}
+        unrun_keys = {failure.key for failure in chosen.unrun}
         # The head's own reason first; the results' (compare._missing) for anything else lacking.
-        missing = (*unrun, *(m for m in report.missing if m.key not in unrun_keys))
+        missing = (*chosen.unrun, *(m for m in report.missing if m.key not in unrun_keys))
         missing_keys = {failure.key for failure in missing}
+        other = "head" if request.revisions.head else "base"
         report = dataclasses.replace(
             report,
             policy_change=policy_change(policy, ready.trees[other][0]),
-            declaration_changes=tuple(ready.declared),
+            declaration_changes=tuple(chosen.declared),
             missing=missing,
             removed=tuple(b for b in report.removed if b.key not in missing_keys),
         )
@@ -169,7 +179,7 @@ def _pinned(results: Results, pin: str) -> Results:
     return dataclasses.replace(results, environment=with_pin(results.environment, pin))
 
 
-def _recorded_revisions(ready: Prepared) -> dict[str, Any]:
+def _recorded_revisions(ready: Trees) -> dict[str, Any]:
     """The revisions the results record: the base's commit, the head's (when it has one), and
     what was merged."""
     head = ready.trees["head"][1]

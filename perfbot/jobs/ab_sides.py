@@ -1,6 +1,8 @@
 """The two sides of an A/B made ready, nothing timed: each side's tree (a revision checked out, or
 the head merged into the base's tip, in a temporary git worktree; the checkout perfbot runs in is
-never touched) and its subject loaded from it, the head's judged by the base's declarations."""
+never touched), `checked_out`. A measured A/B loads the subjects from the trees in a worker
+(jobs/ab.py); `prepared` loads them in this process, for what only shows (`--dry-run`, explain),
+the head's judged by the base's declarations."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from .. import git
 from ..config import ProjectConfig, load_project_config
-from ..errors import BadInput
+from ..errors import BadInput, PerfbotError
 from ..loading import declarations, provenance
 from ..loading.package import Loaded, load_subject
 from ..loading.subject import Suite
@@ -37,32 +39,61 @@ class Revisions:
 
 
 @dataclass(frozen=True)
-class Prepared:
-    """An A/B made ready to measure, nothing timed yet: each side's tree and commit, what the
-    head was merged into, both sides' subjects (the head's judged by the base's declarations),
-    what the base judges that the head cannot run, and what the base's subject chose."""
+class Trees:
+    """An A/B's two sides checked out, nothing loaded: each side's tree and commit, what the head
+    was merged into, each side's pinned Triton commit, and where the kernels package lies inside
+    each tree."""
 
     trees: dict[str, tuple[Path, str | None]]
     merge: Merge | None
+    pins: dict[str, str]
+    relative: Path  # the kernels package, inside each tree
+    revisions: dict[str, str]  # how the user named each side, for what is said of it
+
+    def kernels(self) -> dict[str, Path]:
+        return {side: tree / self.relative for side, (tree, _) in self.trees.items()}
+
+    def said_of_revisions(self, error: PerfbotError) -> PerfbotError:
+        """The error with each side's temporary tree named by its revision, as the user knows it."""
+        text = str(error)
+        for side, (folder, sha) in self.trees.items():
+            if sha is not None:  # a worktree; this checkout is named as it is
+                text = text.replace(f"{folder}/", f"{self.revisions[side]}:").replace(str(folder), self.revisions[side])
+        return type(error)(text)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """An A/B made ready in this process, nothing timed (`--dry-run`, `explain`): its trees, both
+    sides' subjects (the head's judged by the base's declarations), what the base judges that
+    the head cannot run, and what the base's subject chose."""
+
+    checked_out: Trees
     subjects: dict[str, Loaded]
     head_own: Loaded  # the head's subject with its own declarations (to list what differs)
     missing: dict[str, str]
     suites: Sequence[Suite]
     settings: RunSettings
     declared: list[str]
-    pins: dict[str, str]
-    relative: Path  # the kernels package, inside each tree
 
-    def kernels(self) -> dict[str, Path]:
-        return {side: tree / self.relative for side, (tree, _) in self.trees.items()}
+    @property
+    def trees(self) -> dict[str, tuple[Path, str | None]]:
+        return self.checked_out.trees
+
+    @property
+    def merge(self) -> Merge | None:
+        return self.checked_out.merge
+
+    @property
+    def pins(self) -> dict[str, str]:
+        return self.checked_out.pins
 
 
 @contextmanager
-def prepared(config: ProjectConfig, running: Loaded, revisions: Revisions, choose: Choose) -> Iterator[Prepared]:
-    """Both sides checked out (the head merged into the base with `revisions.merge`) and loaded,
-    each from its own checkout (provenance.check), the head under the base's declarations; the head
-    by default this checkout's kernels, `running`; `choose(base)` picks the base's suites and the
-    run's settings. Needs no GPU; the trees live while it does."""
+def checked_out(config: ProjectConfig, revisions: Revisions) -> Iterator[Trees]:
+    """Both sides checked out (the head merged into the base with `revisions.merge`; by default
+    this checkout), each with its kernels package; nothing of the subject is loaded. The trees
+    live while it does."""
     try:
         relative = config.kernels_dir.resolve().relative_to(config.root.resolve())
     except ValueError:
@@ -83,33 +114,46 @@ def prepared(config: ProjectConfig, running: Loaded, revisions: Revisions, choos
             trees["head"] = (head_tree, merged_as.head)
         elif revisions.head:
             trees["head"] = stack.enter_context(checkout(config.root, revisions.head))
-        base_subject = _side_subject(trees["base"], relative, revisions.base)
+        head_name = "this checkout"
         if revisions.head:
             head_name = f"{revisions.head} merged into {revisions.base}" if merged_as else revisions.head
-            head_own = _side_subject(trees["head"], relative, head_name)
-        else:
-            head_own = running
+        named = {"base": revisions.base, "head": head_name}
+        for side in ("base", "head") if revisions.head else ("base",):
+            _has_subject(trees[side], relative, named[side])
+        pins = {side: load_project_config(tree).triton_commit for side, (tree, _) in trees.items()}
+        yield Trees(trees, merged_as, pins, relative, named)
+
+
+@contextmanager
+def prepared(config: ProjectConfig, running: Loaded, revisions: Revisions, choose: Choose) -> Iterator[Prepared]:
+    """Both sides checked out (`checked_out`) and loaded in this process, each from its own
+    checkout (provenance.check), the head under the base's declarations; the head by default
+    this checkout's kernels, `running`; `choose(base)` picks the base's suites and the run's
+    settings. Needs no GPU. (A measured A/B loads the sides in a worker instead: jobs/ab.py.)"""
+    with checked_out(config, revisions) as ready:
+        try:
+            base_subject = load_subject(ready.kernels()["base"])
+            head_own = load_subject(ready.kernels()["head"]) if revisions.head else running
+        except BadInput as error:
+            raise ready.said_of_revisions(error) from error
         head_subject, missing = declarations.judged_by_base(base_subject, head_own)
         subjects = {"base": base_subject, "head": head_subject}
         provenance.check({side: loaded.sources for side, loaded in subjects.items()})
         suites, settings = choose(base_subject)
         yield Prepared(
-            trees=trees,
-            merge=merged_as,
+            checked_out=ready,
             subjects=subjects,
             head_own=head_own,
             missing=missing,
             suites=suites,
             settings=settings,
             declared=declarations.differences(base_subject, head_own, suites),
-            pins={side: load_project_config(tree).triton_commit for side, (tree, _) in trees.items()},
-            relative=relative,
         )
 
 
-def _side_subject(tree: tuple[Path, str | None], relative: Path, revision: str) -> Loaded:
-    """The subject of one side, loaded from its tree; what is wrong with it is said of the
-    revision, by the paths the user knows, never of the temporary folder it was checked out in."""
+def _has_subject(tree: tuple[Path, str | None], relative: Path, revision: str) -> None:
+    """Refused unless the side's tree holds the subject package, said of the revision, never of
+    the temporary folder it was checked out in."""
     folder, sha = tree
     commit = f" ({sha[:12]})" if sha else ""
     if not (folder / relative / "__init__.py").is_file():
@@ -118,10 +162,6 @@ def _side_subject(tree: tuple[Path, str | None], relative: Path, revision: str) 
             f"subject from that side's own commit; commit the subject on {revision!r} first (git add "
             f"{relative.as_posix()} && git commit), or name a revision that has it"
         )
-    try:
-        return load_subject(folder / relative)
-    except BadInput as error:
-        raise BadInput(str(error).replace(f"{folder}/", f"{revision}:").replace(str(folder), revision)) from error
 
 
 @contextmanager

@@ -16,22 +16,23 @@ worker answers each on a channel of its own (its fd 1 and 2 point at its log, so
 prints cannot corrupt the stream). Every answer carries the nonce the hello gave, drawn by the
 coordinator, so that a line the subject writes is no answer.
 
-    {"op": "hello", "nonce": n}                      -> {"environment": {...}, "subject": {...}}
+    {"op": "hello", "nonce": n}                      -> {"sides": {side: {"environment": {...}, "subject": {...}}}}
     {"op": "choose", "selection": {...}, "settings": {...}}
-                                                     -> {"suites": [...], "settings": {...}, "steps": n}
+                                                     -> {"suites": [...], "settings": {...}, "cases": n}
     {"op": "prepare", "suite": {...}, "settings": {...}}  (settings: RunSettings.to_wire())
         optionally "against": {name: [pick, ...]}    (the base's autotune picks: the head aligns to them)
         or "fixed": {key: [pick, ...]}               (the picks each benchmark runs: a confirming round)
-                                                     -> {"ready": [key, ...], "failures": [...],
+                                                     -> {"ready": [key, ...], "failures": [tagged, ...],
                                                          "picks": {name: [pick, ...]}}
     {"op": "round", "order": [key, ...]}             -> {"ms": [0.123, ...]}  (one round, in that order)
     {"op": "sample", "key": key}                     -> {"ms": 0.123}
     {"op": "recapture", "keys": [key, ...]}          -> {}  (fresh captures for the next block)
     {"op": "finish", "samples": {key: [ms, ...]}, "throttled": [round, ...]}
-                                                     -> {"benchmarks": [...], "failures": [...]}
+                                                     -> {"benchmarks": [tagged, ...], "failures": [tagged, ...]}
     {"op": "quit"}                                   (no answer; the worker exits)
 
-Any request may be answered with {"error": message, "exit": code} instead ("option" naming the
+A tagged record is {"side": side, "record": {...}}: a worker may hold both sides of an A/B
+(BOTH). Any request may be answered with {"error": message, "exit": code} instead ("option" naming the
 command-line option of a name that chose nothing). The worker notes perfbot's code and the clocks
 before it loads the subject (untouched.py) and looks again after every request (the clocks alone
 after a round): a subject that changed them is refused, exit 2. A worker that ends before it
@@ -97,19 +98,33 @@ def suite_json(suite: Any) -> dict[str, Any]:
     }
 
 
+# The side name of a worker that holds both sides of an A/B with one Triton: the base's kernels
+# (--declared-by) and the head's (--kernels), the head judged by the base's declarations.
+BOTH = "base+head"
+
+
 class _Side:
-    """The worker's half: one side's kernels, loaded in this process (runner.LocalSides), each
-    sample timed when the coordinator asks."""
+    """The worker's half: one side's kernels, or both sides' (BOTH), loaded in this process
+    (runner.LocalSides), timed a round or a sample at a time when the coordinator asks."""
 
     def __init__(self, kernels: Path, side: str, declared_by: Path | None = None):
         self.kernels, self.side, self.declared_by = kernels, side, declared_by
+        self.subjects: dict[str, Any] = {}
+        self.missing: dict[str, str] = {}  # what the base declares and the head cannot run (BOTH)
+        self.head_own: Any = None  # the head with its own declarations, to list what differs (BOTH)
         self.local: Any = None
         self.flush: Any = None
         self.timer: Any = None  # a case's measure.GraphTimer, made at its first round
 
+    @property
+    def subject(self) -> Any:
+        """The subject whose declarations choose what is measured: the base's, where it is here."""
+        return self.subjects.get("base") or next(iter(self.subjects.values()))
+
     def hello(self) -> dict[str, Any]:
         from ..compiling import toolchain
         from ..git import kernels_revision
+        from ..loading import provenance
         from ..loading.declarations import judged_by_base
         from ..loading.package import load_subject
         from .environment import collect_environment
@@ -117,27 +132,55 @@ class _Side:
 
         # Without a GPU the first case is refused (runner.LocalSides), after the names are chosen.
         toolchain.pin_toolchain()  # before the subject's kernels compile
-        self.subject = load_subject(self.kernels)
-        if self.declared_by is not None:  # the head, judged by the base's declarations
-            self.subject, _ = judged_by_base(load_subject(self.declared_by), self.subject)
-        environment = dataclasses.replace(collect_environment(), **kernels_revision(self.kernels))
-        subject = {**describe(self.subject.subject), "sources": self.subject.sources.recorded()}
-        return {"environment": dataclasses.asdict(environment), "subject": subject}
+        loaded = load_subject(self.kernels)
+        if self.declared_by is None:
+            self.subjects = {self.side: loaded}
+        else:  # the head, judged by the base's declarations
+            base = load_subject(self.declared_by)
+            head, self.missing = judged_by_base(base, loaded)
+            self.subjects = {"base": base, "head": head} if self.side == BOTH else {self.side: head}
+            self.head_own = loaded
+        if len(self.subjects) > 1:  # each side's code from its own checkout
+            provenance.check({side: subject.sources for side, subject in self.subjects.items()})
+        environment = collect_environment()
+        sides = {
+            side: {
+                "environment": dataclasses.asdict(dataclasses.replace(environment, **kernels_revision(subject.path))),
+                "subject": {**describe(subject.subject), "sources": subject.sources.recorded()},
+            }
+            for side, subject in self.subjects.items()
+        }
+        return {"sides": sides}
 
     def choose(self, selection: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
-        """The suites and the run's settings that a command line's names choose of the subject,
-        with the steps its progress counts: chosen here, where the subject is loaded, so that the
-        coordinator never imports it. `selection`: selection.chosen's names; `settings`:
-        planning.settings_for's."""
+        """The suites and the run's settings that a command line's names choose of the subject
+        (the base's, where it is here), with the number of cases planned (a progress bar's
+        steps): chosen here, where the subject is loaded, so that the coordinator never imports
+        it. `selection`: selection.chosen's names; `settings`: planning.settings_for's. Holding
+        both sides of an A/B, also what the base judges that the head cannot run (`unrun`) and
+        how the two sides' declarations differ (`declared`)."""
+        from ..loading import declarations
         from ..loading.selection import chosen
-        from .planning import plan, progress_steps, settings_for
+        from .planning import plan, settings_for
 
         names: dict[str, Any] = {n: tuple(v) if isinstance(v, list) else v for n, v in selection.items()}
         suites = chosen(self.subject, **names)
         given: dict[str, Any] = {n: tuple(v) if isinstance(v, list) else v for n, v in settings.items()}
         run = settings_for(self.subject, **given)
-        steps = progress_steps(plan(self.subject, suites, run), run)
-        return {"suites": [suite_json(suite) for suite in suites], "settings": run.to_wire(), "steps": steps}
+        planned = plan(self.subject, suites, run, "base" if self.side == BOTH else "")
+        reply = {"suites": [suite_json(suite) for suite in suites], "settings": run.to_wire(), "cases": len(planned)}
+        if self.side == BOTH:
+            flat = [p for group in planned for p in group]
+            unrun = declarations.missing_failures(self.missing, flat)
+            reply["unrun"] = [dataclasses.asdict(failure) for failure in unrun]
+            reply["declared"] = declarations.differences(self.subject, self.head_own, suites)
+        return reply
+
+    def cases(self, suites: list[Any], settings: dict[str, Any]) -> dict[str, Any]:
+        """How many of these suites' cases have something planned (a confirming round's steps)."""
+        from .planning import plan
+
+        return {"cases": len(plan(self.subject, [suite_from(s) for s in suites], RunSettings.from_wire(settings)))}
 
     def one(
         self,
@@ -162,7 +205,7 @@ class _Side:
             raise BadChoice("one value per parameter: sample times one benchmark", "--variant")
         whole = self.subject.suites[chosen_case.suite]
         cut = dataclasses.replace(whole, cases=(chosen_case,), implementations=(chosen_kernel,))
-        return {"suites": [suite_json(cut)], "settings": run.to_wire(), "steps": 0}
+        return {"suites": [suite_json(cut)], "settings": run.to_wire(), "cases": 1}
 
     def prepare(
         self,
@@ -180,7 +223,7 @@ class _Side:
         chosen = RunSettings.from_wire(settings)
         pinned = None if fixed is None else picks_of(self.side, {"picks": fixed})
         if self.local is None or self.local.settings != chosen or self.local.fixed != pinned:
-            self.local = runner.LocalSides({self.side: self.subject}, chosen, pinned)  # the second A/B: the next seed
+            self.local = runner.LocalSides(self.subjects, chosen, pinned)  # the second A/B: the next seed
         self.local.against = None if against is None else picks_of("base", {"picks": against})
         keys, failed = self.local.prepare(suite_from(suite))
         self.timer = self.local.timer() if rounds and keys else None  # it uploads the graphs, untimed
@@ -193,7 +236,7 @@ class _Side:
             for r in self.local.ready
             if not r.planned.arm
         }
-        return {"ready": keys, "failures": [dataclasses.asdict(f) for _, f in failed], "picks": picks}
+        return {"ready": keys, "failures": _tagged(failed), "picks": picks}
 
     def round(self, order: list[str]) -> dict[str, Any]:
         """One round, every key in `order` timed as an in-process run times it (measure.GraphTimer:
@@ -224,10 +267,12 @@ class _Side:
 
     def finish(self, samples: dict[str, list[float]], throttled: list[int]) -> dict[str, Any]:
         timed, wrong = self.local.finish(samples, throttled)
-        return {
-            "benchmarks": [dataclasses.asdict(b) for _, b in timed],
-            "failures": [dataclasses.asdict(f) for _, f in wrong],
-        }
+        return {"benchmarks": _tagged(timed), "failures": _tagged(wrong)}
+
+
+def _tagged(records: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
+    """Records with the side each is of, as a message carries them."""
+    return [{"side": side, "record": dataclasses.asdict(record)} for side, record in records]
 
 
 def serve(kernels: Path, side: str, requests: IO[str], answers: IO[str], declared_by: Path | None = None) -> None:
@@ -246,7 +291,7 @@ def serve(kernels: Path, side: str, requests: IO[str], answers: IO[str], declare
         if op == "hello":
             nonce = request.pop("nonce", None)
         try:
-            if op not in ("hello", "choose", "one", "prepare", "round", "sample", "recapture", "finish"):
+            if op not in ("hello", "choose", "one", "cases", "prepare", "round", "sample", "recapture", "finish"):
                 raise BadInput(f"unknown request {op!r}")
             answer = getattr(handler, op)(**request)
         except BadChoice as error:
@@ -269,7 +314,7 @@ def serve(kernels: Path, side: str, requests: IO[str], answers: IO[str], declare
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m perfbot.measuring.worker", description=__doc__.splitlines()[0])
     parser.add_argument("--kernels", type=Path, required=True, help="the side's kernels/ package")
-    parser.add_argument("--side", required=True, help="base or head")
+    parser.add_argument("--side", required=True, help=f"base, head, or {BOTH} (both in this process)")
     parser.add_argument("--declared-by", type=Path, help="the base's kernels/ package, whose declarations judge")
     arguments = parser.parse_args(argv)
     # A Ctrl-C reaches the whole process group; the coordinator alone decides, and stops this one.

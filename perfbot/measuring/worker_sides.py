@@ -26,7 +26,7 @@ from ..records.run import BENCHMARK, ENVIRONMENT, FAILURE, SETTINGS, Benchmark, 
 from ..records.schema import validate_message
 from .planning import RunSettings
 from .subject_process import SubjectQuit, fork_child, how_it_ended, may_fork
-from .worker import picks_of, serve, suite_from, suite_json
+from .worker import BOTH, picks_of, serve, suite_from, suite_json
 
 WORKER_COMMAND = (sys.executable, "-m", "perfbot.measuring.worker")
 # After measure.L2_FLUSH (measure imports torch, which the coordinator loads only when it runs).
@@ -49,7 +49,7 @@ class WorkerProcess:
         side: str,
         kernels: Path,
         triton_env: Path | None = None,
-        command: Sequence[str] = WORKER_COMMAND,
+        command: Sequence[str] | None = None,
         triton_commit: str | None = None,
         gpu: str | None = None,
         declared_by: Path | None = None,
@@ -74,6 +74,7 @@ class WorkerProcess:
             env.pop("PERFBOT_TRITON_COMMIT", None)
         if triton_commit is not None:
             env["PERFBOT_TRITON_COMMIT"] = triton_commit
+        command = command or WORKER_COMMAND
         try:
             spawned = subprocess.Popen(
                 [*command, "--kernels", str(kernels), "--side", side]
@@ -117,7 +118,9 @@ class WorkerProcess:
         if "error" in reply:
             if reply.get("option") is not None or reply.get("choice"):
                 raise BadChoice(str(reply["error"]), reply.get("option"))
-            raise _ERRORS.get(reply.get("exit"), EnvironmentFailure)(f"{self.name}: {reply['error']}")
+            # Said of the side where a worker holds one of two; else as perfbot's own error.
+            said = f"{self.name}: " if self.side in ("base", "head") else ""
+            raise _ERRORS.get(reply.get("exit"), EnvironmentFailure)(f"{said}{reply['error']}")
         return reply
 
     def hello(self) -> dict[str, Any]:
@@ -163,6 +166,20 @@ def _gpu_visible() -> bool:
 
 
 @contextmanager
+def both_sides(kernels: Mapping[str, Path]) -> Iterator[WorkerProcess]:
+    """One worker that holds both sides of an A/B with one Triton (BOTH): each side loaded from
+    its own kernels, the head judged by the base's declarations. Stopped afterwards."""
+    worker = WorkerProcess(BOTH, kernels["head"], declared_by=kernels["base"], fork=True)
+    try:
+        yield worker
+    except KeyboardInterrupt:  # it ignores Ctrl-C: it stops now, not after a request
+        worker.kill()
+        raise
+    finally:
+        worker.close()
+
+
+@contextmanager
 def workers(
     specs: dict[str, tuple[Path, Path | None, str | None]],
     command: Sequence[str] | None = None,
@@ -179,9 +196,7 @@ def workers(
             for side, (kernels, triton_env, commit) in specs.items():
                 # The head runs under the base's declarations (declarations.py): its worker loads both.
                 declared_by = base if side == "head" else None
-                started[side] = WorkerProcess(
-                    side, kernels, triton_env, command or WORKER_COMMAND, commit, gpu, declared_by, fork
-                )
+                started[side] = WorkerProcess(side, kernels, triton_env, command, commit, gpu, declared_by, fork)
                 stack.callback(started[side].close)
             yield started
         except KeyboardInterrupt:  # the workers ignore Ctrl-C (main): they stop now, not after a request
@@ -191,27 +206,29 @@ def workers(
 
 
 class WorkerSides:
-    """The sides of an A/B run in worker processes (runner.Sides): per case, every worker checks
-    and captures its benchmarks; each sample is one request to the worker that owns it, so the
-    two never share the GPU at once."""
+    """The sides of a run in worker processes (runner.Sides): per case, every worker checks and
+    captures its benchmarks. Where one worker holds every side (`perfbot run`, an A/B with one
+    Triton), a round is one request to it; else each sample is one request to the worker that
+    owns it, so that two workers never share the GPU at once."""
 
     def __init__(
         self, workers: dict[str, WorkerProcess], settings: RunSettings, fixed: Mapping[str, Any] | None = None
     ):
-        """`fixed`: the autotune picks each benchmark is to run, by planned key (a confirming
+        """`workers` by side, the base's first (a worker of both sides under either name);
+        `fixed`: the autotune picks each benchmark is to run, by planned key (a confirming
         round's, alignment.fix)."""
         from . import measure
 
         self.timing = (ROUNDS_TIMING if len(workers) == 1 else TIMING).format(flush=measure.L2_FLUSH)
         self.workers, self.settings, self.fixed = workers, settings, fixed
-        self.names = tuple(workers)
         self.owner: dict[str, WorkerProcess] = {}
-        hellos = {side: w.hello() for side, w in workers.items()}
+        hellos = {side: entry for w in workers.values() for side, entry in _sides(w).items()}
+        self.names = tuple(hellos)
         self._environments = {
-            side: validate_message(f"the {side} worker's environment", _record(side, reply), ENVIRONMENT, "environment")
-            for side, reply in hellos.items()
+            side: validate_message(f"the {side} side's environment", _record(side, entry), ENVIRONMENT, "environment")
+            for side, entry in hellos.items()
         }
-        self._described = {side: _described(side, reply) for side, reply in hellos.items()}
+        self._described = {side: _described(side, entry) for side, entry in hellos.items()}
 
     def prepare(self, case: Any) -> tuple[list[str], list[tuple[str, Failure]]]:
         self.owner, failed = {}, []
@@ -219,10 +236,11 @@ class WorkerSides:
         for side, worker in self.workers.items():  # the base first
             extra: dict[str, Any] = {}
             if self.fixed is not None:
+                held = _sides(worker)
                 extra["fixed"] = {
                     key: [dataclasses.asdict(p) for p in chosen]
                     for key, chosen in self.fixed.items()
-                    if key.startswith(f"{side}:")
+                    if key.partition(":")[0] in held
                 }
             elif side == "head" and picks is not None:
                 extra["against"] = picks
@@ -230,8 +248,8 @@ class WorkerSides:
             reply = worker.ask(
                 "prepare", suite=suite_json(case), settings=self.settings.to_wire(), rounds=rounds, **extra
             )
-            self.owner.update({str(key): worker for key in _list(side, reply, "ready")})
-            failed += [(side, failure) for failure in _failures(side, reply)]
+            self.owner.update({str(key): worker for key in _list(worker.name, reply, "ready")})
+            failed += _tagged(worker, reply, "failures", FAILURE, "failure")
             if side == "base":
                 picks = {name: [dataclasses.asdict(p) for p in ps] for name, ps in picks_of(side, reply).items()}
         return list(self.owner), failed
@@ -251,15 +269,13 @@ class WorkerSides:
     def finish(
         self, samples: dict[str, list[float]], throttled: list[int]
     ) -> tuple[list[tuple[str, Benchmark]], list[tuple[str, Failure]]]:
-        timed, wrong = [], []
-        for side, worker in self.workers.items():
+        timed: list[tuple[str, Benchmark]] = []
+        wrong: list[tuple[str, Failure]] = []
+        for worker in self.workers.values():
             mine = {key: values for key, values in samples.items() if self.owner.get(key) is worker}
             reply = worker.ask("finish", samples=mine, throttled=throttled)
-            timed += [
-                (side, validate_message(f"the {side} worker's benchmark", b, BENCHMARK, "benchmark"))
-                for b in _list(side, reply, "benchmarks")
-            ]
-            wrong += [(side, failure) for failure in _failures(side, reply)]
+            timed += _tagged(worker, reply, "benchmarks", BENCHMARK, "benchmark")
+            wrong += _tagged(worker, reply, "failures", FAILURE, "failure")
         return timed, wrong
 
     def environments(self) -> dict[str, Environment]:
@@ -315,50 +331,90 @@ def _is_time(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
-def chosen_in(
-    worker: WorkerProcess, selection: dict[str, Any], settings: dict[str, Any] | None = None
-) -> tuple[list[Any], RunSettings, int]:
-    """The suites (loading.subject.Suite), the run's settings and the progress steps that a
-    command line's names choose of the worker's subject (`_Side.choose`); without `settings`,
-    the one benchmark that `selection` names (`_Side.one`)."""
+@dataclasses.dataclass(frozen=True)
+class Chosen:
+    """What a command line's names choose of a worker's subject (`_Side.choose`): the suites
+    (loading.subject.Suite), the run's settings, and how many cases have something planned.
+    Of a worker holding both sides of an A/B, also the base's benchmarks the head cannot run
+    (as failures) and how the two sides' declarations differ."""
+
+    suites: list[Any]
+    settings: RunSettings
+    cases: int
+    unrun: list[Failure] = dataclasses.field(default_factory=list)
+    declared: list[str] = dataclasses.field(default_factory=list)
+
+
+def chosen_in(worker: WorkerProcess, selection: dict[str, Any], settings: dict[str, Any] | None = None) -> Chosen:
+    """What the names choose of the worker's subject (`_Side.choose`); without `settings`, the
+    one benchmark that `selection` names (`_Side.one`)."""
     worker.hello()
     if settings is None:
         reply = worker.ask("one", **selection)
     else:
         reply = worker.ask("choose", selection=selection, settings=settings)
-    suites = [suite_from(suite) for suite in _list(worker.side, reply, "suites")]
-    steps = reply.get("steps")
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
-        raise EnvironmentFailure(f"{worker.name} answered without the steps of its progress")
-    return suites, RunSettings.from_wire(reply.get("settings")), steps
+    suites = [suite_from(suite) for suite in _list(worker.name, reply, "suites")]
+    unrun = [validate_message(f"{worker.name}'s failure", f, FAILURE, "failure") for f in reply.get("unrun", [])]
+    declared = reply.get("declared", [])
+    if not isinstance(declared, list) or not all(isinstance(line, str) for line in declared):
+        raise EnvironmentFailure(f"{worker.name} answered declarations that are not lines")
+    return Chosen(suites, RunSettings.from_wire(reply.get("settings")), _count(worker, reply), unrun, declared)
 
 
-def _record(side: str, reply: dict[str, Any]) -> dict[str, Any]:
-    value = reply.get("environment")
+def cases_in(worker: WorkerProcess, suites: Sequence[Any], settings: RunSettings) -> int:
+    """How many of these suites' cases have something planned, by the worker's subject."""
+    reply = worker.ask("cases", suites=[suite_json(suite) for suite in suites], settings=settings.to_wire())
+    return _count(worker, reply)
+
+
+def _count(worker: WorkerProcess, reply: dict[str, Any]) -> int:
+    cases = reply.get("cases")
+    if not isinstance(cases, int) or isinstance(cases, bool) or cases < 0:
+        raise EnvironmentFailure(f"{worker.name} answered without the number of its cases")
+    return cases
+
+
+def _sides(worker: WorkerProcess) -> dict[str, dict[str, Any]]:
+    """What the worker's hello says of each side it holds, by side: one, or both of an A/B."""
+    sides = worker.hello().get("sides")
+    expected = ("base", "head") if worker.side == BOTH else (worker.side,)
+    if not isinstance(sides, dict) or tuple(sides) != expected:
+        raise EnvironmentFailure(f"{worker.name} answered its hello without the sides it holds")
+    return sides
+
+
+def _tagged(worker: WorkerProcess, reply: dict[str, Any], key: str, schema: Any, what: str) -> list[tuple[str, Any]]:
+    """Records of a worker's reply, each with its side (one the worker holds), validated."""
+    held = _sides(worker)
+    found = []
+    for entry in _list(worker.name, reply, key):
+        side = entry.get("side") if isinstance(entry, dict) else None
+        if side not in held:
+            raise EnvironmentFailure(f"{worker.name} answered a {what} of a side it does not hold")
+        found.append((side, validate_message(f"{worker.name}'s {what}", entry.get("record"), schema, what)))
+    return found
+
+
+def _record(side: str, entry: dict[str, Any]) -> dict[str, Any]:
+    value = entry.get("environment") if isinstance(entry, dict) else None
     if not isinstance(value, dict):
-        raise EnvironmentFailure(f"the {side} worker answered without its environment")
+        raise EnvironmentFailure(f"a worker answered without the {side} side's environment")
     return value
 
 
-def _list(side: str, reply: dict[str, Any], key: str) -> list[Any]:
-    """A list from a worker's reply. A worker runs a side's kernels, so its messages are input
-    like any file: validated before they become records."""
+def _list(name: str, reply: dict[str, Any], key: str) -> list[Any]:
+    """A list from a reply of the worker `name`. A worker runs a side's kernels, so its messages
+    are input like any file: validated before they become records."""
     value = reply.get(key)
     if not isinstance(value, list):
-        raise EnvironmentFailure(f"the {side} worker answered without a list of {key}")
+        raise EnvironmentFailure(f"{name} answered without a list of {key}")
     return value
 
 
-def _failures(side: str, reply: dict[str, Any]) -> list[Failure]:
-    return [
-        validate_message(f"the {side} worker's failure", f, FAILURE, "failure") for f in _list(side, reply, "failures")
-    ]
-
-
-def _described(side: str, reply: dict[str, Any]) -> dict[str, Any]:
+def _described(side: str, entry: dict[str, Any]) -> dict[str, Any]:
     """The subject as the worker describes it (groups.describe), checked like any message."""
-    value = reply.get("subject")
-    settings = validate_message(f"the {side} worker's subject", value, SETTINGS, "subject")
+    value = entry.get("subject")
+    settings = validate_message(f"the {side} side's subject", value, SETTINGS, "subject")
     return {
         "subject": settings.subject,
         "error_bounds": settings.error_bounds,
