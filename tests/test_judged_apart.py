@@ -275,3 +275,37 @@ def test_ab_never_runs_either_sides_code_in_perfbots_process(gpu, repo: Path, tm
     assert done.exit_code == 0, done.output
     ran_in = set(pids.read_text().split())
     assert ran_in and str(os.getpid()) not in ran_in
+
+
+# --- selftest: the subject's code in a process of its own, the tally in this one ---
+
+
+def _selftest(project: Path):
+    args = ["selftest", "--project", str(project), "--suite", "quick", "--case", "c", "--kernel", "mine"]
+    return CliRunner().invoke(perfbot, [*args, "--checks", "4", "--samples", "20", "--interference-rounds", "0"])
+
+
+@pytest.mark.parametrize("part", ["at_import", "mine_body"])
+def test_a_subject_that_ends_its_process_fails_the_selftest(gpu, tmp_path: Path, part: str):
+    done = _selftest(_project(tmp_path, **{part: "import os; os._exit(0)"}))
+    assert done.exit_code == 2, done.output
+    last = done.stderr.strip().splitlines()[-1]  # after the note that perfbot's default policy judges
+    assert last.startswith("perfbot: error: ") and "ended (exit 0, as os._exit(0) would) before it answered" in last
+
+
+def test_the_selftest_never_runs_the_subjects_code_in_perfbots_process(gpu, tmp_path: Path, monkeypatch):
+    import os
+
+    from perfbot.measuring import selftest
+    from tests.test_selftest import _rounds
+
+    # The GPU's timing cannot run here: the checks return synthetic rounds, after a real call.
+    monkeypatch.setattr(
+        selftest, "measure_checks", lambda fn, levels, checks, *a, **k: [fn(), _rounds(checks, 0.001, levels)][1]
+    )
+    pids = tmp_path / "pids"
+    mark = f"open({str(pids)!r}, 'a').write(f'{{__import__(\"os\").getpid()}}\\n')"
+    done = _selftest(_project(tmp_path / "p", mine_body=mark.replace("{{", "{").replace("}}", "}")))
+    assert done.exit_code == 0, done.output
+    ran_in = set(pids.read_text().split())
+    assert ran_in and str(os.getpid()) not in ran_in

@@ -387,7 +387,7 @@ def test_where_a_gpu_is_visible_run_and_ab_measure_in_a_fresh_interpreter(
     fork: where a GPU is visible the worker of `run` and of an A/B of one Triton is started anew
     (here tests/cpu_worker.py, for python -m perfbot.measuring.worker), and measures as a fork
     does, a round at a time."""
-    monkeypatch.setattr(worker_sides, "_gpu_visible", lambda: True)
+    monkeypatch.setattr(worker_sides, "may_fork", lambda: False)  # as where a GPU is visible
     monkeypatch.setattr(worker_sides, "_Forked", None)  # a fork would fail the command
     if command == "ab":
         result = _ab(repo, tmp_path / "ab")

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..errors import EnvironmentFailure
 from ..files import check_output, write_atomic
 from ..output.selftest import SelftestAsked, interference_report, picks_line, selftest_report
 from .context import (
     chosen_gpus,
     console,
-    load_kernels,
     named_options,
     progress,
     project_config,
@@ -34,9 +38,6 @@ from .options import (
 
 if TYPE_CHECKING:
     from ..measuring.interference import Interference  # imports torch: only when measuring
-
-# Fresh imports of the subject whose autotune picks the selftest compares (each A/B side is one).
-PICK_IMPORTS = 10
 
 
 @click.command("selftest")
@@ -117,9 +118,8 @@ def selftest_command(
 
         perfbot selftest --checks 100 --out selftest.json
     """
-    from ..loading.selection import chosen_implementations, known_implementations, one_benchmark
-    from ..measuring import interference, selftest
-    from ..measuring.shards import on_each_gpu
+    from ..measuring import selftest, subject_process
+    from ..measuring.interference import Interference
 
     try:
         parsed = tuple(float(v) for v in levels.split(","))
@@ -135,54 +135,37 @@ def selftest_command(
         check_output(out, overwrite=overwrite)
     config = project_config(project)
     policy = project_policy(config, thresholds_path)
-    subject = load_kernels(config, None)
     warn_of_triton_pin(config.triton_commit)
-    with named_options():
-        case, kernel = one_benchmark(subject, family, suite_name, case_name, kernel)
     if max_samples < samples:
         raise click.BadParameter(f"must be at least --samples ({samples})", param_hint="--max-samples")
     if keep_samples and out is None:
         raise click.UsageError("--keep-samples writes into --out; pass --out FILE too")
-    skipped_kernels = chosen_implementations(subject, skipped_kernels)
-    with named_options():
-        known_implementations(subject, (kernel,), "--kernel")
-        known_implementations(subject, skipped_kernels, "--skip-kernel")
     gpus = chosen_gpus(gpu_count, mixed_gpus)
-    with progress() as bar:
-        if len(gpus) > 1:  # the checks shared out, each GPU's worker checking the kernel itself
-            plan = selftest.Plan(subject.path, case.suite, case.name, kernel, parsed, samples, max_samples, policy)
-            task = bar.add_task(f"selftest on {len(gpus)} GPUs (each calibrating first)", total=len(gpus))
-            arguments = [(plan, n, index) for index, n in enumerate(selftest.shares(checks, len(gpus)))]
-            parts = on_each_gpu(gpus, selftest.checks_in_worker, arguments, lambda gpu: bar.update(task, advance=1))
-            collected = [check for part in parts for check in part]
-        else:
-            call = selftest.checked_call(subject, case, kernel)
-            task = bar.add_task("selftest: calibrating the injected sleep", total=checks)
-            collected = selftest.measure_checks(
-                call,
-                parsed,
-                checks,
-                samples,
-                max_samples,
-                policy,
-                on_check=lambda: bar.update(task, advance=1),
-                on_calibrated=lambda: bar.update(task, description="selftest checks"),
-            )
-        crossed = None
-        if interference_rounds:
-            task = bar.add_task("interference check", total=None)
-            asked = (subject.path, case.suite, case.name, kernel, interference_percent, interference_rounds, policy)
-            if len(gpus) > 1:  # on the first GPU, in its worker
-                (crossed,) = on_each_gpu(gpus[:1], interference.interference_in_worker, [(*asked, skipped_kernels)])
-            else:
-                crossed = interference.interference_in_worker(*asked, skipped_kernels)
-            bar.update(task, total=1, completed=1)
-        # Each side of an A/B imports the subject anew, and an autotuned kernel tunes once a side.
-        task = bar.add_task("autotune picks across fresh imports", total=None)
-        picks = selftest.picks_across_imports(subject.path, case, kernel, min(checks, PICK_IMPORTS))
-        bar.update(task, total=1, completed=1)
+    # The subject's code runs in a process of its own (subject_jobs.selftest_job); this one tallies.
+    request = {
+        "package": str(config.kernels_dir),
+        "benchmark": {"family": family, "suite_name": suite_name, "case_name": case_name, "kernel": kernel},
+        "skipped": list(skipped_kernels),
+        "levels": list(parsed),
+        "checks": checks,
+        "samples": samples,
+        "max_samples": max_samples,
+        "thresholds": _policy_file(config, thresholds_path),
+        "interference_percent": interference_percent,
+        "interference_rounds": interference_rounds,
+        "gpus": [dataclasses.asdict(gpu) for gpu in gpus],
+    }
+    with progress() as bar, named_options():
+        answer = subject_process.ask("selftest", request, _told_to(bar))
+    try:
+        collected = _checks().validate_python(answer["checks"])
+        kernel, suite, case = str(answer["kernel"]), str(answer["suite"]), str(answer["case"])
+    except (KeyError, ValueError) as error:  # pydantic's ValidationError is a ValueError
+        raise EnvironmentFailure(f"the selftest's process answered checks that do not read: {error}") from None
+    crossed = Interference.from_json(answer["interference"]) if answer.get("interference") is not None else None
+    picks = selftest.Picks.from_json(answer["picks"]) if answer.get("picks") is not None else None
     result = selftest.tally(collected, parsed, policy)
-    checked = SelftestAsked(kernel, case.suite, case.name, checks, samples, max_samples, len(gpus))
+    checked = SelftestAsked(kernel, suite, case, checks, samples, max_samples, len(gpus))
     for part in selftest_report(result, checked):
         console().print(part)
     if picks is not None:
@@ -203,3 +186,38 @@ def print_interference(crossed: Interference, warn_percent: float) -> None:
     """The interference check's table and its summary line (output/selftest.py)."""
     for part in interference_report(crossed, warn_percent):
         console().print(part)
+
+
+def _policy_file(config: Any, thresholds_path: Path | None) -> str | None:
+    """The thresholds file project_policy read, for the subject's process to read too; None:
+    perfbot's defaults."""
+    if thresholds_path is not None:
+        return str(thresholds_path)
+    own = config.root / "thresholds.yaml"
+    return str(own) if os.path.lexists(own) else None
+
+
+def _told_to(bar: Any) -> Callable[[object], None]:
+    """The progress bar's side of subject_jobs.selftest_job's progress messages."""
+    task: list[Any] = []
+
+    def told(message: object) -> None:
+        if not isinstance(message, dict):
+            return
+        if "task" in message:
+            task[:] = [bar.add_task(str(message["task"]), total=message.get("total"))]
+        elif task:
+            total = message.get("total")
+            bar.update(task[0], advance=int(message.get("advance", 0)), description=message.get("description"))
+            if isinstance(total, int):
+                bar.update(task[0], total=total)
+
+    return told
+
+
+@functools.cache
+def _checks() -> Any:
+    """The checks' samples as the subject's process answers them: one {name: [ms, ...]} per check."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(list[dict[str, list[float]]])

@@ -12,15 +12,18 @@ injected."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ConfigDict, TypeAdapter, with_config
+
 from ..deciding.compare import judge_paired
 from ..deciding.thresholds import Policy
-from ..errors import BadInput, WrongResult
+from ..errors import BadInput, EnvironmentFailure, WrongResult
 from ..loading.package import Loaded, load_subject
 from ..loading.subject import Case, Suite
 from ..records.run import Results
@@ -84,6 +87,21 @@ class Interference:
             "surely_moved": [moved.label for moved in self.others if moved.surely_moved],
             "others": [moved.to_json() for moved in self.others],
         }
+
+    @classmethod
+    def from_json(cls, value: Any) -> Interference:
+        """What `to_json` wrote, from the subject's process: checked like any message."""
+        try:
+            others = tuple(_moved().validate_python(moved) for moved in value["others"])
+            return cls(_moved().validate_python(value["slowed"]), others, float(value["confidence"]))
+        except (KeyError, TypeError, ValueError) as error:  # pydantic's ValidationError is a ValueError
+            raise EnvironmentFailure(f"the interference check answered something that does not read: {error}") from None
+
+
+@functools.cache
+def _moved() -> TypeAdapter[Moved]:
+    """Moved's validator, built on first use (pydantic takes a while to build one)."""
+    return TypeAdapter(with_config(ConfigDict(extra="forbid"))(Moved))
 
 
 def neighbourhood(loaded: Loaded, case: Case) -> Suite:

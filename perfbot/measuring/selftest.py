@@ -28,7 +28,7 @@ from typing import Any
 from ..deciding.compare import judge_paired
 from ..deciding.picks import picked
 from ..deciding.thresholds import Policy, Rule
-from ..errors import WrongResult
+from ..errors import EnvironmentFailure, WrongResult
 from ..loading.package import Loaded, load_subject
 from ..loading.subject import Case, Suite
 from .measure import BLOCK_ROUNDS
@@ -201,6 +201,17 @@ class Picks:
 
     def to_json(self) -> dict[str, Any]:
         return {"imports": self.imports, "differed": self.differed, "picks": dict(self.seen)}
+
+    @classmethod
+    def from_json(cls, value: Any) -> Picks:
+        """What `to_json` wrote, from the subject's process: checked like any message."""
+        if not isinstance(value, dict) or not isinstance(value.get("picks"), dict):
+            raise EnvironmentFailure("the autotune picks answered something that does not read")
+        counts = [value.get("imports"), value.get("differed"), *value["picks"].values()]
+        if not all(type(count) is int for count in counts):
+            raise EnvironmentFailure("the autotune picks answered counts that are not numbers")
+        seen = tuple((str(pick), count) for pick, count in value["picks"].items())
+        return cls(value["imports"], value["differed"], seen)
 
 
 def picks_across_imports(kernels: Path, case: Case, kernel: str, imports: int) -> Picks | None:

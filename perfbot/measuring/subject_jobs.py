@@ -1,6 +1,6 @@
 """The jobs a subject's process runs (subject_process.py), each answering with plain data for
-the parent to decide on and show: `check` (is each implementation right?) and `suites` (what
-the subject declares)."""
+the parent to decide on and show: `check` (is each implementation right?), `suites` (what the
+subject declares) and `selftest` (its timings, for the parent to tally)."""
 
 from __future__ import annotations
 
@@ -78,4 +78,82 @@ def suites_job(package: str, progress: Callable[[object], None]) -> dict[str, An
     return {"families": listed}
 
 
-JOBS: dict[str, Callable[..., dict[str, Any]]] = {"check": check_job, "suites": suites_job}
+# How many fresh imports the selftest tunes an autotuned kernel in, at most (one per check).
+PICK_IMPORTS = 10
+
+
+def selftest_job(
+    package: str,
+    benchmark: dict[str, str | None],
+    skipped: list[str],
+    levels: list[float],
+    checks: int,
+    samples: int,
+    max_samples: int,
+    thresholds: str | None,
+    interference_percent: float,
+    interference_rounds: int,
+    gpus: list[dict[str, Any]],
+    progress: Callable[[object], None],
+) -> dict[str, Any]:
+    """`perfbot selftest`'s measuring (measuring/selftest.py): the checks, on each GPU where there
+    are several; the interference check; the autotune picks across fresh imports. Told as
+    progress: {"task": label, "total": n or None} starts a task, {"advance": n} advances it,
+    {"description": label} renames it. The parent tallies and reports."""
+    from ..deciding.thresholds import default_policy, load_policy
+    from ..loading.package import load_subject
+    from ..loading.selection import chosen_implementations, known_implementations, one_benchmark
+    from . import interference, selftest
+    from .shards import Gpu, on_each_gpu
+
+    subject = load_subject(Path(package))
+    case, kernel = one_benchmark(subject, **benchmark)
+    skipped_kernels = chosen_implementations(subject, tuple(skipped))
+    known_implementations(subject, (kernel,), "--kernel")
+    known_implementations(subject, skipped_kernels, "--skip-kernel")
+    policy = load_policy(Path(thresholds)) if thresholds is not None else default_policy()
+    on_gpus = [Gpu(**gpu) for gpu in gpus]
+    chosen = tuple(levels)
+    if len(on_gpus) > 1:  # the checks shared out, each GPU's worker checking the kernel itself
+        plan = selftest.Plan(subject.path, case.suite, case.name, kernel, chosen, samples, max_samples, policy)
+        progress({"task": f"selftest on {len(on_gpus)} GPUs (each calibrating first)", "total": len(on_gpus)})
+        arguments = [(plan, n, index) for index, n in enumerate(selftest.shares(checks, len(on_gpus)))]
+        parts = on_each_gpu(on_gpus, selftest.checks_in_worker, arguments, lambda gpu: progress({"advance": 1}))
+        collected = [check for part in parts for check in part]
+    else:
+        call = selftest.checked_call(subject, case, kernel)
+        progress({"task": "selftest: calibrating the injected sleep", "total": checks})
+        collected = selftest.measure_checks(
+            call,
+            chosen,
+            checks,
+            samples,
+            max_samples,
+            policy,
+            on_check=lambda: progress({"advance": 1}),
+            on_calibrated=lambda: progress({"description": "selftest checks"}),
+        )
+    crossed = None
+    if interference_rounds:
+        progress({"task": "interference check", "total": None})
+        asked = (subject.path, case.suite, case.name, kernel, interference_percent, interference_rounds, policy)
+        if len(on_gpus) > 1:  # on the first GPU, in its worker
+            (crossed,) = on_each_gpu(on_gpus[:1], interference.interference_in_worker, [(*asked, skipped_kernels)])
+        else:
+            crossed = interference.interference_in_worker(*asked, skipped_kernels)
+        progress({"total": 1, "advance": 1})
+    # Each side of an A/B imports the subject anew, and an autotuned kernel tunes once a side.
+    progress({"task": "autotune picks across fresh imports", "total": None})
+    picks = selftest.picks_across_imports(subject.path, case, kernel, min(checks, PICK_IMPORTS))
+    progress({"total": 1, "advance": 1})
+    return {
+        "suite": case.suite,
+        "case": case.name,
+        "kernel": kernel,
+        "checks": collected,
+        "interference": crossed.to_json() if crossed is not None else None,
+        "picks": picks.to_json() if picks is not None else None,
+    }
+
+
+JOBS: dict[str, Callable[..., dict[str, Any]]] = {"check": check_job, "suites": suites_job, "selftest": selftest_job}

@@ -18,11 +18,8 @@ parent when it starts the child, so that a line the subject writes at import is 
 from __future__ import annotations
 
 import collections
-import functools
-import importlib
 import json
 import os
-import pkgutil
 import secrets
 import signal
 import subprocess
@@ -32,16 +29,11 @@ from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 from ..errors import EXIT_ENVIRONMENT, BadInput, EnvironmentFailure, PerfbotError, WrongResult
+from .children import SubjectQuit, fork_child, how_it_ended, may_fork, preimport
 
 COMMAND = (sys.executable, "-m", "perfbot.measuring.subject_process")
-# What the child imports before the subject, so that all perfbot code it runs is noted untouched.
-PREIMPORTED = ("perfbot.loading", "perfbot.records", "perfbot.compiling", "perfbot.deciding", "perfbot.measuring")
 ERROR_LEAD = "perfbot: error: "  # how a line of perfbot's own error starts
 _ERRORS: dict[object, type[PerfbotError]] = {1: WrongResult, 2: BadInput, 3: EnvironmentFailure}
-
-
-class SubjectQuit(BadInput):
-    """The subject's process ended, or changed what it may not, before it answered: refused."""
 
 
 def ask(
@@ -106,19 +98,6 @@ def _answer(lines: IO[str], nonce: str, on_progress: Callable[[object], None]) -
     return None
 
 
-def how_it_ended(status: int | None) -> str:
-    """A child's ending, as its refusal says it: its exit status or the signal that ended it."""
-    if status is None:
-        return "stopped answering"
-    if status < 0:
-        try:
-            name = signal.Signals(-status).name
-        except ValueError:
-            name = f"signal {-status}"
-        return f"was killed by {name}"
-    return f"ended (exit {status}{', as os._exit(0) would' if status == 0 else ''})"
-
-
 class _Relay(threading.Thread):
     """What the child writes on stderr (the subject's prints among it), passed on to ours as it
     comes, its last lines kept to say why it ended."""
@@ -144,40 +123,6 @@ class _Relay(threading.Thread):
 
 
 # The child's half.
-
-
-def may_fork() -> bool:
-    """A child forked from this process starts at once with what it has imported (PyTorch, in a
-    test); one whose CUDA is started cannot give it to a fork, and spawns a fresh interpreter."""
-    torch = sys.modules.get("torch")
-    return hasattr(os, "fork") and not (torch is not None and torch.cuda.is_initialized())
-
-
-def fork_child(stdin: int, output: int, channel: int, run: Callable[[IO[str]], None]) -> int:
-    """Fork a child that runs `run(its channel)`, and return its pid. Its fd 0 reads `stdin`, its
-    fd 1 and 2 write `output` (what the subject prints never reaches the channel), and it keeps no
-    other descriptor of the parent's (a test runner's channels are not the subject's). It ends
-    with os._exit, so that nothing of the parent's (its atexit hooks, a test runner's teardown)
-    runs twice."""
-    pid = os.fork()
-    if pid:
-        return pid
-    status = 0
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the group; the parent stops this one
-        os.dup2(stdin, 0)
-        os.dup2(output, 1)
-        os.dup2(output, 2)
-        os.closerange(3, channel)
-        os.closerange(channel + 1, os.sysconf("SC_OPEN_MAX"))
-        sys.stdin = open(0, closefd=False)
-        sys.stdout = open(1, "w", buffering=1, closefd=False)
-        sys.stderr = open(2, "w", buffering=1, closefd=False)
-        run(os.fdopen(channel, "w", buffering=1))
-    except BaseException:  # noqa: BLE001 -- the child never returns into the parent's code
-        status = 3
-    finally:
-        os._exit(status)
 
 
 class _Forked:
@@ -265,17 +210,6 @@ def serve(request: dict[str, Any], answers: IO[str]) -> None:
         more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
         reply = {"error": f"the subject changed what it may not: {', '.join(changed[:5])}{more}", "exit": 2}
     say(reply)
-
-
-@functools.cache
-def preimport() -> None:
-    for name in PREIMPORTED:
-        package = importlib.import_module(name)
-        for module in pkgutil.walk_packages(package.__path__, f"{name}."):
-            try:
-                importlib.import_module(module.name)
-            except ImportError:  # an optional dependency this machine lacks (pynvml, say)
-                continue
 
 
 def main() -> None:

@@ -56,8 +56,8 @@ from ..loading.selection import BadChoice
 from ..records.autotune import PICK, AutotunePick
 from ..records.run import variant_name
 from ..records.schema import validate_message
+from .children import preimport
 from .planning import RunSettings
-from .subject_process import preimport
 
 
 def picks_of(side: str, reply: dict[str, Any]) -> dict[str, list[AutotunePick]]:

@@ -24,8 +24,8 @@ from ..errors import BadInput, EnvironmentFailure, PerfbotError, WrongResult
 from ..loading.selection import BadChoice
 from ..records.run import BENCHMARK, ENVIRONMENT, FAILURE, SETTINGS, Benchmark, Environment, Failure
 from ..records.schema import validate_message
+from .children import SubjectQuit, fork_child, how_it_ended, may_fork
 from .planning import RunSettings
-from .subject_process import SubjectQuit, fork_child, how_it_ended, may_fork
 from .worker import BOTH, picks_of, serve, suite_from, suite_json
 
 WORKER_COMMAND = (sys.executable, "-m", "perfbot.measuring.worker")
@@ -41,8 +41,8 @@ _ERRORS: dict[object, type[PerfbotError]] = {1: WrongResult, 2: BadInput, 3: Env
 class WorkerProcess:
     """The coordinator's handle on one worker: start it, ask it things, stop it. `fork`: the
     worker is a fork of this process where no GPU is visible (the CPU, where the tests stand in
-    for one), which starts at once with what this process has imported; else, and always with
-    a GPU (`_gpu_visible`), a fresh interpreter runs `command`."""
+    for one: children.may_fork), which starts at once with what this process has
+    imported; else a fresh interpreter runs `command`."""
 
     def __init__(
         self,
@@ -59,7 +59,7 @@ class WorkerProcess:
         self.nonce = secrets.token_hex(16)
         self._hello: dict[str, Any] | None = None
         self._log = tempfile.TemporaryFile(mode="w+")
-        if fork and triton_env is None and gpu is None and may_fork() and not _gpu_visible():
+        if fork and triton_env is None and gpu is None and may_fork():
             forked = _Forked(kernels, side, declared_by, self._log)
             self._process: subprocess.Popen[str] | _Forked = forked
             self._requests: IO[str] = forked.requests
@@ -155,14 +155,6 @@ class WorkerProcess:
         self._log.seek(0)
         tail = [line.rstrip() for line in self._log.read().splitlines() if line.strip()][-lines:]
         return " | ".join(tail) or "(nothing on stderr)"
-
-
-def _gpu_visible() -> bool:
-    """Whether this process sees a CUDA GPU. A worker that will use it is a fresh interpreter: a
-    fork inherits whatever of CUDA this process has touched (a device count can initialise the
-    driver), and CUDA does not survive a fork. Starting one costs a second or two of a run."""
-    torch = sys.modules.get("torch")
-    return torch is not None and torch.cuda.is_available()
 
 
 @contextmanager
@@ -425,7 +417,7 @@ def _described(side: str, entry: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Forked:
-    """A worker forked from the coordinator (subject_process.fork_child), with the part of
+    """A worker forked from the coordinator (children.fork_child), with the part of
     Popen's interface WorkerProcess uses."""
 
     def __init__(self, kernels: Path, side: str, declared_by: Path | None, log: IO[str]):
