@@ -148,8 +148,12 @@ def test_on_the_same_loads_the_second_ab_would_confirm_the_load(gpu, repo: Path,
             yield kept[0]
             return
         with opened(kernels) as worker:
+            closing, worker.close = worker.close, lambda: None  # kept open for the second A/B
             kept.append(worker)
-            yield worker
+            try:
+                yield worker
+            finally:
+                worker.close = closing
 
     monkeypatch.setattr(worker_sides, "both_sides", reused)
     _first_head_load_slower(gpu, tmp_path / "first-load")

@@ -152,6 +152,7 @@ def run(
             nonlocal fresh
             again = dataclasses.replace(chosen.settings, seed=chosen.settings.seed + 1)
             if not specs and not sharded:
+                both.close()  # its CUDA context, its buffers and its last graphs go before the next start
                 fresh = stack.enter_context(both_sides(kernels))
             first_round = alignment.fixed_from({"base": base, "head": head})
             suites = restrict(chosen.suites, cases)

@@ -55,11 +55,19 @@ class Trees:
 
     def said_of_revisions(self, error: PerfbotError) -> PerfbotError:
         """The error with each side's temporary tree named by its revision, as the user knows it."""
-        text = str(error)
-        for side, (folder, sha) in self.trees.items():
-            if sha is not None:  # a worktree; this checkout is named as it is
-                text = text.replace(f"{folder}/", f"{self.revisions[side]}:").replace(str(folder), self.revisions[side])
-        return type(error)(text)
+        from ..loading.selection import BadChoice
+
+        def said(text: str) -> str:
+            for side, (folder, sha) in self.trees.items():
+                if sha is not None:  # a worktree; this checkout is named as it is
+                    text = text.replace(f"{folder}/", f"{self.revisions[side]}:").replace(
+                        str(folder), self.revisions[side]
+                    )
+            return text
+
+        if isinstance(error, BadChoice):  # keeps the option it names
+            return BadChoice(said(error.reason), error.option)
+        return type(error)(said(str(error)))
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Which Triton each side of an A/B runs: both the one installed here (in this process), or each
+"""Which Triton each side of an A/B runs: both the one installed here (in one worker), or each
 side its own, in a worker process of its own (measuring/worker.py): given environments, or builds
 of the commits the two sides pin."""
 
@@ -25,7 +25,7 @@ class Tritons:
 def worker_specs(
     kernels: dict[str, Path], pins: dict[str, str], tritons: Tritons, rev: str
 ) -> dict[str, tuple[Path, Path | None, str | None]]:
-    """Empty when both sides share the Triton installed here (measured in this process); else,
+    """Empty when both sides share the Triton installed here (measured in one worker); else,
     per side, what its worker process runs: (kernels, Triton environment or None, commit)."""
     if tritons.envs:
         return {side: (kernels[side], tritons.envs.get(side), None) for side in SIDES}
@@ -46,7 +46,7 @@ def tritons_text(pins: dict[str, str], tritons: Tritons, rev: str) -> str:
         given = ", ".join(f"{side} {tritons.envs.get(side) or 'the one installed here'}" for side in SIDES)
         return f"each side in a worker process of its own, with the Triton in: {given}"
     if pins["base"] == pins["head"]:
-        return f"both sides pin {pins['base'][:12]}; the Triton installed here runs both, in this process"
+        return f"both sides pin {pins['base'][:12]}; the Triton installed here runs both, in one worker process"
     source = _source_of_two(pins, tritons, rev)
     return (
         f"the base pins {pins['base'][:12]} and the head {pins['head'][:12]}: both built from {source} "

@@ -40,10 +40,9 @@ def may_fork() -> bool:
     imported (PyTorch, in a test). Not where a GPU is visible: a fork inherits whatever of CUDA
     this process touched (a device count can start the driver), and CUDA does not survive a
     fork. The child is a fresh interpreter then, which costs a second or two."""
-    torch = sys.modules.get("torch")
-    return hasattr(os, "fork") and not (
-        torch is not None and (torch.cuda.is_initialized() or torch.cuda.is_available())
-    )
+    import torch  # what this process has of it, if anything: its measuring imports it anyway
+
+    return hasattr(os, "fork") and not (torch.cuda.is_initialized() or torch.cuda.is_available())
 
 
 def fork_child(stdin: int, output: int, channel: int, run: Callable[[IO[str]], None]) -> int:

@@ -1,6 +1,6 @@
 """A subject's kernels in a process of their own, timed when the coordinator asks.
 
-Two commands measure through a worker. `perfbot run` measures in one worker on one GPU, so that
+`perfbot run`, `sample` and `ab` measure through workers. `perfbot run` measures in one worker on one GPU, so that
 the subject's code (its import, inputs, references, implementations) never runs in the process
 that decides: the coordinator takes the timings and the records from the worker's answers and
 computes every statistic, verdict and exit code itself (docs/method.md, "What a subject can and
@@ -19,7 +19,10 @@ coordinator, so that a line the subject writes is no answer.
     {"op": "hello", "nonce": n}                      -> {"sides": {side: {"environment": {...}, "subject": {...}}}}
     {"op": "choose", "selection": {...}, "settings": {...}}
                                                      -> {"suites": [...], "settings": {...}, "cases": n}
-    {"op": "prepare", "suite": {...}, "settings": {...}}  (settings: RunSettings.to_wire())
+                                                         (both sides held: also "unrun" and "declared")
+    {"op": "one", "family": ..., "suite": ..., "case": ..., "kernel": ..., "variants": [...], "samples": n}
+                                                     -> as "choose", for one benchmark (`perfbot sample`)
+    {"op": "prepare", "suite": {...}, "settings": {...}, "rounds": bool}  (settings: RunSettings.to_wire())
         optionally "against": {name: [pick, ...]}    (the base's autotune picks: the head aligns to them)
         or "fixed": {key: [pick, ...]}               (the picks each benchmark runs: a confirming round)
                                                      -> {"ready": [key, ...], "failures": [tagged, ...],
@@ -114,7 +117,7 @@ class _Side:
         self.head_own: Any = None  # the head with its own declarations, to list what differs (BOTH)
         self.local: Any = None
         self.flush: Any = None
-        self.timer: Any = None  # a case's measure.GraphTimer, made at its first round
+        self.timer: Any = None  # a case's measure.GraphTimer, made when it is prepared to be timed in rounds
 
     @property
     def subject(self) -> Any:
@@ -176,12 +179,6 @@ class _Side:
             reply["declared"] = declarations.differences(self.subject, self.head_own, suites)
         return reply
 
-    def cases(self, suites: list[Any], settings: dict[str, Any]) -> dict[str, Any]:
-        """How many of these suites' cases have something planned (a confirming round's steps)."""
-        from .planning import plan
-
-        return {"cases": len(plan(self.subject, [suite_from(s) for s in suites], RunSettings.from_wire(settings)))}
-
     def one(
         self,
         family: str | None,
@@ -225,6 +222,7 @@ class _Side:
         if self.local is None or self.local.settings != chosen or self.local.fixed != pinned:
             self.local = runner.LocalSides(self.subjects, chosen, pinned)  # the second A/B: the next seed
         self.local.against = None if against is None else picks_of("base", {"picks": against})
+        self.timer = None  # the last case's graphs go with it
         keys, failed = self.local.prepare(suite_from(suite))
         self.timer = self.local.timer() if rounds and keys else None  # it uploads the graphs, untimed
         if keys and not rounds and self.flush is None:
@@ -266,6 +264,7 @@ class _Side:
         return {}
 
     def finish(self, samples: dict[str, list[float]], throttled: list[int]) -> dict[str, Any]:
+        self.timer = None  # it holds the case's graphs, which finish lets go before it frees memory
         timed, wrong = self.local.finish(samples, throttled)
         return {"benchmarks": _tagged(timed), "failures": _tagged(wrong)}
 
@@ -291,7 +290,7 @@ def serve(kernels: Path, side: str, requests: IO[str], answers: IO[str], declare
         if op == "hello":
             nonce = request.pop("nonce", None)
         try:
-            if op not in ("hello", "choose", "one", "cases", "prepare", "round", "sample", "recapture", "finish"):
+            if op not in ("hello", "choose", "one", "prepare", "round", "sample", "recapture", "finish"):
                 raise BadInput(f"unknown request {op!r}")
             answer = getattr(handler, op)(**request)
         except BadChoice as error:
@@ -322,7 +321,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything else printed goes to stderr, the coordinator's log of this worker
     serve(arguments.kernels, arguments.side, sys.stdin, answers, arguments.declared_by)
+    for stream in (answers, sys.stdout, sys.stderr):
+        stream.flush()
+    # Done: what the subject left behind (atexit hooks, threads) does not hold the coordinator up.
+    os._exit(0)
 
 
 if __name__ == "__main__":
-    main()
+    # Run as perfbot.measuring.worker, the module untouched.py watches, not as a copy in __main__.
+    from perfbot.measuring.worker import main as worker_main
+
+    worker_main()

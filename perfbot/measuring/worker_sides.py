@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeGuard
 
 from ..errors import BadInput, EnvironmentFailure, PerfbotError, WrongResult
 from ..loading.selection import BadChoice
@@ -33,8 +33,9 @@ WORKER_COMMAND = (sys.executable, "-m", "perfbot.measuring.worker")
 TIMING = (
     "one CUDA-graph replay per sample, {flush}; one worker process per side, the sides alternating sample by sample"
 )
-# A run's benchmarks in one worker of their own (runner.LocalSides.timing, in that process).
-ROUNDS_TIMING = "one CUDA-graph replay per sample, {flush}, implementations interleaved, in a worker process"
+# Every benchmark in one worker, timed a round at a time: the method runner.LocalSides names, the
+# same whichever process it runs in (a stored baseline's timing compares equal).
+ROUNDS_TIMING = "one CUDA-graph replay per sample, {flush}, implementations interleaved"
 _ERRORS: dict[object, type[PerfbotError]] = {1: WrongResult, 2: BadInput, 3: EnvironmentFailure}
 
 
@@ -58,7 +59,7 @@ class WorkerProcess:
         self.side = side
         self.nonce = secrets.token_hex(16)
         self._hello: dict[str, Any] | None = None
-        self._log = tempfile.TemporaryFile(mode="w+")
+        self._log = tempfile.TemporaryFile(mode="w+", errors="replace")
         if fork and triton_env is None and gpu is None and may_fork():
             forked = _Forked(kernels, side, declared_by, self._log)
             self._process: subprocess.Popen[str] | _Forked = forked
@@ -120,7 +121,9 @@ class WorkerProcess:
                 raise BadChoice(str(reply["error"]), reply.get("option"))
             # Said of the side where a worker holds one of two; else as perfbot's own error.
             said = f"{self.name}: " if self.side in ("base", "head") else ""
-            raise _ERRORS.get(reply.get("exit"), EnvironmentFailure)(f"{said}{reply['error']}")
+            code = reply.get("exit")
+            kind = _ERRORS.get(code, EnvironmentFailure) if isinstance(code, int) else EnvironmentFailure
+            raise kind(f"{said}{reply['error']}")
         return reply
 
     def hello(self) -> dict[str, Any]:
@@ -133,12 +136,16 @@ class WorkerProcess:
         if self._process.poll() is None:
             try:
                 self._requests.write(json.dumps({"op": "quit"}) + "\n")
-                self._requests.close()
+                self._requests.flush()
                 self._process.wait(timeout=60)
             except (OSError, subprocess.TimeoutExpired):
                 self._process.kill()
                 self._process.wait()
-        self._log.close()
+        for channel in (self._requests, self._replies, self._log):
+            try:
+                channel.close()
+            except OSError:
+                pass
 
     def kill(self) -> None:
         """Stop it now, mid-request (Ctrl-C in the coordinator)."""
@@ -151,9 +158,11 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             return None
 
-    def _log_tail(self, lines: int = 5) -> str:
-        self._log.seek(0)
-        tail = [line.rstrip() for line in self._log.read().splitlines() if line.strip()][-lines:]
+    def _log_tail(self, lines: int = 5, most: int = 64 * 1024) -> str:
+        # Read where it is, without moving the offset the worker writes at (a fork shares it).
+        size = os.fstat(self._log.fileno()).st_size
+        text = os.pread(self._log.fileno(), most, max(0, size - most)).decode(errors="replace")
+        tail = [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]
         return " | ".join(tail) or "(nothing on stderr)"
 
 
@@ -240,7 +249,12 @@ class WorkerSides:
             reply = worker.ask(
                 "prepare", suite=suite_json(case), settings=self.settings.to_wire(), rounds=rounds, **extra
             )
-            self.owner.update({str(key): worker for key in _list(worker.name, reply, "ready")})
+            ready = _list(worker.name, reply, "ready")
+            held = _sides(worker)
+            # A benchmark's key names its side ("base:fused"), except in a run's one side ("").
+            if any(not isinstance(key, str) or key in self.owner or _side_of(key, held) not in held for key in ready):
+                raise EnvironmentFailure(f"{worker.name} answered benchmarks of sides it does not hold")
+            self.owner.update(dict.fromkeys(ready, worker))
             failed += _tagged(worker, reply, "failures", FAILURE, "failure")
             if side == "base":
                 picks = {name: [dataclasses.asdict(p) for p in ps] for name, ps in picks_of(side, reply).items()}
@@ -289,7 +303,7 @@ class _WorkerTimer:
 
     def sample(self, key: str) -> Callable[[], float]:
         ms = self.owner[key].ask("sample", key=key).get("ms")
-        if isinstance(ms, bool) or not isinstance(ms, (int, float)):
+        if not _is_time(ms):
             raise EnvironmentFailure(f"the {self.owner[key].side} worker answered a sample without a time")
         return lambda: float(ms)
 
@@ -319,7 +333,11 @@ class _RoundTimer:
         self.times = dict(zip(order, map(float, ms), strict=True))
 
 
-def _is_time(value: object) -> bool:
+def _side_of(key: str, held: Mapping[str, Any]) -> str:
+    return "" if "" in held else key.partition(":")[0]
+
+
+def _is_time(value: object) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
@@ -351,12 +369,6 @@ def chosen_in(worker: WorkerProcess, selection: dict[str, Any], settings: dict[s
     if not isinstance(declared, list) or not all(isinstance(line, str) for line in declared):
         raise EnvironmentFailure(f"{worker.name} answered declarations that are not lines")
     return Chosen(suites, RunSettings.from_wire(reply.get("settings")), _count(worker, reply), unrun, declared)
-
-
-def cases_in(worker: WorkerProcess, suites: Sequence[Any], settings: RunSettings) -> int:
-    """How many of these suites' cases have something planned, by the worker's subject."""
-    reply = worker.ask("cases", suites=[suite_json(suite) for suite in suites], settings=settings.to_wire())
-    return _count(worker, reply)
 
 
 def _count(worker: WorkerProcess, reply: dict[str, Any]) -> int:
@@ -450,6 +462,8 @@ class _Forked:
         return ended
 
     def kill(self) -> None:
+        if self.poll() is not None:
+            return  # reaped already: its pid may be another process's now
         try:
             os.kill(self.pid, signal.SIGKILL)
         except ProcessLookupError:
