@@ -24,7 +24,7 @@ from ..errors import BadInput, EnvironmentFailure, PerfbotError, WrongResult
 from ..loading.selection import BadChoice
 from ..records.run import BENCHMARK, ENVIRONMENT, FAILURE, SETTINGS, Benchmark, Environment, Failure
 from ..records.schema import validate_message
-from .children import SubjectQuit, fork_child, how_it_ended, may_fork
+from .children import SubjectQuit, fork_child, how_it_ended, may_fork, preimport
 from .planning import RunSettings
 from .worker import BOTH, picks_of, serve, suite_from, suite_json
 
@@ -61,6 +61,7 @@ class WorkerProcess:
         self._hello: dict[str, Any] | None = None
         self._log = tempfile.TemporaryFile(mode="w+", errors="replace")
         if fork and triton_env is None and gpu is None and may_fork():
+            preimport()  # what every worker imports before the subject, imported here once for all forks
             forked = _Forked(kernels, side, declared_by, self._log)
             self._process: subprocess.Popen[str] | _Forked = forked
             self._requests: IO[str] = forked.requests
@@ -251,7 +252,7 @@ class WorkerSides:
             )
             ready = _list(worker.name, reply, "ready")
             held = _sides(worker)
-            # A benchmark's key names its side ("base:fused"), except in a run's one side ("").
+            # A benchmark's key names its side ("base:NAME"), except in a run's one side ("").
             if any(not isinstance(key, str) or key in self.owner or _side_of(key, held) not in held for key in ready):
                 raise EnvironmentFailure(f"{worker.name} answered benchmarks of sides it does not hold")
             self.owner.update(dict.fromkeys(ready, worker))
