@@ -155,7 +155,7 @@ def fake_gpu(monkeypatch) -> FakeGpu:
 
 
 def install_in_worker():
-    """shards.measure_sharded's `setup` for the CPU tests, run first in each spawned worker
+    """shards.measure_sharded's `setup` for the CPU tests, run first in each worker
     process: the GPU's primitives replaced as above. Every sample takes 1 ms plus 0.1 ms per
     index of the GPU the worker was pinned to (CUDA_VISIBLE_DEVICES), with the head side 2%
     slower on GPU 1 only: a timing shows where it was taken. Setting DIE_IN_WORKER kills the

@@ -1,4 +1,4 @@
-"""A run shared out across the GPUs of one host (perfbot/measuring/shards.py), on the CPU: real spawned
+"""A run shared out across the GPUs of one host (perfbot/measuring/shards.py), on the CPU: real
 worker processes, one per (stand-in) GPU, each pinned with CUDA_VISIBLE_DEVICES and loading the
 real kernels (the fused one in Triton's interpreter); only the GPU's primitives are replaced
 (tests/fake_gpu.install_in_worker), with timings that show which GPU took them."""
@@ -118,14 +118,15 @@ def test_a_case_sharded_comes_back_for_its_second_turn_on_the_gpu_that_began_it(
 
 
 @pytest.mark.slow
-def test_a_worker_that_dies_is_the_environments_failure_naming_its_gpu(project, monkeypatch):
-    from perfbot.errors import EnvironmentFailure
+def test_a_worker_that_dies_is_refused_naming_its_gpu(project, monkeypatch):
+    # It runs the subject's code, which can end it (os._exit, a crash): refused, exit 2.
+    from perfbot.measuring.children import SubjectQuit
 
     (project / "kernels" / "suites.yaml").write_text(SUITES)
     subject = load_subject(project / "kernels")
     monkeypatch.setenv("DIE_IN_WORKER", "1")  # the worker on GPU 1 exits at its first sample
     job = shards.Job({"": project / "kernels"}, RunSettings(samples=10))
-    with pytest.raises(EnvironmentFailure, match="GPU 1: NVIDIA H200: its worker process died"):
+    with pytest.raises(SubjectQuit, match=r"GPU 1: NVIDIA H200: the worker ended \(exit 9\) before it answered"):
         shards.measure_sharded(job, [subject.suites["tiny"]], TWO, setup=install_in_worker)
 
 

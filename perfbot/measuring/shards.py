@@ -1,5 +1,6 @@
-"""A run spread across the GPUs of one host: one worker process per GPU, pinned to it with
-CUDA_VISIBLE_DEVICES, each loading the subjects itself. Cases are handed out one at a time from
+"""A run spread across the GPUs of one host: one worker process per GPU (worker.py), pinned to it
+with CUDA_VISIBLE_DEVICES, each loading the subjects itself and answering in JSON lines, so that
+no subject's code runs in, or sends objects to, the process that decides. Cases are handed out one at a time from
 one queue, so a GPU that finishes early takes the next; a case is the unit, so both sides of an
 A/B pair are always timed on the same GPU, interleaved as on one. The records merge into one
 Results per side, in the suites' order, each benchmark naming the GPU that measured it. An A/B
@@ -27,17 +28,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import BadInput, EnvironmentFailure, PerfbotError
-from ..loading import declarations
-from ..loading.package import load_subject
 from ..loading.subject import Suite
 from ..records.autotune import AutotunePick
 from ..records.run import GpuStates, Results
 from .environment import GpuMonitor, collect_environment, stability_across
 from .planning import RunSettings, case_steps, single_cases
 from .recording import Described, Measured, Measurement, results_by_side
-from .runner import LocalSides, Sides, describe_sides, measure_case, take_turns
+from .runner import Sides, describe_sides, measure_case, take_turns
 from .sequential import Budget, Stopping, Turn, Turns
-from .worker_sides import WorkerSides, workers
+from .worker import BOTH
+from .worker_sides import WorkerProcess, WorkerSides, both_sides, workers
 
 
 @dataclass(frozen=True)
@@ -132,22 +132,6 @@ def _pin(gpu: Gpu, setup: Callable[[], None] | None) -> None:
         setup()  # the CPU tests put their stand-in for the GPU here
 
 
-def _sides(job: Job) -> LocalSides:
-    if _worker.get("job") != job:
-        if set(job.kernels) == {"base", "head"}:  # an A/B: the head judged by the base's declarations
-            loaded, _ = declarations.load_sides(job.kernels)
-        else:
-            loaded = {side: load_subject(path) for side, path in job.kernels.items()}
-        _worker["sides"] = LocalSides(loaded, job.settings, job.fixed)
-        _worker["job"] = job
-    sides: LocalSides = _worker["sides"]
-    return sides
-
-
-def _measure(job: Job, case: Suite, turn: Turn) -> Measured:
-    return _measured_on(_worker["gpu"], _sides(job), job, case, turn, GpuMonitor())
-
-
 def _quiet(label: str, steps: int) -> None:
     """A case's own progress: the driving process reports progress, case by case."""
 
@@ -160,31 +144,12 @@ def _measured_on(gpu: Gpu, sides: Sides, job: Job, case: Suite, turn: Turn, moni
     return measured
 
 
-def _describe(job: Job) -> Described:
-    return describe_sides(_sides(job))
-
-
 class _OnGpu(Protocol):
     """Where one GPU's cases are measured."""
 
     def measure(self, case: Suite, turn: Turn) -> Measured: ...
 
     def describe(self) -> Described: ...
-
-
-@dataclass(frozen=True)
-class _InWorker:
-    """The GPU's worker process, both sides loaded there (one Triton)."""
-
-    gpu: Gpu
-    pool: ProcessPoolExecutor
-    job: Job
-
-    def measure(self, case: Suite, turn: Turn) -> Measured:
-        return _ask(self.gpu, self.pool, _measure, self.job, case, turn)
-
-    def describe(self) -> Described:
-        return _ask(self.gpu, self.pool, _describe, self.job)
 
 
 @contextmanager
@@ -223,9 +188,10 @@ def measure_sharded(
     setup: Callable[[], None] | None = None,
     worker_specs: dict[str, tuple[Path, Path | None, str | None]] | None = None,
 ) -> dict[str, Results]:
-    """runner.measure_sides across `gpus`, one worker process each; `setup` runs first in every
-    worker (a module-level function: the processes are spawned). With `worker_specs` (an A/B
-    whose sides need two Tritons: ab_tritons.worker_specs), two workers per GPU, one per side."""
+    """runner.measure_sides across `gpus`, one worker process each (worker.py), holding every
+    side; `setup` runs first in a forked worker (the CPU tests' stand-in GPU). With
+    `worker_specs` (an A/B whose sides need two Tritons: ab_tritons.worker_specs), two workers
+    per GPU, one per side."""
     if not gpus:
         raise EnvironmentFailure("no GPU to measure on")
     before = collect_environment().gpu_state
@@ -242,10 +208,12 @@ def measure_sharded(
                 with _naming(gpu):
                     on_gpu[gpu] = _WorkerPair(gpu, WorkerSides(pinned[gpu], job.settings, job.fixed), job)
             stop_workers = [process.kill for pair in pinned.values() for process in pair.values()]
-        else:
-            pools = _workers(stack, gpus, setup)
-            on_gpu = {gpu: _InWorker(gpu, pool, job) for gpu, pool in zip(gpus, pools, strict=True)}
-            stop_workers = [partial(_terminate, pool) for pool in pools]
+        else:  # one Triton: each GPU's worker holds every side, timed a round at a time
+            held = {gpu: _all_sides(stack, job, gpu, setup) for gpu in gpus}
+            for gpu in gpus:
+                with _naming(gpu):
+                    on_gpu[gpu] = _WorkerPair(gpu, WorkerSides(held[gpu], job.settings, job.fixed), job)
+            stop_workers = [process.kill for one in held.values() for process in one.values()]
 
         def drive(gpu: Gpu) -> None:
             def finished(index: int, measured: Measured) -> None:
@@ -270,8 +238,23 @@ def measure_sharded(
     return results_by_side(described, Measurement(suites, job.settings, job.stopping, extra), measured, states, stable)
 
 
+def _all_sides(stack: ExitStack, job: Job, gpu: Gpu, setup: Callable[[], None] | None) -> dict[str, WorkerProcess]:
+    """The GPU's one worker, pinned to it, holding every side of the job (both sides of an A/B:
+    worker.BOTH); stopped when `stack` closes. `setup` runs first in a forked worker (the CPU
+    tests' stand-in GPU)."""
+    before = partial(_pin, gpu, setup)
+    if set(job.kernels) == {"base", "head"}:
+        return {BOTH: stack.enter_context(both_sides(job.kernels, gpu.cuda_visible, before))}
+    ((side, kernels),) = job.kernels.items()
+    started = stack.enter_context(
+        workers({side: (kernels, None, None)}, gpu=gpu.cuda_visible, fork=True, before=before)
+    )
+    return started
+
+
 def _workers(stack: ExitStack, gpus: Sequence[Gpu], setup: Callable[[], None] | None) -> list[ProcessPoolExecutor]:
-    """One spawned worker process per GPU, pinned to it (`_pin`), stopped when `stack` closes."""
+    """One spawned pool process per GPU, pinned to it (`_pin`), stopped when `stack` closes: for
+    `on_each_gpu`, which a selftest's child runs (its results come back pickled, to that child)."""
     context = get_context("spawn")
     return [
         stack.enter_context(ProcessPoolExecutor(1, mp_context=context, initializer=_pin, initargs=(gpu, setup)))

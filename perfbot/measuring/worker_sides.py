@@ -55,14 +55,16 @@ class WorkerProcess:
         gpu: str | None = None,
         declared_by: Path | None = None,
         fork: bool = False,
+        before: Callable[[], None] | None = None,
     ):
+        """`before`: run first in a forked worker, before anything touches CUDA (shards._pin)."""
         self.side = side
         self.nonce = secrets.token_hex(16)
         self._hello: dict[str, Any] | None = None
         self._log = tempfile.TemporaryFile(mode="w+", errors="replace")
-        if fork and triton_env is None and gpu is None and may_fork():
+        if fork and triton_env is None and may_fork():
             preimport()  # what every worker imports before the subject, imported here once for all forks
-            forked = _Forked(kernels, side, declared_by, self._log)
+            forked = _Forked(kernels, side, declared_by, self._log, gpu, before)
             self._process: subprocess.Popen[str] | _Forked = forked
             self._requests: IO[str] = forked.requests
             self._replies: IO[str] = forked.replies
@@ -168,10 +170,13 @@ class WorkerProcess:
 
 
 @contextmanager
-def both_sides(kernels: Mapping[str, Path]) -> Iterator[WorkerProcess]:
+def both_sides(
+    kernels: Mapping[str, Path], gpu: str | None = None, before: Callable[[], None] | None = None
+) -> Iterator[WorkerProcess]:
     """One worker that holds both sides of an A/B with one Triton (BOTH): each side loaded from
-    its own kernels, the head judged by the base's declarations. Stopped afterwards."""
-    worker = WorkerProcess(BOTH, kernels["head"], declared_by=kernels["base"], fork=True)
+    its own kernels, the head judged by the base's declarations; pinned to `gpu` (a
+    CUDA_VISIBLE_DEVICES entry) if given. Stopped afterwards."""
+    worker = WorkerProcess(BOTH, kernels["head"], gpu=gpu, declared_by=kernels["base"], fork=True, before=before)
     try:
         yield worker
     except KeyboardInterrupt:  # it ignores Ctrl-C: it stops now, not after a request
@@ -187,6 +192,7 @@ def workers(
     command: Sequence[str] | None = None,
     gpu: str | None = None,
     fork: bool = False,
+    before: Callable[[], None] | None = None,
 ) -> Iterator[dict[str, WorkerProcess]]:
     """Started workers by side, from (kernels, triton environment or None, Triton commit or None),
     pinned to `gpu` (a CUDA_VISIBLE_DEVICES entry) if given, forked where they can be with `fork`;
@@ -198,7 +204,9 @@ def workers(
             for side, (kernels, triton_env, commit) in specs.items():
                 # The head runs under the base's declarations (declarations.py): its worker loads both.
                 declared_by = base if side == "head" else None
-                started[side] = WorkerProcess(side, kernels, triton_env, command, commit, gpu, declared_by, fork)
+                started[side] = WorkerProcess(
+                    side, kernels, triton_env, command, commit, gpu, declared_by, fork, before
+                )
                 stack.callback(started[side].close)
             yield started
         except KeyboardInterrupt:  # the workers ignore Ctrl-C (main): they stop now, not after a request
@@ -433,11 +441,23 @@ class _Forked:
     """A worker forked from the coordinator (children.fork_child), with the part of
     Popen's interface WorkerProcess uses."""
 
-    def __init__(self, kernels: Path, side: str, declared_by: Path | None, log: IO[str]):
+    def __init__(
+        self,
+        kernels: Path,
+        side: str,
+        declared_by: Path | None,
+        log: IO[str],
+        gpu: str | None = None,
+        before: Callable[[], None] | None = None,
+    ):
         requests_read, requests_write = os.pipe()
         replies_read, replies_write = os.pipe()
 
         def run(replies: IO[str]) -> None:
+            if gpu is not None:  # pinned, before anything touches CUDA
+                os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+            if before is not None:
+                before()
             serve(kernels, side, sys.stdin, replies, declared_by)
 
         self.pid = fork_child(requests_read, log.fileno(), replies_write, run)
