@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -56,34 +57,20 @@ def run_command(
         perfbot run --suite NAME --case CASE --kernel NAME --variant NAME=all --samples 100
         perfbot run --suite a100 --suite models --gpus 2 --out all.json
     """
-    from ..measuring.planning import case_steps
-    from ..measuring.recording import Measurement
-    from ..measuring.runner import measure_sides
-    from ..measuring.shards import Job, measure_sharded
+    from ..jobs.run import measure_package
     from ..measuring.triton_pin import with_pin
-    from ..measuring.worker_sides import WorkerSides, chosen_in, workers
 
     config = project_config(project)
     kernels = package if package is not None else config.kernels_dir
     if out is not None:  # checked again by save(); refused before measuring
         check_output(out, overwrite=overwrite)
-    gpus = measuring.gpus()
-    # The subject's code runs in a worker process, never here: this process decides (worker.py).
-    with workers({"": (kernels, None, None)}, fork=True) as started, named_options():
-        chosen = chosen_in(started[""], *measuring.names())
-        suites, settings = chosen.suites, chosen.settings
-        if len(gpus) > 1:
-            started[""].close()  # each GPU's worker loads the subject for itself (shards.py)
-        with progress() as bar:
-            task = bar.add_task("starting", total=chosen.cases * case_steps(settings))
+    with named_options(), progress() as bar:
 
-            def advance(label: str, steps: int) -> None:
-                bar.update(task, advance=steps, description=label)
+        def started(total: int) -> Callable[[str, int], None]:
+            task = bar.add_task("starting", total=total)
+            return lambda label, steps: bar.update(task, advance=steps, description=label)
 
-            if len(gpus) > 1:
-                result = measure_sharded(Job({"": kernels}, settings), suites, gpus, advance)[""]
-            else:
-                result = measure_sides(WorkerSides(started, settings), Measurement(suites, settings), advance)[""]
+        result = measure_package(kernels, measuring.names(), measuring.gpus(), started)
     result = replace(result, environment=with_pin(result.environment, config.triton_commit))
     warn_of_triton_pin(config.triton_commit, result.environment)
     if out is not None:
