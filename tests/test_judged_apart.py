@@ -223,6 +223,47 @@ def test_a_clock_patched_and_put_back_while_rounds_are_timed_fails_run(gpu, tmp_
     assert time.perf_counter is real  # here, in perfbot's process, nothing changed
 
 
+class _L2Driver:
+    """The CUDA driver's persisting-L2 limit, as perfbot/measuring/l2_persistence.py reads it, on
+    the CPU: the subject sets it through `perfbot.measuring.l2_persistence.driver().limit`."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+
+    def set_aside(self) -> int:
+        return self.limit
+
+    def reset(self) -> None:
+        self.limit = 0
+
+
+SETS_L2_ASIDE = "import perfbot.measuring.l2_persistence as l2; l2.driver().limit = 1 << 20"
+
+
+@pytest.mark.parametrize("part", ["at_import", "mine_body"])
+def test_a_subject_that_sets_l2_aside_for_persisting_lines_is_refused(gpu, tmp_path: Path, monkeypatch, part: str):
+    from perfbot.measuring import l2_persistence
+
+    driver = _L2Driver(0)
+    monkeypatch.setattr(l2_persistence, "driver", lambda: driver)
+    done = _timed(_project(tmp_path, **{part: SETS_L2_ASIDE}))
+    assert done.exit_code == 2, done.output
+    assert _one_line(done.stderr).endswith(
+        "the subject set 1048576 bytes of L2 aside for persisting lines (cudaLimitPersistingL2CacheSize)"
+    )
+
+
+def test_l2_set_aside_before_the_subject_loads_is_reset_not_blamed_on_it(gpu, tmp_path: Path, monkeypatch):
+    """A runner whose environment sets L2 aside by default (CUDA_DEVICE_DEFAULT_PERSISTING_L2_CACHE_
+    PERCENTAGE_LIMIT): the worker resets it before the subject is imported."""
+    from perfbot.measuring import l2_persistence
+
+    driver = _L2Driver(4096)
+    monkeypatch.setattr(l2_persistence, "driver", lambda: driver)
+    done = _timed(_project(tmp_path))
+    assert done.exit_code == 0, done.output
+
+
 def test_run_and_sample_never_run_the_subjects_code_in_perfbots_process(gpu, tmp_path: Path):
     import os
 

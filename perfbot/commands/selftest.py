@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import EnvironmentFailure
+from ..errors import EXIT_REGRESSION, EnvironmentFailure
 from ..files import check_output, write_atomic
-from ..output.selftest import SelftestAsked, interference_report, picks_line, selftest_report
+from ..output.selftest import SelftestAsked, exploits_report, interference_report, picks_line, selftest_report
 from .context import (
     chosen_gpus,
     console,
@@ -79,6 +79,13 @@ if TYPE_CHECKING:
     help="How much the interference check slows the benchmark.",
 )
 @skip_kernel_option
+@click.option(
+    "--exploits",
+    is_flag=True,
+    help="Instead: run the red-team suite, cheating implementations (a result kept across calls, a patched "
+    "timer, os._exit, ...) each in a project of its own as `perfbot run` runs it, and report whether perfbot "
+    "caught each one. Needs no project. Exits 1 if one was not caught.",
+)
 @gpu_options
 @project_option
 def selftest_command(
@@ -97,6 +104,7 @@ def selftest_command(
     interference_rounds: int,
     interference_percent: float,
     skipped_kernels: tuple[str, ...],
+    exploits: bool,
     gpu_count: int | None,
     mixed_gpus: bool,
     project: Path | None,
@@ -114,10 +122,18 @@ def selftest_command(
     as `perfbot ab` times them; every other benchmark's ratio is cross-talk, the largest of them
     reported (a verdict must depend only on the code it judges).
 
+    With --exploits, the red-team suite instead (docs/method.md, "The red-team selftest"):
+    each cheating implementation beside an honest kernel, judged as a pull request's would be.
+
     Example:
 
+    \b
         perfbot selftest --checks 100 --out selftest.json
+        perfbot selftest --exploits --out exploits.json
     """
+    if exploits:
+        red_team(samples, out, overwrite, chosen_gpus(gpu_count, mixed_gpus))
+        return
     from ..measuring import selftest, subject_process
     from ..measuring.interference import Interference
 
@@ -180,6 +196,34 @@ def selftest_command(
             **({"checks_ms": collected} if keep_samples else {}),
         }
         write_atomic(out, json.dumps(record, indent=1) + "\n", replace=overwrite)
+
+
+def red_team(samples: int, out: Path | None, overwrite: bool, gpus: list[Any]) -> None:
+    """`selftest --exploits`: each exploit's verdict, the catch rate, exit 1 if one slipped through."""
+    from ..jobs.exploits import try_exploits
+    from ..jobs.red_team import EXPLOITS
+    from ..measuring.runner import gpu_device
+
+    if out is not None:
+        check_output(out, overwrite=overwrite)
+    device = gpu_device("perfbot selftest --exploits")
+    with progress() as bar:
+        task = bar.add_task("exploits", total=len(EXPLOITS))
+        verdicts = try_exploits(
+            device, gpus, samples, lambda index, name: bar.update(task, completed=index, description=name), EXPLOITS
+        )
+    rows = [verdict.to_json() for verdict in verdicts]
+    for part in exploits_report(rows):
+        console().print(part)
+    if out is not None:
+        record = {
+            "exploits": rows,
+            "caught": sum(v.caught for v in verdicts),
+            "run": sum(v.exit_code is not None for v in verdicts),
+        }
+        write_atomic(out, json.dumps(record, indent=1) + "\n", replace=overwrite)
+    if any(verdict.exit_code is not None and not verdict.caught for verdict in verdicts):
+        raise click.exceptions.Exit(EXIT_REGRESSION)
 
 
 def print_interference(crossed: Interference, warn_percent: float) -> None:

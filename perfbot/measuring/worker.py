@@ -38,7 +38,8 @@ A tagged record is {"side": side, "record": {...}}: a worker may hold both sides
 (BOTH). Any request may be answered with {"error": message, "exit": code} instead ("option" naming the
 command-line option of a name that chose nothing). The worker notes perfbot's code and the clocks
 before it loads the subject (untouched.py) and looks again after every request (the clocks alone
-after a round): a subject that changed them is refused, exit 2. A worker that ends before it
+after a round): a subject that changed them is refused, exit 2, as is one that set L2 aside for
+persisting lines (l2_persistence.py). A worker that ends before it
 answers (`os._exit` in the subject, a crash) is refused, exit 2, with how it ended.
 """
 
@@ -215,8 +216,9 @@ class _Side:
         """Check and capture a case; `against`, the base's picks to align the head to; `fixed`,
         the picks each benchmark is to run (a confirming round); `rounds`: timed a round at a
         time (`round`), else a sample at a time (`sample`)."""
-        from . import measure, runner
+        from . import l2_persistence, measure, runner
 
+        l2_persistence.driver().reset()  # nothing set aside while the case is checked, captured and timed
         chosen = RunSettings.from_wire(settings)
         pinned = None if fixed is None else picks_of(self.side, {"picks": fixed})
         if self.local is None or self.local.settings != chosen or self.local.fixed != pinned:
@@ -276,9 +278,11 @@ def _tagged(records: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
 
 def serve(kernels: Path, side: str, requests: IO[str], answers: IO[str], declared_by: Path | None = None) -> None:
     """The worker's loop: answer requests until "quit" or the end of them."""
+    from . import l2_persistence
     from .untouched import Untouched
 
     preimport()  # every perfbot module it may use, noted untouched before the subject loads
+    l2_persistence.start_clean()
     untouched = Untouched()
     handler = _Side(kernels, side, declared_by)
     nonce = None
@@ -299,15 +303,27 @@ def serve(kernels: Path, side: str, requests: IO[str], answers: IO[str], declare
             answer = {"error": str(error), "exit": error.exit_code}
         except Exception as error:  # noqa: BLE001 -- reported to the coordinator, which stops the run
             answer = {"error": f"{type(error).__name__}: {error}", "exit": EXIT_ENVIRONMENT}
-        # Whatever the request came to, a subject that changed perfbot or a clock is refused for
-        # it. After a timed round, only the clocks are looked at: the whole look takes milliseconds.
-        changed = untouched.changed(clocks_only=op in ("round", "sample"))
-        if changed:
-            more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
-            answer = {"error": f"the subject changed what it may not: {', '.join(changed[:5])}{more}", "exit": 2}
+        # Whatever the request came to, a subject that changed perfbot or a clock, or left L2
+        # set aside, is refused for it.
+        refused = _refusal(untouched, op)
+        if refused is not None:
+            answer = {"error": refused, "exit": 2}
         answers.write(json.dumps({**answer, "nonce": nonce}) + "\n")
-        if changed:
+        if refused is not None:
             break
+
+
+def _refusal(untouched: Any, op: str) -> str | None:
+    """Why the subject is refused after a request, or None. After a timed round only the clocks
+    are looked at (the whole look takes milliseconds), and the L2 limit, a driver call of
+    microseconds."""
+    from . import l2_persistence
+
+    changed = untouched.changed(clocks_only=op in ("round", "sample"))
+    if changed:
+        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        return f"the subject changed what it may not: {', '.join(changed[:5])}{more}"
+    return l2_persistence.residue()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -5,7 +5,7 @@ each part in turn; the JSON record is the result's own (measuring/selftest.py)."
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -121,3 +121,32 @@ def picks_line(picks: Picks) -> str:
         f"autotune: {picks.differed} of {picks.imports} fresh imports picked otherwise than the first ({seen}); "
         "an A/B runs both sides at the base's pick where their kernels' source and configs agree"
     )
+
+
+def exploits_report(verdicts: list[dict[str, Any]]) -> list[Table | str]:
+    """The red-team table, one row per exploit (jobs/exploits.Verdict.to_json), then the catch rate
+    of those that ran."""
+    table = Table(
+        title="perfbot selftest --exploits: cheating implementations against this runner", title_justify="left"
+    )
+    for column in ("exploit", "what it does", "verdict", "what perfbot said"):
+        table.add_column(column, overflow="fold")
+    for verdict in verdicts:
+        if verdict["exit_code"] is None:
+            said = "not run"
+        elif verdict["caught"]:
+            said = f"caught (exit {verdict['exit_code']})"
+        else:
+            said = f"[bold red]NOT CAUGHT[/] (exit {verdict['exit_code']})"
+        table.add_row(escape(verdict["exploit"]), escape(verdict["does"]), said, escape(verdict["said"]))
+    return [table, catch_line(verdicts)]
+
+
+def catch_line(verdicts: list[dict[str, Any]]) -> str:
+    """How many of the exploits that ran were caught, and how many could not run here."""
+    ran = [v for v in verdicts if v["exit_code"] is not None]
+    caught = sum(v["caught"] for v in ran)
+    rate = f" ({100 * caught / len(ran):.0f}%)" if ran else ""
+    not_run = len(verdicts) - len(ran)
+    unrun = f"; {not_run} not run here (each needs a CUDA GPU)" if not_run else ""
+    return f"caught {caught} of {len(ran)} exploits{rate}{unrun}"
