@@ -258,3 +258,20 @@ def test_this_repositorys_kernels_compile_on_the_cpu_on_both_paths_in_every_dtyp
         ("odd-fp32", "float32"),
         ("gemma-7b-m16", "bfloat16"),
     }
+
+
+def test_the_subjects_run_in_a_process_of_their_own_and_ending_it_is_refused(compiling, rows: Path, tmp_path: Path):
+    """explain loads both sides, and calls their code, in a child (measuring/compiled_sides.py): a
+    head that ends that process at import is refused, exit 2, never a table and exit 0."""
+    import shutil
+
+    project = tmp_path / "rows"
+    shutil.copytree(rows, project)
+    pids = tmp_path / "pids"
+    init = project / "rows" / "__init__.py"
+    init.write_text(init.read_text() + f"\nopen({str(pids)!r}, 'a').write(f'{{__import__(\"os\").getpid()}}\\n')\n")
+    init.write_text(init.read_text() + "import os; os._exit(0)\n")
+    done = CliRunner().invoke(perfbot, ["explain", "HEAD", "--project", str(project)])
+    assert done.exit_code == 2, done.output
+    assert "ended (exit 0, as os._exit(0) would) before it answered" in done.stderr
+    assert pids.read_text().split() and str(os.getpid()) not in pids.read_text().split()

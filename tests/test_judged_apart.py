@@ -306,6 +306,25 @@ def test_a_head_that_ends_or_patches_its_worker_fails_the_ab(gpu, repo: Path, tm
     assert not (tmp_path / "ab" / "comment.md").exists()  # no verdict was written
 
 
+def test_a_dry_run_plans_in_a_process_of_the_subjects_own(repo: Path, tmp_path: Path):
+    """`ab --dry-run` times nothing, but loads both sides: in a child, as `check` does. A head
+    that ends that process at import is refused, exit 2, never an empty plan with exit 0."""
+    import os
+
+    pids = tmp_path / "pids"
+    init = repo / "kernels" / "__init__.py"
+    original = init.read_text()
+    init.write_text(original + f"\nopen({str(pids)!r}, 'a').write(f'{{__import__(\"os\").getpid()}}\\n')\n")
+    done = _ab(repo, tmp_path / "ab", "--dry-run")
+    assert done.exit_code == 0 and "benchmarks per side" in done.output, done.output
+    ran_in = set(pids.read_text().split())
+    assert ran_in and str(os.getpid()) not in ran_in
+    init.write_text(original + "\nimport os; os._exit(0)\n")
+    done = _ab(repo, tmp_path / "ab", "--dry-run")
+    assert done.exit_code == 2, done.output
+    assert "ended (exit 0, as os._exit(0) would) before it answered" in _one_line(done.stderr)
+
+
 def test_ab_never_runs_either_sides_code_in_perfbots_process(gpu, repo: Path, tmp_path: Path):
     import os
 
@@ -350,3 +369,22 @@ def test_the_selftest_never_runs_the_subjects_code_in_perfbots_process(gpu, tmp_
     assert done.exit_code == 0, done.output
     ran_in = set(pids.read_text().split())
     assert ran_in and str(os.getpid()) not in ran_in
+
+
+def test_a_subject_that_sets_l2_aside_fails_the_selftest(gpu, tmp_path: Path, monkeypatch):
+    from perfbot.measuring import l2_persistence, selftest
+    from tests.test_selftest import _rounds
+
+    driver = _L2Driver(4096)  # set aside by the runner's environment: reset, not blamed
+    monkeypatch.setattr(l2_persistence, "driver", lambda: driver)
+    monkeypatch.setattr(
+        selftest, "measure_checks", lambda fn, levels, checks, *a, **k: [fn(), _rounds(checks, 0.001, levels)][1]
+    )
+    assert _selftest(_project(tmp_path / "honest")).exit_code == 0
+    done = _selftest(_project(tmp_path / "sets", mine_body=SETS_L2_ASIDE))
+    assert done.exit_code == 2, done.output
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .endswith("the subject set 1048576 bytes of L2 aside for persisting lines (cudaLimitPersistingL2CacheSize)")
+    )

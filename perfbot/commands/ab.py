@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
+from typing_extensions import TypedDict
 
 from ..errors import EXIT_REGRESSION, BadInput, PerfbotError
 from ..files import check_output, write_atomic
 from ..output.comment import ERROR_FILE
 from ..records import results as results_file
+from ..records.schema import validate_message
 from .context import (
     emit,
     given_as,
-    load_kernels,
     named_options,
     progress,
     project_config,
@@ -39,11 +41,8 @@ from .options import (
 
 if TYPE_CHECKING:
     from ..deciding.thresholds import Policy
-    from ..jobs.ab_sides import Prepared, Revisions
+    from ..jobs.ab_sides import Revisions, Trees
     from ..jobs.ab_tritons import Tritons
-    from ..loading.package import Loaded
-    from ..loading.subject import Suite
-    from ..measuring.planning import RunSettings
 
 _OUTPUTS = ("base.json", "head.json", "comparison.json", "comment.md")
 
@@ -72,10 +71,6 @@ class AbOptions:
         from ..jobs.ab_sides import Revisions
 
         return Revisions(self.base_rev, self.head_rev, self.merge)
-
-    def choose(self, base: Loaded) -> tuple[list[Suite], RunSettings]:
-        """The suites, cases and implementations asked for, from the base's subject: it decides."""
-        return self.measuring.suites(base, every_suite=True), self.measuring.settings(base)
 
     def tritons(self) -> Tritons:
         from ..jobs.ab_tritons import Tritons
@@ -181,10 +176,9 @@ def ab_command(options: AbOptions) -> None:
     tritons = options.tritons()
     policy = project_policy(config, options.thresholds_path)  # before the dry run: it refuses as the run does
     revisions = options.revisions()
-    if options.dry_run:  # in this process: nothing is measured, and nothing decided but what is shown
-        running = load_kernels(config, None)
-        with ab_sides.prepared(config, running, revisions, options.choose) as ready:
-            click.echo(_planned_text(ready, tritons, revisions, policy))
+    if options.dry_run:  # nothing is measured, and nothing decided but what is shown
+        with ab_sides.checked_out(config, revisions) as trees:
+            click.echo(_planned_text(trees, _planned(trees, options.measuring), tritons, revisions, policy))
         return
     sampling = ab.Sampling(options.max_samples, options.time_budget)
     request = ab.Request(
@@ -235,58 +229,79 @@ def _error_kept(path: Path) -> Iterator[None]:
         raise
 
 
-def _planned_text(ready: Prepared, tritons: Tritons, revisions: Revisions, policy: Policy) -> str:
+def _planned(trees: Trees, measuring: Measuring) -> dict[str, Any]:
+    """What the A/B would measure, planned in a process of the subjects' own (subject_jobs.ab_plan_job):
+    both sides' code runs there, never here."""
+    from ..measuring import subject_process
+
+    kernels = trees.kernels()
+    selection, settings = measuring.names(every_suite=True)
+    request = {"base": str(kernels["base"]), "head": str(kernels["head"]), "selection": selection, "settings": settings}
+    try:
+        with named_options():
+            answer = subject_process.ask("ab_plan", request)
+    except PerfbotError as error:
+        raise trees.said_of_revisions(error) from error
+    return validate_message("the dry run's process of the subjects' own", answer, _plan_answer(), "plan")
+
+
+class _Implementation(TypedDict):
+    name: str
+    role: Literal["under test", "bound", "baseline"]
+    files: dict[str, str]
+    within_subject: bool
+
+
+class _Plan(TypedDict):
+    suites: list[str]
+    benchmarks: dict[str, int]
+    sides: dict[Literal["base", "head"], list[_Implementation]]
+    missing: list[dict[str, str]]
+    declared: list[str]
+
+
+@functools.cache
+def _plan_answer() -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(_Plan)
+
+
+def _planned_text(trees: Trees, planned: dict[str, Any], tritons: Tritons, revisions: Revisions, policy: Policy) -> str:
     """What `perfbot ab --dry-run` prints: what the run would measure, and from which files."""
     from ..jobs.ab_tritons import tritons_text
-    from ..loading import declarations
-    from ..measuring.planning import plan
 
-    base_sha, head_sha = ready.trees["base"][1], ready.trees["head"][1]
+    base_sha, head_sha = trees.trees["base"][1], trees.trees["head"][1]
     head = (
         f"{revisions.head} = {head_sha}"
         if revisions.head
-        else f"this checkout, uncommitted changes included ({ready.trees['head'][0]})"
+        else f"this checkout, uncommitted changes included ({trees.trees['head'][0]})"
     )
     lines = ["perfbot ab --dry-run: nothing is timed; the run would measure", f"  base: {revisions.base} = {base_sha}"]
     lines.append(f"  head: {head}")
-    if ready.merge is not None:
-        merge = f"merge commit {ready.merge.commit}" if ready.merge.commit else "a fast-forward: the head as it is"
+    if trees.merge is not None:
+        merge = f"merge commit {trees.merge.commit}" if trees.merge.commit else "a fast-forward: the head as it is"
         lines.append(f"  the head merged into the base ({merge}), against the base")
-    lines.append(f"  Triton: {tritons_text(ready.pins, tritons, revisions.base)}")
+    lines.append(f"  Triton: {tritons_text(trees.pins, tritons, revisions.base)}")
     lines.append(f"  judged with: {policy.source}")
-    # Each side planned as the run plans it: what a side lacks is left out, not refused.
-    groups = {
-        side: plan(loaded, ready.suites, ready.settings, side, lenient=True) for side, loaded in ready.subjects.items()
-    }
-    counts = ", ".join(f"{side} {sum(map(len, planned))}" for side, planned in groups.items())
-    lines.append(f"  the base's suites: {', '.join(s.name for s in ready.suites)}; benchmarks per side: {counts}")
-    for side, loaded in ready.subjects.items():
-        timed = {p.kernel for group in groups[side] for p in group}
+    counts = ", ".join(f"{side} {count}" for side, count in planned["benchmarks"].items())
+    lines.append(f"  the base's suites: {', '.join(planned['suites'])}; benchmarks per side: {counts}")
+    for side, implementations in planned["sides"].items():
         lines.append(f"{side}'s implementations, and the files their code came from (sha256):")
-        recorded = loaded.sources.recorded()
-        for name in [n for n in loaded.implementations if n in timed]:
-            implementation = loaded.implementations[name]
-            role = "under test" if implementation.under_test else "bound" if implementation.bound else "baseline"
-            files = recorded.get(name, {})
-            lines.append(f"  {name} ({role}):" + ("" if files else " no file found"))
+        for implementation in implementations:
+            name, files = implementation["name"], implementation["files"]
+            lines.append(f"  {name} ({implementation['role']}):" + ("" if files else " no file found"))
             lines += [f"    {path} {digest}" for path, digest in sorted(files.items())]
-            if implementation.under_test and all(_in_subject(path, loaded) for path in files):
+            if implementation["role"] == "under test" and implementation["within_subject"]:
                 lines.append(
                     f"    note: {name} reaches no file beyond the subject package; code it imports only when it "
                     "runs is not loaded from this checkout nor checked (docs/subject.md)"
                 )
-    planned = [p for group in groups["base"] for p in group]
-    for failure in declarations.missing_failures(ready.missing, planned):
-        where = f"{failure.name} on {failure.suite}/{failure.case}"
-        lines.append(f"missing on the head, would fail the check: {where}: {failure.reason}")
-    lines += [f"declarations differ: {line}" for line in ready.declared]
+    for failure in planned["missing"]:
+        where = f"{failure['name']} on {failure['suite']}/{failure['case']}"
+        lines.append(f"missing on the head, would fail the check: {where}: {failure['reason']}")
+    lines += [f"declarations differ: {line}" for line in planned["declared"]]
     return "\n".join(lines)
-
-
-def _in_subject(path: str, loaded: Loaded) -> bool:
-    """Whether a recorded file (relative to its checkout, or absolute) is in the subject's package."""
-    place = Path(path) if Path(path).is_absolute() else loaded.sources.root / path
-    return place.resolve().is_relative_to(loaded.path.resolve())
 
 
 @contextmanager

@@ -149,6 +149,26 @@ def progress() -> Progress:
     )
 
 
+def progress_told(bar: Any) -> Callable[[object], None]:
+    """A progress bar told by a subject's process (subject_jobs.py): {"task": label, "total": n or
+    None} starts a task, {"advance": n} advances it, {"description": label} renames it, and
+    {"total": n} sets how many steps it has."""
+    task: list[Any] = []
+
+    def told(message: object) -> None:
+        if not isinstance(message, dict):
+            return
+        if "task" in message:
+            task[:] = [bar.add_task(str(message["task"]), total=message.get("total"))]
+        elif task:
+            total = message.get("total")
+            bar.update(task[0], advance=int(message.get("advance", 0)), description=message.get("description"))
+            if isinstance(total, int):
+                bar.update(task[0], total=total)
+
+    return told
+
+
 def check_outputs(overwrite: bool, **paths: Path | None) -> None:
     """The output rule (files.py) for each output a command was given, by its option's name, before
     any work is done; two options naming one file are refused."""

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,9 +17,9 @@ from .context import (
     check_outputs,
     console,
     given_as,
-    load_kernels,
     named_options,
     progress,
+    progress_told,
     project_config,
     warn_of_triton_pin,
 )
@@ -39,9 +37,6 @@ from .options import (
 
 if TYPE_CHECKING:
     from ..compiling.explanation import Explanation
-    from ..loading.package import Loaded
-    from ..loading.subject import Suite
-    from ..measuring.planning import RunSettings
 
 # The --out file's format: its version goes up when a field changes meaning or goes away.
 JSON_VERSION = 1
@@ -62,28 +57,6 @@ class ExplainOptions:
     out: Path | None
     overwrite: bool
     project: Path | None
-
-    def choose(self, base: Loaded) -> tuple[list[Suite], RunSettings]:
-        """The cases and implementations asked for, from the base's subject (it decides, as in
-        an A/B); by default the implementations under test, the subject's own kernels."""
-        from ..loading.selection import chosen, chosen_implementations
-        from ..measuring.planning import RunSettings, chosen_variants
-
-        with named_options():
-            suites = chosen(base, self.suite_names, self.case_names, family_names=self.family_names)
-        if self.kernel_names == (EVERY,):
-            kernels: tuple[str, ...] = ()
-        elif self.kernel_names:
-            kernels = chosen_implementations(base, self.kernel_names)
-        else:
-            listed = dict.fromkeys(name for suite in suites for name in suite.implementations)
-            kernels = tuple(n for n in listed if n in base.implementations and base.implementations[n].under_test)
-            if not kernels:
-                raise click.UsageError(
-                    "the chosen suites list no implementation under test; name some with --kernel (or --kernel all)"
-                )
-        variants = chosen_variants(base.subject, self.variants)
-        return suites, RunSettings(variants=variants, kernels=kernels, keep_sass=self.keep_sass)
 
 
 @click.command("explain")
@@ -141,13 +114,25 @@ def explain_command(options: ExplainOptions) -> None:
     from ..jobs import explain as job
     from ..jobs.ab_sides import Revisions
 
-    target = job.target(options.gpu)  # before any kernel is defined: refuses Triton's interpreter
+    target = job.target(options.gpu)  # refuses Triton's interpreter, which compiles nothing
     config = project_config(options.project)
     check_outputs(options.overwrite, out=options.out)
-    running = load_kernels(config, None)
     warn_of_triton_pin(config.triton_commit)
-    request = job.Request(Revisions(options.base_rev, options.head_rev), options.choose, target, options.keep_sass)
-    explanation = job.explain(config, running, request, _bar)
+    selection = {
+        "suite_names": options.suite_names,
+        "case_names": options.case_names,
+        "family_names": options.family_names,
+    }
+    request = job.Request(
+        Revisions(options.base_rev, options.head_rev),
+        selection,
+        options.kernel_names,
+        options.variants,
+        target,
+        options.keep_sass,
+    )
+    with progress() as bar, named_options():
+        explanation = job.explain(config, request, progress_told(bar))
     if len(set(explanation.pins.values())) > 1:
         click.echo(
             f"perfbot: note: the sides pin different Triton commits (base {explanation.pins['base'][:12]}, head "
@@ -173,10 +158,3 @@ def explanation_json(explanation: Explanation) -> str:
     """The --out file: both sides' Compiled records and the change, per implementation and case."""
     record: dict[str, Any] = {"perfbot_explain": JSON_VERSION, **dataclasses.asdict(explanation)}
     return json.dumps(record, indent=1, default=str) + "\n"
-
-
-@contextmanager
-def _bar(total: int) -> Iterator[Callable[[str, int], None]]:
-    with progress() as bar:
-        task = bar.add_task("compiling", total=total)
-        yield lambda label, steps: bar.update(task, advance=steps, description=label)

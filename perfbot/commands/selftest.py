@@ -6,7 +6,6 @@ import dataclasses
 import functools
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +19,7 @@ from .context import (
     console,
     named_options,
     progress,
+    progress_told,
     project_config,
     project_policy,
     warn_of_triton_pin,
@@ -172,7 +172,7 @@ def selftest_command(
         "gpus": [dataclasses.asdict(gpu) for gpu in gpus],
     }
     with progress() as bar, named_options():
-        answer = subject_process.ask("selftest", request, _told_to(bar))
+        answer = subject_process.ask("selftest", request, progress_told(bar))
     try:
         collected = _checks().validate_python(answer["checks"])
         kernel, suite, case = str(answer["kernel"]), str(answer["suite"]), str(answer["case"])
@@ -239,24 +239,6 @@ def _policy_file(config: Any, thresholds_path: Path | None) -> str | None:
         return str(thresholds_path)
     own = config.root / "thresholds.yaml"
     return str(own) if os.path.lexists(own) else None
-
-
-def _told_to(bar: Any) -> Callable[[object], None]:
-    """The progress bar's side of subject_jobs.selftest_job's progress messages."""
-    task: list[Any] = []
-
-    def told(message: object) -> None:
-        if not isinstance(message, dict):
-            return
-        if "task" in message:
-            task[:] = [bar.add_task(str(message["task"]), total=message.get("total"))]
-        elif task:
-            total = message.get("total")
-            bar.update(task[0], advance=int(message.get("advance", 0)), description=message.get("description"))
-            if isinstance(total, int):
-                bar.update(task[0], total=total)
-
-    return told
 
 
 @functools.cache

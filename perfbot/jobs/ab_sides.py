@@ -1,31 +1,21 @@
 """The two sides of an A/B made ready, nothing timed: each side's tree (a revision checked out, or
 the head merged into the base's tip, in a temporary git worktree; the checkout perfbot runs in is
-never touched), `checked_out`. A measured A/B loads the subjects from the trees in a worker
-(jobs/ab.py); `prepared` loads them in this process, for what only shows (`--dry-run`, explain),
-the head's judged by the base's declarations."""
+never touched), `checked_out`. Nothing of either subject is loaded here: a measured A/B loads
+them from the trees in a worker (jobs/ab.py), a dry run and `perfbot explain` in a process of
+their own (measuring/subject_jobs.py), the head's judged by the base's declarations."""
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .. import git
 from ..config import ProjectConfig, load_project_config
 from ..errors import BadInput, PerfbotError
-from ..loading import declarations, provenance
-from ..loading.package import Loaded, load_subject
-from ..loading.subject import Suite
 from ..records.run import Merge
-
-if TYPE_CHECKING:
-    from ..measuring.planning import RunSettings
-
-# What the base's subject chooses: the suites to measure and the run's settings.
-Choose = Callable[[Loaded], tuple[Sequence[Suite], "RunSettings"]]
 
 
 @dataclass(frozen=True)
@@ -70,33 +60,6 @@ class Trees:
         return type(error)(said(str(error)))
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """An A/B made ready in this process, nothing timed (`--dry-run`, `explain`): its trees, both
-    sides' subjects (the head's judged by the base's declarations), what the base judges that
-    the head cannot run, and what the base's subject chose."""
-
-    checked_out: Trees
-    subjects: dict[str, Loaded]
-    head_own: Loaded  # the head's subject with its own declarations (to list what differs)
-    missing: dict[str, str]
-    suites: Sequence[Suite]
-    settings: RunSettings
-    declared: list[str]
-
-    @property
-    def trees(self) -> dict[str, tuple[Path, str | None]]:
-        return self.checked_out.trees
-
-    @property
-    def merge(self) -> Merge | None:
-        return self.checked_out.merge
-
-    @property
-    def pins(self) -> dict[str, str]:
-        return self.checked_out.pins
-
-
 @contextmanager
 def checked_out(config: ProjectConfig, revisions: Revisions) -> Iterator[Trees]:
     """Both sides checked out (the head merged into the base with `revisions.merge`; by default
@@ -130,33 +93,6 @@ def checked_out(config: ProjectConfig, revisions: Revisions) -> Iterator[Trees]:
             _has_subject(trees[side], relative, named[side])
         pins = {side: load_project_config(tree).triton_commit for side, (tree, _) in trees.items()}
         yield Trees(trees, merged_as, pins, relative, named)
-
-
-@contextmanager
-def prepared(config: ProjectConfig, running: Loaded, revisions: Revisions, choose: Choose) -> Iterator[Prepared]:
-    """Both sides checked out (`checked_out`) and loaded in this process, each from its own
-    checkout (provenance.check), the head under the base's declarations; the head by default
-    this checkout's kernels, `running`; `choose(base)` picks the base's suites and the run's
-    settings. Needs no GPU. (A measured A/B loads the sides in a worker instead: jobs/ab.py.)"""
-    with checked_out(config, revisions) as ready:
-        try:
-            base_subject = load_subject(ready.kernels()["base"])
-            head_own = load_subject(ready.kernels()["head"]) if revisions.head else running
-        except BadInput as error:
-            raise ready.said_of_revisions(error) from error
-        head_subject, missing = declarations.judged_by_base(base_subject, head_own)
-        subjects = {"base": base_subject, "head": head_subject}
-        provenance.check({side: loaded.sources for side, loaded in subjects.items()})
-        suites, settings = choose(base_subject)
-        yield Prepared(
-            checked_out=ready,
-            subjects=subjects,
-            head_own=head_own,
-            missing=missing,
-            suites=suites,
-            settings=settings,
-            declared=declarations.differences(base_subject, head_own, suites),
-        )
 
 
 def _has_subject(tree: tuple[Path, str | None], relative: Path, revision: str) -> None:

@@ -1,6 +1,7 @@
 """The jobs a subject's process runs (subject_process.py), each answering with plain data for
 the parent to decide on and show: `check` (is each implementation right?), `suites` (what the
-subject declares) and `selftest` (its timings, for the parent to tally)."""
+subject declares), `selftest` (its timings, for the parent to tally), `ab_plan` (what an A/B
+would measure, for `perfbot ab --dry-run`) and `explain` (both sides' compiled kernels)."""
 
 from __future__ import annotations
 
@@ -156,4 +157,90 @@ def selftest_job(
     }
 
 
-JOBS: dict[str, Callable[..., dict[str, Any]]] = {"check": check_job, "suites": suites_job, "selftest": selftest_job}
+def ab_plan_job(
+    base: str, head: str, selection: dict[str, Any], settings: dict[str, Any], progress: Callable[[object], None]
+) -> dict[str, Any]:
+    """What an A/B of the two packages would measure (`perfbot ab --dry-run`), planned as the run
+    plans it: the head under the base's declarations, each side from its own checkout, the suites
+    the base's subject chooses by `selection` (selection.chosen's names) and `settings`
+    (planning.settings_for's). Per side, the implementations timed, each with its role and the
+    files its code came from; what the head lacks; how the declarations differ."""
+    from ..loading import declarations, provenance
+    from ..loading.package import load_subject
+    from ..loading.selection import chosen
+    from .planning import plan, settings_for
+
+    base_subject, head_own = load_subject(Path(base)), load_subject(Path(head))
+    head_subject, missing = declarations.judged_by_base(base_subject, head_own)
+    subjects = {"base": base_subject, "head": head_subject}
+    provenance.check({side: loaded.sources for side, loaded in subjects.items()})
+    suites = chosen(base_subject, **_tuples(selection))
+    run = settings_for(base_subject, **_tuples(settings))
+    # Each side planned as the run plans it: what a side lacks is left out, not refused.
+    groups = {side: plan(loaded, suites, run, side, lenient=True) for side, loaded in subjects.items()}
+    sides = {}
+    for side, loaded in subjects.items():
+        timed = {p.kernel for group in groups[side] for p in group}
+        recorded = loaded.sources.recorded()
+        sides[side] = [
+            {
+                "name": name,
+                "role": "under test" if impl.under_test else "bound" if impl.bound else "baseline",
+                "files": recorded.get(name, {}),
+                "within_subject": all(_in_package(path, loaded) for path in recorded.get(name, {})),
+            }
+            for name, impl in loaded.implementations.items()
+            if name in timed
+        ]
+    planned = [p for group in groups["base"] for p in group]
+    return {
+        "suites": [suite.name for suite in suites],
+        "benchmarks": {side: sum(map(len, planned_groups)) for side, planned_groups in groups.items()},
+        "sides": sides,
+        "missing": [
+            {"name": f.name, "suite": f.suite, "case": f.case, "reason": f.reason}
+            for f in declarations.missing_failures(missing, planned)
+        ],
+        "declared": declarations.differences(base_subject, head_own, suites),
+    }
+
+
+def explain_job(
+    base: str,
+    head: str,
+    selection: dict[str, list[str]],
+    kernel_names: list[str],
+    variants: list[str],
+    target: dict[str, Any],
+    keep_sass: bool,
+    progress: Callable[[object], None],
+) -> dict[str, Any]:
+    """`perfbot explain`'s compiling of both sides (compiled_sides.py)."""
+    from ..compiling.explanation import Target
+    from .compiled_sides import compiled_sides
+
+    capability = target.get("capability")
+    where = Target(str(target["gpu"]), bool(target["launched"]), tuple(capability) if capability else None)
+    return compiled_sides(
+        Path(base), Path(head), _tuples(selection), tuple(kernel_names), tuple(variants), where, keep_sass, progress
+    )
+
+
+def _tuples(names: dict[str, Any]) -> dict[str, Any]:
+    """Names as JSON carried them (lists) as the library takes them (tuples)."""
+    return {name: tuple(value) if isinstance(value, list) else value for name, value in names.items()}
+
+
+def _in_package(path: str, loaded: Any) -> bool:
+    """Whether a recorded file (relative to its checkout, or absolute) is in the subject's package."""
+    place = Path(path) if Path(path).is_absolute() else loaded.sources.root / path
+    return place.resolve().is_relative_to(loaded.path.resolve())
+
+
+JOBS: dict[str, Callable[..., dict[str, Any]]] = {
+    "check": check_job,
+    "suites": suites_job,
+    "selftest": selftest_job,
+    "ab_plan": ab_plan_job,
+    "explain": explain_job,
+}
