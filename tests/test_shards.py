@@ -174,7 +174,7 @@ def test_a_selftest_shares_its_checks_out_across_gpus(project):
 @pytest.mark.slow
 def test_a_sharded_ab_judges_the_head_by_the_base_s_declarations(project, tmp_path):
     # The head ships a wrong fused with a reference that agrees (tests/test_base_decides.py): each
-    # GPU's worker must check it against the base's reference (declarations.load_sides).
+    # GPU's worker must check it against the base's reference (declarations.judged_by_base).
     import shutil
 
     from tests.test_base_decides import _wrong_with_its_own_reference

@@ -25,7 +25,6 @@ from ..files import check_output, write_all
 from ..output.verdicts import comment_markdown, compare_table
 
 if TYPE_CHECKING:
-    from ..loading.package import Loaded
     from ..records.run import Environment
 
 
@@ -123,13 +122,6 @@ def project_policy(config: ProjectConfig, thresholds_path: Path | None) -> Polic
         err=True,
     )
     return policy
-
-
-def load_kernels(config: ProjectConfig, kernels: Path | None, limit: float | None = None) -> Loaded:
-    """The subject, its import limited to `limit` seconds (by default guard.IMPORT_LIMIT_S)."""
-    from ..loading.package import load_subject
-
-    return load_subject(kernels if kernels is not None else config.kernels_dir, limit=limit)
 
 
 def console() -> Console:

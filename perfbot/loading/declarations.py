@@ -18,12 +18,11 @@ import dataclasses
 import hashlib
 import inspect
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from ..records.run import Failure
 from .families import Families
-from .package import Loaded, load_subject
+from .package import Loaded
 from .subject import Implementation, Subject, Suite
 
 # The head's own parts of an implementation: its code. Everything else is the base's.
@@ -47,14 +46,6 @@ def judged_by_base(base: Loaded, head: Loaded) -> tuple[Loaded, dict[str, str]]:
             implementations[name] = dataclasses.replace(declared, **code)
     subject = dataclasses.replace(base.subject, implementations=implementations)
     return dataclasses.replace(head, subject=subject, suites=base.suites), missing
-
-
-def load_sides(kernels: dict[str, Path], instance: str = "") -> tuple[dict[str, Loaded], dict[str, str]]:
-    """Both sides of an A/B loaded from their packages (`load_subject`), the head judged by the
-    base; with the head's missing implementations."""
-    base = load_subject(kernels["base"], instance)
-    head, missing = judged_by_base(base, load_subject(kernels["head"], instance))
-    return {"base": base, "head": head}, missing
 
 
 def missing_failures(missing: dict[str, str], planned: Sequence[Any], head_name: str = "the head") -> list[Failure]:
