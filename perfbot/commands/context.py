@@ -8,7 +8,7 @@ import dataclasses
 import functools
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -141,24 +141,31 @@ def progress() -> Progress:
     )
 
 
-def progress_told(bar: Any) -> Callable[[object], None]:
-    """A progress bar told by a subject's process (subject_jobs.py): {"task": label, "total": n or
-    None} starts a task, {"advance": n} advances it, {"description": label} renames it, and
-    {"total": n} sets how many steps it has."""
-    task: list[Any] = []
+@contextmanager
+def told_progress() -> Iterator[Callable[[object], None]]:
+    """A progress bar told by a subject's process (subject_jobs.py), shown from its first task: a
+    refusal before that is one line, with no bar above it. {"task": label, "total": n or None}
+    starts a task, {"advance": n} advances it, {"description": label} renames it, and {"total":
+    n} sets how many steps it has."""
+    with ExitStack() as shown:
+        bar: list[Progress] = []
+        task: list[Any] = []
 
-    def told(message: object) -> None:
-        if not isinstance(message, dict):
-            return
-        if "task" in message:
-            task[:] = [bar.add_task(str(message["task"]), total=message.get("total"))]
-        elif task:
-            total = message.get("total")
-            bar.update(task[0], advance=int(message.get("advance", 0)), description=message.get("description"))
-            if isinstance(total, int):
-                bar.update(task[0], total=total)
+        def told(message: object) -> None:
+            if not isinstance(message, dict):
+                return
+            if "task" in message:
+                if not bar:
+                    bar.append(shown.enter_context(progress()))
+                task[:] = [bar[0].add_task(str(message["task"]), total=message.get("total"))]
+            elif task:
+                total = message.get("total")
+                advance, description = int(message.get("advance", 0)), message.get("description")
+                bar[0].update(task[0], advance=advance, description=description)
+                if isinstance(total, int):
+                    bar[0].update(task[0], total=total)
 
-    return told
+        yield told
 
 
 def check_outputs(overwrite: bool, **paths: Path | None) -> None:

@@ -18,9 +18,8 @@ from .context import (
     console,
     given_as,
     named_options,
-    progress,
-    progress_told,
     project_config,
+    told_progress,
     warn_of_triton_pin,
 )
 from .options import (
@@ -131,8 +130,8 @@ def explain_command(options: ExplainOptions) -> None:
         target,
         options.keep_sass,
     )
-    with progress() as bar, named_options():
-        explanation = job.explain(config, request, progress_told(bar))
+    with told_progress() as told, named_options():
+        explanation = job.explain(config, request, told)
     if len(set(explanation.pins.values())) > 1:
         click.echo(
             f"perfbot: note: the sides pin different Triton commits (base {explanation.pins['base'][:12]}, head "

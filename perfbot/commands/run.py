@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -64,9 +65,11 @@ def run_command(
     kernels = package if package is not None else config.kernels_dir
     if out is not None:  # checked again by save(); refused before measuring
         check_output(out, overwrite=overwrite)
-    with named_options(), progress() as bar:
+    with named_options(), ExitStack() as shown:
 
         def started(total: int) -> Callable[[str, int], None]:
+            # Shown once the suites are chosen: a refusal before that is one line, with no bar above.
+            bar = shown.enter_context(progress())
             task = bar.add_task("starting", total=total)
             return lambda label, steps: bar.update(task, advance=steps, description=label)
 

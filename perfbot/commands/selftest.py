@@ -19,9 +19,9 @@ from .context import (
     console,
     named_options,
     progress,
-    progress_told,
     project_config,
     project_policy,
+    told_progress,
     warn_of_triton_pin,
 )
 from .options import (
@@ -171,8 +171,8 @@ def selftest_command(
         "interference_rounds": interference_rounds,
         "gpus": [dataclasses.asdict(gpu) for gpu in gpus],
     }
-    with progress() as bar, named_options():
-        answer = subject_process.ask("selftest", request, progress_told(bar))
+    with told_progress() as told, named_options():
+        answer = subject_process.ask("selftest", request, told)
     try:
         collected = _checks().validate_python(answer["checks"])
         kernel, suite, case = str(answer["kernel"]), str(answer["suite"]), str(answer["case"])

@@ -76,7 +76,7 @@ class Request:
 def explain(config: ProjectConfig, request: Request, told: Callable[[object], None]) -> Explanation:
     """Both sides checked out (ab_sides.checked_out; the head this checkout by default), their
     kernels compiled in a process of their own, side by side. `told` hears its progress
-    (commands/context.progress_told)."""
+    (commands/context.told_progress)."""
     from ..measuring import subject_process
 
     with checked_out(config, request.revisions) as trees:
