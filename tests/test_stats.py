@@ -237,3 +237,11 @@ def test_the_median_interval_holds_at_least_its_confidence_and_is_the_tightest_t
 def test_a_bootstrap_batch_holds_at_most_about_four_million_values(samples):
     batch = stats._batch(samples)
     assert batch >= 1 and (batch * samples <= 4_000_000 or batch == 1)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 10, 11])
+def test_the_sequential_ratio_is_the_median_of_the_per_round_ratios(n: int):
+    rng = np.random.default_rng(n)
+    base, cur = rng.uniform(1, 2, n), rng.uniform(1, 2, n)
+    estimate = stats.always_valid_paired_ratio(base.tolist(), cur.tolist())
+    assert estimate.ratio == float(np.median(cur / base))

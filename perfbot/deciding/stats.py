@@ -72,7 +72,9 @@ def always_valid_paired_ratio(
     # m with k ratios above it lies between the (n - k)th and (n - k + 1)th smallest ratio.
     low = ratios[n - most - 1] if most < n else 0.0
     high = ratios[n - fewest] if fewest > 0 else float("inf")
-    return RatioEstimate(float(np.median(ratios)), float(low), float(high), confidence)
+    # The median of the ratios, sorted already: a sequential A/B asks at every look.
+    middle = float(ratios[n // 2]) if n % 2 else float((ratios[n // 2 - 1] + ratios[n // 2]) / 2)
+    return RatioEstimate(middle, float(low), float(high), confidence)
 
 
 @functools.lru_cache(maxsize=4096)
