@@ -136,11 +136,12 @@ class _Side:
 
         # Without a GPU the first case is refused (runner.LocalSides), after the names are chosen.
         toolchain.pin_toolchain()  # before the subject's kernels compile
+        # The base first, where it is here: as every other command loads an A/B's two sides.
+        base = load_subject(self.declared_by) if self.declared_by is not None else None
         loaded = load_subject(self.kernels)
-        if self.declared_by is None:
+        if base is None:
             self.subjects = {self.side: loaded}
         else:  # the head, judged by the base's declarations
-            base = load_subject(self.declared_by)
             head, self.missing = judged_by_base(base, loaded)
             self.subjects = {"base": base, "head": head} if self.side == BOTH else {self.side: head}
             self.head_own = loaded
