@@ -2,6 +2,11 @@
 # Issue 52's runs on the device tool's H200, from perfbot's root, its wheels carried in .whl/:
 #   experiments/2026-12-03-h200-judged-apart/gpu-run.sh OUT tests     # python -m pytest -m gpu
 #   experiments/2026-12-03-h200-judged-apart/gpu-run.sh OUT cost      # the fresh-input check's share of a run
+# Written 2026-12-04, not run yet (no GPU time that session), for issue 52's targets on the final code:
+#   ... OUT exploits    # perfbot selftest --exploits: every exploit caught?
+#   ... OUT selftest    # A/A and 0.5% on the default benchmark and a 75 us decode kernel
+#   ... OUT aa          # one full-width A/A, as the PR check takes it
+#   ... OUT overhead    # perfbot run --suite pr, before issue 52 (56b242e) against now, alternated
 set -u
 out=$(realpath -m "${1:?usage: $0 OUT PART}"); part=${2:?usage: $0 OUT PART}
 root=$(pwd); dir="$out/$part"; mkdir -p "$dir"
@@ -39,5 +44,32 @@ finally:
     print(f"wall {wall:.1f} s; fresh-input check {spent[0]:.2f} s in {calls[0]} cases ({100 * spent[0] / wall:.1f}%)")
 PY
       tail -1 "$dir/cost-$i.txt"
+    done ;;
+  exploits)
+    timeout 570 python3 -m perfbot selftest --exploits --samples 30 --out "$dir/exploits.json" > "$dir/exploits.txt" 2>&1
+    echo "exit $?"; tail -2 "$dir/exploits.txt" ;;
+  selftest)
+    timeout 280 python3 -m perfbot selftest --checks 40 --levels 0.5 --gpus 1 --interference-rounds 0 \
+      --out "$dir/default.json" > "$dir/default.txt" 2>&1
+    timeout 280 python3 -m perfbot selftest --checks 40 --levels 0.5 --gpus 1 --interference-rounds 0 \
+      --suite decode --case gemma-7b-m16 --kernel fused --out "$dir/decode.json" > "$dir/decode.txt" 2>&1
+    grep -E "A/A|A/B" "$dir/default.txt" "$dir/decode.txt" ;;
+  aa)
+    git config --global --add safe.directory "$root" 2>/dev/null
+    { time timeout 560 python3 -m perfbot ab HEAD HEAD --skip-kernel max-autotune --gpus 1 \
+        --out-dir "$dir/ab" ; } > "$dir/aa.txt" 2>&1
+    echo "exit $?"; grep -E "real|regression|unchanged|flagged" "$dir/aa.txt" | head ;;
+  overhead)
+    # Wall time of the same run before issue 52's processes and checks (56b242e) and now, in
+    # turns; each a fresh process, as a user's run is.
+    before=/tmp/perfbot-before; [ -d $before ] || git worktree add -q --detach $before 56b242e
+    for turn in 1 2 3; do
+      for side in before now; do
+        where=$root; [ $side = before ] && where=$before
+        started=$(date +%s.%N)
+        (cd "$where" && PYTHONPATH=$where:/tmp/site timeout 280 python3 -m perfbot run --suite pr --samples 30 \
+           > "$dir/$side-$turn.txt" 2>&1)
+        echo "$side $turn exit $? $(echo "$(date +%s.%N) - $started" | bc) s" | tee -a "$dir/walls.txt"
+      done
     done ;;
 esac
