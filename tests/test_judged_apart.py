@@ -223,6 +223,29 @@ def test_a_clock_patched_and_put_back_while_rounds_are_timed_fails_run(gpu, tmp_
     assert time.perf_counter is real  # here, in perfbot's process, nothing changed
 
 
+def test_a_worker_that_does_not_answer_in_time_is_stopped_and_refused(gpu, tmp_path: Path, monkeypatch):
+    """A call that never returns (here a sleep, as a kernel that never ends) while a case is
+    checked, and a round that never ends: each is stopped at its deadline and refused, exit 2,
+    never left to hold the run until the job's own timeout."""
+    import time
+
+    from perfbot.measuring import worker_sides
+
+    monkeypatch.setattr(worker_sides, "DEADLINE_S", {"round": 1.0, "sample": 1.0})
+    monkeypatch.setattr(worker_sides, "DEADLINE_DEFAULT_S", 5.0)
+    started = time.monotonic()
+    done = _timed(_project(tmp_path / "call", mine_body="import time; time.sleep(120)"))
+    assert done.exit_code == 2, done.output
+    assert "the worker did not answer 'prepare' within 5 s (a kernel that never ends?): stopped" in _one_line(
+        done.stderr
+    )
+    gpu.ms = lambda name, call: time.sleep(120) if call == 3 else 1.0
+    done = _timed(_project(tmp_path / "round"))
+    assert done.exit_code == 2, done.output
+    assert "the worker did not answer 'round' within 1 s" in _one_line(done.stderr)
+    assert time.monotonic() - started < 60
+
+
 class _L2Driver:
     """The CUDA driver's persisting-L2 limit, as perfbot/measuring/l2_persistence.py reads it, on
     the CPU: the subject sets it through `perfbot.measuring.l2_persistence.driver().limit`."""

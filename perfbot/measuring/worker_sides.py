@@ -10,6 +10,7 @@ import json
 import math
 import os
 import secrets
+import select
 import signal
 import subprocess
 import sys
@@ -37,6 +38,12 @@ TIMING = (
 # same whichever process it runs in (a stored baseline's timing compares equal).
 ROUNDS_TIMING = "one CUDA-graph replay per sample, {flush}, implementations interleaved"
 _ERRORS: dict[object, type[PerfbotError]] = {1: WrongResult, 2: BadInput, 3: EnvironmentFailure}
+# How long a worker may take to answer one request before it is stopped and refused (exit 2): a
+# kernel that never ends would otherwise hold the run until the job's own timeout. A timed round
+# or sample takes milliseconds to seconds; loading, checking and capturing a case (compiling and
+# autotuning included) minutes at most. docs/method.md, "What a subject can and cannot do".
+DEADLINE_S = {"round": 600.0, "sample": 600.0}
+DEADLINE_DEFAULT_S = 3600.0
 
 
 class WorkerProcess:
@@ -104,12 +111,21 @@ class WorkerProcess:
     def ask(self, op: str, **fields: Any) -> dict[str, Any]:
         if op == "hello":  # the first request: the nonce every answer carries from now on
             fields = {**fields, "nonce": self.nonce}
+        deadline = DEADLINE_S.get(op, DEADLINE_DEFAULT_S)
         try:
             self._requests.write(json.dumps({"op": op, **fields}) + "\n")
             self._requests.flush()
-            line = self._replies.readline()
-        except (BrokenPipeError, OSError):
+            # One line answers one request, so nothing waits in the reader's buffer here.
+            answered, _, _ = select.select([self._replies], [], [], deadline)
+            line = self._replies.readline() if answered else None
+        except (BrokenPipeError, OSError, ValueError):
             line = ""
+        if line is None:
+            self.kill()
+            raise SubjectQuit(
+                f"{self.name} did not answer {op!r} within {deadline:g} s (a kernel that never ends?): stopped; "
+                f"{self._log_tail()}"
+            )
         if not line:
             # It runs the subject's code: an ending the subject can cause (os._exit, a crash) is refused.
             raise SubjectQuit(f"{self.name} {how_it_ended(self._ended())} before it answered: {self._log_tail()}")
