@@ -348,6 +348,22 @@ def test_a_dry_run_plans_in_a_process_of_the_subjects_own(repo: Path, tmp_path: 
     assert "ended (exit 0, as os._exit(0) would) before it answered" in _one_line(done.stderr)
 
 
+def test_where_a_gpu_is_visible_the_subjects_process_is_a_fresh_interpreter(repo: Path, tmp_path: Path, monkeypatch):
+    """CUDA does not survive a fork: where a GPU is visible, `check`, `suites` and the dry run's
+    child is started anew (`python -m perfbot.measuring.subject_process`), and answers as a fork
+    does. (`explain` takes the same path on the GPU: tests/test_gpu_compiling.py.)"""
+    from perfbot.measuring import subject_process
+
+    monkeypatch.setattr(subject_process, "may_fork", lambda: False)
+    monkeypatch.setattr(subject_process, "_Forked", None)  # a fork would fail the command
+    done = CliRunner().invoke(perfbot, ["check", "--project", str(repo), "--suite", "tiny"])
+    assert done.exit_code == 0 and "wrong, of" in done.output, done.output
+    done = CliRunner().invoke(perfbot, ["suites", "--project", str(repo)])
+    assert done.exit_code == 0 and "tiny" in done.output, done.output
+    done = _ab(repo, tmp_path / "ab", "--dry-run")
+    assert done.exit_code == 0 and "benchmarks per side" in done.output, done.output
+
+
 def test_ab_never_runs_either_sides_code_in_perfbots_process(gpu, repo: Path, tmp_path: Path):
     import os
 
