@@ -3,8 +3,10 @@ pyproject.toml, and the pre-commit configuration runs the same tools."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -110,9 +112,23 @@ def test_the_readme_s_xdist_groups_keep_their_tests_on_one_worker(tmp_path: Path
 def _results_then_exit(command: list[str], cwd: Path, env: dict[str, str], results: int) -> tuple[str, int | None]:
     """Run a pytest until it has reported `results` results, then give it a few seconds to exit:
     its output and its exit code, None where it was stopped after its last result."""
+    # A session of its own, so that stopping it stops its xdist workers too, which hold the pipe.
     inner = subprocess.Popen(
-        command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
+
+    def stop() -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(inner.pid, signal.SIGKILL)
+        inner.wait()
+
     lines: list[str] = []
 
     def read() -> None:
@@ -125,14 +141,13 @@ def _results_then_exit(command: list[str], cwd: Path, env: dict[str, str], resul
     deadline = time.monotonic() + 120
     while sum(" PASSED " in line or " FAILED " in line for line in lines) < results and inner.poll() is None:
         if time.monotonic() > deadline:
-            inner.kill()
+            stop()
             pytest.fail("pytest -n 2 hung before its last result; its output so far:\n" + "".join(lines)[-3000:])
         time.sleep(0.1)
     try:
         exit_code: int | None = inner.wait(timeout=20)
     except subprocess.TimeoutExpired:
-        inner.kill()
-        inner.wait()
+        stop()
         exit_code = None
     reader.join(timeout=5)
     return "".join(lines), exit_code

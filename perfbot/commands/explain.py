@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 
 # The --out file's format: its version goes up when a field changes meaning or goes away.
 JSON_VERSION = 1
-EVERY = "all"  # --kernel all: every implementation the chosen suites list
 
 
 @dataclass(frozen=True)

@@ -199,30 +199,33 @@ def selftest_command(
 
 
 def red_team(samples: int, out: Path | None, overwrite: bool, gpus: list[Any]) -> None:
-    """`selftest --exploits`: each exploit's verdict, the catch rate, exit 1 if one slipped through."""
-    from ..jobs.exploits import try_exploits
-    from ..jobs.red_team import EXPLOITS
+    """`selftest --exploits`: the control's verdict, each exploit's, the catch rate; exit 1 if the
+    control failed or an exploit slipped through."""
+    from ..jobs.exploits import EXPLOITS
+    from ..jobs.red_team import try_exploits
     from ..measuring.runner import gpu_device
 
     if out is not None:
         check_output(out, overwrite=overwrite)
     device = gpu_device("perfbot selftest --exploits")
     with progress() as bar:
-        task = bar.add_task("exploits", total=len(EXPLOITS))
-        verdicts = try_exploits(
+        task = bar.add_task("exploits", total=len(EXPLOITS) + 1)  # and the control
+        team = try_exploits(
             device, gpus, samples, lambda index, name: bar.update(task, completed=index, description=name), EXPLOITS
         )
-    rows = [verdict.to_json() for verdict in verdicts]
-    for part in exploits_report(rows):
+        bar.update(task, completed=len(EXPLOITS) + 1)
+    control, rows = team.control.to_json(), [verdict.to_json() for verdict in team.verdicts]
+    for part in exploits_report(control, rows):
         console().print(part)
     if out is not None:
         record = {
+            "control": control,
             "exploits": rows,
-            "caught": sum(v.caught for v in verdicts),
-            "run": sum(v.exit_code is not None for v in verdicts),
+            "caught": sum(v.caught for v in team.verdicts),
+            "run": sum(v.exit_code is not None for v in team.verdicts),
         }
         write_atomic(out, json.dumps(record, indent=1) + "\n", replace=overwrite)
-    if any(verdict.exit_code is not None and not verdict.caught for verdict in verdicts):
+    if not team.passed:
         raise click.exceptions.Exit(EXIT_REGRESSION)
 
 

@@ -1,225 +1,129 @@
-"""The cheating implementations of `perfbot selftest --exploits`: each one a trick that has gamed a
-kernel leaderboard in public (issue 52), written into a subject of its own beside an honest
-kernel and a copy (the bytes-only bound of the roofline), as a pull request would write it.
-
-Each subject doubles a float32 vector. `honest` launches a Triton kernel; `cheat` is the trick;
-`copy` is `x.clone()`. docs/method.md ("The red-team selftest") lists each one's verdict on the
-H200 and says which of perfbot's defenses catches it."""
+"""`perfbot selftest --exploits`: the control and each of exploits.EXPLOITS run as `perfbot run`
+runs a project, its verdict taken from what that run would have exited with. An exploit is caught
+when the run fails (a wrong result, exit 1, with the cheat named; or a refusal, exit 2), saying
+one of the words of the defense meant to catch it, and the honest kernel beside it is not what
+failed. The control, the same subject with no trick, must pass: else the catches say nothing."""
 
 from __future__ import annotations
 
-import textwrap
+import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-# The kernel, the inputs, the reference and the honest implementation of every subject; the
-# exploit's code goes in at {at_import} and {body}.
-SUBJECT = '''"""A red-team subject of `perfbot selftest --exploits`: {title}."""
-import torch
-import triton
-import triton.language as tl
+from ..errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, PerfbotError
+from ..records.run import Failure, Results
+from .exploits import CONTROL, EXPLOITS, Exploit
+from .run import measure_package
 
-from perfbot import Case, Subject, Suite
-
-
-@triton.jit
-def _double(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = i < n
-    tl.store(out_ptr + i, tl.load(x_ptr + i, mask=m) * 2, mask=m)
-
-
-def launch(x):
-    out = torch.empty_like(x)
-    _double[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
-    return out
-
-
-def inputs(case, generator):
-    return (torch.randn(case.n, generator=generator, device=generator.device),)
-
-
-def reference(x):
-    return x.double() * 2
-
-
-def moved(case):
-    return 8 * case.n  # read once and written once, in float32
-
-
-CASES = (Case("exploits", "n", {{"n": {n}}}, "float32"),)
-subject = Subject(
-    "red_team",
-    inputs,
-    reference,
-    {{"float32": 1e-6}},
-    bytes=moved,
-    suites={{"exploits": Suite("exploits", "", ("honest", "copy", "cheat"), CASES)}},
-)
-
-
-@subject.implementation("honest", under_test=True)
-def honest(x):
-    return launch(x)
-
-
-@subject.implementation("copy", bound=True, reference=lambda x: x.double())
-def copy(x):
-    return x.clone()
-
-
-{at_import}
-
-
-@subject.implementation("cheat", under_test=True)
-def cheat(x):
-{body}
-'''
+# Elements of the subjects' one case: a vector of 64 MiB on a GPU, so that an honest kernel takes
+# tens of microseconds and a cheat's saving shows; a small one on the CPU, where the kernel runs in
+# Triton's interpreter.
+ELEMENTS = {"cuda": 1 << 24, "cpu": 1 << 12}
 
 
 @dataclass(frozen=True)
-class Exploit:
-    """One trick: its name, what it does, its code (at import, and the body of `cheat(x)`), and
-    whether it needs a CUDA GPU to be expressed at all."""
+class Verdict:
+    """What perfbot made of one exploit (or the control): the exit code its run would have had
+    (None: not run, as on a machine that cannot express it), whether that catches it by the
+    defense meant for it, and what was said."""
 
-    name: str
-    does: str
-    body: str
-    at_import: str = ""
-    gpu_only: bool = False
+    exploit: Exploit
+    exit_code: int | None
+    caught: bool
+    said: str
 
-    def subject(self, n: int) -> str:
-        """The subject's source, its one case `n` elements long."""
-        body = textwrap.indent(textwrap.dedent(self.body).strip(), "    ")
-        return SUBJECT.format(title=self.does, n=n, at_import=textwrap.dedent(self.at_import).strip(), body=body)
-
-
-KEPT_BY_ADDRESS = """
-    kept = cheat.__dict__.setdefault("kept", {})
-    if x.data_ptr() not in kept:
-        kept[x.data_ptr()] = launch(x)
-    return kept[x.data_ptr()]
-"""
-
-LAZY = '''
-class Lazy(torch.Tensor):
-    """Its values are computed when something first reads them, not when the call returns."""
-
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        for arg in args:
-            source = getattr(arg, "source", None)
-            if isinstance(arg, Lazy) and source is not None:
-                arg.source = None
-                with torch._C.DisableTorchFunctionSubclass():
-                    arg.copy_(launch(source))
-        return super().__torch_function__(func, types, args, kwargs or {})
-'''
-
-L2_DRIVER = """
-import ctypes
-
-driver = ctypes.CDLL("libcuda.so.1")
-PERSISTING_L2_LIMIT = 0x06  # CU_LIMIT_PERSISTING_L2_CACHE_SIZE
-ACCESS_POLICY_WINDOW = 1  # CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "exploit": self.exploit.name,
+            "does": self.exploit.does,
+            "exit_code": self.exit_code,
+            "caught": self.caught,
+            "said": self.said,
+        }
 
 
-class Window(ctypes.Structure):  # CUaccessPolicyWindow, in the 64 bytes of CUlaunchAttributeValue
-    _fields_ = [
-        ("base_ptr", ctypes.c_void_p),
-        ("num_bytes", ctypes.c_size_t),
-        ("hit_ratio", ctypes.c_float),
-        ("hit_prop", ctypes.c_int),
-        ("miss_prop", ctypes.c_int),
-        ("pad", ctypes.c_char * 36),
-    ]
+@dataclass(frozen=True)
+class RedTeam:
+    """The control's verdict and each exploit's."""
+
+    control: Verdict
+    verdicts: list[Verdict]
+
+    @property
+    def passed(self) -> bool:
+        """The control passed, and every exploit that ran was caught."""
+        ran = [v for v in self.verdicts if v.exit_code is not None]
+        return self.control.exit_code == EXIT_OK and all(v.caught for v in ran)
 
 
-MOST_SET_ASIDE = 108  # CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE
+def try_exploits(
+    device: str,
+    gpus: Sequence[Any],
+    samples: int,
+    on_exploit: Callable[[int, str], None] = lambda index, name: None,
+    exploits: Sequence[Exploit] = EXPLOITS,
+) -> RedTeam:
+    """The control's and each exploit's verdict on `device` ("cuda", or the CPU tests' stand-in),
+    in order; `on_exploit(index, name)` is told of each one as it starts (the control is 0)."""
+    with tempfile.TemporaryDirectory(prefix="perfbot-exploits-") as scratch:
 
-torch.zeros(1, device="cuda")  # the context, whose limit this sets
-most = ctypes.c_int(0)
-driver.cuDeviceGetAttribute(ctypes.byref(most), MOST_SET_ASIDE, 0)
-driver.cuCtxSetLimit(PERSISTING_L2_LIMIT, ctypes.c_size_t(most.value))
-"""
+        def judged(index: int, exploit: Exploit) -> Verdict:
+            on_exploit(index, exploit.name)
+            if exploit.gpu_only and device != "cuda":
+                return Verdict(exploit, None, False, "not run: it needs a CUDA GPU")
+            package = Path(scratch) / f"exploit_{index}"
+            package.mkdir()
+            (package / "__init__.py").write_text(exploit.subject(ELEMENTS.get(device, ELEMENTS["cpu"])))
+            return _judged(exploit, package, gpus, samples)
 
-L2_BODY = """
-    window = Window(x.data_ptr(), x.numel() * x.element_size(), 1.0, 2, 1)  # hits persist, misses stream
-    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-    driver.cuStreamSetAttribute(stream, ACCESS_POLICY_WINDOW, ctypes.byref(window))
-    return launch(x)
-"""
+        control = judged(0, CONTROL)
+        return RedTeam(control, [judged(index, exploit) for index, exploit in enumerate(exploits, 1)])
 
-EXPLOITS = (
-    Exploit(
-        "result kept across calls", "keeps its output by the input's address and returns it again", KEPT_BY_ADDRESS
-    ),
-    Exploit(
-        "side stream",
-        "launches its kernel on a stream of its own, outside the one timed",
-        """
-        side = cheat.__dict__.setdefault("side", torch.cuda.Stream())
-        with torch.cuda.stream(side):
-            out = launch(x)
-        return out
-        """,
-        gpu_only=True,
-    ),
-    Exploit(
-        "lazy output",
-        "returns a tensor whose values are computed when they are first read",
-        """
-        out = torch.empty_like(x).as_subclass(Lazy)
-        out.source = x
-        return out
-        """,
-        at_import=LAZY,
-    ),
-    Exploit("input changed in place", "doubles its input in place and returns it", "return x.mul_(2)"),
-    Exploit(
-        "patched timer",
-        "makes every CUDA event pair read a microsecond",
-        "return launch(x)",
-        at_import="torch.cuda.Event.elapsed_time = lambda self, end: 1e-3",
-    ),
-    Exploit(
-        "patched check",
-        "replaces perfbot's comparison of outputs with one that always passes",
-        "return torch.zeros_like(x)",
-        at_import="""
-        import perfbot.measuring.correctness as correctness
-        correctness.check = lambda output, expected, bound: correctness.Check(0.0, bound)
-        """,
-    ),
-    Exploit(
-        "exit at import", "ends its process, exit 0, as it is imported", "return launch(x)", "import os; os._exit(0)"
-    ),
-    Exploit("exit in a call", "ends its process, exit 0, when it is called", "import os; os._exit(0)"),
-    Exploit(
-        "shapes hard-coded",
-        "keeps one output per shape of the suite's and returns it for any input of that shape",
-        """
-        kept = cheat.__dict__.setdefault("kept", {})
-        if tuple(x.shape) not in kept:
-            kept[tuple(x.shape)] = launch(x)
-        return kept[tuple(x.shape)]
-        """,
-    ),
-    Exploit(
-        "L2 persistence",
-        "sets aside L2 for persisting lines and marks its input persisting, so replays find it in L2",
-        L2_BODY,
-        at_import=L2_DRIVER,
-        gpu_only=True,
-    ),
-    Exploit(
-        "slower kernel behind a cache",
-        "does the work twice, and keeps the result by the input's address",
-        """
-        kept = cheat.__dict__.setdefault("kept", {})
-        if x.data_ptr() not in kept:
-            launch(x)
-            kept[x.data_ptr()] = launch(x)
-        return kept[x.data_ptr()]
-        """,
-    ),
-)
+
+def _judged(exploit: Exploit, package: Path, gpus: Sequence[Any], samples: int) -> Verdict:
+    selection = {"suite_names": ("exploits",), "case_names": (), "every_suite": False, "family_names": ()}
+    settings = {
+        "samples": samples,
+        "warmup": 3,
+        "seed": 0,
+        "variants": (),
+        "kernel_names": (),
+        "skipped_kernels": (),
+        "keep_sass": False,
+        "case_names": (),
+    }
+    try:
+        result = measure_package(package, (selection, settings), gpus)
+    except PerfbotError as refused:
+        # Exit 3 says the machine failed the job, which judges nothing.
+        judging = refused.exit_code in (EXIT_REGRESSION, EXIT_BAD_INPUT)
+        return _verdict(exploit, refused.exit_code, str(refused), judging)
+    failed = {failure.kernel: _reason(failure) for failure in result.failures}
+    if any(kernel != "cheat" for kernel in failed):  # the trick broke what it sits beside
+        said = "; ".join(f"{kernel}: {reason}" for kernel, reason in sorted(failed.items()))
+        return Verdict(exploit, EXIT_REGRESSION, False, f"not the cheat alone failed: {said}")
+    if "cheat" in failed:
+        return _verdict(exploit, EXIT_REGRESSION, failed["cheat"], True)
+    return Verdict(exploit, EXIT_OK, False, f"passed as right: {_timed(result)}")
+
+
+def _verdict(exploit: Exploit, exit_code: int, said: str, judging: bool) -> Verdict:
+    """A failed run's verdict: caught only by a judging exit code and the words of a defense meant
+    for this exploit; a failure for another reason (a bug of the subject's on this GPU, a
+    deadline) is said as it was, not counted."""
+    caught = judging and any(words in said for words in exploit.caught_by)
+    return Verdict(exploit, exit_code, caught, said if caught else f"failed for another reason: {said}")
+
+
+def _timed(result: Results) -> str:
+    medians = {bench.kernel: bench.median_ms for bench in result.benchmarks}
+    return ", ".join(f"{kernel} {medians[kernel]:.4g} ms" for kernel in ("cheat", "honest") if kernel in medians)
+
+
+def _reason(failure: Failure) -> str:
+    """A failure's reason, with its relative error where it has one."""
+    if failure.relative_error is None or failure.error_bound is None:
+        return failure.reason
+    return f"{failure.reason} (relative error {failure.relative_error:.3g}, at most {failure.error_bound:.3g})"

@@ -34,6 +34,9 @@ T = TypeVar("T")
 # interpreter, one call of a quick suite's case can take tens of seconds.
 IMPORT_LIMIT_S = 600.0
 CALL_LIMIT_S = 600.0
+# A call's limit where perfbot measures (run, ab, sample, bisect): a first call may compile and
+# autotune for minutes (torch.compile with max-autotune), so only a call that never ends is stopped.
+MEASURED_CALL_LIMIT_S = 3600.0
 # What `perfbot check` gives the configs of one autotuned implementation on one case, together.
 CONFIG_TIME_S = 300.0
 MOST_GRACE_S = 10.0  # how long the watchdog waits past a limit before it ends the process

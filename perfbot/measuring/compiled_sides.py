@@ -84,8 +84,7 @@ def _chosen(
         kernels = tuple(n for n in listed if n in base.implementations and base.implementations[n].under_test)
         if not kernels:
             raise BadChoice(
-                "the chosen suites list no implementation under test; name some with --kernel (or --kernel all)",
-                "--kernel",
+                "the chosen suites list no implementation under test; name some with --kernel (or --kernel all)"
             )
     return suites, RunSettings(variants=chosen_variants(base.subject, variants), kernels=kernels, keep_sass=keep_sass)
 

@@ -75,18 +75,23 @@ def driver() -> Driver:
 def start_clean() -> None:
     """Before the subject is imported: this process's CUDA context made (on a GPU), and nothing
     set aside in it, whatever the environment asked for
-    (CUDA_DEVICE_DEFAULT_PERSISTING_L2_CACHE_PERCENTAGE_LIMIT): what is set aside after this is
-    the subject's doing."""
+    (CUDA_DEVICE_DEFAULT_PERSISTING_L2_CACHE_PERCENTAGE_LIMIT). What is set aside then is the
+    baseline: where the limit cannot be reset (a GPU shared through MPS, say), the subject is
+    blamed only for a change it made."""
     import torch
 
     if torch.cuda.is_available():
         torch.zeros(1, device="cuda")
     driver().reset()
+    _baseline[0] = driver().set_aside()
+
+
+_baseline: list[int | None] = [None]  # the bytes set aside when start_clean ran
 
 
 def residue() -> str | None:
-    """What a subject left set aside, in words for a refusal; None if nothing."""
+    """What a subject left set aside, in words for a refusal; None if nothing beyond the baseline."""
     held = driver().set_aside()
-    if not held:
+    if not held or held == _baseline[0]:
         return None
     return f"the subject set {held} bytes of L2 aside for persisting lines (cudaLimitPersistingL2CacheSize)"

@@ -18,7 +18,7 @@ import torch
 from ..compiling import toolchain
 from ..errors import BadInput, EnvironmentFailure, WrongResult
 from ..git import kernels_revision
-from ..loading import isolation
+from ..loading import guard, isolation
 from ..loading.package import Loaded
 from ..loading.subject import Subject, Suite
 from ..records.autotune import AutotunePick
@@ -238,7 +238,8 @@ class LocalSides:
         checked = sorted(group, key=lambda planned: sides.index(planned.side))
         before = set(sys.modules)
         self.judge = self.subjects[group[0].side].subject  # whose inputs and references judge the case
-        self.ready, failed = check_group(checked, self.generator, self.judge)
+        # Each call into the subject within an hour: a call that never ends is refused, exit 2.
+        self.ready, failed = check_group(checked, self.generator, self.judge, guard.MEASURED_CALL_LIMIT_S)
         if len(self.subjects) > 1:
             _refuse_late_imports(set(sys.modules) - before, self.subjects)
         # The autotuner is part of the side: both sides at the configs they are judged at.
@@ -246,7 +247,9 @@ class LocalSides:
             arms = alignment.fix(self.ready, self.fixed)
         else:
             arms = alignment.align(self.ready, self.against) if len(self.subjects) > 1 or self.against else []
-        failed += record_compiled(self.ready, self.device, keep_sass=self.settings.keep_sass)
+        failed += record_compiled(
+            self.ready, self.device, guard.MEASURED_CALL_LIMIT_S, keep_sass=self.settings.keep_sass
+        )
         # Found once the check has run: a subject may import a module of kernels at its first call.
         found = {
             id(k): k

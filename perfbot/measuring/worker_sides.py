@@ -10,7 +10,7 @@ import json
 import math
 import os
 import secrets
-import select
+import selectors
 import signal
 import subprocess
 import sys
@@ -38,12 +38,16 @@ TIMING = (
 # same whichever process it runs in (a stored baseline's timing compares equal).
 ROUNDS_TIMING = "one CUDA-graph replay per sample, {flush}, implementations interleaved"
 _ERRORS: dict[object, type[PerfbotError]] = {1: WrongResult, 2: BadInput, 3: EnvironmentFailure}
-# How long a worker may take to answer one request before it is stopped and refused (exit 2): a
-# kernel that never ends would otherwise hold the run until the job's own timeout. A timed round
-# or sample takes milliseconds to seconds; loading, checking and capturing a case (compiling and
-# autotuning included) minutes at most. docs/method.md, "What a subject can and cannot do".
-DEADLINE_S = {"round": 600.0, "sample": 600.0}
-DEADLINE_DEFAULT_S = 3600.0
+# How long a worker may take to answer a request that runs no guarded call, before it is stopped
+# and refused (exit 2): a kernel that never ends would otherwise hold the run until the job's own
+# timeout. A timed round or sample takes milliseconds to seconds; fresh captures of a case's
+# benchmarks, or their fresh-input check, minutes at most. The requests that load, check and
+# capture (hello, choose, one, prepare) have no deadline here: in the worker each of their calls
+# into the subject is held to guard's limits (an import to IMPORT_LIMIT_S, a call to
+# MEASURED_CALL_LIMIT_S), however many calls a case makes. docs/method.md, "What a subject can and
+# cannot do to a verdict".
+TIMED_S, CAPTURING_S = 600.0, 3600.0
+DEADLINE_S = {"round": TIMED_S, "sample": TIMED_S, "recapture": CAPTURING_S, "finish": CAPTURING_S}
 
 
 class WorkerProcess:
@@ -111,14 +115,16 @@ class WorkerProcess:
     def ask(self, op: str, **fields: Any) -> dict[str, Any]:
         if op == "hello":  # the first request: the nonce every answer carries from now on
             fields = {**fields, "nonce": self.nonce}
-        deadline = DEADLINE_S.get(op, DEADLINE_DEFAULT_S)
+        deadline = DEADLINE_S.get(op)
         try:
             self._requests.write(json.dumps({"op": op, **fields}) + "\n")
             self._requests.flush()
             # One line answers one request, so nothing waits in the reader's buffer here.
-            answered, _, _ = select.select([self._replies], [], [], deadline)
+            with selectors.DefaultSelector() as waiting:
+                waiting.register(self._replies, selectors.EVENT_READ)
+                answered = waiting.select(deadline)
             line = self._replies.readline() if answered else None
-        except (BrokenPipeError, OSError, ValueError):
+        except (BrokenPipeError, OSError):
             line = ""
         if line is None:
             self.kill()

@@ -123,23 +123,31 @@ def picks_line(picks: Picks) -> str:
     )
 
 
-def exploits_report(verdicts: list[dict[str, Any]]) -> list[Table | str]:
-    """The red-team table, one row per exploit (jobs/exploits.Verdict.to_json), then the catch rate
-    of those that ran."""
+def exploits_report(control: dict[str, Any], verdicts: list[dict[str, Any]]) -> list[Table | str]:
+    """The red-team table: the control (an honest twin, which must pass), then one row per exploit
+    (jobs/red_team.Verdict.to_json); then the catch rate of those that ran."""
     table = Table(
         title="perfbot selftest --exploits: cheating implementations against this runner", title_justify="left"
     )
     for column in ("exploit", "what it does", "verdict", "what perfbot said"):
         table.add_column(column, overflow="fold")
-    for verdict in verdicts:
-        if verdict["exit_code"] is None:
-            said = "not run"
-        elif verdict["caught"]:
-            said = f"caught (exit {verdict['exit_code']})"
+    passed = control["exit_code"] == 0
+    verdict = "passed (exit 0)" if passed else f"[bold red]FAILED[/] (exit {control['exit_code']})"
+    table.add_row(escape(control["exploit"]), escape(control["does"]), verdict, escape(control["said"]))
+    for row in verdicts:
+        if row["exit_code"] is None:
+            verdict = "not run"
+        elif row["caught"]:
+            verdict = f"caught (exit {row['exit_code']})"
         else:
-            said = f"[bold red]NOT CAUGHT[/] (exit {verdict['exit_code']})"
-        table.add_row(escape(verdict["exploit"]), escape(verdict["does"]), said, escape(verdict["said"]))
-    return [table, catch_line(verdicts)]
+            verdict = f"[bold red]NOT CAUGHT[/] (exit {row['exit_code']})"
+        table.add_row(escape(row["exploit"]), escape(row["does"]), verdict, escape(row["said"]))
+    lines: list[Table | str] = [table, catch_line(verdicts)]
+    if not passed:
+        lines.append(
+            "the control failed: an honest kernel in the exploits' place was not passed, so no catch is evidence"
+        )
+    return lines
 
 
 def catch_line(verdicts: list[dict[str, Any]]) -> str:
