@@ -171,10 +171,10 @@ def test_which_side_is_checked_and_loaded_first_is_drawn(gpu, project: Path, mon
     checked = runner.check_group
     firsts, judges = [], []
 
-    def watched(group, generator, judge, **options):
+    def watched(group, generator, judge, *limit, **options):
         firsts.append(group[0].side)
         judges.append(judge)
-        return checked(group, generator, judge, **options)
+        return checked(group, generator, judge, *limit, **options)
 
     monkeypatch.setattr(runner, "check_group", watched)
     assert head.subject is not base.subject
