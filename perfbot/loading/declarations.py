@@ -18,11 +18,13 @@ import dataclasses
 import hashlib
 import inspect
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..records.run import Failure
 from .families import Families
-from .package import Loaded
+from .package import Loaded, load_subject
 from .subject import Implementation, Subject, Suite
 
 # The head's own parts of an implementation: its code. Everything else is the base's.
@@ -46,6 +48,30 @@ def judged_by_base(base: Loaded, head: Loaded) -> tuple[Loaded, dict[str, str]]:
             implementations[name] = dataclasses.replace(declared, **code)
     subject = dataclasses.replace(base.subject, implementations=implementations)
     return dataclasses.replace(head, subject=subject, suites=base.suites), missing
+
+
+@dataclass(frozen=True)
+class LoadedSides:
+    """An A/B's two subjects loaded, the head under the base's declarations (`subjects`), the
+    head with its own (`head_own`, to list what differs), and what the base declares that the
+    head cannot run (`missing`)."""
+
+    subjects: dict[str, Loaded]
+    head_own: Loaded
+    missing: dict[str, str]
+
+
+def load_sides(base: Path, head: Path) -> LoadedSides:
+    """Both sides of an A/B loaded from their packages, the base first, each running its own
+    checkout's code (provenance.check): as the dry run and `explain` load them."""
+    from . import provenance
+
+    base_subject = load_subject(base)
+    head_own = load_subject(head)
+    head_subject, missing = judged_by_base(base_subject, head_own)
+    subjects = {"base": base_subject, "head": head_subject}
+    provenance.check({side: loaded.sources for side, loaded in subjects.items()})
+    return LoadedSides(subjects, head_own, missing)
 
 
 def missing_failures(missing: dict[str, str], planned: Sequence[Any], head_name: str = "the head") -> list[Failure]:

@@ -47,19 +47,17 @@ def compiled_sides(
     [row, ...]}, "missing": {implementation: why the head cannot run it}}. `selection`: the
     suite, case and family names (selection.chosen's); `progress` is told {"task": "compiling",
     "total": n}, then {"advance": 1, "description": label} per call."""
-    from ..loading import declarations, provenance
-    from ..loading.package import load_subject
+    from ..loading.declarations import load_sides
 
-    base_subject, head_own = load_subject(base), load_subject(head)
-    head_subject, missing = declarations.judged_by_base(base_subject, head_own)
-    subjects = {"base": base_subject, "head": head_subject}
-    provenance.check({side: loaded.sources for side, loaded in subjects.items()})
-    suites, settings = _chosen(base_subject, selection, kernel_names, variants, keep_sass)
-    groups = {side: plan(loaded, suites, settings, side, lenient=side == "head") for side, loaded in subjects.items()}
+    loaded = load_sides(base, head)
+    suites, settings = _chosen(loaded.subjects["base"], selection, kernel_names, variants, keep_sass)
+    groups = {
+        side: plan(subject, suites, settings, side, lenient=side == "head") for side, subject in loaded.subjects.items()
+    }
     progress({"task": "compiling", "total": sum(len(group) for planned in groups.values() for group in planned)})
     with _compiling(target):
         rows = {side: _compiled_side(planned, target.device, keep_sass, progress) for side, planned in groups.items()}
-    return {"rows": rows, "missing": missing}
+    return {"rows": rows, "missing": loaded.missing}
 
 
 def _chosen(

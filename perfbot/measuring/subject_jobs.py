@@ -165,17 +165,15 @@ def ab_plan_job(
     the base's subject chooses by `selection` (selection.chosen's names) and `settings`
     (planning.settings_for's). Per side, the implementations timed, each with its role and the
     files its code came from; what the head lacks; how the declarations differ."""
-    from ..loading import declarations, provenance
-    from ..loading.package import load_subject
+    from ..loading import declarations
     from ..loading.selection import chosen
     from .planning import plan, settings_for
+    from .worker import names_from_json
 
-    base_subject, head_own = load_subject(Path(base)), load_subject(Path(head))
-    head_subject, missing = declarations.judged_by_base(base_subject, head_own)
-    subjects = {"base": base_subject, "head": head_subject}
-    provenance.check({side: loaded.sources for side, loaded in subjects.items()})
-    suites = chosen(base_subject, **_tuples(selection))
-    run = settings_for(base_subject, **_tuples(settings))
+    loaded_sides = declarations.load_sides(Path(base), Path(head))
+    subjects, base_subject = loaded_sides.subjects, loaded_sides.subjects["base"]
+    suites = chosen(base_subject, **names_from_json(selection))
+    run = settings_for(base_subject, **names_from_json(settings))
     # Each side planned as the run plans it: what a side lacks is left out, not refused.
     groups = {side: plan(loaded, suites, run, side, lenient=True) for side, loaded in subjects.items()}
     sides = {}
@@ -199,9 +197,9 @@ def ab_plan_job(
         "sides": sides,
         "missing": [
             {"name": f.name, "suite": f.suite, "case": f.case, "reason": f.reason}
-            for f in declarations.missing_failures(missing, planned)
+            for f in declarations.missing_failures(loaded_sides.missing, planned)
         ],
-        "declared": declarations.differences(base_subject, head_own, suites),
+        "declared": declarations.differences(base_subject, loaded_sides.head_own, suites),
     }
 
 
@@ -218,17 +216,20 @@ def explain_job(
     """`perfbot explain`'s compiling of both sides (compiled_sides.py)."""
     from ..compiling.explanation import Target
     from .compiled_sides import compiled_sides
+    from .worker import names_from_json
 
     capability = target.get("capability")
     where = Target(str(target["gpu"]), bool(target["launched"]), tuple(capability) if capability else None)
     return compiled_sides(
-        Path(base), Path(head), _tuples(selection), tuple(kernel_names), tuple(variants), where, keep_sass, progress
+        Path(base),
+        Path(head),
+        names_from_json(selection),
+        tuple(kernel_names),
+        tuple(variants),
+        where,
+        keep_sass,
+        progress,
     )
-
-
-def _tuples(names: dict[str, Any]) -> dict[str, Any]:
-    """Names as JSON carried them (lists) as the library takes them (tuples)."""
-    return {name: tuple(value) if isinstance(value, list) else value for name, value in names.items()}
 
 
 def _in_package(path: str, loaded: Any) -> bool:

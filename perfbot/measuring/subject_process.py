@@ -209,13 +209,10 @@ def serve(request: dict[str, Any], answers: IO[str]) -> None:
         reply = {"error": f"{type(error).__name__}: {error}", "exit": EXIT_ENVIRONMENT}
     # Whatever the job came to, a subject that changed perfbot or a clock is refused for that:
     # what perfbot computed after the change is not perfbot's.
-    changed = untouched.changed() if untouched is not None else []
-    left = l2_persistence.residue() if timed and untouched is not None else None
-    if changed:
-        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
-        reply = {"error": f"the subject changed what it may not: {', '.join(changed[:5])}{more}", "exit": 2}
-    elif left is not None:
-        reply = {"error": left, "exit": 2}
+    if untouched is not None:
+        refused = untouched.refusal() or (l2_persistence.residue() if timed else None)
+        if refused is not None:
+            reply = {"error": refused, "exit": 2}
     say(reply)
 
 

@@ -54,6 +54,15 @@ class Untouched:
         looked = now.keys() & self.noted.keys() if clocks_only else self.noted.keys()
         return sorted(name for name in looked if not _same(now.get(name), self.noted[name]))
 
+    def refusal(self, clocks_only: bool = False) -> str | None:
+        """What the subject changed, as the line that refuses it (the first five names); None if
+        nothing."""
+        changed = self.changed(clocks_only)
+        if not changed:
+            return None
+        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        return f"the subject changed what it may not: {', '.join(changed[:5])}{more}"
+
 
 def _same(now: tuple[object, object] | None, seen: tuple[object, object]) -> bool:
     return now is not None and now[0] is seen[0] and now[1] is seen[1]

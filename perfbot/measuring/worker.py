@@ -93,6 +93,11 @@ def suite_from(value: Any) -> Any:
         raise EnvironmentFailure("a suite in a worker's message is not one") from None
 
 
+def names_from_json(names: dict[str, Any]) -> dict[str, Any]:
+    """Names and settings as JSON carried them (lists) as the library takes them (tuples)."""
+    return {name: tuple(value) if isinstance(value, list) else value for name, value in names.items()}
+
+
 def suite_json(suite: Any) -> dict[str, Any]:
     return {
         "name": suite.name,
@@ -168,10 +173,8 @@ class _Side:
         from ..loading.selection import chosen
         from .planning import plan, settings_for
 
-        names: dict[str, Any] = {n: tuple(v) if isinstance(v, list) else v for n, v in selection.items()}
-        suites = chosen(self.subject, **names)
-        given: dict[str, Any] = {n: tuple(v) if isinstance(v, list) else v for n, v in settings.items()}
-        run = settings_for(self.subject, **given)
+        suites = chosen(self.subject, **names_from_json(selection))
+        run = settings_for(self.subject, **names_from_json(settings))
         planned = plan(self.subject, suites, run, "base" if self.side == BOTH else "")
         reply = {"suites": [suite_json(suite) for suite in suites], "settings": run.to_wire(), "cases": len(planned)}
         if self.side == BOTH:
@@ -320,11 +323,7 @@ def _refusal(untouched: Any, op: str) -> str | None:
     microseconds."""
     from . import l2_persistence
 
-    changed = untouched.changed(clocks_only=op in ("round", "sample"))
-    if changed:
-        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
-        return f"the subject changed what it may not: {', '.join(changed[:5])}{more}"
-    return l2_persistence.residue()
+    return untouched.refusal(clocks_only=op in ("round", "sample")) or l2_persistence.residue()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
