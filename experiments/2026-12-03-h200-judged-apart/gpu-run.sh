@@ -6,7 +6,7 @@
 #   ... OUT exploits    # perfbot selftest --exploits: every exploit caught?
 #   ... OUT selftest    # A/A and 0.5% on the default benchmark and a 75 us decode kernel
 #   ... OUT aa          # one full-width A/A, as the PR check takes it
-#   ... OUT overhead    # perfbot run --suite pr, before issue 52 (56b242e) against now, alternated
+#   ... OUT overhead    # an A/A of fixed rounds, before issue 52 (56b242e) against now, in turns
 set -u
 out=$(realpath -m "${1:?usage: $0 OUT PART}"); part=${2:?usage: $0 OUT PART}
 root=$(pwd); dir="$out/$part"; mkdir -p "$dir"
@@ -60,16 +60,37 @@ PY
         --out-dir "$dir/ab" ; } > "$dir/aa.txt" 2>&1
     echo "exit $?"; grep -E "real|regression|unchanged|flagged" "$dir/aa.txt" | head ;;
   overhead)
-    # Wall time of the same run before issue 52's processes and checks (56b242e) and now, in
-    # turns; each a fresh process, as a user's run is.
-    before=/tmp/perfbot-before; [ -d $before ] || git worktree add -q --detach $before 56b242e
-    for turn in 1 2 3; do
-      for side in before now; do
-        where=$root; [ $side = before ] && where=$before
-        started=$(date +%s.%N)
-        (cd "$where" && PYTHONPATH=$where:/tmp/site timeout 280 python3 -m perfbot run --suite pr --samples 30 \
-           > "$dir/$side-$turn.txt" 2>&1)
-        echo "$side $turn exit $? $(echo "$(date +%s.%N) - $started" | bc) s" | tee -a "$dir/walls.txt"
-      done
-    done ;;
+    # Wall time of the same fixed work before issue 52's worker process and fresh-input check
+    # (56b242e) and now: an A/A as the PR check takes it (`ab`, every implementation but
+    # max-autotune), each pair held to 32 rounds (--samples = --max-samples: no pair stops early,
+    # none runs on), over SUITES. Each a fresh process, as a user's run is. The first turn warms
+    # Triton's and Inductor's caches (the kernels did not change) and is not counted. TURNS: the
+    # sides in order after it.
+    git config --global --add safe.directory '*'
+    before=/tmp/perfbot-before; git worktree prune; [ -d $before ] || git worktree add -q --detach $before 56b242e
+    n=0
+    for side in warm ${TURNS:-before now now before before now}; do
+      where=$root; [ $side = before ] && where=$before
+      started=$EPOCHREALTIME
+      (cd "$where" && PYTHONPATH=$where:/tmp/site timeout ${RUN_LIMIT_S:-280} python3 -m perfbot ab HEAD HEAD \
+         ${SUITES:---suite pr --suite decode} --skip-kernel max-autotune --gpus 1 --samples 32 --max-samples 32 \
+         --out-dir "/tmp/$side-$n" > "/tmp/$side-$n.txt" 2>&1)
+      rc=$?; ended=$EPOCHREALTIME
+      echo "$n $side exit $rc $(python3 -c "print(f'{$ended - $started:.1f}')") s" | tee -a "$dir/walls.txt"
+      [ $rc = 0 ] || tail -3 "/tmp/$side-$n.txt" | tee -a "$dir/walls.txt"
+      grep -E "unchanged|slowdown" "/tmp/$side-$n.txt" | tail -1 >> "$dir/walls.txt"
+      n=$((n + 1))
+    done
+    python3 - "$dir/walls.txt" <<'PY' | tee -a "$dir/walls.txt"
+import statistics, sys
+walls = {"before": [], "now": []}
+for line in open(sys.argv[1]):
+    parts = line.split()
+    if len(parts) == 6 and parts[1] in walls and parts[3] in ("0", "1"):  # an A/A row may flag by chance
+        walls[parts[1]].append(float(parts[4]))
+if walls["before"] and walls["now"]:
+    before, now = statistics.median(walls["before"]), statistics.median(walls["now"])
+    print(f"median before {before:.1f} s, now {now:.1f} s: now/before {now / before:.3f}")
+PY
+    ;;
 esac
