@@ -6,13 +6,20 @@ existing regular file is replaced only with --overwrite; a symlink is a name tak
 (with --overwrite the link itself is replaced, its target never written through); anything else
 at the name (a directory, a device, a fifo, a socket, or a symlink to one) is refused, with
 --overwrite too. perfbot's own files (the store, state files) replace themselves without asking,
-and are never written over anything but a regular file either."""
+and are never written over anything but a regular file either.
+
+The containment rule, for every path perfbot chooses inside a folder (init's files in the
+project, the store's runs in the store, the site's pages in its folder; `Inside`): the path must
+resolve inside that folder. A symlink on the way to it that leads outside, or nowhere, is refused
+naming the link; one that leads to a folder inside is followed. The folder itself is the one the
+user named, wherever it is."""
 
 from __future__ import annotations
 
 import os
 import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BadInput, EnvironmentFailure
@@ -95,37 +102,106 @@ _KINDS = (
 )
 
 
-def write_atomic(path: Path, text: str, *, replace: bool = True) -> None:
+@dataclass(frozen=True)
+class Inside:
+    """A folder perfbot writes in by paths it chooses itself: the containment rule (above)."""
+
+    folder: Path
+    what: str  # how a refusal names the folder: "the project", "the store"
+
+    def check(self, path: Path, *, follow: bool = False) -> None:
+        """Refuse (BadInput naming `path` and the link) a `path` under the folder that does not
+        resolve inside it: every part below the folder that stands must be a folder or a link to
+        one inside; the last part is left to the output rule, which never writes through a link,
+        unless `follow` (a file appended to)."""
+        folder = Path(os.path.abspath(self.folder))
+        try:
+            parts = Path(os.path.abspath(path)).relative_to(folder).parts
+        except ValueError:
+            raise BadInput(f"{path}: is not inside {self.what}, {folder}") from None
+        real = Path(os.path.realpath(folder))
+        current = folder
+        for depth, part in enumerate(parts if follow else parts[:-1], start=1):
+            current = current / part
+            try:
+                is_link = stat.S_ISLNK(os.lstat(current).st_mode)
+            except FileNotFoundError:
+                return  # what is missing from here on is made, inside the folder that holds it
+            except OSError as error:
+                raise BadInput(f"{path}: cannot write it: {error.strerror or error}") from None
+            if is_link:
+                self._check_link(path, current, real)
+            if depth < len(parts) and not current.is_dir():
+                raise BadInput(f"{path}: cannot make its folder: {blocking_part(current)}")
+
+    def holds(self, path: Path) -> bool:
+        """Whether `path` would pass `check`: a file there can be written, or removed, inside."""
+        try:
+            self.check(path)
+        except BadInput:
+            return False
+        return True
+
+    def _check_link(self, path: Path, link: Path, real: Path) -> None:
+        said = f"{path}:" if link == Path(os.path.abspath(path)) else f"{path}: {link}"
+        try:
+            target = link.resolve(strict=True)
+        except FileNotFoundError:
+            raise BadInput(
+                f"{said} is a symlink that leads nowhere ({os.readlink(link)}); perfbot writes only "
+                f"inside {self.what}, and makes no folder at a link's far end"
+            ) from None
+        except (OSError, RuntimeError) as error:  # a loop of links: RuntimeError before Python 3.13
+            raise BadInput(f"{said} cannot be followed: {getattr(error, 'strerror', None) or error}") from None
+        if not target.is_relative_to(real):
+            raise BadInput(
+                f"{said} is a symlink to {target}, outside {self.what} ({real}); perfbot writes only inside it"
+            )
+
+
+def write_atomic(path: Path, text: str, *, replace: bool = True, inside: Inside | None = None) -> None:
     """Write through a synced temporary file in the same folder, so a crash leaves the old file
     or the new one, never half of either. With replace=False an existing file is never touched
     (the final step is a hard link, which fails if the name was taken meanwhile). A path that
-    names anything but a regular file is BadInput; a place that cannot be written is
-    EnvironmentFailure."""
-    write_all({path: text}, replace=replace)
+    names anything but a regular file, or that leaves the folder `inside` names, is BadInput; a
+    place that cannot be written is EnvironmentFailure."""
+    write_all({path: text}, replace=replace, inside=inside)
 
 
-def write_all(texts: dict[Path, str], *, replace: bool = True) -> None:
+def write_all(texts: dict[Path, str], *, replace: bool = True, inside: Inside | None = None) -> None:
     """Several files, all or none: each is staged in a synced temporary file beside it first,
-    and only when every one is staged do they take their names."""
+    and only when every one is staged do they take their names. With replace=False, the names
+    taken before one fails are given back."""
     staged: list[tuple[Path, Path]] = []
+    linked: list[Path] = []
     try:
         for path, text in texts.items():
-            staged.append((_stage(path, text), path))
+            staged.append((_stage(path, text, inside), path))
         for tmp, path in staged:
             if replace:
                 os.replace(tmp, path)
             else:
                 os.link(tmp, path)
+                linked.append(path)
     except FileExistsError:
+        _unlink(linked)
         raise BadInput(f"{path}: already exists; it is left as it is") from None
     except OSError as error:
+        _unlink(linked)
         raise EnvironmentFailure(f"{path}: cannot write it: {error.strerror or error}") from None
     finally:
         for tmp, _ in staged:
             tmp.unlink(missing_ok=True)
 
 
-def _stage(path: Path, text: str) -> Path:
+def _unlink(paths: list[Path]) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)
+
+
+def _stage(path: Path, text: str, inside: Inside | None) -> Path:
+    if inside is not None:  # checked again as it is written: the plan's check may be minutes old
+        inside.check(path)
     special = _not_regular(path)
     if special is not None:  # os.replace would put a file in its place: never a device, a fifo...
         raise BadInput(f"{path}: is {special}; perfbot writes only regular files, so give another name")

@@ -1,4 +1,5 @@
 import os
+import re
 import socket
 import stat
 from pathlib import Path
@@ -269,3 +270,142 @@ def test_an_output_inside_a_missing_folder_makes_the_folder(tmp_path: Path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(BadInput, match=r"a.txt: is not a place .*\(.*/file is a file, not a folder\)"):
         write_atomic(tmp_path / "file" / "deep" / "a.txt", "x")
+
+
+# --- the containment rule: paths perfbot chooses inside a folder -------------------------------
+
+
+def _snapshot(top: Path) -> dict[str, object]:
+    """Everything under `top`, links not followed: each folder, each link's target, each file's bytes."""
+    found: dict[str, object] = {}
+    for folder, folders, files in os.walk(top):
+        for name in folders + files:
+            path = Path(folder) / name
+            key = str(path.relative_to(top))
+            if path.is_symlink():
+                found[key] = ("link", os.readlink(path))
+            elif path.is_dir():
+                found[key] = "folder"
+            else:
+                found[key] = path.read_bytes()
+    return found
+
+
+@pytest.fixture
+def place(tmp_path: Path) -> tuple[Path, Path]:
+    """A folder perfbot writes in, and a folder outside it holding a file to keep."""
+    inside, outside = tmp_path / "project", tmp_path / "outside"
+    inside.mkdir()
+    outside.mkdir()
+    (outside / "precious").write_text("precious")
+    return inside, outside
+
+
+def test_a_link_on_the_way_out_of_the_folder_is_refused_naming_it(place: tuple[Path, Path]):
+    from perfbot.files import Inside, write_all
+
+    root, outside = place
+    (root / "perf").symlink_to(outside)
+    before = _snapshot(outside)
+    target = root / "perf" / "deep" / "a.txt"
+    with pytest.raises(BadInput) as refused:
+        Inside(root, "the project").check(target)
+    assert str(refused.value) == (
+        f"{target}: {root / 'perf'} is a symlink to {outside}, outside the project ({root}); "
+        "perfbot writes only inside it"
+    )
+    with pytest.raises(BadInput, match="outside the project"):  # writing checks it again
+        write_all({root / "mine.txt": "x", target: "x"}, inside=Inside(root, "the project"))
+    assert _snapshot(outside) == before and not (root / "mine.txt").exists()
+    write_all({target: "x"})  # without the rule, the user's own path: written where it leads
+    assert (outside / "deep" / "a.txt").read_text() == "x"
+
+
+def test_a_link_deeper_on_the_way_is_followed_from_where_the_one_before_led(place: tuple[Path, Path]):
+    from perfbot.files import Inside
+
+    root, outside = place
+    (root / "real").mkdir()
+    (root / "a").symlink_to("real")  # inside: followed
+    (root / "real" / "b").symlink_to(outside)  # then out
+    with pytest.raises(BadInput, match=re.escape(f"{root / 'a' / 'b'} is a symlink to {outside}, outside the project")):
+        Inside(root, "the project").check(root / "a" / "b" / "c" / "x.txt")
+
+
+def test_a_link_to_a_folder_inside_is_followed_and_written_through(place: tuple[Path, Path]):
+    from perfbot.files import Inside, write_all
+
+    root, _ = place
+    (root / "bench").mkdir()
+    (root / "perf").symlink_to(root / "bench")
+    (root / "up").symlink_to(".")  # the folder itself is inside it too
+    within = Inside(root, "the project")
+    within.check(root / "perf" / "new" / "a.txt")
+    within.check(root / "up" / "perf" / "b.txt")
+    write_all({root / "perf" / "new" / "a.txt": "x"}, inside=within)
+    assert (root / "bench" / "new" / "a.txt").read_text() == "x"
+
+
+@pytest.mark.parametrize("where", ["outside", "inside"])
+def test_a_dangling_link_on_the_way_is_refused_wherever_it_points(place: tuple[Path, Path], where: str):
+    from perfbot.files import Inside
+
+    root, outside = place
+    missing = (outside if where == "outside" else root) / "missing"
+    (root / "perf").symlink_to(missing)
+    with pytest.raises(BadInput) as refused:
+        Inside(root, "the project").check(root / "perf" / "a.txt")
+    assert str(refused.value).startswith(
+        f"{root / 'perf' / 'a.txt'}: {root / 'perf'} is a symlink that leads nowhere ({missing}); "
+    )
+    assert not missing.exists()
+
+
+def test_the_last_part_is_followed_only_when_asked(place: tuple[Path, Path]):
+    from perfbot.files import Inside
+
+    root, outside = place
+    within = Inside(root, "the project")
+    (root / "pyproject.toml").symlink_to(outside / "precious")
+    within.check(root / "pyproject.toml")  # a file written whole replaces a link, never writes through it
+    with pytest.raises(BadInput, match=r"pyproject\.toml: is a symlink to .*precious, outside the project"):
+        within.check(root / "pyproject.toml", follow=True)  # appended to: written through
+    (root / "own.toml").write_text("")
+    (root / "linked.toml").symlink_to("own.toml")
+    within.check(root / "own.toml", follow=True)  # a file at the end, not a folder: its writer's business
+    within.check(root / "linked.toml", follow=True)
+    assert within.holds(root / "pyproject.toml") and not within.holds(root / "pyproject.toml" / "x")
+
+
+@pytest.mark.parametrize("kind", ["a file", "a symlink to a file"])
+def test_a_file_on_the_way_is_named_as_what_blocks_the_folder(place: tuple[Path, Path], kind: str):
+    from perfbot.files import Inside
+
+    root, _ = place
+    (root / "file").write_text("x")
+    if kind != "a file":
+        (root / ".github").symlink_to("file")
+    blocking = root / ("file" if kind == "a file" else ".github")
+    with pytest.raises(BadInput, match=re.escape(f"cannot make its folder: {blocking} is {kind}, not a folder")):
+        Inside(root, "the project").check(blocking / "workflows" / "a.yml")
+
+
+def test_a_loop_of_links_and_a_path_elsewhere_are_refused(place: tuple[Path, Path]):
+    from perfbot.files import Inside
+
+    root, outside = place
+    (root / "loop").symlink_to("loop")
+    within = Inside(root, "the store")
+    with pytest.raises(BadInput, match=re.escape(f"{root / 'loop'} cannot be followed")):
+        within.check(root / "loop" / "a.txt")
+    with pytest.raises(BadInput, match=re.escape(f"is not inside the store, {root}")):
+        within.check(outside / "a.txt")
+
+
+def test_files_written_together_without_replacing_are_all_taken_back_when_one_name_is_taken(tmp_path: Path):
+    from perfbot.files import write_all
+
+    (tmp_path / "b.txt").write_text("theirs")
+    with pytest.raises(BadInput, match=r"b\.txt: already exists"):
+        write_all({tmp_path / "a.txt": "mine", tmp_path / "b.txt": "mine"}, replace=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.txt"] and (tmp_path / "b.txt").read_text() == "theirs"
