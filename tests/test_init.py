@@ -101,13 +101,21 @@ def _init(repo: Path, *args: str):
     return CliRunner().invoke(perfbot, ["init", "--project", str(repo), *args])
 
 
-def _tree(repo: Path) -> dict[str, tuple[bytes, int]]:
-    """Every file of the repository but git's own, with its bytes and mode."""
-    return {
-        str(path.relative_to(repo)): (path.read_bytes() if path.is_file() else b"", path.lstat().st_mode)
-        for path in sorted(repo.rglob("*"))
-        if ".git" not in path.relative_to(repo).parts and not path.is_dir()
-    }
+def _tree(repo: Path) -> dict[str, object]:
+    """Everything in the repository but git's own, links not followed: each folder (an empty one
+    too), each link's target, each file's bytes and mode."""
+    found: dict[str, object] = {}
+    for folder, folders, files in os.walk(repo):
+        folders[:] = [name for name in folders if Path(folder, name) != repo / ".git"]
+        for name in folders + files:
+            path = Path(folder) / name
+            if path.is_symlink():
+                found[str(path.relative_to(repo))] = ("link", os.readlink(path))
+            elif path.is_dir():
+                found[str(path.relative_to(repo))] = "folder"
+            else:
+                found[str(path.relative_to(repo))] = (path.read_bytes(), path.stat().st_mode)
+    return found
 
 
 def _perfbot(cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -228,7 +236,7 @@ def test_a_second_init_writes_only_the_new_family_and_says_the_two_lines_to_add(
     result = _init(repo, "--kernel", "mypkg.ops.scale:scale")  # no commit asked: the table pins it already
     assert result.exit_code == 0, result.output
     after = _tree(repo)
-    assert sorted(set(after) - set(before)) == ["perf/scale/__init__.py", "perf/scale/suites.yaml"]
+    assert sorted(set(after) - set(before)) == ["perf/scale", "perf/scale/__init__.py", "perf/scale/suites.yaml"]
     assert {path: after[path] for path in before} == before  # perf/__init__.py, the table, the policy: untouched
     assert result.output.splitlines()[2:6] == [
         "Next:",

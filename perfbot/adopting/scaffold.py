@@ -8,7 +8,10 @@ place marked with MARK), the `[tool.perfbot]` table appended to pyproject.toml, 
 thresholds.yaml and, on request, the GitHub workflows with the GPU setup action. Where the table
 stands already, another family beside the first, and nothing else: the package's __init__.py,
 the table and the policy are the user's by then, so the two lines to add are said, not written.
-It refuses to write over anything: every target is checked before the first byte is written.
+It refuses to write over anything, and anywhere outside the project (a symlink on the way that
+leads out, files.py's containment rule): every target is checked before the first byte is
+written, and a write that fails midway takes back what it wrote, so a refusal leaves the tree
+as it was.
 
 The user's function, autograd.Function or nn.Module is read from its source (kernel_source.py),
 never imported: init runs none of the project's code, which may need a GPU or do work at
@@ -31,7 +34,7 @@ import jinja2
 from ..config import FULL_SHA
 from ..deciding.thresholds import DEFAULT_PATH
 from ..errors import BadInput, EnvironmentFailure
-from ..files import read_text, umask, write_all
+from ..files import Inside, read_text, umask, write_all
 from .kernel_source import Kernel
 
 MARK = "perfbot init: fill in"
@@ -158,6 +161,8 @@ def plan(
     if top == root or package.parent != top:
         inside = f"in {kernels}/, the package [tool.perfbot] kernels names" if kernels is not None else "in a folder"
         raise BadInput(f"--dir {folder}: a kernel family goes {inside} (perf/NAME); its package lists the families")
+    project = _inside(root)
+    project.check(package / "__init__.py")  # before a file is read through a link out of the project
     alias = package.name
     if not alias.isidentifier() or keyword.iskeyword(alias):
         raise BadInput(
@@ -218,6 +223,10 @@ def plan(
         files[root / ".github" / "CODEOWNERS"] = _render("CODEOWNERS.j2", {"kernels": relative.replace(" ", "\\ ")})
     pyproject = root / "pyproject.toml"
     table = _render("pyproject.toml.j2", values) if kernels is None else None
+    for path in files:
+        project.check(path)
+    if table is not None:
+        project.check(pyproject, follow=True)  # appended to: a link there is written through
     _refuse_what_stands(package, files, pyproject, table)
     family = package.relative_to(root).as_posix()
     return Scaffold(root, files, tuple(scripts), pyproject, table, relative, family, alias, pin, workflows)
@@ -267,30 +276,56 @@ def _appended(text: str, table: str) -> str:
 
 def write(scaffold: Scaffold) -> None:
     """Write the planned files (all or none), then append the table to pyproject.toml, or write it
-    whole where there was none. Should appending fail, the new files are taken away again."""
-    created = [p for path in scaffold.files for p in reversed(path.parents) if not os.path.lexists(p)]
+    whole where there was none. Should anything fail or be interrupted on the way, the files
+    written and the folders made are taken away again: the tree is left as it was."""
+    project = _inside(scaffold.root)
+    made = sorted(
+        {folder for path in scaffold.files for folder in path.parents if not os.path.lexists(folder)},
+        key=lambda folder: len(folder.parts),
+        reverse=True,
+    )
     new_pyproject = not os.path.lexists(scaffold.pyproject)
     files = dict(scaffold.files)
     if new_pyproject and scaffold.table is not None:
         files[scaffold.pyproject] = scaffold.table
-    write_all(files, replace=False)
-    for script in scaffold.scripts:
-        os.chmod(script, 0o777 & ~umask())  # a script the workflows run, as git would check it out
-    table = scaffold.table
-    if new_pyproject or table is None:
-        return
+    written: list[Path] = []
     try:
-        text = scaffold.pyproject.read_text(encoding="utf-8")
-        with open(scaffold.pyproject, "a", encoding="utf-8") as handle:
+        write_all(files, replace=False, inside=project)
+        written = list(files)
+        for script in scaffold.scripts:
+            _make_executable(script)
+        if not new_pyproject and scaffold.table is not None:
+            _append(project, scaffold.pyproject, scaffold.table)
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        for folder in made:
+            try:
+                folder.rmdir()
+            except OSError:  # not made here after all, or something else went in
+                pass
+        raise
+
+
+def _make_executable(script: Path) -> None:
+    try:
+        os.chmod(script, 0o777 & ~umask())  # a script the workflows run, as git would check it out
+    except OSError as error:
+        raise EnvironmentFailure(f"{script}: cannot make it executable: {error.strerror or error}") from None
+
+
+def _append(project: Inside, pyproject: Path, table: str) -> None:
+    project.check(pyproject, follow=True)  # again: the plan's check may be a while old
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+        with open(pyproject, "a", encoding="utf-8") as handle:
             handle.write(_appended(text, table)[len(text) :])
     except OSError as error:
-        for path in scaffold.files:
-            path.unlink(missing_ok=True)
-        for folder in sorted(set(created), key=lambda p: len(p.parts), reverse=True):
-            if folder.is_dir():
-                folder.rmdir()
-        reason = error.strerror or error
-        raise EnvironmentFailure(f"{scaffold.pyproject}: cannot append [tool.perfbot]: {reason}") from None
+        raise EnvironmentFailure(f"{pyproject}: cannot append [tool.perfbot]: {error.strerror or error}") from None
+
+
+def _inside(root: Path) -> Inside:
+    return Inside(root, "the project")
 
 
 def _templates() -> Path:

@@ -83,8 +83,10 @@ def init_command(
     which it leaves as it is, as it leaves the table and the policy.
 
     Writes over nothing: where any of these files stands already it exits 2 naming it and writes
-    nothing. Without --triton-commit and with no full commit to be found for the installed Triton,
-    the first init exits 2 and writes nothing.
+    nothing. Nor outside the project: a symlink on the way to any of them that leads out of the
+    project, or nowhere, is refused the same way; one to a folder inside is followed. Without
+    --triton-commit and with no full commit to be found for the installed Triton, the first init
+    exits 2 and writes nothing.
 
     Example:
 
