@@ -237,3 +237,85 @@ def test_a_store_the_system_refuses_to_create_is_an_environment_failure(tmp_path
     done = CliRunner().invoke(perfbot, ["baseline", "update", str(run), "--store", "/sys/perfbot-store"])
     assert done.exit_code == 3, done.output
     assert done.stderr.startswith("perfbot: error: /sys/perfbot-store: cannot write the store: ")
+
+
+# --- nothing written outside the store (files.py's containment rule) ----------------------------
+
+
+@pytest.fixture
+def outside(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder outside the store and the project, holding a file to keep."""
+    place = tmp_path_factory.mktemp("outside")
+    (place / "precious").write_text("precious")
+    return place
+
+
+def _update(run: Path, *where: str):
+    return CliRunner().invoke(perfbot, ["baseline", "update", str(run), *where])
+
+
+def test_a_gpus_folder_that_links_out_of_the_store_is_refused(tmp_path: Path, outside: Path):
+    # The perfbot-baselines branch that a store is a clone of can hold a link anyone's workflow pushed.
+    directory = tmp_path / "store"
+    directory.mkdir()
+    (directory / "nvidia-h200").symlink_to(outside)
+    done = _update(_save(tmp_path, "run.json", make_results(seed=1)), "--store", str(directory))
+    assert done.exit_code == 2, done.output
+    assert done.stderr == (
+        f"perfbot: error: {directory / 'nvidia-h200'}: is a symlink to {outside}, outside the store "
+        f"({directory}); perfbot writes only inside it\n"
+    )
+    assert sorted(p.name for p in outside.iterdir()) == ["precious"]
+
+
+@pytest.mark.parametrize("target", ["a file outside", "nothing yet, outside"])
+def test_a_lock_that_links_out_of_the_store_is_refused(tmp_path: Path, outside: Path, target: str):
+    directory = tmp_path / "store"
+    directory.mkdir()
+    lock = outside / ("precious" if target == "a file outside" else "lock")
+    (directory / ".lock").symlink_to(lock)
+    done = _update(_save(tmp_path, "run.json", make_results(seed=1)), "--store", str(directory))
+    assert done.exit_code == 2, done.output
+    assert f"{directory / '.lock'}: is a symlink" in done.stderr and done.stderr.count("\n") == 1
+    assert sorted(p.name for p in outside.iterdir()) == ["precious"]  # opened to append: never made there
+    assert not (directory / "nvidia-h200").exists()
+
+
+def test_a_leftover_through_a_link_out_of_the_store_is_left_alone(tmp_path: Path, outside: Path):
+    directory = tmp_path / "store"
+    store.add(directory, make_results(seed=1))
+    (directory / "elsewhere").symlink_to(outside)
+    (outside / ".20261130T000000.000000Z-0123456789ab.json.x1y2.tmp").write_text("theirs")
+    assert store.add(directory, make_results(seed=2)).leftovers_removed == 0
+    assert (outside / ".20261130T000000.000000Z-0123456789ab.json.x1y2.tmp").read_text() == "theirs"
+
+
+def test_a_gpus_folder_linked_to_a_folder_inside_the_store_is_followed(tmp_path: Path):
+    directory = tmp_path / "store"
+    (directory / "h200-runs").mkdir(parents=True)
+    (directory / "nvidia-h200").symlink_to("h200-runs")
+    added = store.add(directory, make_results(seed=1))
+    assert added.path.parent == directory / "nvidia-h200"
+    assert [p.name for p in (directory / "h200-runs").iterdir()] == [added.path.name]
+
+
+def test_the_projects_store_that_links_out_of_the_project_is_refused_where_written(project: Path, outside: Path):
+    (outside / "store").mkdir()
+    (project / ".perfbot").symlink_to(outside)  # [tool.perfbot] store = ".perfbot/store"
+    run = _save(outside.parent, "run.json", make_results(seed=1))
+    words = f"{project / '.perfbot'} is a symlink to {outside}, outside the project ({project})"
+    writers = [
+        ["baseline", "update", str(run)],
+        ["history", "--check"],
+        ["history", "ack", "--step", "0123456789abcdef@20261130T051500.000000Z", "--reason", "known"],
+    ]
+    for argv in writers:
+        done = CliRunner().invoke(perfbot, [*argv, "--project", str(project)])
+        assert done.exit_code == 2, (argv, done.output)
+        assert words in done.stderr and done.stderr.count("\n") == 1, (argv, done.stderr)
+    assert sorted(p.relative_to(outside).as_posix() for p in outside.rglob("*")) == ["precious", "store"]
+    shown = CliRunner().invoke(perfbot, ["baseline", "show", "--project", str(project)])
+    assert shown.exit_code == 0, shown.output  # read through the link: only writing is held to the rule
+    # Named by the user, the same path is the user's choice, wherever it leads.
+    assert _update(run, "--store", str(project / ".perfbot" / "store")).exit_code == 0
+    assert len(list((outside / "store" / "nvidia-h200").glob("*.json"))) == 1

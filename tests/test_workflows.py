@@ -503,6 +503,39 @@ def test_push_baseline_retries_after_losing_a_race(tmp_path: Path, existing_bran
     assert _git("--git-dir", str(remote), "log", "-1", "--format=%s", "perfbot-baselines") == "baseline: c0ffee"
 
 
+@pytest.mark.parametrize("planted", ["store", "store/nvidia-h200"])
+def test_push_baseline_writes_nothing_through_a_link_planted_on_the_branch(tmp_path: Path, planted: str):
+    # Any workflow with contents: write can push perfbot-baselines: a link there leading out of the
+    # clone is refused, the store itself by the script, a folder in it by perfbot (files.py).
+    from perfbot.records import results
+
+    remote, seed, outside = tmp_path / "remote.git", tmp_path / "seed", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious").write_text("precious")
+    _git("init", "--quiet", "--bare", str(remote))
+    _git("init", "--quiet", str(seed))
+    _git("checkout", "--quiet", "--orphan", "perfbot-baselines", cwd=seed)
+    (seed / planted).parent.mkdir(parents=True, exist_ok=True)
+    (seed / planted).symlink_to(outside)
+    _git("add", "-A", cwd=seed)
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", "planted", cwd=seed)
+    _git("push", "--quiet", str(remote), "HEAD:refs/heads/perfbot-baselines", cwd=seed)
+    run_file = tmp_path / "main.json"
+    results.save(make_results(seed=1), run_file)
+    env = {"PATH": f"{BIN}:/usr/bin:/bin", "PERFBOT": str(BIN / "perfbot"), "PERFBOT_BASELINE_REMOTE": str(remote)}
+    done = subprocess.run(
+        ["bash", str(ROOT / ".github" / "perfbot" / "push-baseline.sh"), str(run_file)],
+        capture_output=True,
+        text=True,
+        env={**env, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"is a symlink (to {outside})" in done.stderr or f"is a symlink to {outside}" in done.stderr
+    assert [p.name for p in outside.iterdir()] == ["precious"]
+    assert _git("--git-dir", str(remote), "rev-list", "--count", "perfbot-baselines") == "1"  # nothing pushed
+
+
 @pytest.mark.slow
 def test_push_baseline_fails_the_job_once_for_a_step_after_storing_the_run(tmp_path: Path):
     from perfbot.records import results

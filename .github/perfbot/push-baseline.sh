@@ -44,6 +44,12 @@ for attempt in 1 2 3 4 5; do
     git init --quiet "$work/repo"
     git -C "$work/repo" checkout --quiet --orphan "$branch"
   fi
+  # Anyone's workflow can push the branch: a store there that is a link would be written through,
+  # out of the clone. Below it, perfbot keeps its writes inside the store itself.
+  if [ -L "$work/repo/store" ]; then
+    echo "perfbot: error: store on $branch is a symlink (to $(readlink "$work/repo/store")); it must be a folder" >&2
+    exit 2
+  fi
   for file in "${results[@]}"; do
     "$perfbot" baseline update "$file" --store "$work/repo/store"
   done

@@ -118,7 +118,7 @@ def baseline_update_command(results_path: Path, store: Path | None, project: Pat
     loaded = results_file.load(results_path)
     if loaded.failures:
         raise BadInput(f"{results_path}: holds {len(loaded.failures)} wrong result(s); a failing run is no baseline")
-    added = baseline_store.add(store_dir(store, project), loaded)
+    added = baseline_store.add(store_dir(store, project, writes=True), loaded)
     if added.leftovers_removed:
         click.echo(f"removed {added.leftovers_removed} partial file(s) left by interrupted updates", err=True)
     click.echo(f"stored {added.path}")

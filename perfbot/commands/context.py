@@ -21,7 +21,7 @@ from ..deciding import comparison as comparison_file
 from ..deciding.compare import Report
 from ..deciding.thresholds import DEFAULT_PATH, Policy, default_policy, load_policy
 from ..errors import BadInput, EnvironmentFailure
-from ..files import check_output, write_all
+from ..files import Inside, check_output, write_all
 from ..output.verdicts import comment_markdown, compare_table
 
 if TYPE_CHECKING:
@@ -75,14 +75,23 @@ def project_config(project: Path | None) -> ProjectConfig:
     return load_project_config(project if project is not None else find_project_root(Path.cwd()))
 
 
-def store_dir(store: Path | None, project: Path | None) -> Path:
-    """The baseline store: --store, else the project's ([tool.perfbot] store)."""
-    return store if store is not None else project_config(project).store_dir
+def store_dir(store: Path | None, project: Path | None, *, writes: bool = False) -> Path:
+    """The baseline store: --store, else the project's ([tool.perfbot] store). A command that
+    `writes` in the project's store, where it lies in the project (the default .perfbot/store, a
+    relative path), holds it to the containment rule: it must not lead out of the project through a
+    symlink (files.py). --store, or a path out of the project in the table, is the user's choice."""
+    if store is not None:
+        return store
+    config = project_config(project)
+    root = Path(os.path.abspath(config.root))
+    if writes and Path(os.path.abspath(config.store_dir)).is_relative_to(root):
+        Inside(root, "the project").check(config.store_dir, follow=True)
+    return config.store_dir
 
 
-def existing_store(store: Path | None, project: Path | None) -> Path:
+def existing_store(store: Path | None, project: Path | None, *, writes: bool = False) -> Path:
     """The baseline store of a command that reads one (`store_dir`): it must be a folder."""
-    directory = store_dir(store, project)
+    directory = store_dir(store, project, writes=writes)
     try:
         folder = directory.is_dir()
     except OSError as error:  # a name too long for the system, say

@@ -129,7 +129,7 @@ def history_command(
         raise BadInput("--out-steps needs --check: it writes the steps the check reports")
     if runner_pairs and steps_json is None:
         raise BadInput("--runner needs --out-steps: it names who bisects the steps written there")
-    store_dir = existing_store(store, project)
+    store_dir = existing_store(store, project, writes=check and state_path is None)  # --check's state
     if steps_json is not None:
         check_output(steps_json, overwrite=overwrite)
     runners = steps_file.runners(list(runner_pairs))

@@ -51,7 +51,7 @@ def ack_command(store: Path | None, step: str, reason: str, by: str | None, proj
     from ..history import acknowledgements, steps
     from ..history import series as history
 
-    store_dir = existing_store(store, project)
+    store_dir = existing_store(store, project, writes=True)
     identity, stored = acknowledgements.parse_step_id(step)
     text = acknowledgements.check_reason(reason)
     who = _checked_name(by) if by is not None else _default_name()

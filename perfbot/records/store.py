@@ -10,7 +10,9 @@ runs are compared. A run is stored only if it loads back as written, validated a
 comparison reads it, so a stored run never stops one. Files are written atomically and never
 overwritten; a writer killed mid-way leaves at most a hidden `.*.tmp` file, which the next
 update (holding the lock, so no writer is mid-way) removes and reports. A file that cannot be
-read is reported by name, never skipped or replaced.
+read is reported by name, never skipped or replaced. What an update writes, and the leftovers it
+removes, stay inside the store: a symlink in it that leads out (a GPU's folder, the lock) is
+refused, and a leftover through one is left alone (files.py's containment rule).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BadInput, EnvironmentFailure
-from ..files import write_atomic
+from ..files import Inside, write_atomic
 from . import results as results_file
 from .run import Results, gpu_slug
 
@@ -57,16 +59,18 @@ def add(store: Path, results: Results) -> Added:
     text = results_file.to_text(results)
     _check_comparable(text)
     _check_store(store)
+    inside = Inside(store, "the store")
     folder = store / gpu_slug(gpu)
+    inside.check(folder, follow=True)  # before anything is read through a link out of the store
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-    with _locked(store):
-        removed = _remove_leftovers(store)
+    with _locked(store, inside):
+        removed = _remove_leftovers(store, inside)
         same = sorted(folder.glob(f"*-{digest}.json")) if folder.is_dir() else []
         if same:
             raise BadInput(f"{same[0]}: this exact run is already stored")
         stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S.%fZ")
         target = folder / f"{stamp}-{digest}.json"
-        write_atomic(target, text, replace=False)
+        write_atomic(target, text, replace=False, inside=inside)
     return Added(target, removed)
 
 
@@ -110,15 +114,16 @@ def leftovers(store: Path) -> list[Path]:
     return sorted(store.glob("*/.*.tmp"))
 
 
-def _remove_leftovers(store: Path) -> int:
-    found = leftovers(store)
+def _remove_leftovers(store: Path, inside: Inside) -> int:
+    found = [path for path in leftovers(store) if inside.holds(path)]
     for path in found:
         path.unlink(missing_ok=True)
     return len(found)
 
 
 @contextmanager
-def _locked(store: Path) -> Iterator[None]:
+def _locked(store: Path, inside: Inside) -> Iterator[None]:
+    inside.check(store / ".lock", follow=True)  # opened to append: a link there would be written through
     try:
         store.mkdir(parents=True, exist_ok=True)
         handle = (store / ".lock").open("a")
