@@ -321,18 +321,40 @@ def test_a_rebuild_removes_only_the_stale_pages_perfbot_wrote(tmp_path: Path):
     )
 
 
-@pytest.mark.parametrize("kind,words", [("symlink", "is a symlink"), ("file", "is not a folder")])
-def test_a_pages_folder_that_is_not_a_folder_of_its_own_is_refused(tmp_path: Path, kind: str, words: str):
-    store, out, target = write_store(tmp_path / "store", make_runs(8, seed=3)), tmp_path / "site", tmp_path / "t"
+@pytest.mark.parametrize(
+    "kind,words",
+    [
+        ("symlink", "{b}: is a symlink to {target}, outside the site's folder"),
+        ("symlink, no page to write there", "{b}: is a symlink to {target}, outside the site's folder"),
+        ("file", "cannot make its folder: {b} is a file, not a folder"),
+    ],
+)
+def test_a_pages_folder_that_leads_out_of_the_site_or_is_no_folder_is_refused(tmp_path: Path, kind: str, words: str):
+    out, target = tmp_path / "site", tmp_path / "t"
+    # With an empty store, no page goes in DIR/b: it is still where a rebuild removes stale pages.
+    runs = [] if kind.endswith("no page to write there") else make_runs(8, seed=3)
+    store = write_store(tmp_path / "store", runs)
+    store.mkdir(exist_ok=True)
     target.mkdir()
-    (target / "precious.html").write_text("<p>precious</p>")
+    (target / "precious.html").write_text(f"<head>{site.GENERATOR}</head>")  # a page a rebuild would remove
     out.mkdir()
-    if kind == "symlink":
+    if kind.startswith("symlink"):
         (out / "b").symlink_to(target)
     else:
         (out / "b").write_text("x")
     done = invoke("--store", str(store), "--out-html", str(out), "--overwrite")
     assert done.exit_code == 2, done.output
-    assert done.stderr.startswith(f"perfbot: error: {out / 'b'}: {words}; the site's pages go in a folder of their own")
+    assert done.stderr.startswith(f"perfbot: error: {out / 'b'}")
+    assert words.format(b=out / "b", target=target) in done.stderr
     assert done.stderr.count("\n") == 1
     assert [p.name for p in target.iterdir()] == ["precious.html"]
+    assert (target / "precious.html").read_text() == f"<head>{site.GENERATOR}</head>"
+
+
+def test_a_pages_folder_linked_to_a_folder_inside_the_site_is_written_through(tmp_path: Path):
+    store, out = write_store(tmp_path / "store", make_runs(8, seed=3)), tmp_path / "site"
+    (out / "pages").mkdir(parents=True)
+    (out / "b").symlink_to("pages")
+    done = invoke("--store", str(store), "--out-html", str(out))
+    assert done.exit_code == 0, done.output
+    assert (out / "b").is_symlink() and sorted((out / "pages").glob("*.html"))

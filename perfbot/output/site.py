@@ -27,8 +27,7 @@ from pathlib import Path
 import jinja2
 
 from .. import git
-from ..errors import BadInput
-from ..files import blocking_part, check_output, write_all
+from ..files import Inside, check_output, write_all
 from ..history.acknowledgements import Acknowledgement
 from ..history.series import History, Run, Series
 from ..history.steps import Found, find_all
@@ -95,10 +94,12 @@ def build(history: History, out: Path, links: Links, *, overwrite: bool = False)
     }
     pages[out / "index.html"] = _index(history, steps)
     pages[out / ".nojekyll"] = ""  # GitHub Pages serves the files as they are
-    _check_pages_folder(out / "b")
+    inside = Inside(out, "the site's folder")  # through a symlink out, pages would be written, and removed, elsewhere
+    inside.check(out / "b", follow=True)  # where stale pages are removed, even with no page to write there
     for page in pages:
+        inside.check(page)
         check_output(page, overwrite=overwrite)
-    write_all(pages, replace=overwrite)
+    write_all(pages, replace=overwrite, inside=inside)
     if overwrite:  # a benchmark no longer in the store loses its page: a site is rebuilt whole
         for stale in sorted(set((out / "b").glob("*.html")) - set(pages)):
             if _written_here(stale):
@@ -108,23 +109,6 @@ def build(history: History, out: Path, links: Links, *, overwrite: bool = False)
 
 # In every page's head (base.html.j2): the pages a rebuild may remove are those that carry it.
 GENERATOR = '<meta name="generator" content="perfbot history">'
-
-
-def _check_pages_folder(folder: Path) -> None:
-    """DIR/b must be a folder of its own (or free): through a symlink the pages would be written,
-    and stale ones removed, somewhere else."""
-    try:
-        mode = os.lstat(folder).st_mode
-    except FileNotFoundError:
-        return
-    except NotADirectoryError:
-        raise BadInput(f"{folder.parent}: cannot be the site's folder: {blocking_part(folder.parent)}") from None
-    except OSError as error:
-        raise BadInput(f"{folder}: cannot use it for the site's pages: {error.strerror or error}") from None
-    if stat.S_ISLNK(mode):
-        raise BadInput(f"{folder}: is a symlink; the site's pages go in a folder of their own, so move it aside")
-    if not stat.S_ISDIR(mode):
-        raise BadInput(f"{folder}: is not a folder; the site's pages go in a folder of their own, so move it aside")
 
 
 def _written_here(path: Path) -> bool:
