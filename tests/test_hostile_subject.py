@@ -114,7 +114,7 @@ def test_a_subject_that_behaves_passes(tmp_path: Path):
     assert "2 right, 0 wrong, of 2" in done.output
 
 
-# --- quitting: sys.exit, SystemExit, any BaseException but Ctrl-C ---
+# --- quitting: sys.exit, SystemExit, any BaseException but the user's Ctrl-C ---
 
 
 @pytest.mark.parametrize(
@@ -175,23 +175,57 @@ def test_an_implementation_that_raises_is_still_its_own_wrong_result(tmp_path: P
     assert "raised RuntimeError: bad launch" in done.output and "1 right, 1 wrong, of 2" in done.output
 
 
-def test_ctrl_c_in_the_subject_passes_through_untouched(tmp_path: Path):
-    """KeyboardInterrupt is the user's, not the subject's: it leaves the guard as it came (the CLI
-    turns it into its own exit code)."""
-    from perfbot.loading.package import load_subject
-    from perfbot.measuring import checking
-    from perfbot.measuring.planning import RunSettings
+@pytest.mark.parametrize(
+    "part,words",
+    [
+        ("at_import", "pk: importing the package raised KeyboardInterrupt"),
+        ("mine_body", "subject 't': implementation 'mine' (case quick/c) raised KeyboardInterrupt"),
+        ("inputs", "subject 't': inputs(case quick/c) raised KeyboardInterrupt"),
+        ("reference", "subject 't': the reference (case quick/c) raised KeyboardInterrupt"),
+    ],
+)
+def test_a_keyboard_interrupt_the_subject_raises_is_refused(tmp_path: Path, part: str, words: str):
+    """A KeyboardInterrupt that no Ctrl-C caused is the subject quitting: refused, exit 2, never the
+    130 of a user's Ctrl-C (nor a child's death by SIGINT)."""
+    done = _check(_project(tmp_path, **{part: "raise KeyboardInterrupt"}))
+    assert done.exit_code == 2, done.output
+    assert words in _one_line(done.stderr)
 
-    project = _project(tmp_path, mine_body="raise KeyboardInterrupt")
-    loaded = load_subject(project / "pk")
-    with pytest.raises(KeyboardInterrupt):
-        checking.check(loaded, list(loaded.suites.values()), RunSettings(), "cpu", limit=5.0)
-    with pytest.raises(KeyboardInterrupt):
-        guard.call("x", _interrupt, 5.0)
+
+def test_a_ctrl_c_during_a_guarded_call_passes_through_and_a_raised_one_is_refused():
+    """The guard tells them apart by whether a SIGINT reached the process during the call, whatever
+    handler was in place (Python's own here; pytest-xdist's workers may ignore SIGINT)."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            guard.call("x", _ctrl_c, 5.0)
+        with pytest.raises(KeyboardInterrupt):
+            guard.call("outer", lambda: guard.call("inner", _ctrl_c))  # nested: the outer's count
+        with pytest.raises(guard.Refused, match=r"^x raised KeyboardInterrupt: by hand$"):
+            guard.call("x", _interrupt, 5.0)
+        with pytest.raises(guard.Refused, match=r"^inner raised KeyboardInterrupt"):
+            guard.call("outer", lambda: guard.call("inner", _interrupt))
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back after each call
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # as in a subject's process: no Ctrl-C can raise it
+        with pytest.raises(guard.Refused, match=r"^x raised KeyboardInterrupt"):
+            guard.call("x", _interrupt, 5.0)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _interrupt() -> None:
-    raise KeyboardInterrupt
+    raise KeyboardInterrupt("by hand")
+
+
+def _ctrl_c() -> None:
+    """A SIGINT, as Ctrl-C sends it; Python's handler raises KeyboardInterrupt at once."""
+    import signal
+
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+    raise AssertionError("no KeyboardInterrupt came")
 
 
 # --- a reference that cannot be trusted ---

@@ -46,6 +46,35 @@ def test_what_the_subject_prints_is_passed_on_and_named_when_it_quits(tmp_path: 
     assert lines[-1].startswith("perfbot: error: ") and lines[-1].endswith(": bye now"), done.stderr
 
 
+@pytest.mark.parametrize("command", ["check", "suites"])
+@pytest.mark.parametrize(
+    "code,words",
+    [
+        ("import os; os._exit(0)", "the subject's process ended (exit 0, as os._exit(0) would) before it answered"),
+        ("raise KeyboardInterrupt", "pk: importing the package raised KeyboardInterrupt"),
+    ],
+)
+def test_the_cli_refuses_a_family_that_quits_at_import(tmp_path: Path, command: str, code: str, words: str):
+    """Through the real CLI, in a process of its own, on a project on disk: `os._exit(0)` at import
+    once made `check` and `suites` exit 0 saying nothing, and a KeyboardInterrupt exit 130."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    project = _project(tmp_path, at_import=code)
+    done = subprocess.run(
+        [sys.executable, "-m", "perfbot", command, "--project", str(project)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert words in _one_line(done.stderr)
+
+
 def test_suites_refuses_a_subject_that_quits_at_import(tmp_path: Path):
     done = _run(_project(tmp_path, at_import="import os; os._exit(0)"), "suites")
     assert done.exit_code == 2 and "before it answered" in _one_line(done.stderr)
@@ -168,6 +197,8 @@ def _timed(project: Path, command: str = "run"):
         ("mine_body", "import os; os._exit(0)", "ended (exit 0, as os._exit(0) would) before it answered"),
         ("mine_body", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "was killed by SIGKILL"),
         ("at_import", FORGED, "does not carry its nonce: refused"),
+        ("at_import", "raise KeyboardInterrupt", "pk: importing the package raised KeyboardInterrupt"),
+        ("mine_body", "raise KeyboardInterrupt", "implementation 'mine' (case quick/c) raised KeyboardInterrupt"),
     ],
 )
 def test_a_subject_that_ends_or_forges_its_worker_fails_run_and_sample(
@@ -330,6 +361,7 @@ def _head_does(repo: Path, code: str) -> Path:
         ("import os; os._exit(0)", "ended (exit 0, as os._exit(0) would) before it answered"),
         ("import torch; torch.cuda.Event.elapsed_time = lambda s, e: 1e-3", "torch.cuda.Event.elapsed_time"),
         ("import perfbot.deciding.stats as s; s.__dict__.clear()", "perfbot.deciding.stats"),
+        ("raise KeyboardInterrupt", "implementation 'fused' (case tiny/"),
     ],
 )
 def test_a_head_that_ends_or_patches_its_worker_fails_the_ab(gpu, repo: Path, tmp_path: Path, code: str, words: str):
@@ -372,6 +404,53 @@ def test_where_a_gpu_is_visible_the_subjects_process_is_a_fresh_interpreter(repo
     assert done.exit_code == 0 and "tiny" in done.output, done.output
     done = _ab(repo, tmp_path / "ab", "--dry-run")
     assert done.exit_code == 0 and "benchmarks per side" in done.output, done.output
+
+
+@pytest.mark.parametrize("command", ["check", "suites"])
+def test_a_keyboard_interrupt_at_import_in_a_fresh_interpreter_is_refused_naming_it(
+    tmp_path: Path, monkeypatch, command: str
+):
+    """A fresh interpreter that a KeyboardInterrupt leaves kills itself with SIGINT; the guard
+    refuses it first, so the line names it rather than a death by SIGINT."""
+    from perfbot.measuring import subject_process
+
+    monkeypatch.setattr(subject_process, "may_fork", lambda: False)
+    done = _run(_project(tmp_path, at_import="raise KeyboardInterrupt"), command)
+    assert done.exit_code == 2, done.output
+    assert _one_line(done.stderr).endswith("pk: importing the package raised KeyboardInterrupt")
+
+
+@pytest.mark.parametrize(
+    "error,words",
+    [
+        (KeyboardInterrupt(), "raised KeyboardInterrupt outside a guarded call"),
+        (SystemExit(0), "called sys.exit(0) outside a guarded call"),
+    ],
+)
+def test_a_quit_outside_a_guarded_call_in_a_subjects_process_is_refused(
+    tmp_path: Path, monkeypatch, error: BaseException, words: str
+):
+    """Where the subject's code runs, Ctrl-C is ignored: any quit that reaches the loop is the
+    subject's (a thread's `_thread.interrupt_main()`, say), refused naming it, never a child that
+    dies saying nothing."""
+    from perfbot.errors import BadInput
+    from perfbot.measuring import subject_jobs, subject_process, worker, worker_sides
+
+    def quits(*args, **kwargs):
+        raise error
+
+    monkeypatch.setitem(subject_jobs.JOBS, "quits", quits)  # the child is a fork: it has it too
+    with pytest.raises(BadInput) as refused:
+        subject_process.ask("quits", {})
+    assert str(refused.value) == f"code perfbot ran for the subject {words}"
+    monkeypatch.setattr(worker._Side, "hello", quits)
+    process = worker_sides.WorkerProcess("", _project(tmp_path) / "pk", fork=True)
+    try:
+        with pytest.raises(BadInput) as refused:
+            process.hello()
+    finally:
+        process.close()
+    assert str(refused.value) == f"code perfbot ran for the subject {words}"
 
 
 def test_ab_never_runs_either_sides_code_in_perfbots_process(gpu, repo: Path, tmp_path: Path):

@@ -1,10 +1,15 @@
 """Every call perfbot makes into a subject's code goes through `call`: importing the package, its
 inputs, references, implementations, counts and config readers.
 
-A subject that quits (`sys.exit`, or any BaseException but Ctrl-C's KeyboardInterrupt, which
-passes through untouched) or outlasts its time limit is refused in one line naming it (exit 2),
-never read as a pass, a slowdown or a wrong result. An ordinary exception passes through: the
-caller knows whether it is the subject's mistake or one implementation's failure.
+A subject that quits (`sys.exit`, or any BaseException, a KeyboardInterrupt it raises itself
+included) or outlasts its time limit is refused in one line naming it (exit 2), never read as a
+pass, a slowdown or a wrong result. An ordinary exception passes through: the caller knows whether
+it is the subject's mistake or one implementation's failure.
+
+A KeyboardInterrupt is the user's Ctrl-C, passed through untouched, only if a SIGINT reached this
+process while the call ran: `_Interrupts` counts them. Anything else raised that KeyboardInterrupt
+(a `raise KeyboardInterrupt`, `_thread.interrupt_main()`): the subject did. In the processes that
+run the subject's code (subject_process.py, worker.py) SIGINT is ignored, so there every one is.
 
 The limit is a SIGALRM timer in the main thread, whose handler raises `OutOfTime`, a
 BaseException, so that the subject's own `except Exception` cannot swallow it; a call that
@@ -59,14 +64,17 @@ def call(what: str, fn: Callable[[], T], limit: float | None = None) -> T:
     outer = getattr(_active, "on", False)
     _active.on = True
     expired = threading.Event()
+    sigints = _Interrupts.seen
     try:
-        with _limited(what, None if outer else limit, expired):  # nested: the enclosing limit covers it
-            result = fn()
+        with _limited(what, None if outer else limit, expired), _Interrupts.counted(outer):
+            result = fn()  # nested: the enclosing call's limit and count cover it
         if expired.is_set():
             raise OutOfTime  # the subject caught it and returned anyway
         return result
-    except KeyboardInterrupt:
-        raise
+    except KeyboardInterrupt as error:
+        if _Interrupts.seen != sigints:
+            raise  # the user's Ctrl-C
+        raise Refused(f"{what} {_late(limit) if expired.is_set() else _quit(error)}") from None
     except OutOfTime:
         if not expired.is_set():
             raise  # the enclosing call's limit, which that call reports
@@ -79,6 +87,35 @@ def call(what: str, fn: Callable[[], T], limit: float | None = None) -> T:
         raise Refused(f"{what} {_late(limit) if expired.is_set() else _quit(error)}") from None
     finally:
         _active.on = outer
+
+
+class _Interrupts:
+    """How many SIGINTs this process has received during guarded calls: a KeyboardInterrupt is
+    the user's only if this moved while the call ran."""
+
+    seen = 0
+
+    @classmethod
+    @contextmanager
+    def counted(cls, nested: bool) -> Iterator[None]:
+        """Within it, SIGINTs are counted before the handler in place runs (Python's own raises
+        KeyboardInterrupt). Signals reach the main thread alone: off it, or where SIGINT is ignored
+        (a subject's process) or ends the process, no SIGINT can raise anything, so none is counted."""
+        previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+        if nested or not callable(previous):
+            yield
+            return
+        handler = previous
+
+        def count(signum: int, frame: Any) -> Any:
+            cls.seen += 1
+            return handler(signum, frame)
+
+        signal.signal(signal.SIGINT, count)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
 
 class Guarded(functools.partial):
@@ -97,6 +134,12 @@ def guarded(what: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> 
     partial = Guarded(fn, *args, **kwargs)
     partial.what = what
     return partial
+
+
+def stray(error: BaseException) -> str:
+    """The refusal of a quit (a BaseException) that reached a process running the subject's code
+    outside any guarded call: only the subject raises one there, since that process ignores Ctrl-C."""
+    return f"code perfbot ran for the subject {_quit(error)} outside a guarded call"
 
 
 def _quit(error: BaseException) -> str:
