@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 import click
 
+from .characters import escaped
 from .errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EnvironmentFailure, PerfbotError
 
 MEASURING_MODULES = ("torch", "triton")
@@ -145,7 +146,7 @@ class _PerfbotGroup(click.Group):
             first, *output = str(error).split("\n")  # a tool's output below the line: a build log's end
             _error_line(first)
             for line in output[-MAX_TOOL_LINES:]:
-                click.echo(_bounded(line), err=True)
+                click.echo(_bounded(escaped(line)), err=True)
             ctx.exit(error.exit_code)
         except PerfbotError as error:  # a refusal, or a wrong result: one line, whatever the message holds
             _error_line(str(error))
@@ -207,8 +208,9 @@ def _stray_exit(error: SystemExit) -> str:
 
 def _error_line(text: str) -> None:
     """`perfbot: error: TEXT` on stderr, as one line of at most MAX_LINE characters: a longer one
-    loses its middle, since its end usually says why (a long file name, then "no such file")."""
-    click.echo(_bounded(f"perfbot: error: {' '.join(text.split())}"), err=True)
+    loses its middle, since its end usually says why (a long file name, then "no such file"). A
+    control character left in it (a file's name quoted) is shown as its escape, never acted on."""
+    click.echo(_bounded(f"perfbot: error: {escaped(' '.join(text.split()))}"), err=True)
 
 
 def _bounded(line: str) -> str:

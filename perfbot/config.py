@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .characters import DESCRIBED, has_control
 from .errors import BadInput
 
 _KEYS = {"triton-commit", "kernels", "store"}
 FULL_SHA = re.compile(r"[0-9a-f]{40}")  # a full commit, as triton-commit must be
-# A path the table names: one line of text, as long as a path may be (PATH_MAX).
-_PATH = re.compile(r"[^\x00-\x1f\x7f]{1,4096}")
+_MOST_PATH = 4096  # characters of a path the table names: as long as a path may be (PATH_MAX)
 
 
 @dataclass(frozen=True)
@@ -59,10 +59,11 @@ def load_project_config(root: Path) -> ProjectConfig:
     if not isinstance(commit, str) or not FULL_SHA.fullmatch(commit):
         raise BadInput(f"{path}: [tool.perfbot] triton-commit must be a full 40-hex-digit SHA, got {_shown(commit)}")
     for key in ("kernels", "store"):
-        if key in table and not (isinstance(table[key], str) and _PATH.fullmatch(table[key])):
+        value = table.get(key, "")
+        if key in table and not (isinstance(value, str) and 1 <= len(value) <= _MOST_PATH and not has_control(value)):
             raise BadInput(
-                f"{path}: [tool.perfbot] {key} must be a path: one line of 1 to 4096 characters, without "
-                f"control characters, got {_shown(table[key])}"
+                f"{path}: [tool.perfbot] {key} must be a path: one line of 1 to {_MOST_PATH} characters, without "
+                f"{DESCRIBED}, got {_shown(value)}"
             )
     return ProjectConfig(
         root=root,

@@ -15,11 +15,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from ..characters import blanked
 from ..errors import EnvironmentFailure
 from ..records.compiled import MAX_KERNELS, MAX_SASS, MAX_SPECIALIZATION, Compiled, CompiledKernel
 from ..records.schema import MAX_NAME, MAX_TEXT, clean
@@ -130,7 +130,7 @@ def _sha256(data: bytes) -> str:
 
 
 def _name(text: str) -> str:
-    cleaned = re.sub(r"[\x00-\x1f\x7f]", " ", text).strip() or "?"
+    cleaned = blanked(text).strip() or "?"
     return cleaned[:MAX_NAME]
 
 

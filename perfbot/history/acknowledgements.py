@@ -22,6 +22,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter, with_config
 
+from ..characters import DESCRIBED, has_control
 from ..errors import BadInput
 from ..files import write_atomic
 from ..records.schema import MAX_ITEMS, MAX_NAME, MAX_TEXT, Finite, Name, Text, load_json
@@ -84,8 +85,8 @@ def check_reason(reason: str) -> str:
         raise BadInput("--reason is empty: say why the step is accepted (the site shows it at the step)")
     if len(text) > MAX_TEXT:
         raise BadInput(f"--reason is {len(text)} characters long; at most {MAX_TEXT}")
-    if re.search(r"[\x00-\x1f\x7f]", text):
-        raise BadInput("--reason must be one line, without control characters (newlines, tabs, escapes)")
+    if has_control(text):
+        raise BadInput(f"--reason must be one line, without {DESCRIBED}")
     return text
 
 

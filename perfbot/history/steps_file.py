@@ -37,7 +37,17 @@ from ..errors import BadInput
 from ..files import write_atomic
 from ..records import results
 from ..records.run import Label, Variant
-from ..records.schema import GPU_LABEL, MAX_ITEMS, MAX_TEXT, Finite, Name, Text, bad_input, load_json
+from ..records.schema import (
+    GPU_LABEL,
+    MAX_ITEMS,
+    MAX_TEXT,
+    Finite,
+    Name,
+    NoControl,
+    Text,
+    bad_input,
+    load_json,
+)
 from . import acknowledgements, steps
 from .attribution import Cause
 from .series import Run
@@ -50,7 +60,7 @@ MAX_EVIDENCE = 64  # lines: describe() prints a handful
 
 Commit = Annotated[str, Field(pattern=r"^[0-9a-f]{7,40}$")]
 RunnerLabel = Annotated[str, Field(pattern=r"^" + GPU_LABEL.pattern + r"$")]
-Word = Annotated[str, Field(max_length=20_000)]
+Word = Annotated[str, Field(max_length=20_000), NoControl]  # of a command line, printed as it runs
 
 
 @with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))

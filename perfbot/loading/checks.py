@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from ..characters import DESCRIBED, has_control
 from ..errors import BadInput
 from ..records.schema import MAX_NAME, MAX_TEXT, Name, Text, shown
 from .subject import Implementation, Subject
@@ -35,7 +36,7 @@ def _check(where: str, what: str, value: Any, adapter: TypeAdapter[str]) -> None
     except ValidationError:
         rule = f"1 to {MAX_NAME}" if adapter is _NAME else f"at most {MAX_TEXT:,}"
         raise BadInput(
-            f"{where}: {what} must be a string of {rule} characters, no control characters, got {shown(value)}"
+            f"{where}: {what} must be a string of {rule} characters, no {DESCRIBED}, got {shown(value)}"
         ) from None
 
 
@@ -54,9 +55,9 @@ def check_subject(package: Path, subject: Subject) -> None:
     _check_variants(where, subject.variants)
     if not isinstance(subject.suites, str | Path | Mapping):
         raise BadInput(f"{where}: suites must be a file name or a dict of perfbot.Suite, got {shown(subject.suites)}")
-    if isinstance(subject.suites, str | Path) and not str(subject.suites).isprintable():
+    if isinstance(subject.suites, str | Path) and has_control(str(subject.suites)):
         # The name goes into every message about the file: no line break or control character in it.
-        raise BadInput(f"{where}: suites must name a file without control characters, got {shown(str(subject.suites))}")
+        raise BadInput(f"{where}: suites must name a file without {DESCRIBED}, got {shown(str(subject.suites))}")
     default = subject.default_case
     if default is not None and not (isinstance(default, tuple) and len(default) == 2):
         raise BadInput(f"{where}: default_case must be a (suite, case) pair, got {shown(default)}")

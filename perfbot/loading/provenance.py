@@ -24,6 +24,7 @@ from pathlib import Path
 from types import CodeType, FunctionType, MethodType, ModuleType
 from typing import Any
 
+from ..characters import DESCRIBED, has_control
 from ..errors import BadInput
 from ..records.schema import MAX_ITEMS
 
@@ -70,8 +71,8 @@ def of(root: Path, implementations: Mapping[str, Callable[..., Any]], project: C
         if len(found) > MOST_FILES:
             raise BadInput(f"implementation {name!r} reaches more than {MOST_FILES} files of code, perfbot's limit")
         for path in found:
-            if any(ord(c) < 32 or ord(c) == 127 for c in str(path)):
-                raise BadInput(f"implementation {name!r} runs code from a file whose path holds control characters")
+            if has_control(str(path)):
+                raise BadInput(f"implementation {name!r} runs code from a file whose path holds {DESCRIBED}")
             if path not in digests:
                 try:
                     digests[path] = hashlib.sha256(path.read_bytes()).hexdigest()

@@ -14,6 +14,7 @@ import re
 
 import jinja2
 
+from ..characters import blanked
 from ..deciding.comparison import label, shape_text
 
 # The hidden line by which the bot finds its own PR comment again. Rendered text can never
@@ -35,7 +36,7 @@ def markdown_escape(value: object, limit: int = MAX_SHOWN) -> str:
     link of (one follows the ":" of every "://" and the "www" of every "www.")."""
     if value is None:
         return "—"
-    text = " ".join(re.sub(r"[\x00-\x1f\x7f]", " ", str(value)).split())
+    text = " ".join(blanked(str(value)).split())
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

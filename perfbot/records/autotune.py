@@ -13,7 +13,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter, with_config
 
-from .schema import MAX_NAME, MAX_SAMPLES, Ms, Name, NonNegative, Record, Text
+from .schema import MAX_SAMPLES, Label, Ms, Name, NonNegative, Record, Text
 
 MAX_PICKS: Final = 64  # (kernel, key) picks recorded per benchmark
 MAX_CANDIDATES: Final = 256  # timed candidates recorded per pick
@@ -53,7 +53,7 @@ class AutotunePick:
     # Where pinned: what this process's own tuning had picked (None: it did not tune), and whose
     # pick the pin is ("the base's pick", "the first round's").
     tuned: Record | None = None
-    pinned_to: Annotated[str, Field(max_length=MAX_NAME)] | None = None
+    pinned_to: Label | None = None
 
     def identity(self) -> tuple[str, str | None, str, tuple[str, ...]]:
         """What two sides' picks must share to be the same tuning question: the kernel's name,

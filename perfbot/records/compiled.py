@@ -15,7 +15,7 @@ from typing import Annotated, Any, Final
 
 from pydantic import AfterValidator, ConfigDict, Field, with_config
 
-from .schema import MAX_NAME, Count, Name, Text, _bounded
+from .schema import Count, Label, Name, Text, _bounded
 
 MAX_KERNELS: Final = 16  # kernels recorded per benchmark; past them, only how many more there were
 MAX_SASS: Final = 4_000_000  # characters of one kernel's SASS, when kept (a large kernel's is ~1 MB)
@@ -91,7 +91,7 @@ class CompiledKernel:
     ptx_sha256: Sha256
     cubin_sha256: Sha256
     instructions: Instructions
-    arch: Annotated[str, Field(max_length=MAX_NAME)] = ""  # "sm_90a": what its code is for
+    arch: Label = ""  # "sm_90a": what its code is for
     sass: Annotated[str, Field(max_length=MAX_SASS)] | None = None  # the disassembly, kept on request
     # Of its SASS instructions alone: equal for equal machine code where the cubins differ only
     # in line info (the source file's path and lines, which a kernel moved in its file changes).

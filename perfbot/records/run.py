@@ -14,30 +14,27 @@ from dataclasses import asdict, dataclass, field
 from statistics import median
 from typing import Annotated, Any, Final
 
-from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, with_config
+from pydantic import ConfigDict, Field, TypeAdapter, with_config
 
 from .autotune import OwnPicks, Picks
 from .compiled import Compiled
 from .schema import (
     MAX_ITEMS,
-    MAX_NAME,
     MAX_SAMPLES,
     Count,
     Dim,
     Finite,
+    Label,
     Ms,
     Name,
     NonNegative,
     Record,
     Text,
-    _printable,
 )
 
 FORMAT: Final = 3  # the results format `Results.to_json` writes; results.py lists every format
 _RECORD = ConfigDict(strict=True, extra="ignore", defer_build=True)  # a newer perfbot may add fields: they are skipped
 
-# A label that may be empty (a benchmark outside any suite has suite "").
-Label = Annotated[str, Field(max_length=MAX_NAME), AfterValidator(_printable)]
 Shape = Annotated[dict[Name, Dim], Field(min_length=1, max_length=16)]
 Variant = Annotated[dict[Name, Name], Field(max_length=16)]
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]

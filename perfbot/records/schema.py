@@ -22,6 +22,7 @@ from typing import Annotated, Any, TypeVar
 import yaml
 from pydantic import AfterValidator, Field, TypeAdapter, ValidationError
 
+from ..characters import DESCRIBED, blanked, has_control
 from ..errors import BadInput
 from ..files import read_bytes
 
@@ -58,13 +59,13 @@ def shown(value: Any) -> str:
 
 def clean(text: str, limit: int = MAX_TEXT) -> str:
     """Text from a program's output (git, a compiler, an exception), made fit for a record: control
-    characters become spaces, and it is cut to `limit` characters."""
-    return re.sub(r"[\x00-\x1f\x7f]", " ", text)[:limit]
+    characters (characters.py) become spaces, and it is cut to `limit` characters."""
+    return blanked(text)[:limit]
 
 
 def _printable(text: str) -> str:
-    if any(ord(c) < 32 or ord(c) == 127 for c in text):
-        raise ValueError("must not hold control characters (newlines, tabs, escapes)")
+    if has_control(text):
+        raise ValueError(f"must not hold {DESCRIBED}")
     return text
 
 
@@ -74,9 +75,13 @@ def _finite(value: float) -> float:
     return value
 
 
-# Constrained types shared by the file formats.
-Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME), AfterValidator(_printable)]
-Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(_printable)]
+# Constrained types shared by the file formats. Every string a file holds meets NoControl, but
+# for a kept disassembly and a bisect's recipe, which span lines and are never printed.
+NoControl = AfterValidator(_printable)
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME), NoControl]
+Text = Annotated[str, Field(max_length=MAX_TEXT), NoControl]
+# A label that may be empty (a benchmark outside any suite has suite "").
+Label = Annotated[str, Field(max_length=MAX_NAME), NoControl]
 Count = Annotated[int, Field(ge=0, le=2**63 - 1)]
 Dim = Annotated[int, Field(ge=1, le=MAX_DIM)]
 Ms = Annotated[float, Field(ge=MIN_MS, le=MAX_MS, allow_inf_nan=False)]
@@ -200,7 +205,7 @@ def _place(loc: tuple[Any, ...]) -> str:
             text += f"[{part}]"
         elif not re.fullmatch(r"[\w-]+\[.*\]|\[key\]|int|float|str|bool|none|list|dict|constrained-\w+", str(part)):
             name = str(part)
-            text += ("." if text else "") + (name if len(name) <= 40 and name.isprintable() else shown(name))
+            text += ("." if text else "") + (name if len(name) <= 40 and not has_control(name) else shown(name))
     return text
 
 
