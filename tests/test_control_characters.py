@@ -198,6 +198,20 @@ def test_a_steps_file_holding_one_is_refused(tmp_path: Path, char: str, field: s
     )
 
 
+@EACH
+@pytest.mark.parametrize("part", ["file", "folder"])
+def test_a_stored_run_named_with_one_is_refused(tmp_path: Path, char: str, part: str):
+    """A store restored from a cache or an artifact: perfbot prints a stored run's stamp and path."""
+    store = write_store(tmp_path / "store", make_runs(2, seed=3))
+    stored = sorted(store.glob("*/*.json"))[-1]
+    if part == "file":
+        stored.rename(stored.with_name(f"2099{char}-{stored.name.split('-', 1)[1]}"))
+    else:
+        stored.parent.rename(stored.parent.with_name(f"nvidia{char}h200"))
+    for args in (["baseline", "show"], ["history", "--check"]):
+        _refused(_cli(*args, "--store", store), char, shown=not char.isspace())
+
+
 # --- what the command line gives ---
 
 

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..characters import DESCRIBED, has_control
 from ..errors import BadInput, EnvironmentFailure
 from ..files import Inside, write_atomic
 from . import results as results_file
@@ -89,6 +90,8 @@ def runs(store: Path, gpu_name: str | None = None) -> list[tuple[Entry, Results]
     found = []
     for folder in folders:
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            if has_control(str(path.relative_to(store))):  # its stamp and folder are printed as they are
+                raise BadInput(f"{path}: a stored run's name holds {DESCRIBED}; perfbot never names one so")
             loaded = load(path)
             entry = Entry(
                 path, str(loaded.environment.gpu_name), path.name.split("-")[0], loaded.created, len(loaded.benchmarks)
