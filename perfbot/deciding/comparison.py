@@ -46,7 +46,7 @@ from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, with_config
 
 from ..records.run import Benchmark, Failure, Label, Merge, Shape, Variant, variant_name
 from ..records.run import Environment as EnvironmentRecord
-from ..records.schema import MAX_ITEMS, MAX_JSON_BYTES, Finite, Name, Text, _bounded, load_json
+from ..records.schema import MAX_ITEMS, MAX_JSON_BYTES, Finite, IntOnly, Name, Text, _bounded, load_json
 from .compare import Comparison, Report
 from .compiled_change import CompiledChange
 from .picks import TuningEffect
@@ -141,7 +141,7 @@ Environment = Annotated[dict[Name, Any], AfterValidator(_bounded)]
 class Summary:
     """Everything a report of one comparison shows."""
 
-    format: Literal[3]
+    format: Annotated[Literal[3], IntOnly]
     interleaved: bool
     geomean_ratio: Finite | None
     confidence: Finite

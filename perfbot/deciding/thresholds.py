@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field, TypeAdapter
 from typing_extensions import TypedDict
 
 from ..errors import BadInput
-from ..records.schema import MAX_ITEMS, MAX_SAMPLES, Dim, Name, load_yaml, validate
+from ..records.schema import MAX_ITEMS, MAX_SAMPLES, Dim, IntOnly, Name, load_yaml, validate
 
 VERSION = 1
 _STRICT = ConfigDict(extra="forbid", strict=True, defer_build=True)
@@ -61,7 +61,7 @@ class _Override(_RuleFields):
 class _File(TypedDict):
     __pydantic_config__ = _STRICT  # type: ignore[misc]
 
-    version: Literal[1]
+    version: Annotated[Literal[1], IntOnly]
     defaults: _Defaults
     interleaved: NotRequired[_RuleFields]
     overrides: NotRequired[Annotated[list[_Override], Field(max_length=MAX_ITEMS)]]

@@ -25,7 +25,7 @@ from pydantic import ConfigDict, Field, TypeAdapter, with_config
 from ..characters import DESCRIBED, has_control
 from ..errors import BadInput
 from ..files import write_atomic
-from ..records.schema import MAX_ITEMS, MAX_NAME, MAX_TEXT, Finite, Name, Text, load_json
+from ..records.schema import MAX_ITEMS, MAX_NAME, MAX_TEXT, Finite, IntOnly, Name, Text, load_json
 
 FILE = "acknowledged-steps.json"
 _IDENTITY = r"[0-9a-f]{16}"
@@ -55,7 +55,7 @@ class Acknowledgement:
 @with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
 @dataclass(frozen=True)
 class Acknowledged:
-    format: Literal[1] = 1
+    format: Annotated[Literal[1], IntOnly] = 1
     acknowledged: Annotated[list[Acknowledgement], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
 
 

@@ -32,7 +32,7 @@ from pydantic import ConfigDict, Field, TypeAdapter, with_config
 from ..deciding.changepoints import Step
 from ..errors import BadInput
 from ..files import write_atomic
-from ..records.schema import MAX_ITEMS, Finite, Name, Text, load_json
+from ..records.schema import MAX_ITEMS, Finite, IntOnly, Name, Text, load_json
 from . import acknowledgements
 from .acknowledgements import Acknowledgement
 from .attribution import Attribution, attribute
@@ -64,7 +64,7 @@ class Reported:
 @with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
 @dataclass(frozen=True)
 class State:
-    format: Literal[1] = 1
+    format: Annotated[Literal[1], IntOnly] = 1
     reported: Annotated[list[Reported], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
 
 

@@ -42,6 +42,7 @@ from ..records.schema import (
     MAX_ITEMS,
     MAX_TEXT,
     Finite,
+    IntOnly,
     Name,
     NoControl,
     Text,
@@ -119,7 +120,7 @@ class StepRecord:
 @with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
 @dataclass(frozen=True)
 class StepsFile:
-    format: Literal[1] = FORMAT
+    format: Annotated[Literal[1], IntOnly] = FORMAT
     steps: Annotated[list[StepRecord], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
 
 

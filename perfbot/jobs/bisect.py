@@ -34,7 +34,7 @@ from ..errors import BadInput, EnvironmentFailure
 from ..files import write_atomic
 from ..records.autotune import Picks
 from ..records.compiled import Compiled
-from ..records.schema import MAX_ITEMS, MAX_JSON_BYTES, MAX_SAMPLES, Ms, Text, bad_input, clean, read_limited
+from ..records.schema import MAX_ITEMS, MAX_JSON_BYTES, MAX_SAMPLES, IntOnly, Ms, Text, bad_input, clean, read_limited
 from .bisect_probers import Measured, Prober, Unusable
 
 STATE_VERSION: Final = 1
@@ -68,7 +68,7 @@ class Probe:
 @with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
 @dataclass
 class State:
-    version: Literal[1]
+    version: Annotated[Literal[1], IntOnly]
     repo: Text
     good: Sha
     bad: Sha

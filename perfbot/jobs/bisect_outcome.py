@@ -37,7 +37,7 @@ from ..deciding.compiled_change import CompiledChange
 from ..deciding.picks import picked
 from ..errors import PerfbotError
 from ..files import write_atomic
-from ..records.schema import MAX_ITEMS, MAX_SAMPLES, Ms, Text, clean, load_json
+from ..records.schema import MAX_ITEMS, MAX_SAMPLES, IntOnly, Ms, Text, clean, load_json
 from .bisect import NotReproduced, Outcome, Probe, Sha
 
 FORMAT: Final = 1
@@ -69,7 +69,7 @@ class OutcomeFile:
     range_size: Annotated[int, Field(ge=0)] = 0  # commits from good to bad, both included
     probes: Annotated[list[ProbeRecord], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
     non_monotonic: Annotated[list[Text], Field(max_length=MAX_ITEMS)] = field(default_factory=list)
-    format: Literal[1] = FORMAT
+    format: Annotated[Literal[1], IntOnly] = FORMAT
     last_good: Sha | None = None
     earliest_bad: Sha | None = None
     compiled_change: CompiledChange | None = None

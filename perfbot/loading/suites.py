@@ -29,7 +29,8 @@ class _SuiteFields(TypedDict):
     implementations: NotRequired[Annotated[list[Name], Field(min_length=1, max_length=64)]]
     kernels: NotRequired[Annotated[list[Name], Field(min_length=1, max_length=64)]]  # the older name
     # name, dtype, and integer parameters: checked one by one (_suite), to say which is wrong and why
-    cases: Annotated[list[dict[Name, Name | int | float]], Field(min_length=1, max_length=MAX_ITEMS)]
+    # (a parameter of 8.0 or true, too: as no integer)
+    cases: Annotated[list[dict[Name, Name | bool | int | float]], Field(min_length=1, max_length=MAX_ITEMS)]
 
 
 _SUITES = TypeAdapter(Annotated[dict[Name, _SuiteFields], Field(min_length=1, max_length=256)])

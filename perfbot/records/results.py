@@ -27,7 +27,7 @@ from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationE
 from ..errors import BadInput
 from ..files import check_output, write_atomic
 from .run import Benchmark, Environment, Failure, Results, Settings
-from .schema import MAX_ITEMS, MAX_JSON_BYTES, bad_input, read_limited, shown
+from .schema import MAX_ITEMS, MAX_JSON_BYTES, IntOnly, bad_input, read_limited, shown
 
 READS = (1, 2, 3)  # the formats this perfbot reads; it writes run.FORMAT
 
@@ -61,7 +61,7 @@ def to_text(results: Results) -> str:
 class _File:
     """The file as written: format 2, or 3 (the same with compiled kernels)."""
 
-    format: Literal[2, 3]
+    format: Annotated[Literal[2, 3], IntOnly]
     environment: Environment
     benchmarks: Annotated[list[Benchmark], Field(max_length=MAX_ITEMS)]
     settings: Settings = field(default_factory=Settings)

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import yaml
-from pydantic import AfterValidator, Field, TypeAdapter, ValidationError
+from pydantic import AfterValidator, BeforeValidator, Field, TypeAdapter, ValidationError
+from pydantic_core import PydanticCustomError
 
 from ..characters import DESCRIBED, blanked, has_control
 from ..errors import BadInput
@@ -74,6 +75,17 @@ def _finite(value: float) -> float:
         raise ValueError("must be a finite number")
     return value
 
+
+def _int_only(value: Any) -> Any:
+    if type(value) is not int:
+        raise PydanticCustomError("int_type", "Input should be a valid integer")
+    return value
+
+
+# On a Literal of integers (a format's or a version's number), which takes 1.0 and true for 1
+# even in strict mode (1.0 == True == 1): `Annotated[Literal[1], IntOnly]`. Strict `int` fields
+# refuse both already.
+IntOnly = BeforeValidator(_int_only)
 
 # Constrained types shared by the file formats. Every string a file holds meets NoControl, but
 # for a kept disassembly and a bisect's recipe, which span lines and are never printed.
