@@ -159,6 +159,60 @@ def test_no_escaped_value_autolinks(text: str):
     assert not _AUTOLINK.search(markdown_escape(text))
 
 
+# GitHub's references that reach beyond a link (docs.github.com, "Autolinked references and
+# URLs"): an issue or pull request as #26, GH-26 (any case) or owner/repo#26, which GitHub also
+# notes in that issue; a mention, which notifies; a commit as user@SHA or owner/repo@SHA.
+_REFERENCE = re.compile(r"#\d|(?i:gh)-\d|@[A-Za-z0-9_-]")
+SHA = "a5c3785ed8d6a35868bc169f07e40e889087fd2e"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "fixes #26",
+        "GH-26",
+        "gh-26",
+        "see Gh-7.",
+        "octo/perfbot#26",
+        "(octo/perfbot#1)",
+        "@octocat",
+        "@octo/reviewers",
+        f"octocat@{SHA}",
+        f"octo/perfbot@{SHA[:7]}",
+        "x#1 GH-2 @y",
+    ],
+)
+def test_a_reference_in_a_name_is_not_one(name: str):
+    """`\\#26` still links on GitHub (the markdown gives "#26" back): a zero-width joiner follows the
+    "#" and the "GH" instead, as it follows every "@"; it reads the same."""
+    escaped = markdown_escape(name)
+    assert _REFERENCE.search(name) and not _REFERENCE.search(escaped), escaped
+    assert escaped.replace("\u200d", "").replace("\\", "") == name
+    base, head = make_results(seed=1), make_results({("fused", "gemma-2b"): 1.10}, seed=2)
+
+    def rename(r):
+        return replace(
+            r, benchmarks=[replace(b, kernel=name if b.kernel == "fused" else b.kernel) for b in r.benchmarks]
+        )
+
+    text = comment_markdown(summarize(compare(rename(base), rename(head), POLICY)))
+    assert escaped in text and not _REFERENCE.search(text.replace(MARKER, ""))
+
+
+@pytest.mark.parametrize("text", [SHA, SHA[:7], f"triton {SHA[:12]}", "#x", "GH-x", "sigh-5", "a-26"])
+def test_what_is_no_reference_is_left_as_it_is(text: str):
+    """A bare commit SHA stays whole, a link: GitHub links only a commit of the repository's own
+    network, tells no one, and a SHA or a digest is what a reader copies. And neither "#" nor
+    "GH" is touched before what is not a number ("sigh-5" is touched: it ends in "gh-5")."""
+    escaped = markdown_escape(text)
+    assert escaped.replace("\\", "") == text.replace("gh-5", "gh\u200d-5")
+
+
+@given(st.text(alphabet="#Gg Hh-0123@xo/", max_size=30))
+def test_no_escaped_value_references(text: str):
+    assert not _REFERENCE.search(markdown_escape(text))
+
+
 def _many(r, f):
     return replace(
         r,

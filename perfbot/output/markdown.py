@@ -31,9 +31,9 @@ class Markdown(str):
 def markdown_escape(value: object, limit: int = MAX_SHOWN) -> str:
     """Any value as inert inline markdown: on one line, at most `limit` characters, no HTML (so
     no comment opened and no marker forged), no table cell ended, no emphasis, link, heading or
-    code span started, no live @mention (a zero-width joiner follows every @, and GitHub
-    notifies no one for "@\u200duser") and no bare URL that GitHub's autolinks would make a
-    link of (one follows the ":" of every "://" and the "www" of every "www.")."""
+    code span started, and none of GitHub's autolinks but a commit's (`unlinked`): a zero-width
+    joiner breaks each, since a backslash does not (GitHub reads references in the text that the
+    markdown gave: "\\#26" still links)."""
     if value is None:
         return "—"
     text = " ".join(blanked(str(value)).split())
@@ -41,9 +41,21 @@ def markdown_escape(value: object, limit: int = MAX_SHOWN) -> str:
         text = text[: limit - 1] + "…"
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = re.sub(r"([\\`*_\[\]|#!~])", r"\\\1", text)
+    return unlinked(text)
+
+
+def unlinked(text: str) -> str:
+    """`text` with a zero-width joiner (U+200D) in each of GitHub's autolinks but a bare commit
+    SHA (docs/files.md, "Markdown"): a bare URL (after the ":" of "://" and the "www" of "www.");
+    a mention (after every "@": GitHub notifies no one for "@\u200duser", and "user@SHA" or
+    "owner/repo@SHA" names no commit); and a reference to an issue or pull request, which GitHub
+    also notes in the issue it names (after the "#" of "#26" and "owner/repo#26", and the "GH" of
+    "GH-26", in any case). Plain text that GitHub reads the same way can take it too (a title)."""
     text = text.replace("://", ":\u200d//")
     text = re.sub(r"(?i)(www)\.", "\\1\u200d.", text)
-    return text.replace("@", "@\u200d")
+    text = text.replace("@", "@\u200d")
+    text = re.sub(r"#(?=\d)", "#\u200d", text)
+    return re.sub(r"(?i)(gh)(?=-\d)", "\\1\u200d", text)
 
 
 def _finalize(value: object) -> str:
