@@ -46,6 +46,23 @@ def test_what_the_subject_prints_is_passed_on_and_named_when_it_quits(tmp_path: 
     assert lines[-1].startswith("perfbot: error: ") and lines[-1].endswith(": bye now"), done.stderr
 
 
+def _family(tmp_path: Path, at_import: str) -> Path:
+    """A project of one kernel family (docs/subject.md, "Several kernels"): the package lists
+    `subjects`, and the family's own module runs `at_import`."""
+    project = _project(tmp_path, at_import=at_import)
+    family = project / "pk" / "fam"
+    family.mkdir()
+    (project / "pk" / "__init__.py").rename(family / "__init__.py")
+    (project / "pk" / "__init__.py").write_text("from .fam import subject as fam\n\nsubjects = [fam]\n")
+    return project
+
+
+def test_a_family_is_a_family(tmp_path: Path):
+    """What the test below runs on, unbroken: one family, its names prefixed with its own."""
+    done = CliRunner().invoke(perfbot, ["suites", "--project", str(_family(tmp_path, ""))])
+    assert done.exit_code == 0 and "t/quick" in done.output, done.output
+
+
 @pytest.mark.parametrize("command", ["check", "suites"])
 @pytest.mark.parametrize(
     "code,words",
@@ -55,14 +72,15 @@ def test_what_the_subject_prints_is_passed_on_and_named_when_it_quits(tmp_path: 
     ],
 )
 def test_the_cli_refuses_a_family_that_quits_at_import(tmp_path: Path, command: str, code: str, words: str):
-    """Through the real CLI, in a process of its own, on a project on disk: `os._exit(0)` at import
-    once made `check` and `suites` exit 0 saying nothing, and a KeyboardInterrupt exit 130."""
+    """Through the real CLI, in a process of its own, on a project on disk: `os._exit(0)` in a
+    family's import once made `check` and `suites` exit 0 saying nothing, and a KeyboardInterrupt
+    exit 130."""
     import subprocess
     import sys
 
     from tests.conftest import ROOT
 
-    project = _project(tmp_path, at_import=code)
+    project = _family(tmp_path, code)
     done = subprocess.run(
         [sys.executable, "-m", "perfbot", command, "--project", str(project)],
         cwd=ROOT,
