@@ -4,14 +4,19 @@
 # alone, then the measured project with its own dependencies: no github3.py on the GPU runner);
 # `install.sh check` only checks PERFBOT_SOURCE and installs nothing (docs/github.md, "Which
 # extra each job installs").
+# core is what the jobs that hold write tokens install: every distribution from the lock beside
+# this script (requirements-core.txt), each pinned by version and hash, wheels only, and then
+# perfbot itself built with the locked setuptools, adding nothing (docs/github.md, "The lock of
+# the jobs that post").
 # Where this repository is perfbot itself, PERFBOT_SOURCE is unset or "." and perfbot is installed
 # from the checkout. Any other repository sets the repository variable PERFBOT_SOURCE to where pip
 # finds perfbot, pinned to a commit: git+https://github.com/OWNER/REPO@<40-hex commit>.
 set -euo pipefail
 kind=${1:?usage: .github/perfbot/install.sh core|gpu|check}
 source=${PERFBOT_SOURCE:-.}
+lock="$(dirname "${BASH_SOURCE[0]}")/requirements-core.txt"
 case "$kind" in
-  core) extra="[github]" ;;
+  core) extra="[github]" ;;  # as the lock holds it
   gpu) extra="[gpu]" ;;
   check) extra= ;;
   *) echo "install.sh: core, gpu or check, got $kind" >&2; exit 2 ;;
@@ -38,7 +43,18 @@ if [ "$kind" = check ]; then
   if [ "$source" = . ]; then echo "perfbot from this checkout"; else echo "perfbot from $source"; fi
   exit 0
 fi
+if [ "$kind" = core ] && [ ! -f "$lock" ]; then
+  echo "::error::no lock of perfbot's core beside install.sh (.github/perfbot/requirements-core.txt): copy perfbot's, of the commit PERFBOT_SOURCE names" >&2
+  exit 2
+fi
 python3 -m venv .venv
+if [ "$kind" = core ]; then
+  .venv/bin/pip install -q --require-hashes --only-binary :all: -r "$lock"
+  if [ "$source" = . ]; then target=".$extra"; else target="perfbot$extra @ $source"; fi
+  .venv/bin/pip install -q --no-deps --no-build-isolation "$target"
+  .venv/bin/pip check  # the lock holds every dependency of the perfbot just installed
+  exit 0
+fi
 if [ "$source" = . ]; then
   .venv/bin/pip install -q ".$extra"
   exit 0
