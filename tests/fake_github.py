@@ -1,5 +1,6 @@
-"""A loopback fake of the few GitHub REST endpoints perfbot's GitHub client uses: comments, commit
-statuses, pull requests, and issues (listed and opened).
+"""A loopback fake of the few GitHub REST endpoints perfbot's GitHub client and the workflows'
+scripts use: comments, commit statuses, pull requests, issues (listed and opened), a
+collaborator's permission, and Pages deployments (with the Actions OIDC token they need).
 
 It is a real HTTP server rather than a mock of `requests`, so the real github3.py runs against it
 unmodified. github3's models read most JSON keys with `d["key"]` and follow URLs found in bodies,
@@ -150,6 +151,14 @@ class FakeGitHub:
         self.issues: dict[str, list[dict]] = {}  # repository -> its issues (not pull requests), oldest first
         self.roles: dict[tuple[str, str], str] = {}  # (repository, login) -> role: admin, maintain, write, ...
         self.forbidden: list[str] = []
+        # Pages: the run's artifacts (id -> name), the deployments asked for, the statuses a
+        # deployment reports in turn (the last one repeats), and the OIDC token a job may request.
+        self.artifacts: dict[int, str] = {}
+        self.pages_deployments: list[dict] = []
+        self.pages_statuses: list[str] = ["deployment_in_progress", "succeed"]
+        self.oidc_request_token = "oidc-request-token"
+        self.tokens[self.oidc_request_token] = Identity("actions-id-token-request", "Bot", reads_user=False)
+        self.oidc_token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJyZXBvOm9jdG8vcGVyZmJvdCJ9.c2lnbmF0dXJl"
         self._pushes: list[tuple[str, str, str, int, str]] = []  # (method, path prefix, repo, PR, new head)
         self._forced: deque[Callable[[], _Reply]] = deque()
         self._lock = threading.Lock()
@@ -217,6 +226,10 @@ class FakeGitHub:
                 "commits": [*earlier, head_sha],
                 "head_repo": head_repo or repo,
             }
+
+    def add_artifact(self, artifact_id: int, name: str) -> None:
+        """An artifact of the workflow run, as upload-artifact leaves one."""
+        self.artifacts[artifact_id] = name
 
     def add_collaborator(self, repo: str, login: str, role: str) -> None:
         """`login` gets `role` (admin, maintain, write, triage, read) in `repo`."""
@@ -332,6 +345,11 @@ class FakeGitHub:
                     "documentation_url": self._docs("users/users#get-the-authenticated-user"),
                 },
             )
+        if path == "/_actions/id-token" and request.method == "GET":
+            # ACTIONS_ID_TOKEN_REQUEST_URL: answers only its own request token.
+            if identity.login != "actions-id-token-request":
+                return _Reply(401, {"message": "Bad credentials"})
+            return _Reply(200, {"value": self.oidc_token})
         if path == "/rate_limit" and request.method == "GET":
             return _Reply(200, self._rate_limit_json())
         match = re.fullmatch(r"/repos/([^/]+)/([^/]+)(/.*)?", path)
@@ -370,9 +388,50 @@ class FakeGitHub:
             return self._edit_comment(comment, request.body) if request.method == "PATCH" else _Reply(200, comment)
         if (m := re.fullmatch(r"/statuses/([^/]+)", rest)) and request.method == "POST":
             return self._create_status(repo, m[1], request.body, identity)
+        if rest == "/pages/deployments" and request.method == "POST":
+            return self._create_pages_deployment(repo, request.body)
+        if (m := re.fullmatch(r"/pages/deployments/([^/]+)(/cancel)?", rest)) and request.method in ("GET", "POST"):
+            return self._pages_deployment(m[1], cancel=bool(m[2]) and request.method == "POST")
         if (m := re.fullmatch(r"/collaborators/([^/]+)/permission", rest)) and request.method == "GET":
             return self._permission(repo, m[1])
         return _not_found()
+
+    def _create_pages_deployment(self, repo: str, body: str) -> _Reply:
+        """POST /repos/{owner}/{repo}/pages/deployments: an artifact of the run, by its id, with the
+        run's OIDC token."""
+        if (data := self._json_object(body)) is None:
+            return _bad_json()
+        artifact = data.get("artifact_id")
+        if not isinstance(artifact, int) or isinstance(artifact, bool) or not data.get("pages_build_version"):
+            return self._validation_failed(
+                "PagesDeployment", "artifact_id", "pages/pages#create-a-github-pages-deployment"
+            )
+        if data.get("oidc_token") != self.oidc_token:
+            return _Reply(403, {"message": "Invalid OIDC token"})
+        if artifact not in self.artifacts:
+            return _Reply(404, {"message": "Artifact not found"})
+        number = len(self.pages_deployments) + 1
+        self.pages_deployments.append({"id": number, **data, "polled": 0, "cancelled": False})
+        owner, name = repo.split("/")
+        return _Reply(
+            200,
+            {
+                "id": number,
+                "status_url": f"{self.url}/repos/{repo}/pages/deployments/{number}",
+                "page_url": f"https://{owner}.github.io/{name}/",
+            },
+        )
+
+    def _pages_deployment(self, number: str, cancel: bool) -> _Reply:
+        found = next((d for d in self.pages_deployments if str(d["id"]) == number), None)
+        if found is None:
+            return _not_found()
+        if cancel:
+            found["cancelled"] = True
+            return _Reply(200, {})
+        status = self.pages_statuses[min(found["polled"], len(self.pages_statuses) - 1)]
+        found["polled"] += 1
+        return _Reply(200, {"status": status})
 
     def _permission(self, repo: str, login: str) -> _Reply:
         """GET /repos/{owner}/{repo}/collaborators/{username}/permission: `permission` is the

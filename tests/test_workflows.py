@@ -826,19 +826,23 @@ def test_the_auto_bisect_jobs_wiring():
     assert store["outputs"] == {
         "bisect-on": "${{ steps.store.outputs.bisect-on }}",
         "failing": "${{ steps.store.outputs.failing }}",
+        "steps-artifact": "${{ steps.steps-upload.outputs.artifact-id }}",  # for the bisect and issue jobs
         "site-artifact": "${{ steps.site.outputs.artifact_id }}",  # for the pages job
     }
     assert steps["store"]["env"]["STEPS"] == "${{ runner.temp }}/perfbot/steps"
     assert 'PERFBOT_STEPS_JSON="$STEPS/steps.json" .github/perfbot/push-baseline.sh' in steps["store"]["run"]
-    upload = steps["Upload the new steps"]
+    upload = steps["steps-upload"]
     assert upload["with"]["name"] == "perfbot-steps" and upload["with"]["path"].endswith("/perfbot/steps/steps.json")
+    assert upload["id"] == "steps-upload"
     # The run is stored, the steps handed on, and then the job fails on the slowdown, as before.
     names = [s.get("name") for s in store["steps"]]
     assert names.index("Upload the new steps") < names.index("Fail on a new slowdown") == len(names) - 1
     assert steps["Fail on a new slowdown"]["if"] == "steps.store.outputs.rc == '1'"
 
-    assert bisect["needs"] == "store" and bisect["if"].startswith("!cancelled() && ")
+    # After the pages job: no GPU job of the run runs while the site deploys.
+    assert bisect["needs"] == ["store", "pages"] and bisect["if"].startswith("!cancelled() && ")
     assert "needs.store.outputs.bisect-on != '[]'" in bisect["if"]
+    assert "needs.store.outputs.steps-artifact != ''" in bisect["if"]
     assert bisect["strategy"]["matrix"] == {"gpu": "${{ fromJSON(needs.store.outputs.bisect-on) }}"}
     assert bisect["runs-on"] == ["self-hosted", "linux", "gpu", "${{ matrix.gpu }}"]
     assert bisect["permissions"] == {"contents": "read"}
@@ -853,11 +857,17 @@ def test_the_auto_bisect_jobs_wiring():
     assert upload["with"]["name"] == "perfbot-bisect-${{ matrix.gpu }}" and upload["if"] == "always()"
     assert upload["with"]["path"] == "out/bisect/"
 
-    assert issues["needs"] == ["store", "bisect"] and issues["runs-on"] == "ubuntu-latest"
-    assert issues["if"] == "!cancelled() && needs.store.outputs.failing != '' && needs.store.outputs.failing != '0'"
+    assert issues["needs"] == ["store", "pages", "bisect"] and issues["runs-on"] == "ubuntu-latest"
+    assert issues["if"] == (
+        "!cancelled() && needs.store.outputs.failing != '' && needs.store.outputs.failing != '0'"
+        " && needs.store.outputs.steps-artifact != ''"
+    )
     assert issues["permissions"] == {"contents": "read", "issues": "write"}
     download = [s for s in issues["steps"] if s.get("uses", "").startswith("actions/download-artifact@")]
-    assert [d["with"].get("name") or d["with"]["pattern"] for d in download] == ["perfbot-steps", "perfbot-bisect-*"]
+    assert [d["with"].get("artifact-ids") or d["with"]["pattern"] for d in download] == [
+        "${{ needs.store.outputs.steps-artifact }}",
+        "perfbot-bisect-*",
+    ]
     post = issues["steps"][-1]
     assert post["env"]["OUTCOMES"] == download[1]["with"]["path"] and "merge-multiple" not in download[1]["with"]
     assert ".venv/bin/perfbot history open-issues" in post["run"] and '--repo "$GITHUB_REPOSITORY"' in post["run"]
@@ -1331,7 +1341,10 @@ def test_the_history_site_is_deployed_to_pages_by_one_job_under_the_github_pages
     assert upload["id"] == "site" and pages["if"] == "!cancelled() && needs.store.outputs.site-artifact != ''"
     assert pages["environment"] == {"name": "github-pages", "url": "${{ steps.deploy.outputs.page_url }}"}
     assert pages["permissions"] == {"pages": "write", "id-token": "write"}
-    assert [s["uses"].split("@")[0] for s in pages["steps"]] == ["actions/deploy-pages"]
+    # Deployed by the id the store job's upload returned, never looked up by name (deploy-pages).
+    (deploy,) = pages["steps"]
+    assert "uses" not in deploy and deploy["id"] == "deploy"
+    assert deploy["env"]["ARTIFACT_ID"] == "${{ needs.store.outputs.site-artifact }}"
     for path in WORKFLOWS:
         for name, job in _load(path)["jobs"].items():
             if {"pages", "id-token"} & set(job.get("permissions", {})):
@@ -1513,3 +1526,144 @@ def test_install_core_refuses_to_run_without_its_lock(tmp_path: Path):
     )
     assert done.returncode == 2 and done.stderr.startswith("::error::no lock of perfbot's core")
     assert not (project / ".venv").exists()
+
+
+def _pages_step(fake, tmp_path: Path, artifact_id: str, **env: str) -> tuple[subprocess.CompletedProcess, str]:
+    """The pages job's deploy step, as Actions runs it, against the loopback GitHub, with a curl
+    that logs its arguments first."""
+    shims = tmp_path / "shims"
+    shims.mkdir(exist_ok=True)
+    (shims / "curl").write_text(
+        f'#!/bin/sh\nprintf "%s\\n" "curl $*" >> {tmp_path}/argv.log\nexec {shutil.which("curl")} "$@"\n'
+    )
+    (shims / "curl").chmod(0o755)
+    output = tmp_path / "output"
+    output.write_text("")
+    step = _load(ROOT / ".github" / "workflows" / "baseline.yml")["jobs"]["pages"]["steps"][0]
+    done = subprocess.run(
+        ["bash", "-e", "-c", step["run"]],
+        env={
+            "PATH": f"{shims}:{os.environ['PATH']}",
+            "GITHUB_TOKEN": fake.token,
+            "GITHUB_API_URL": fake.url,
+            "GITHUB_REPOSITORY": "octo/perfbot",
+            "GITHUB_SHA": "a" * 40,
+            "GITHUB_OUTPUT": str(output),
+            "ACTIONS_ID_TOKEN_REQUEST_URL": f"{fake.url}/_actions/id-token?api-version=2.0",
+            "ACTIONS_ID_TOKEN_REQUEST_TOKEN": fake.oidc_request_token,
+            "ARTIFACT_ID": artifact_id,
+            "PERFBOT_PAGES_POLL_S": "0",
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return done, output.read_text()
+
+
+def test_the_site_deployed_is_the_artifact_the_store_job_uploaded_by_its_id(tmp_path: Path):
+    """The store job's upload gave artifact 101; a GPU job of the run also uploaded one named
+    github-pages (202). The deploy step names 101 to GitHub Pages, with the run's OIDC token,
+    waits for it to succeed, and keeps every token off the command line."""
+    from tests.fake_github import FakeGitHub
+
+    with FakeGitHub(token="ghs_pagesTOKEN") as fake:
+        fake.add_artifact(101, "github-pages")
+        fake.add_artifact(202, "github-pages")
+        done, output = _pages_step(fake, tmp_path, "101")
+        deployments = list(fake.pages_deployments)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (deployment,) = deployments
+    assert deployment["artifact_id"] == 101 and deployment["pages_build_version"] == "a" * 40
+    assert deployment["polled"] == 2 and not deployment["cancelled"]
+    assert output == "page_url=https://octo.github.io/perfbot/\n"
+    assert "deployed: artifact 101" in done.stdout
+    logged = (tmp_path / "argv.log").read_text()
+    assert "curl " in logged and "ghs_pagesTOKEN" not in logged and "oidc-request-token" not in logged
+    assert fake.oidc_token not in logged + done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("artifact_id", "statuses", "rc", "said"),
+    [
+        ("", None, 2, "the store job gave no artifact id of the site"),  # its upload failed: a name taken
+        ("github-pages", None, 2, "the store job gave no artifact id of the site"),
+        ("101 202", None, 2, "the store job gave no artifact id of the site"),
+        ("303", None, 3, "GitHub Pages refused to deploy artifact 303 (HTTP 404)"),  # deleted by a GPU job
+        ("101", ["deployment_in_progress", "deployment_failed"], 1, "did not deploy artifact 101: deployment_failed"),
+        ("101", ["deployment_content_failed"], 1, "deployment_content_failed"),
+        ("101", ["syncing_files"], 3, "did not finish deploying artifact 101 in time; cancelled"),
+        ("101", ["not_found"], 3, "gave no status for deployment 1"),
+    ],
+)
+def test_a_deploy_that_does_not_succeed_fails_the_pages_job(
+    artifact_id: str, statuses: list[str] | None, rc: int, said: str, tmp_path: Path
+):
+    from tests.fake_github import FakeGitHub
+
+    with FakeGitHub(token="ghs_pagesTOKEN") as fake:
+        fake.add_artifact(101, "github-pages")
+        if statuses:
+            fake.pages_statuses = statuses
+        timeout = "2" if statuses == ["syncing_files"] else "600"
+        done, output = _pages_step(fake, tmp_path, artifact_id, PERFBOT_PAGES_TIMEOUT_S=timeout)
+        deployments = list(fake.pages_deployments)
+        asked = [r.path for r in fake.requests]
+    said_lines = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("::error::")]
+    assert done.returncode == rc and len(said_lines) == 1 and said in said_lines[0], done.stdout + done.stderr
+    if rc == 2:
+        assert asked == [] and output == ""
+    assert all(d["artifact_id"] == 101 for d in deployments)
+    assert [d["cancelled"] for d in deployments] == [statuses == ["syncing_files"]] * len(deployments)
+
+
+def _baseline_needs(site: str, steps: str, failing: str = "2", bisect_on: str = '["h200"]', pages: str = "success"):
+    from tests.actions import Contexts
+
+    store = {
+        "result": "failure",  # it fails on the new slowdown, after handing on its outputs
+        "outputs": {"site-artifact": site, "steps-artifact": steps, "failing": failing, "bisect-on": bisect_on},
+    }
+    return Contexts(needs={"store": store, "pages": {"result": pages}, "bisect": {"result": "success"}})
+
+
+@pytest.mark.parametrize(
+    ("site", "steps", "pages", "runs"),
+    [
+        ("101", "77", "success", {"pages", "bisect", "issues"}),
+        ("101", "77", "failure", {"pages", "bisect", "issues"}),  # no site: the slowdown is still bisected
+        ("", "77", "skipped", {"bisect", "issues"}),  # no site built, or its upload failed
+        ("101", "", "success", {"pages"}),  # the steps' upload failed: a GPU job took the name first
+        ("", "", "skipped", set()),
+    ],
+)
+def test_which_jobs_after_the_store_job_run(site: str, steps: str, pages: str, runs: set[str]):
+    """Each runs only with the id of the artifact it needs from the store job's own upload: a
+    download by ids with none would take every artifact of the run."""
+    from tests.actions import job_runs
+
+    jobs = _load(ROOT / ".github" / "workflows" / "baseline.yml")["jobs"]
+    contexts = _baseline_needs(site, steps, pages=pages)
+    assert {name for name in ("pages", "bisect", "issues") if job_runs(jobs[name], contexts)} == runs
+
+
+def test_the_steps_reach_the_bisect_and_issue_jobs_by_id_and_the_gpu_waits_for_the_site():
+    data = _load(ROOT / ".github" / "workflows" / "baseline.yml")
+    jobs = data["jobs"]
+    for name in ("bisect", "issues"):
+        assert "pages" in jobs[name]["needs"], name
+        download = next(s for s in jobs[name]["steps"] if s.get("name") == "Download the new steps")
+        assert download["with"] == {
+            "artifact-ids": "${{ needs.store.outputs.steps-artifact }}",
+            "path": "${{ runner.temp }}/perfbot/steps",
+        }
+        # download-artifact 4.3 puts an artifact taken by id in a folder of its name
+        assert download["uses"].endswith("# v4.3.0") or "d3f86a106a0bac45b974a628896c90dbdf5c8093" in download["uses"]
+        reader = next(s for s in jobs[name]["steps"] if "STEPS" in s.get("env", {}))
+        assert reader["env"]["STEPS"] == "${{ runner.temp }}/perfbot/steps/perfbot-steps"
+    text = (ROOT / ".github" / "workflows" / "baseline.yml").read_text()
+    assert "name: perfbot-steps\n          path: ${{ runner.temp }}/perfbot/steps\n" not in text  # never by name
+    # No GPU job of the run starts before the pages job has finished: bisect is the only one after it.
+    gpu_jobs = {n for n, j in jobs.items() if "self-hosted" in j["runs-on"]}
+    assert gpu_jobs == {"measure", "bisect"} and "pages" in jobs["bisect"]["needs"]
