@@ -20,7 +20,7 @@ from perfbot.jobs import bisect_outcome
 from perfbot.jobs.bisect_outcome import OutcomeFile, ProbeRecord
 from perfbot.jobs.step_issues import BODY_LIMIT, marker
 from perfbot.output.github import ACTIONS_BOT, GitHub
-from perfbot.records import results
+from perfbot.records import declared, results
 from tests.fake_github import FakeGitHub
 from tests.history_store import make_runs, write_store
 
@@ -101,10 +101,29 @@ def outcome(folder: Path, record: StepRecord, result: str = "culprit", **fields)
     return made
 
 
-def open_issues(steps: Path, outcomes: Path, *extra: str):
+def declaring(path: Path, benchmarks) -> Path:
+    """A declarations file (`perfbot suites --json`) whose suites declare exactly `benchmarks`,
+    (suite, case, implementation) each."""
+    suites: dict[str, tuple[list[str], list[str]]] = {}
+    for suite, case, kernel in benchmarks:
+        kernels, cases = suites.setdefault(suite, ([], []))
+        kernels.extend([kernel] * (kernel not in kernels))
+        cases.extend([case] * (case not in cases))
+    path.write_text(declared.to_text((name, kernels, cases) for name, (kernels, cases) in suites.items()) + "\n")
+    return path
+
+
+def open_issues(steps: Path, outcomes: Path, *extra: str, declared_file: Path | None = None):
+    """open-issues, where main declares every benchmark the steps file names unless told otherwise."""
+    if declared_file is None:
+        named = [(r.benchmark.suite, r.benchmark.case, r.benchmark.kernel) for r in _records(steps)]
+        declared_file = declaring(steps.with_name("declared.json"), named)
     return CliRunner().invoke(
         perfbot,
-        ["history", "open-issues", "--steps", str(steps), "--outcomes", str(outcomes), "--repo", REPO, *extra],
+        [
+            *("history", "open-issues", "--steps", str(steps), "--outcomes", str(outcomes), "--repo", REPO),
+            *("--declared", str(declared_file), *extra),
+        ],
     )
 
 
@@ -124,9 +143,9 @@ def test_one_issue_per_step_with_its_culprit_and_evidence_and_none_twice(fake, s
         body = issue["body"]
         assert body.rstrip().splitlines()[-1] == marker(record.id) and body.count("<!-- ") == 1
         assert issue["user"]["login"] == ACTIONS_BOT and issue["state"] == "open"
-        assert issue["title"].startswith(
-            f"perfbot: fused/gemm {record.change_percent:+.2f}% on NVIDIA H200 from run 25"
-        )
+        # Titled with the declared names, the change, the runner label and the run: no text of the store.
+        case = record.benchmark.case
+        assert issue["title"] == f"perfbot: fused {record.change_percent:+.2f}% on pr/{case} (h200), run 25"
         assert "**Culprit:** `cccccccccccc` change 24: retile — the first bad commit `" + "c" * 40 in body
         assert (
             f"| from run | 25 (stored {record.after.stored}); the run before: 24 (stored {record.before.stored}) |"
@@ -343,10 +362,7 @@ def test_github_failures_are_one_line_with_their_exit_code(fake, steps, tmp_path
     fake.forbid(f"/repos/{REPO}/issues")
     forbidden = open_issues(steps, tmp_path / "bisect")
     assert forbidden.exit_code == 3 and "the token needs issues: write" in forbidden.output
-    no_repo = CliRunner().invoke(
-        perfbot,
-        ["history", "open-issues", "--steps", str(steps), "--outcomes", str(tmp_path / "bisect"), "--repo", "o/none"],
-    )
+    no_repo = open_issues(steps, tmp_path / "bisect", "--repo", "o/none")
     assert no_repo.exit_code == 2 and "o/none: no such repository" in no_repo.output
     monkeypatch.delenv("GITHUB_TOKEN")
     no_token = open_issues(steps, tmp_path / "bisect")
@@ -395,3 +411,114 @@ def test_open_issue_needs_the_marker_at_the_end(fake):
 def test_run_url_is_checked(fake, steps, tmp_path: Path):
     result = open_issues(steps, tmp_path / "bisect", "--run-url", "javascript:alert(1)")
     assert result.exit_code == 2 and "--run-url" in result.output and fake.requests == []
+
+
+HOSTILE = "Urgent: token leak, rotate now… @everyone"
+
+
+@pytest.fixture(scope="module")
+def mains_declarations(tmp_path_factory) -> Path:
+    """What this repository's suites declare, as the baseline workflow's declared job prints it."""
+    result = CliRunner().invoke(perfbot, ["suites", "--json"])
+    assert result.exit_code == 0, result.output
+    path = tmp_path_factory.mktemp("declared") / "declared.json"
+    path.write_text(result.output)
+    return path
+
+
+def _generated(steps: Path, tmp_path: Path, count: int = 50, declared_every: int = 5) -> tuple[Path, set[str]]:
+    """A steps file of `count` failing steps with no commit range (so nothing was bisected), as a
+    writer's workflow pushing to perfbot-baselines could make the store give: every free text is
+    HOSTILE; one step in `declared_every` is of a benchmark main declares, the rest of suites,
+    cases and implementations it does not. Returns the file and the ids of the declared steps."""
+    base = _records(steps)[0]
+    cases = ["square-4k", "t5-v1.1-xl", "gemma-2b-m512", "gemma-7b-m16", "a100-d2048"]
+    records, wanted = [], set()
+    for index in range(count):
+        if index % declared_every == 0:
+            bench = replace(base.benchmark, suite="pr", case=cases[index % len(cases)], kernel="fused")
+        else:
+            bench = replace(base.benchmark, suite=HOSTILE, case=f"{HOSTILE} {index}", kernel=HOSTILE)
+        record = replace(
+            base,
+            id=f"{index:016x}@20261201T000000.{index:06d}Z",
+            gpu=HOSTILE,
+            label=HOSTILE,
+            watched=HOSTILE,
+            benchmark=bench,
+            bisect=None,
+            evidence=[HOSTILE] * 3,
+        )
+        records.append(record)
+        if index % declared_every == 0:
+            wanted.add(record.id)
+    path = tmp_path / "generated-steps.json"
+    steps_file.save(path, records)
+    return path, wanted
+
+
+def test_a_generated_store_opens_at_most_the_cap_only_for_declared_benchmarks(
+    fake, steps, tmp_path: Path, mains_declarations: Path
+):
+    """Issue 53: 50 planned issues titled "Urgent: token leak, rotate now…". Now only the steps of
+    benchmarks main's suites declare get one, at most 10 a run, each titled with the declared
+    names; the store's text is in no title and in no line of the log."""
+    generated, declared_ids = _generated(steps, tmp_path)
+    assert len(declared_ids) == 10
+    first = open_issues(generated, tmp_path / "none", "--max-issues", "4", declared_file=mains_declarations)
+    assert first.exit_code == 0, first.output
+    issues = fake.issues[REPO]
+    assert len(issues) == 4 and len(re.findall(r"(?m)^opened: ", first.output)) == 4
+    assert first.output.count("main's suites declare no such benchmark") == 40
+    assert "this run opened 4 issues, its most (--max-issues)" in first.output
+    assert HOSTILE.split(":")[0] not in first.output
+    title = re.compile(r"perfbot: fused [+-]\d+\.\d\d% on pr/[a-z0-9.-]+ \(h200\), run \d+")
+    for issue in issues:
+        assert title.fullmatch(issue["title"]), issue["title"]
+        step = re.search(r"<!-- perfbot-step: (\S+) -->", issue["body"])[1]
+        assert step in declared_ids
+    # The default cap, and a later run: the ones opened are not opened again, the next are.
+    again = open_issues(generated, tmp_path / "none", declared_file=mains_declarations)
+    assert again.exit_code == 0 and again.output.count("exists, not opened again") == 4, again.output
+    assert len(fake.issues[REPO]) == 10 and "its most" not in again.output
+    assert {re.search(r"<!-- perfbot-step: (\S+) -->", i["body"])[1] for i in fake.issues[REPO]} == declared_ids
+
+
+def test_the_default_cap_is_ten_issues_a_run(fake, steps, tmp_path: Path, mains_declarations: Path):
+    generated, _ = _generated(steps, tmp_path, count=50, declared_every=1)
+    result = open_issues(generated, tmp_path / "none", declared_file=mains_declarations)
+    assert result.exit_code == 0 and len(fake.issues[REPO]) == 10, result.output
+    assert len(re.findall(r"(?m)^opened: ", result.output)) == 10
+    assert "this run opened 10 issues, its most" in result.output
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (("--max-issues", "0"), "Invalid value for '--max-issues'"),
+        (("--max-issues", "101"), "Invalid value for '--max-issues'"),
+        (("--declared", "missing.json"), "missing.json"),
+    ],
+)
+def test_a_bad_cap_or_declarations_file_is_refused_before_github_is_asked(fake, steps, tmp_path: Path, extra, said):
+    result = open_issues(steps, tmp_path / "bisect", *extra)
+    assert result.exit_code == 2 and said in result.output and fake.requests == [], result.output
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "{}",
+        '{"format": 2, "suites": {}}',
+        '{"format": 1, "suites": {"pr": {"implementations": [], "cases": ["x"]}}}',
+        '{"format": 1, "suites": {"pr": {"implementations": ["f"], "cases": ["x\\n::warning::y"]}}}',
+        '{"format": 1, "suites": {"pr": {"implementations": ["f"], "cases": ["x"], "about": "extra"}}}',
+    ],
+)
+def test_a_declarations_file_is_read_strictly(fake, steps, tmp_path: Path, text: str):
+    path = tmp_path / "declared.json"
+    path.write_text(text)
+    result = open_issues(steps, tmp_path / "bisect", declared_file=path)
+    assert result.exit_code == 2 and result.output.startswith("perfbot: error: ") and fake.requests == []
+    assert result.output.count("\n") == 1, result.output

@@ -857,7 +857,7 @@ def test_the_auto_bisect_jobs_wiring():
     assert upload["with"]["name"] == "perfbot-bisect-${{ matrix.gpu }}" and upload["if"] == "always()"
     assert upload["with"]["path"] == "out/bisect/"
 
-    assert issues["needs"] == ["store", "pages", "bisect"] and issues["runs-on"] == "ubuntu-latest"
+    assert issues["needs"] == ["store", "pages", "bisect", "declared"] and issues["runs-on"] == "ubuntu-latest"
     assert issues["if"] == (
         "!cancelled() && needs.store.outputs.failing != '' && needs.store.outputs.failing != '0'"
         " && needs.store.outputs.steps-artifact != ''"
@@ -967,13 +967,19 @@ def test_a_new_slowdown_on_main_is_bisected_and_gets_one_issue_per_step(tmp_path
     # The issue job, twice (a re-run), against the loopback GitHub.
     token = "ghs_issuesJOBtoken"
     with FakeGitHub(token=token) as fake:
+        from perfbot.records import declared
+
+        bench = records[0].benchmark  # what the declared job would have read from main's suites
         env = {
             **base,
             "GITHUB_TOKEN": token,
             "GITHUB_API_URL": fake.url,
             "GITHUB_REPOSITORY": "octo/perfbot",
+            "RUNNER_TEMP": str(tmp_path),
             "STEPS": str(steps),
             "OUTCOMES": str(outcomes),
+            "DECLARED": declared.to_text([(bench.suite, [bench.kernel], sorted({r.benchmark.case for r in records}))]),
+            "MAX_ISSUES": "",
             "RUN_URL": "https://github.com/octo/perfbot/actions/runs/7",
         }
         first = _step_script("issues", "Open the issues", repo, env)
@@ -1667,3 +1673,60 @@ def test_the_steps_reach_the_bisect_and_issue_jobs_by_id_and_the_gpu_waits_for_t
     # No GPU job of the run starts before the pages job has finished: bisect is the only one after it.
     gpu_jobs = {n for n, j in jobs.items() if "self-hosted" in j["runs-on"]}
     assert gpu_jobs == {"measure", "bisect"} and "pages" in jobs["bisect"]["needs"]
+
+
+def test_issues_are_opened_only_for_what_mains_suites_declare_read_apart_from_any_write_token():
+    """The declared job loads main's subject (on the CPU, with PyTorch) in a job that holds no
+    write token and hands `perfbot suites --json` on as its output; the issue job passes it to
+    open-issues with the cap of the repository's variable, if set."""
+    jobs = _load(ROOT / ".github" / "workflows" / "baseline.yml")["jobs"]
+    declared, issues = jobs["declared"], jobs["issues"]
+    assert declared["runs-on"] == "ubuntu-latest" and declared["permissions"] == {"contents": "read"}
+    assert (
+        declared["needs"] == "store"
+        and declared["if"] == issues["if"].split(" && needs.store.outputs.steps-artifact")[0]
+    )
+    assert declared["outputs"] == {"declared": "${{ steps.declared.outputs.declared }}"}
+    step = next(s for s in declared["steps"] if s.get("id") == "declared")
+    assert (
+        "$(.venv/bin/perfbot suites --json)" in step["run"]
+        and 'echo "declared=$declared" >> "$GITHUB_OUTPUT"' in step["run"]
+    )
+    assert any(s.get("run") == ".github/perfbot/install.sh gpu" for s in declared["steps"])
+    assert "declared" in issues["needs"]
+    post = issues["steps"][-1]
+    assert post["env"]["DECLARED"] == "${{ needs.declared.outputs.declared }}"
+    assert post["env"]["MAX_ISSUES"] == "${{ vars.PERFBOT_MAX_ISSUES }}"
+    assert '--declared "$RUNNER_TEMP/declared.json" "${most[@]}"' in post["run"]
+
+
+@pytest.mark.parametrize("most", ["", "3"])
+def test_the_issue_step_hands_on_the_declarations_and_the_cap(most: str, tmp_path: Path):
+    """The issue step's own script, with a perfbot that records what it was asked."""
+    work = tmp_path / "work"
+    (work / ".venv" / "bin").mkdir(parents=True)
+    (work / ".venv" / "bin" / "perfbot").write_text(
+        f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp_path}/argv\ncp "$RUNNER_TEMP/declared.json" {tmp_path}/seen\n'
+    )
+    (work / ".venv" / "bin" / "perfbot").chmod(0o755)
+    said = '{"format":1,"suites":{"pr":{"implementations":["fused"],"cases":["x"]}}}'
+    done = _step_script(
+        "issues",
+        "Open the issues",
+        work,
+        {
+            "PATH": os.environ["PATH"],
+            "RUNNER_TEMP": str(tmp_path),
+            "STEPS": "/s",
+            "OUTCOMES": "/o",
+            "DECLARED": said,
+            "MAX_ISSUES": most,
+            "GITHUB_REPOSITORY": "octo/perfbot",
+            "RUN_URL": "https://github.com/octo/perfbot/actions/runs/1",
+        },
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    argv = (tmp_path / "argv").read_text().splitlines()
+    assert argv[argv.index("--declared") + 1] == str(tmp_path / "declared.json")
+    assert (tmp_path / "seen").read_text() == said + "\n"
+    assert (argv[argv.index("--max-issues") + 1] == most) if most else "--max-issues" not in argv

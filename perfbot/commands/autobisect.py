@@ -73,39 +73,71 @@ def bisect_steps_command(steps_path: Path, runner: str, out_dir: Path) -> None:
     "OUTCOMES/perfbot-bisect-LABEL/ID.json (bisect-steps --out-dir, as the workflow downloads it; symlinks are not "
     "followed).",
 )
+@click.option(
+    "--declared",
+    "declared_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="What main's suites declare (`perfbot suites --json` in a checkout of main): a step of a benchmark they do "
+    "not declare gets no issue.",
+)
+@click.option(
+    "--max-issues",
+    type=click.IntRange(1, 100),
+    default=10,
+    show_default=True,
+    help="The most issues one run opens; the steps past it are named in the log, and a later run opens them.",
+)
 @github_repo_option
 @click.option("--run-url", default=None, help="The workflow run, named in each issue (an http(s) address).")
 @author_option
 def open_issues_command(
-    steps_path: Path, outcomes_dir: Path, repo: str, run_url: str | None, author: str | None
+    steps_path: Path,
+    outcomes_dir: Path,
+    declared_path: Path,
+    max_issues: int,
+    repo: str,
+    run_url: str | None,
+    author: str | None,
 ) -> None:
     """Open one issue per new slowdown in the steps file, unless its bisect did not reproduce it.
 
-    Each issue holds the step, its culprit (or why there is none), the command to reproduce it
-    and the evidence, every value escaped, and ends with a hidden marker naming the step: when an
-    issue of the token's with that marker exists, open or closed, none is opened, so a re-run
-    opens nothing twice. A failing step that was not bisected (no commit range, no runner of its
-    GPU) gets its issue with the reason. Token from GITHUB_TOKEN (issues: write), API root from
-    GITHUB_API_URL. Exits 0 when every step is done; 2 for a steps or outcome file that does not
-    read; 3 when a bisect left no outcome (re-run the bisect job) or GitHub stays unreachable.
+    Only for a benchmark that main's suites declare (--declared), titled with its declared names,
+    and at most --max-issues in one run: the steps file is made from the store, which any writer's
+    workflow can push to. Each issue holds the step, its culprit (or why there is none), the
+    command to reproduce it and the evidence, every value escaped, and ends with a hidden marker
+    naming the step: when an issue of the token's with that marker exists, open or closed, none is
+    opened, so a re-run opens nothing twice. A failing step that was not bisected (no commit
+    range, no runner of its GPU) gets its issue with the reason. Token from GITHUB_TOKEN (issues:
+    write), API root from GITHUB_API_URL. Exits 0 when every step is done or left for a later run;
+    2 for a steps, declarations or outcome file that does not read; 3 when a bisect left no
+    outcome (re-run the bisect job) or GitHub stays unreachable.
 
     Example:
 
     \b
-        perfbot history open-issues --steps steps.json --outcomes bisect --repo octo/perfbot
+        perfbot suites --json > declared.json
+        perfbot history open-issues --steps steps.json --outcomes bisect --declared declared.json --repo octo/perfbot
     """
     from ..history import steps_file
     from ..jobs import step_issues
+    from ..records import declared as declarations
 
     if run_url is not None and not re.fullmatch(r"https?://[^\s\"'<>()\[\]]+", run_url):
         raise BadInput(f"--run-url {run_url!r}: give the workflow run's http(s) address")
     failing = [s for s in steps_file.load(steps_path).steps if s.fails]
+    declared = declarations.load(declared_path)
     if not failing:
         click.echo("no new slowdown: no issue to open")
         return
     problems: list[PerfbotError] = []
     planned = []
     for step in failing:
+        bench = step.benchmark
+        if not declared.declares(bench.suite, bench.case, bench.kernel):
+            # Not the store's names: what a writer put there is not echoed.
+            click.echo(f"not opened: step {step.id}: main's suites declare no such benchmark")
+            continue
         if step_issues.not_bisected(step) is not None:
             planned.append(step_issues.issue(step, None, run_url))
             continue
@@ -124,11 +156,17 @@ def open_issues_command(
     if planned:
         from ..output.github import GitHub  # github3 is needed here only
 
+        opened = 0
         try:
             client = GitHub.from_environment(needed_by="perfbot history open-issues")
             login = author or client.identity()
-            for issue in planned:
+            for index, issue in enumerate(planned):
+                if opened == max_issues:
+                    left = ", ".join(i.step.id for i in planned[index:])
+                    click.echo(f"not opened: step(s) {left}: this run opened {opened} issues, its most (--max-issues)")
+                    break
                 posted = client.open_issue(repo, issue.title, issue.body, issue.marker, issue.since, login)
+                opened += posted.action == "created"
                 said = "opened" if posted.action == "created" else "exists, not opened again"
                 click.echo(f"{said}: {posted.url} (step {issue.step.id})")
         except PerfbotError as error:  # GitHub answers the same for the next issue: stop at the first

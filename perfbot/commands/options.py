@@ -363,6 +363,9 @@ steps_option = Shared(
     required=True,
     help="The steps file: perfbot history --check --out-steps FILE.",
 )
+json_option = Shared(
+    "outputs", "--json", "as_json", is_flag=True, help="Print it as JSON, for a program to read, in place of the text."
+)
 overwrite_option = Shared(
     "outputs",
     "--overwrite",

@@ -19,6 +19,7 @@ from ..records import results as results_file
 from .context import console, named_options, progress, project_config, warn_of_triton_pin
 from .options import (
     Measuring,
+    json_option,
     measure_options,
     one_benchmark_options,
     one_samples_option,
@@ -123,7 +124,7 @@ def show_command(results_path: Path, markdown: bool, by_case: str | None) -> Non
 
 
 @click.command("env")
-@click.option("--json", "as_json", is_flag=True, help="Print the record as JSON.")
+@json_option
 @project_option
 def env_command(as_json: bool, project: Path | None) -> None:
     """Print where a run would be measured: versions, GPU, driver, clocks, and whether the Triton
@@ -176,18 +177,34 @@ def env_command(as_json: bool, project: Path | None) -> None:
 
 @click.command("suites")
 @project_option
-def suites_command(project: Path | None) -> None:
+@json_option
+def suites_command(project: Path | None, as_json: bool) -> None:
     """List the shape suites and their cases.
+
+    With --json, one line of JSON: each suite's implementations and case names, what the
+    baseline workflow's issue job opens issues for (docs/files.md).
 
     Example:
 
         perfbot suites
+
+        perfbot suites --json
     """
     from ..measuring import subject_process
 
     # The subject's code runs in a process of its own (subject_process.py): it says what it declares.
     answer = subject_process.ask("suites", {"package": str(project_config(project).kernels_dir)})
     try:
+        if as_json:
+            from ..records import declared
+
+            suites = [
+                (s["name"], list(s["implementations"]), [c["name"] for c in s["cases"]])
+                for family in answer["families"]
+                for s in family["suites"]
+            ]
+            click.echo(declared.to_text(suites))
+            return
         for family in answer["families"]:
             implementations = ", ".join(
                 f"{i['name']}{' (under test)' if i['under_test'] else ''}" for i in family["implementations"]

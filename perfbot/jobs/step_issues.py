@@ -87,11 +87,21 @@ def not_bisected(step: StepRecord) -> str | None:
     return None
 
 
+def title(step: StepRecord) -> str:
+    """The issue's title: the benchmark's suite, case and implementation, which open-issues opens
+    issues for only where main's suites declare them (records/declared.py), the change, the
+    runner label and the run's number. No free text of the store (its GPU name, its label) is in
+    it: a title is what everyone watching the repository is sent."""
+    bench = step.benchmark
+    runner = f" ({step.runner})" if step.runner else ""
+    change = f"{step.change_percent:+.2f}%"
+    said = f"perfbot: {bench.kernel} {change} on {bench.suite}/{bench.case}{runner}, run {step.after.run}"
+    # Plain text, but no @mention either.
+    return said.replace("@", "@\u200d")[:TITLE_LIMIT]
+
+
 def issue(step: StepRecord, outcome: OutcomeFile | None, run_url: str | None = None) -> Issue:
     """The issue of a failing step: its outcome, or None where it was not bisected."""
-    title = f"perfbot: {step.watched} {step.change_percent:+.2f}% on {step.gpu} from run {step.after.run}: {step.label}"
-    # Plain text, but no @mention either.
-    title = title.replace("@", "@\u200d")[:TITLE_LIMIT]
     head = [
         f"**perfbot:** a new slowdown of this repository's own code on main, found by `perfbot history --check`: "
         f"{_e(step.watched)} {step.change_percent:+.2f}%.",
@@ -142,7 +152,7 @@ def issue(step: StepRecord, outcome: OutcomeFile | None, run_url: str | None = N
     # bracket): an autolink in <>, not escaped, since escaping breaks every bare URL's link.
     tail = ["", f"<sub>Step `{step.id}`{f', opened by <{run_url}>' if run_url else ''}.</sub>", marker(step.id)]
     body = _fit(head, evidence, tail)
-    return Issue(step, title, body, marker(step.id), _since(step.after.stored))
+    return Issue(step, title(step), body, marker(step.id), _since(step.after.stored))
 
 
 def _culprit(step: StepRecord, outcome: OutcomeFile | None) -> str:
