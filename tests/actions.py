@@ -270,3 +270,21 @@ def run_job(
         failed = failed or done.returncode != 0
     job_outputs = {name: interpolate(str(value), contexts) for name, value in job.get("outputs", {}).items()}
     return JobRun("failure" if failed else "success", job_outputs, dict(contexts.steps), logs)
+
+
+def workflow_commands(log: str) -> list[str]:
+    """The workflow commands the runner would act on in a step's log: each line that starts with
+    `::`, except between `::stop-commands::TOKEN` and `::TOKEN::`, as those two lines themselves."""
+    acted: list[str] = []
+    stopped: str | None = None
+    for line in log.splitlines():
+        if stopped is not None:
+            if line == f"::{stopped}::":
+                stopped = None
+            continue
+        if line.startswith("::stop-commands::"):
+            stopped = line.removeprefix("::stop-commands::")
+            continue
+        if line.startswith("::"):
+            acted.append(line)
+    return acted

@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -1730,3 +1731,102 @@ def test_the_issue_step_hands_on_the_declarations_and_the_cap(most: str, tmp_pat
     assert argv[argv.index("--declared") + 1] == str(tmp_path / "declared.json")
     assert (tmp_path / "seen").read_text() == said + "\n"
     assert (argv[argv.index("--max-issues") + 1] == most) if most else "--max-issues" not in argv
+
+
+# The steps that print what the store, a results file or the measured code holds, in the jobs
+# that hold write tokens: (workflow, job, step name).
+PRINTING_STEPS = [
+    ("baseline.yml", "store", "Store on perfbot-baselines, check the history, rebuild the site"),
+    ("baseline.yml", "issues", "Open the issues"),
+    ("gpu-check.yml", "comment", "Post the comment and set the status"),
+]
+
+
+@pytest.mark.parametrize(("workflow", "job", "name"), PRINTING_STEPS)
+def test_steps_that_print_stored_values_stop_workflow_commands_first(workflow: str, job: str, name: str):
+    """Before the first perfbot command, the step stops workflow commands under a token made for
+    this run (16 random bytes), resumes them when it ends however it ends, and sends stderr
+    through stdout, in order."""
+    script = _run_step(workflow, job, name)
+    lines = [line.strip() for line in script.splitlines()]
+    stop = lines.index("stop=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')")
+    assert lines[stop + 1 : stop + 4] == [
+        'echo "::stop-commands::$stop"',
+        "trap 'echo \"::$stop::\"' EXIT",
+        "exec 2>&1",
+    ]
+    first = next(
+        i for i, line in enumerate(lines) if not line.startswith("#") and re.search(r"perfbot |push-baseline\.sh", line)
+    )
+    assert stop < first, name
+    # The step's own error lines, which must act, come before it.
+    assert not any("::error::" in line for line in lines[stop + 4 :]), name
+
+
+@pytest.mark.slow
+def test_a_stored_gpu_name_that_is_a_workflow_command_is_not_acted_on(tmp_path: Path):
+    """Issue 53: the history check prints each new step on a line that starts with its GPU's
+    name, from the store. The store step, as Actions runs it, with a GPU named like a workflow
+    command: the line is in the log, and the runner acts on none of it."""
+    from perfbot.records import results
+    from tests.actions import workflow_commands
+    from tests.history_store import make_runs, write_store
+
+    hostile = "::add-mask::rotate-now ::warning::forged by the store"
+    runs = [
+        replace(run, environment=replace(run.environment, gpu_name=hostile))
+        for run in make_runs(30, step=0.03, at=24, seed=3)
+    ]
+    remote, seed = tmp_path / "remote.git", tmp_path / "seed"
+    _git("init", "--quiet", "--bare", str(remote))
+    _git("init", "--quiet", str(seed))
+    _git("checkout", "--quiet", "--orphan", "perfbot-baselines", cwd=seed)
+    write_store(seed / "store", runs[:-1])
+    _git("add", "store", cwd=seed)
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", "start", cwd=seed)
+    _git("push", "--quiet", str(remote), "HEAD:refs/heads/perfbot-baselines", cwd=seed)
+    (tmp_path / "runs" / "perfbot-baseline-h200").mkdir(parents=True)
+    results.save(runs[-1], tmp_path / "runs" / "perfbot-baseline-h200" / "main.json")
+    done = _step_script(
+        "store",
+        "Store on perfbot-baselines, check the history, rebuild the site",
+        ROOT,
+        {
+            "PATH": f"{BIN}:{os.environ['PATH']}",
+            "HOME": str(tmp_path),
+            "PYTHONPATH": str(ROOT),
+            "PERFBOT": str(BIN / "perfbot"),
+            "PERFBOT_BASELINE_REMOTE": str(remote),
+            "GITHUB_SHA": "c0ffee",
+            "RUNS": str(tmp_path / "runs"),
+            "STEPS": str(tmp_path / "steps"),
+            "GITHUB_OUTPUT": str(tmp_path / "store.out"),
+        },
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr == ""  # all of it through stdout, in order
+    assert any(line.startswith(hostile) for line in done.stdout.splitlines()), done.stdout
+    assert workflow_commands(done.stdout) == []
+    # Without the stop, the runner would have acted on it: the same log, its first and last lines cut.
+    assert workflow_commands("\n".join(done.stdout.splitlines()[1:-1]))[0].startswith("::add-mask::rotate-now")
+    tokens = [line for line in done.stdout.splitlines() if line.startswith("::stop-commands::")]
+    assert len(tokens) == 1 and re.fullmatch(r"::stop-commands::[0-9a-f]{32}", tokens[0])
+    assert done.stdout.rstrip().splitlines()[-1] == "::" + tokens[0].removeprefix("::stop-commands::") + "::"
+
+
+def test_the_comment_steps_stop_holds_whatever_the_report_says(tmp_path: Path):
+    """The post step again, where a GPU's job left an error.txt naming a workflow command and
+    perfbot fails (a PR whose head moved): the runner acts on no line of the log, and the stop
+    is lifted at the end."""
+    from tests.actions import workflow_commands
+    from tests.fake_github import FakeGitHub
+
+    reports = tmp_path / "reports"
+    (reports / "perfbot-report-a100").mkdir(parents=True)
+    (reports / "perfbot-report-a100" / "error.txt").write_text("::warning::from the GPU\n")
+    with FakeGitHub(token="ghs_commentTOKEN") as fake:
+        fake.add_pull("octo/perfbot", 7, "b" * 40)
+        done = _post_step(tmp_path, fake.url, "ghs_commentTOKEN", "f" * 40, '["a100", "::error::x"]', reports, 1)
+    assert done.returncode != 0 and done.stderr == ""
+    assert workflow_commands(done.stdout) == [], done.stdout
+    assert done.stdout.splitlines()[0].startswith("::stop-commands::")
