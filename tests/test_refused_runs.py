@@ -8,6 +8,7 @@ uploaded stands in) are not run."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,12 +36,14 @@ def _without_installs(job: dict) -> dict:
     return {**job, "steps": steps}
 
 
-def _checkout(work: Path) -> Path:
-    """A job's workspace: the base's .github (this checkout's scripts) and a .venv/bin/perfbot
-    that runs this checkout's perfbot."""
+def _checkout(work: Path, owners: str = "@octo/perfbot-maintainers") -> Path:
+    """A job's workspace: the base's .github (this checkout's scripts, its CODEOWNERS naming
+    `owners` for the placeholder) and a .venv/bin/perfbot that runs this checkout's perfbot."""
     work.mkdir(parents=True, exist_ok=True)
     if not (work / ".github").exists():
-        (work / ".github").symlink_to(ROOT / ".github")
+        shutil.copytree(ROOT / ".github", work / ".github")
+        codeowners = work / ".github" / "CODEOWNERS"
+        codeowners.write_text(codeowners.read_text().replace("@OWNER/perfbot-maintainers", owners))
     script = work / ".venv" / "bin" / "perfbot"
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text(f'#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m perfbot "$@"\n')
@@ -56,7 +59,9 @@ class Run:
     comment: str  # the comment job's: skipped where it did not run
 
 
-def dispatch(fake: FakeGitHub, tmp_path: Path, actor: str, sha: str, run_id: int) -> Run:
+def dispatch(
+    fake: FakeGitHub, tmp_path: Path, actor: str, sha: str, run_id: int, owners: str = "@octo/perfbot-maintainers"
+) -> Run:
     """One dispatch of gpu-check.yml for PR 7 by `actor`, every job in turn."""
     jobs = _jobs()
     temp = tmp_path / f"runner-{run_id}"
@@ -79,7 +84,7 @@ def dispatch(fake: FakeGitHub, tmp_path: Path, actor: str, sha: str, run_id: int
         "GITHUB_API_URL": fake.url,
         "GITHUB_REPOSITORY": REPO,
     }
-    work = _checkout(tmp_path / "work")
+    work = _checkout(tmp_path / f"work-{run_id}", owners)
     gpus = run_job(_without_installs(jobs["gpus"]), contexts, work, env, temp / "gpus")
     contexts.needs = {"gpus": {"result": gpus.result, "outputs": gpus.outputs}}
     check = "skipped"
@@ -250,3 +255,13 @@ def test_only_an_accepted_run_can_supersede_another():
         "cancel-in-progress": False,
     }
     assert jobs["comment"]["concurrency"] == {"group": "perfbot-comment-${{ inputs.pr }}", "cancel-in-progress": False}
+
+
+def test_nothing_runs_or_posts_while_codeowners_holds_the_placeholder(tmp_path: Path):
+    """A maintainer's dispatch of a fork's real head, in a repository whose CODEOWNERS still names
+    @OWNER/perfbot-maintainers: refused in the hosted job, before anyone is asked anything."""
+    with _github(fork=True) as fake:
+        run = dispatch(fake, tmp_path, "alice", HEAD, 1, owners="@OWNER/perfbot-maintainers")
+        asked = list(fake.requests)
+    assert run == Run(gpus="failure", accepted="", check="skipped", comment="skipped")
+    assert asked == [] and fake.statuses == {} and fake.comments == {}

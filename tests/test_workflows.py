@@ -1256,11 +1256,12 @@ def test_bisect_waits_for_a_maintainer_and_checked_inputs_on_a_github_hosted_run
     allowed, bisect = data["jobs"]["allowed"], data["jobs"]["bisect"]
     assert set(data["jobs"]) == {"allowed", "bisect"}
     assert allowed["runs-on"] == "ubuntu-latest" and allowed["permissions"] == {"contents": "read"}
-    gate = allowed["steps"][1]
+    assert allowed["steps"][1]["run"] == ".github/perfbot/codeowners.sh"
+    gate = allowed["steps"][2]
     assert gate["run"] == '.github/perfbot/maintainer.sh --require "$ACTOR" "$TRIGGERING_ACTOR"'
     assert gate["env"]["ACTOR"] == "${{ github.actor }}"
     assert gate["env"]["TRIGGERING_ACTOR"] == "${{ github.triggering_actor }}"
-    assert [s.get("id") for s in allowed["steps"][2:]] == ["labels", "inputs"]
+    assert [s.get("id") for s in allowed["steps"][3:]] == ["labels", "inputs"]
     assert allowed["outputs"] == {"gpu": "${{ steps.inputs.outputs.gpu }}"}
     assert bisect["needs"] == "allowed" and "if" not in bisect
     assert bisect["runs-on"] == ["self-hosted", "linux", "gpu", "${{ needs.allowed.outputs.gpu }}"]
@@ -1830,3 +1831,71 @@ def test_the_comment_steps_stop_holds_whatever_the_report_says(tmp_path: Path):
     assert done.returncode != 0 and done.stderr == ""
     assert workflow_commands(done.stdout) == [], done.stdout
     assert done.stdout.splitlines()[0].startswith("::stop-commands::")
+
+
+def _codeowners(project: Path, where: str | None, text: str) -> subprocess.CompletedProcess:
+    (project / ".github").mkdir(parents=True, exist_ok=True)
+    if where is not None:
+        (project / where).parent.mkdir(parents=True, exist_ok=True)
+        (project / where).write_text(text)
+    return subprocess.run(
+        ["bash", str(ROOT / ".github" / "perfbot" / "codeowners.sh")], cwd=project, capture_output=True, text=True
+    )
+
+
+FILLED = "/.github/ @octo/perfbot-maintainers\n/perfbot/ @octo/perfbot-maintainers alice\n"
+
+
+@pytest.mark.parametrize(
+    ("where", "text", "ok"),
+    [
+        (".github/CODEOWNERS", FILLED, True),
+        ("CODEOWNERS", FILLED, True),
+        ("docs/CODEOWNERS", FILLED, True),
+        (".github/CODEOWNERS", "# the maintainers\n* @alice  # every file\n", True),
+        (".github/CODEOWNERS", "* @octo/team\n# perfbot init: fill in OWNER: @OWNER/perfbot-maintainers\n", True),
+        (None, "", False),  # no file: nothing needs a code owner
+        (".github/CODEOWNERS", "", False),
+        (".github/CODEOWNERS", "# only comments\n/.github/\n", False),  # a rule without an owner
+        (".github/CODEOWNERS", "/.github/ @OWNER/perfbot-maintainers\n", False),  # as shipped
+        (".github/CODEOWNERS", "/.github/ @octo/team\n/perfbot/ @owner/perfbot-maintainers\n", False),
+        (".github/CODEOWNERS", "/kernels/ @alice @OWNER/perfbot-maintainers\n", False),
+        (".github/CODEOWNERS", "* *\n", True),  # an owner GitHub would refuse; not globbed here either
+    ],
+)
+def test_the_gpu_workflows_refuse_to_start_while_codeowners_holds_the_placeholder(
+    where: str | None, text: str, ok: bool, tmp_path: Path
+):
+    done = _codeowners(tmp_path / "project", where, text)
+    assert done.returncode == (0 if ok else 2), done.stdout + done.stderr
+    if not ok:
+        assert done.stderr.count("\n") == 1 and done.stderr.startswith("::error::")
+        assert "Require review from Code Owners" in done.stderr and "SECURITY.md, setting 7" in done.stderr
+
+
+def test_github_reads_the_first_codeowners_so_the_check_does_too(tmp_path: Path):
+    project = tmp_path / "project"
+    _codeowners(project, "CODEOWNERS", FILLED)
+    shadowed = _codeowners(project, ".github/CODEOWNERS", "* @OWNER/perfbot-maintainers\n")
+    assert shadowed.returncode == 2 and ".github/CODEOWNERS still names the placeholder" in shadowed.stderr
+
+
+def test_this_repository_as_shipped_fails_loudly_until_its_codeowners_is_filled_in():
+    """perfbot's own CODEOWNERS is the template adopters fill in (test_codeowners_cover_...): as it
+    stands, the check refuses, and every workflow that asks for a GPU runner runs it first, on a
+    GitHub-hosted runner."""
+    done = subprocess.run(["bash", ".github/perfbot/codeowners.sh"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 2 and "still names the placeholder @OWNER/" in done.stderr
+    for workflow, first in (("gpu-check.yml", "gpus"), ("baseline.yml", "gpus"), ("bisect.yml", "allowed")):
+        jobs = _load(ROOT / ".github" / "workflows" / workflow)["jobs"]
+        assert jobs[first]["runs-on"] == "ubuntu-latest"
+        assert jobs[first]["steps"][1].get("run") == ".github/perfbot/codeowners.sh", workflow  # after the checkout
+        for name, job in jobs.items():
+            if "self-hosted" in job["runs-on"]:  # every GPU job waits for that first job, through others or not
+                assert first in _all_needs(jobs, name), (workflow, name)
+
+
+def _all_needs(jobs: dict, name: str) -> set[str]:
+    needs = jobs[name].get("needs", [])
+    direct = {needs} if isinstance(needs, str) else set(needs)
+    return direct.union(*(_all_needs(jobs, n) for n in direct))
