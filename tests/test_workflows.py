@@ -1256,12 +1256,15 @@ def test_bisect_waits_for_a_maintainer_and_checked_inputs_on_a_github_hosted_run
     allowed, bisect = data["jobs"]["allowed"], data["jobs"]["bisect"]
     assert set(data["jobs"]) == {"allowed", "bisect"}
     assert allowed["runs-on"] == "ubuntu-latest" and allowed["permissions"] == {"contents": "read"}
-    assert allowed["steps"][1]["run"] == ".github/perfbot/codeowners.sh"
-    gate = allowed["steps"][2]
+    assert [s.get("run") for s in allowed["steps"][1:3]] == [
+        ".github/perfbot/codeowners.sh",
+        ".github/perfbot/install.sh verify",
+    ]
+    gate = allowed["steps"][3]
     assert gate["run"] == '.github/perfbot/maintainer.sh --require "$ACTOR" "$TRIGGERING_ACTOR"'
     assert gate["env"]["ACTOR"] == "${{ github.actor }}"
     assert gate["env"]["TRIGGERING_ACTOR"] == "${{ github.triggering_actor }}"
-    assert [s.get("id") for s in allowed["steps"][3:]] == ["labels", "inputs"]
+    assert [s.get("id") for s in allowed["steps"][4:]] == ["labels", "inputs"]
     assert allowed["outputs"] == {"gpu": "${{ steps.inputs.outputs.gpu }}"}
     assert bisect["needs"] == "allowed" and "if" not in bisect
     assert bisect["runs-on"] == ["self-hosted", "linux", "gpu", "${{ needs.allowed.outputs.gpu }}"]
@@ -1899,3 +1902,91 @@ def _all_needs(jobs: dict, name: str) -> set[str]:
     needs = jobs[name].get("needs", [])
     direct = {needs} if isinstance(needs, str) else set(needs)
     return direct.union(*(_all_needs(jobs, n) for n in direct))
+
+
+def _upstream(tmp_path: Path) -> tuple[Path, dict[str, str], dict[str, str]]:
+    """A repository standing in for github.com/octo/perfbot: main with three commits, a fork's
+    commit GitHub serves under the same address (refs/pull/1/head), and a commit of another
+    branch; git is told to fetch https://github.com/octo/perfbot from it (url.insteadOf)."""
+    work = tmp_path / "work"
+    _git("init", "--quiet", "--initial-branch=main", str(work))
+    commits = {}
+    for name in ("first", "second", "tip"):
+        (work / "f").write_text(name)
+        _git("add", "f", cwd=work)
+        _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", name, cwd=work)
+        commits[name] = _git("rev-parse", "HEAD", cwd=work)
+    for name, ref in (("fork", "refs/pull/1/head"), ("branch", "refs/heads/feature")):
+        _git("checkout", "--quiet", "-b", name, commits["second"], cwd=work)
+        (work / "f").write_text(name)
+        _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-am", name, cwd=work)
+        commits[name] = _git("rev-parse", "HEAD", cwd=work)
+        _git("update-ref", ref, commits[name], cwd=work)
+    _git("checkout", "--quiet", "main", cwd=work)
+    upstream = tmp_path / "perfbot.git"
+    _git("clone", "--quiet", "--bare", "--mirror", str(work), str(upstream))
+    _git("-C", str(upstream), "config", "uploadpack.allowFilter", "true")
+    _git("-C", str(upstream), "config", "uploadpack.allowAnySHA1InWant", "true")  # as GitHub serves a fork's commit
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+        "GIT_CONFIG_COUNT": "2",
+        "GIT_CONFIG_KEY_0": f"url.{upstream.as_uri()}.insteadOf",
+        "GIT_CONFIG_VALUE_0": "https://github.com/octo/perfbot.git",
+        "GIT_CONFIG_KEY_1": "protocol.file.allow",
+        "GIT_CONFIG_VALUE_1": "always",
+    }
+    return upstream, commits, env
+
+
+@pytest.mark.parametrize(
+    ("which", "rc", "said"),
+    [
+        ("tip", 0, "perfbot from git+https://github.com/octo/perfbot@"),
+        ("first", 0, "perfbot from git+https://github.com/octo/perfbot@"),
+        ("fork", 2, "PERFBOT_SOURCE's commit is not on the default branch of octo/perfbot"),
+        ("branch", 2, "PERFBOT_SOURCE's commit is not on the default branch of octo/perfbot"),
+        ("0" * 40, 2, "PERFBOT_SOURCE's commit is not on the default branch of octo/perfbot"),
+    ],
+)
+def test_verify_takes_perfbot_only_at_a_commit_of_its_default_branch(which: str, rc: int, said: str, tmp_path: Path):
+    """Issue 53: GitHub serves a fork's commit under the upstream's address, so a well-formed pin
+    can name code no one reviewed. install.sh verify, as the first job of each GPU workflow runs
+    it, against a repository served in its stead."""
+    _, commits, env = _upstream(tmp_path)
+    commit = commits.get(which, which)
+    done = subprocess.run(
+        ["bash", str(ROOT / ".github" / "perfbot" / "install.sh"), "verify"],
+        cwd=ROOT,
+        env={**env, "PERFBOT_SOURCE": f"git+https://github.com/octo/perfbot@{commit}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == rc and said in done.stdout + done.stderr, done.stdout + done.stderr
+    if rc:
+        assert done.stderr.startswith("::error::") and done.stderr.count("\n") == 1
+
+
+def test_verify_fails_when_the_repository_cannot_be_read(tmp_path: Path):
+    upstream, commits, env = _upstream(tmp_path)
+    shutil.rmtree(upstream)
+    done = subprocess.run(
+        ["bash", str(ROOT / ".github" / "perfbot" / "install.sh"), "verify"],
+        cwd=ROOT,
+        env={**env, "PERFBOT_SOURCE": f"git+https://github.com/octo/perfbot@{commits['tip']}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 3 and "could not read the default branch of octo/perfbot" in done.stderr
+
+
+def test_the_gpu_workflows_verify_the_source_first_and_check_nothing_else_there():
+    """The first job of each GPU workflow runs install.sh verify, on a GitHub-hosted runner, before
+    any GPU job; `check` stays the form alone (no network), as the other jobs' installs check it."""
+    for workflow, first in (("gpu-check.yml", "gpus"), ("baseline.yml", "gpus"), ("bisect.yml", "allowed")):
+        steps = _load(ROOT / ".github" / "workflows" / workflow)["jobs"][first]["steps"]
+        verify = [s for s in steps if s.get("run") == ".github/perfbot/install.sh verify"]
+        assert len(verify) == 1 and verify[0]["env"] == {"PERFBOT_SOURCE": "${{ vars.PERFBOT_SOURCE }}"}, workflow
+    install = (ROOT / ".github" / "perfbot" / "install.sh").read_text()
+    assert 'if [ "$kind" = verify ] && [ "$source" != . ]; then' in install

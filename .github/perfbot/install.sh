@@ -2,8 +2,9 @@
 # Install perfbot into .venv for a job: `install.sh core` (compare, comment, baseline, issues: no
 # PyTorch; the github extra, for the jobs that post) or `install.sh gpu` (the measuring extra
 # alone, then the measured project with its own dependencies: no github3.py on the GPU runner);
-# `install.sh check` only checks PERFBOT_SOURCE and installs nothing (docs/github.md, "Which
-# extra each job installs").
+# `install.sh check` only checks PERFBOT_SOURCE's form and installs nothing; `install.sh verify`
+# also checks that its commit is one of the default branch of its repository, and installs
+# nothing (docs/github.md, "Which extra each job installs").
 # core is what the jobs that hold write tokens install: every distribution from the lock beside
 # this script (requirements-core.txt), each pinned by version and hash, wheels only, and then
 # perfbot itself built with the locked setuptools, adding nothing (docs/github.md, "The lock of
@@ -12,14 +13,14 @@
 # from the checkout. Any other repository sets the repository variable PERFBOT_SOURCE to where pip
 # finds perfbot, pinned to a commit: git+https://github.com/OWNER/REPO@<40-hex commit>.
 set -euo pipefail
-kind=${1:?usage: .github/perfbot/install.sh core|gpu|check}
+kind=${1:?usage: .github/perfbot/install.sh core|gpu|check|verify}
 source=${PERFBOT_SOURCE:-.}
 lock="$(dirname "${BASH_SOURCE[0]}")/requirements-core.txt"
 case "$kind" in
   core) extra="[github]" ;;  # as the lock holds it
   gpu) extra="[gpu]" ;;
-  check) extra= ;;
-  *) echo "install.sh: core, gpu or check, got $kind" >&2; exit 2 ;;
+  check | verify) extra= ;;
+  *) echo "install.sh: core, gpu, check or verify, got $kind" >&2; exit 2 ;;
 esac
 # The GPU runner runs whatever this names, so it must name one reviewed commit and nothing else:
 # exactly git+https://github.com/OWNER/REPO@<40 lower-case hex digits>, the whole value. No branch
@@ -39,7 +40,25 @@ if [ "$source" = . ] && ! python3 -c 'import sys, tomllib; sys.exit(tomllib.load
   echo "::error::this repository is not perfbot: set the repository variable PERFBOT_SOURCE to perfbot pinned at a commit (git+https://github.com/OWNER/REPO@SHA)" >&2
   exit 2
 fi
-if [ "$kind" = check ]; then
+if [ "$kind" = verify ] && [ "$source" != . ]; then
+  # GitHub serves any commit of a repository's forks under the repository's own address, so a
+  # well-formed pin can still name code no one reviewed there: the commit must be one of the
+  # default branch's (an ancestor of its tip, or the tip). Only that branch's commits are fetched,
+  # without trees or files; a commit outside it is not fetched (GIT_NO_LAZY_FETCH).
+  [[ "$source" =~ $pinned ]]
+  owner=${BASH_REMATCH[1]} repo=${BASH_REMATCH[3]} commit=${source##*@}
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  if ! git clone --quiet --bare --single-branch --filter=tree:0 "https://github.com/$owner/$repo.git" "$work/source.git" 2>"$work/log"; then
+    echo "::error::could not read the default branch of $owner/$repo to check PERFBOT_SOURCE's commit" >&2
+    exit 3
+  fi
+  if ! GIT_NO_LAZY_FETCH=1 git -C "$work/source.git" merge-base --is-ancestor "$commit" HEAD 2>/dev/null; then
+    echo "::error::PERFBOT_SOURCE's commit is not on the default branch of $owner/$repo (a fork's commit, or one of another branch): pin a commit of that branch" >&2
+    exit 2
+  fi
+fi
+if [ "$kind" = check ] || [ "$kind" = verify ]; then
   if [ "$source" = . ]; then echo "perfbot from this checkout"; else echo "perfbot from $source"; fi
   exit 0
 fi
