@@ -141,7 +141,7 @@ def _perfbot(bin_dir: Path, *args: str, cwd: Path, env: dict | None = None) -> s
 
 def test_the_wheel_holds_every_subpackage_and_template_and_no_subject(wheel: Path):
     names = zipfile.ZipFile(wheel).namelist()
-    shipped = (".py", ".j2", ".yml", ".yaml", ".sh")  # the code, its templates, the files perfbot init copies
+    shipped = (".py", ".j2", ".yml", ".yaml", ".sh", ".txt")  # the code, its templates, the files perfbot init copies
     sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "perfbot").rglob("*") if p.suffix in shipped}
     assert sources <= set(names), sorted(sources - set(names))
     assert "perfbot/commands/run.py" in names and "perfbot/output/templates/comment.md.j2" in names

@@ -57,6 +57,8 @@ _GITHUB_FILES = (
     "perfbot/gpu-labels.sh",
     "perfbot/maintainer.sh",
     "perfbot/push-baseline.sh",
+    "perfbot/codeowners.sh",
+    "perfbot/requirements-core.txt",  # the hashed lock install.sh core installs from
 )
 
 
