@@ -16,7 +16,7 @@ from perfbot.cli import perfbot
 from perfbot.errors import BadInput
 from perfbot.history import steps_file
 from perfbot.history.steps_file import StepRecord
-from perfbot.jobs import bisect_outcome
+from perfbot.jobs import bisect_outcome, step_issues
 from perfbot.jobs.bisect_outcome import OutcomeFile, ProbeRecord
 from perfbot.jobs.step_issues import BODY_LIMIT, marker
 from perfbot.output.github import ACTIONS_BOT, GitHub
@@ -522,3 +522,14 @@ def test_a_declarations_file_is_read_strictly(fake, steps, tmp_path: Path, text:
     result = open_issues(steps, tmp_path / "bisect", declared_file=path)
     assert result.exit_code == 2 and result.output.startswith("perfbot: error: ") and fake.requests == []
     assert result.output.count("\n") == 1, result.output
+
+
+@pytest.mark.parametrize("case", ["ffn-#26", "GH-26", "gh-7b", "org/repo#3", "at@owner"])
+def test_a_title_holds_no_working_reference_or_mention(steps: Path, case: str):
+    # A declared name is the repository's own, but an issue's title is sent to everyone watching
+    # it: a reference there would note itself in the issue it names.
+    record = _records(steps)[0]
+    named = replace(record, benchmark=replace(record.benchmark, case=case))
+    said = step_issues.title(named)
+    joined = case.replace("#", "#\u200d").replace("@", "@\u200d").replace("GH", "GH\u200d").replace("gh", "gh\u200d")
+    assert case not in said and joined in said

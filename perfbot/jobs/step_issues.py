@@ -23,7 +23,7 @@ from pathlib import Path
 from ..errors import BadInput, EnvironmentFailure
 from ..history.steps_file import StepRecord
 from ..output.compiled_tables import FEW_ROWS_PER_KERNEL, compiled_markdown
-from ..output.markdown import markdown_escape
+from ..output.markdown import markdown_escape, unlinked
 from . import bisect_outcome
 from .bisect_outcome import OutcomeFile
 
@@ -96,8 +96,8 @@ def title(step: StepRecord) -> str:
     runner = f" ({step.runner})" if step.runner else ""
     change = f"{step.change_percent:+.2f}%"
     said = f"perfbot: {bench.kernel} {change} on {bench.suite}/{bench.case}{runner}, run {step.after.run}"
-    # Plain text, but no @mention either.
-    return said.replace("@", "@\u200d")[:TITLE_LIMIT]
+    # Plain text, but GitHub still reads its mentions and references (#26, GH-26): none works.
+    return unlinked(said)[:TITLE_LIMIT]
 
 
 def issue(step: StepRecord, outcome: OutcomeFile | None, run_url: str | None = None) -> Issue:
