@@ -126,13 +126,18 @@ class Inside:
             try:
                 is_link = stat.S_ISLNK(os.lstat(current).st_mode)
             except FileNotFoundError:
-                return  # what is missing from here on is made, inside the folder that holds it
+                break  # what is missing from here on is made, inside the folder that holds it
             except OSError as error:
                 raise BadInput(f"{path}: cannot write it: {error.strerror or error}") from None
             if is_link:
                 self._check_link(path, current, real)
             if depth < len(parts) and not current.is_dir():
                 raise BadInput(f"{path}: cannot make its folder: {blocking_part(current)}")
+        # Where the system puts it: each link followed, then each "..", as open() does. A path
+        # whose every link leads inside can still climb out after one ("link-to-root/../x").
+        lands = Path(os.path.realpath(path if follow else Path(path).parent))
+        if not lands.is_relative_to(real):
+            raise BadInput(f"{path}: leads to {lands}, outside {self.what} ({real}); perfbot writes only inside it")
 
     def holds(self, path: Path) -> bool:
         """Whether `path` would pass `check`: a file there can be written, or removed, inside."""
@@ -189,6 +194,9 @@ def write_all(texts: dict[Path, str], *, replace: bool = True, inside: Inside | 
     except OSError as error:
         _unlink(linked)
         raise EnvironmentFailure(f"{path}: cannot write it: {error.strerror or error}") from None
+    except BaseException:  # Ctrl-C between two names: all or none still
+        _unlink(linked)
+        raise
     finally:
         for tmp, _ in staged:
             tmp.unlink(missing_ok=True)

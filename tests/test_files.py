@@ -409,3 +409,34 @@ def test_files_written_together_without_replacing_are_all_taken_back_when_one_na
     with pytest.raises(BadInput, match=r"b\.txt: already exists"):
         write_all({tmp_path / "a.txt": "mine", tmp_path / "b.txt": "mine"}, replace=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.txt"] and (tmp_path / "b.txt").read_text() == "theirs"
+
+
+def test_a_path_that_climbs_out_after_a_link_inside_is_refused(place: tuple[Path, Path]):
+    from perfbot.files import Inside, write_all
+
+    root, outside = place
+    (root / "up").symlink_to(".")  # a link inside, to the folder itself: followed
+    climbing = root / "up" / ".." / "outside" / "planted.txt"  # then ".." from the folder's real place
+    before = _snapshot(outside)
+    with pytest.raises(BadInput, match=re.escape(f"leads to {outside}, outside the project ({root})")):
+        Inside(root, "the project").check(climbing)
+    with pytest.raises(BadInput, match="outside the project"):
+        write_all({climbing: "x"}, inside=Inside(root, "the project"))
+    assert _snapshot(outside) == before
+    Inside(root, "the project").check(root / "up" / "sub" / ".." / "kept.txt")  # ".." that stays inside
+
+
+def test_files_written_together_are_taken_back_when_the_write_is_interrupted(tmp_path: Path, monkeypatch):
+    from perfbot import files
+
+    linking = os.link
+
+    def interrupted(source, name):  # Ctrl-C as the second name is taken
+        if Path(name).name == "b.txt":
+            raise KeyboardInterrupt
+        linking(source, name)
+
+    monkeypatch.setattr(files.os, "link", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        files.write_all({tmp_path / "a.txt": "mine", tmp_path / "b.txt": "mine"}, replace=False)
+    assert list(tmp_path.iterdir()) == []

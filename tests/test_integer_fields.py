@@ -183,14 +183,28 @@ def _bisect_outcome(tmp_path: Path) -> tuple[Path, Callable[[Path], Any]]:
     return path, bisect_outcome.load
 
 
+def _declarations(tmp_path: Path) -> tuple[Path, Callable[[Path], Any]]:
+    from perfbot.records import declared
+
+    path = tmp_path / "declared.json"
+    path.write_text(json.dumps({"format": 1, "suites": {"pr": {"implementations": ["k"], "cases": ["c"]}}}))
+    return path, declared.load
+
+
 REFUSED = {"version": "not a bisect state this perfbot reads"}  # said so, the file's to be deleted
 
 
 @NOT_INTEGERS
 @pytest.mark.parametrize(
     "made,key",
-    [(_comparison, "format"), (_bisect_state, "version"), (_bisect_outcome, "format"), (_bisect_outcome, "range_size")],
-    ids=["comparison", "bisect state", "bisect outcome", "bisect outcome's range"],
+    [
+        (_comparison, "format"),
+        (_bisect_state, "version"),
+        (_bisect_outcome, "format"),
+        (_bisect_outcome, "range_size"),
+        (_declarations, "format"),
+    ],
+    ids=["comparison", "bisect state", "bisect outcome", "bisect outcome's range", "declarations"],
 )
 def test_files_read_on_the_way(tmp_path: Path, value: Any, made: Callable, key: str):
     path, load = made(tmp_path)

@@ -149,7 +149,7 @@ def baseline_show_command(gpu: str | None, store: Path | None, project: Path | N
     if partial:
         click.echo(
             f"{len(partial)} partial file(s) left by an interrupted update (or one under way); "
-            "the next `perfbot baseline update` removes them",
+            "the next `perfbot baseline update` removes those inside the store",
             err=True,
         )
     if not entries:

@@ -16,7 +16,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
 
-from .schema import MAX_ITEMS, Name, bad_input, load_json
+from .schema import MAX_ITEMS, IntOnly, Name, bad_input, load_json
 
 FORMAT: Final = 1
 
@@ -31,7 +31,7 @@ class DeclaredSuite:
 @with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
 @dataclass(frozen=True)
 class Declared:
-    format: Literal[1]
+    format: Annotated[Literal[1], IntOnly]
     suites: Annotated[dict[Name, DeclaredSuite], Field(min_length=1, max_length=MAX_ITEMS)]
 
     def declares(self, suite: str, case: str, kernel: str) -> bool:
