@@ -21,6 +21,7 @@ from perfbot.jobs.bisect_outcome import OutcomeFile, ProbeRecord
 from perfbot.jobs.step_issues import BODY_LIMIT, marker
 from perfbot.output.github import ACTIONS_BOT, GitHub
 from perfbot.records import declared, results
+from perfbot.records import store as stored_runs
 from tests.fake_github import FakeGitHub
 from tests.history_store import make_runs, write_store
 
@@ -457,39 +458,97 @@ def _generated(steps: Path, tmp_path: Path, count: int = 50, declared_every: int
     return path, wanted
 
 
+def _errors(output: str) -> list[str]:
+    return re.findall(r"(?m)^perfbot: error: .*$", output)
+
+
+def _left(count: int) -> str:
+    return (
+        f"perfbot: error: {count} step(s) left past --max-issues: no later check lists them again; run open-issues "
+        "again with the same steps file, which opens the next ones and none twice (in the baseline workflow: re-run "
+        "the issues job alone)"
+    )
+
+
+def _stepped(issues: list) -> set[str]:
+    return {re.search(r"<!-- perfbot-step: (\S+) -->", i["body"])[1] for i in issues}
+
+
 def test_a_generated_store_opens_at_most_the_cap_only_for_declared_benchmarks(
     fake, steps, tmp_path: Path, mains_declarations: Path
 ):
     """Issue 53: 50 planned issues titled "Urgent: token leak, rotate now…". Now only the steps of
-    benchmarks main's suites declare get one, at most 10 a run, each titled with the declared
-    names; the store's text is in no title and in no line of the log."""
+    benchmarks main's suites declare get one, at most --max-issues a run, each titled with the
+    declared names; the store's text is in no title and in no line of the log. The steps left
+    past the cap fail the run (exit 3), and a re-run on the same steps file opens them."""
     generated, declared_ids = _generated(steps, tmp_path)
     assert len(declared_ids) == 10
     first = open_issues(generated, tmp_path / "none", "--max-issues", "4", declared_file=mains_declarations)
-    assert first.exit_code == 0, first.output
+    assert first.exit_code == 3, first.output
     issues = fake.issues[REPO]
     assert len(issues) == 4 and len(re.findall(r"(?m)^opened: ", first.output)) == 4
     assert first.output.count("main's suites declare no such benchmark") == 40
     assert "this run opened 4 issues, its most (--max-issues)" in first.output
+    assert _errors(first.output) == [_left(6)]
     assert HOSTILE.split(":")[0] not in first.output
     title = re.compile(r"perfbot: fused [+-]\d+\.\d\d% on pr/[a-z0-9.-]+ \(h200\), run \d+")
     for issue in issues:
         assert title.fullmatch(issue["title"]), issue["title"]
-        step = re.search(r"<!-- perfbot-step: (\S+) -->", issue["body"])[1]
-        assert step in declared_ids
-    # The default cap, and a later run: the ones opened are not opened again, the next are.
+    assert _stepped(issues) <= declared_ids
+    # A re-run on the same steps file, with the default cap: the ones opened are not opened again, the rest are.
     again = open_issues(generated, tmp_path / "none", declared_file=mains_declarations)
     assert again.exit_code == 0 and again.output.count("exists, not opened again") == 4, again.output
-    assert len(fake.issues[REPO]) == 10 and "its most" not in again.output
-    assert {re.search(r"<!-- perfbot-step: (\S+) -->", i["body"])[1] for i in fake.issues[REPO]} == declared_ids
+    assert len(fake.issues[REPO]) == 10 and "its most" not in again.output and _errors(again.output) == []
+    assert _stepped(fake.issues[REPO]) == declared_ids
 
 
 def test_the_default_cap_is_ten_issues_a_run(fake, steps, tmp_path: Path, mains_declarations: Path):
     generated, _ = _generated(steps, tmp_path, count=50, declared_every=1)
     result = open_issues(generated, tmp_path / "none", declared_file=mains_declarations)
-    assert result.exit_code == 0 and len(fake.issues[REPO]) == 10, result.output
+    assert result.exit_code == 3 and len(fake.issues[REPO]) == 10, result.output
     assert len(re.findall(r"(?m)^opened: ", result.output)) == 10
-    assert "this run opened 10 issues, its most" in result.output
+    assert "this run opened 10 issues, its most" in result.output and _errors(result.output) == [_left(40)]
+
+
+def test_as_many_steps_as_the_cap_pass(fake, steps, tmp_path: Path, mains_declarations: Path):
+    generated, _ = _generated(steps, tmp_path, count=3, declared_every=1)
+    result = open_issues(generated, tmp_path / "none", "--max-issues", "3", declared_file=mains_declarations)
+    assert result.exit_code == 0 and len(fake.issues[REPO]) == 3, result.output
+    assert "its most" not in result.output and _errors(result.output) == []
+
+
+def test_steps_past_the_cap_are_not_lost_to_the_next_check(fake, tmp_path: Path):
+    """The baseline workflow, in order: the store job's check writes the steps file and records
+    its steps as reported in the store (reported-steps.json, pushed with it); the issue job opens
+    at most --max-issues; the next push's check lists none of those steps again. So a step left
+    past the cap fails the issue job (exit 3, one line: how many, and to re-run it), and the
+    re-run, on the same steps file (the artifact it downloads by id), opens its issue."""
+    runs = make_runs(41, step=0.03, at=24, seed=11)
+    steps = _store_steps(tmp_path, runs[:40])
+    store = tmp_path / "store"
+    records = _records(steps)
+    assert len(records) == 2 and all(r.fails for r in records)
+    state = json.loads((store / "reported-steps.json").read_text())
+    assert len(state["reported"]) == 2  # both recorded as reported, before any issue is opened
+    for record in records:
+        outcome(tmp_path / "bisect", record)
+
+    capped = open_issues(steps, tmp_path / "bisect", "--max-issues", "1")
+    assert capped.exit_code == 3 and len(fake.issues[REPO]) == 1, capped.output
+    assert f"not opened: step(s) {records[1].id}: this run opened 1 issues" in capped.output
+    assert _errors(capped.output) == [_left(1)]
+
+    # The next push to main: its run stored, the store checked again. The step left is not in it.
+    stored_runs.add(store, runs[40])
+    later = tmp_path / "later-steps.json"
+    checked = CliRunner().invoke(perfbot, ["history", "--store", str(store), "--check", "--out-steps", str(later)])
+    assert checked.exit_code == 0 and "perfbot history: no new step" in checked.output, checked.output
+    assert _records(later) == []
+
+    # Re-running the issue job: the same steps file, the same outcomes.
+    rerun = open_issues(steps, tmp_path / "bisect", "--max-issues", "1")
+    assert rerun.exit_code == 0 and rerun.output.count("exists, not opened again") == 1, rerun.output
+    assert _stepped(fake.issues[REPO]) == {r.id for r in records} and _errors(rerun.output) == []
 
 
 @pytest.mark.parametrize(

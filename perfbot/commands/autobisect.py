@@ -86,7 +86,8 @@ def bisect_steps_command(steps_path: Path, runner: str, out_dir: Path) -> None:
     type=click.IntRange(1, 100),
     default=10,
     show_default=True,
-    help="The most issues one run opens; the steps past it are named in the log, and a later run opens them.",
+    help="The most issues one run opens. Past it, the steps left are named and the command exits 3: no later "
+    "check lists them again, so run it again with the same steps file to open the next ones.",
 )
 @github_repo_option
 @click.option("--run-url", default=None, help="The workflow run, named in each issue (an http(s) address).")
@@ -109,9 +110,10 @@ def open_issues_command(
     naming the step: when an issue of the token's with that marker exists, open or closed, none is
     opened, so a re-run opens nothing twice. A failing step that was not bisected (no commit
     range, no runner of its GPU) gets its issue with the reason. Token from GITHUB_TOKEN (issues:
-    write), API root from GITHUB_API_URL. Exits 0 when every step is done or left for a later run;
-    2 for a steps, declarations or outcome file that does not read; 3 when a bisect left no
-    outcome (re-run the bisect job) or GitHub stays unreachable.
+    write), API root from GITHUB_API_URL. Exits 0 when every step is done; 2 for a steps,
+    declarations or outcome file that does not read; 3 when a bisect left no outcome (re-run the
+    bisect job), when GitHub stays unreachable, and when steps are left past the cap (run it again
+    with the same steps file: in the baseline workflow, re-run the issues job alone).
 
     Example:
 
@@ -162,8 +164,17 @@ def open_issues_command(
             login = author or client.identity()
             for index, issue in enumerate(planned):
                 if opened == max_issues:
-                    left = ", ".join(i.step.id for i in planned[index:])
-                    click.echo(f"not opened: step(s) {left}: this run opened {opened} issues, its most (--max-issues)")
+                    left = [i.step.id for i in planned[index:]]
+                    ids = ", ".join(left)
+                    click.echo(f"not opened: step(s) {ids}: this run opened {opened} issues, its most (--max-issues)")
+                    # The check recorded these steps as reported: no later steps file lists them.
+                    problems.append(
+                        EnvironmentFailure(
+                            f"{len(left)} step(s) left past --max-issues: no later check lists them again; run "
+                            "open-issues again with the same steps file, which opens the next ones and none twice "
+                            "(in the baseline workflow: re-run the issues job alone)"
+                        )
+                    )
                     break
                 posted = client.open_issue(repo, issue.title, issue.body, issue.marker, issue.since, login)
                 opened += posted.action == "created"
