@@ -430,16 +430,24 @@ def mains_declarations(tmp_path_factory) -> Path:
 def _generated(steps: Path, tmp_path: Path, count: int = 50, declared_every: int = 5) -> tuple[Path, set[str]]:
     """A steps file of `count` failing steps with no commit range (so nothing was bisected), as a
     writer's workflow pushing to perfbot-baselines could make the store give: every free text is
-    HOSTILE; one step in `declared_every` is of a benchmark main declares, the rest of suites,
-    cases and implementations it does not. Returns the file and the ids of the declared steps."""
+    HOSTILE; one step in `declared_every` is of a benchmark main declares, the rest in turn of a
+    suite it does not declare, of its suite pr with a case of another suite (a100's d512), and of
+    pr's case with an implementation of other suites only (fused-pointer). Returns the file and
+    the ids of the declared steps."""
     base = _records(steps)[0]
     cases = ["square-4k", "t5-v1.1-xl", "gemma-2b-m512", "gemma-7b-m16", "a100-d2048"]
+    undeclared = [
+        (HOSTILE, f"{HOSTILE} {{}}", HOSTILE),  # the suite
+        ("pr", "d512", "fused"),  # the case: declared, but in the suite a100
+        ("pr", "gemma-7b-m16", "fused-pointer"),  # the implementation: timed in quick and a100, not in pr
+    ]
     records, wanted = [], set()
     for index in range(count):
         if index % declared_every == 0:
             bench = replace(base.benchmark, suite="pr", case=cases[index % len(cases)], kernel="fused")
         else:
-            bench = replace(base.benchmark, suite=HOSTILE, case=f"{HOSTILE} {index}", kernel=HOSTILE)
+            suite, case, kernel = undeclared[index % len(undeclared)]
+            bench = replace(base.benchmark, suite=suite, case=case.format(index), kernel=kernel)
         record = replace(
             base,
             id=f"{index:016x}@20261201T000000.{index:06d}Z",
@@ -478,9 +486,10 @@ def test_a_generated_store_opens_at_most_the_cap_only_for_declared_benchmarks(
     fake, steps, tmp_path: Path, mains_declarations: Path
 ):
     """Issue 53: 50 planned issues titled "Urgent: token leak, rotate now…". Now only the steps of
-    benchmarks main's suites declare get one, at most --max-issues a run, each titled with the
-    declared names; the store's text is in no title and in no line of the log. The steps left
-    past the cap fail the run (exit 3), and a re-run on the same steps file opens them."""
+    benchmarks main's suites declare (the suite, a case of that suite and an implementation it
+    times) get one, at most --max-issues a run, each titled with the declared names; the store's
+    text is in no title and in no line of the log. The steps left past the cap fail the run
+    (exit 3), and a re-run on the same steps file opens them."""
     generated, declared_ids = _generated(steps, tmp_path)
     assert len(declared_ids) == 10
     first = open_issues(generated, tmp_path / "none", "--max-issues", "4", declared_file=mains_declarations)
@@ -562,6 +571,22 @@ def test_steps_past_the_cap_are_not_lost_to_the_next_check(fake, tmp_path: Path)
 def test_a_bad_cap_or_declarations_file_is_refused_before_github_is_asked(fake, steps, tmp_path: Path, extra, said):
     result = open_issues(steps, tmp_path / "bisect", *extra)
     assert result.exit_code == 2 and said in result.output and fake.requests == [], result.output
+
+
+@pytest.mark.parametrize(
+    ("suite", "case", "kernel", "declares"),
+    [
+        ("pr", "odd", "fused", True),
+        ("quick", "odd", "fused", False),  # a suite it does not declare
+        ("pr", "even", "fused", False),  # a case of another of its suites
+        ("pr", "odd", "torch", False),  # an implementation another of its suites times
+    ],
+)
+def test_a_benchmark_is_declared_by_its_suite_a_case_of_that_suite_and_an_implementation_it_times(
+    tmp_path: Path, suite: str, case: str, kernel: str, declares: bool
+):
+    made = declaring(tmp_path / "declared.json", [("pr", "odd", "fused"), ("a100", "even", "torch")])
+    assert declared.load(made).declares(suite, case, kernel) is declares
 
 
 @pytest.mark.parametrize(
