@@ -488,8 +488,9 @@ def test_a_generated_store_opens_at_most_the_cap_only_for_declared_benchmarks(
     """Issue 53: 50 planned issues titled "Urgent: token leak, rotate now…". Now only the steps of
     benchmarks main's suites declare (the suite, a case of that suite and an implementation it
     times) get one, at most --max-issues a run, each titled with the declared names; the store's
-    text is in no title and in no line of the log. The steps left past the cap fail the run
-    (exit 3), and a re-run on the same steps file opens them."""
+    text is in no title and in no line of the log. The cap counts the issues a run opens, not
+    those it finds: each re-run on the same steps file opens the next ones, and fails (exit 3)
+    while any are left."""
     generated, declared_ids = _generated(steps, tmp_path)
     assert len(declared_ids) == 10
     first = open_issues(generated, tmp_path / "none", "--max-issues", "4", declared_file=mains_declarations)
@@ -504,10 +505,15 @@ def test_a_generated_store_opens_at_most_the_cap_only_for_declared_benchmarks(
     for issue in issues:
         assert title.fullmatch(issue["title"]), issue["title"]
     assert _stepped(issues) <= declared_ids
-    # A re-run on the same steps file, with the default cap: the ones opened are not opened again, the rest are.
-    again = open_issues(generated, tmp_path / "none", declared_file=mains_declarations)
-    assert again.exit_code == 0 and again.output.count("exists, not opened again") == 4, again.output
-    assert len(fake.issues[REPO]) == 10 and "its most" not in again.output and _errors(again.output) == []
+    # A re-run, with the same cap: 4 issues exist, and 4 more are opened.
+    again = open_issues(generated, tmp_path / "none", "--max-issues", "4", declared_file=mains_declarations)
+    assert again.exit_code == 3 and again.output.count("exists, not opened again") == 4, again.output
+    assert len(re.findall(r"(?m)^opened: ", again.output)) == 4 and len(fake.issues[REPO]) == 8
+    assert _errors(again.output) == [_left(2)]
+    # And the last: the 2 left are opened, nothing is left, the job passes.
+    last = open_issues(generated, tmp_path / "none", "--max-issues", "4", declared_file=mains_declarations)
+    assert last.exit_code == 0 and last.output.count("exists, not opened again") == 8, last.output
+    assert len(fake.issues[REPO]) == 10 and "its most" not in last.output and _errors(last.output) == []
     assert _stepped(fake.issues[REPO]) == declared_ids
 
 
