@@ -479,6 +479,33 @@ def test_with_workflows_init_writes_perfbots_workflows_and_says_what_it_cannot(r
     assert "PERFBOT_SOURCE" in result.output and "PERFBOT_GPU_LABELS" in result.output
 
 
+def test_the_codeowners_init_writes_passes_the_shipped_check_once_filled_in(repo: Path):
+    """A subject's folder with a space in its name: CODEOWNERS names it escaped, and the
+    codeowners.sh init wrote reads it as GitHub does, one pattern, the folder pyproject.toml names."""
+    result = _init(
+        repo, "--kernel", "mypkg.ops.rmsnorm:rmsnorm", "--triton-commit", SHA, "--workflows", "--dir", "my perf/rmsnorm"
+    )
+    assert result.exit_code == 0, result.output
+    owners = repo / ".github" / "CODEOWNERS"
+    assert "/my\\ perf/ @OWNER/perfbot-maintainers\n" in owners.read_text()
+
+    def check() -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", ".github/perfbot/codeowners.sh"], cwd=repo, capture_output=True, text=True)
+
+    shipped = check()
+    assert shipped.returncode == 2 and "still names the placeholder @OWNER/" in shipped.stderr
+    owners.write_text(owners.read_text().replace("@OWNER/", "@octo/"))
+    done = check()
+    assert done.returncode == 0, done.stderr
+    assert (
+        done.stdout
+        == "code owners: .github/CODEOWNERS gives an owner to .github/, thresholds.yaml, pyproject.toml, my perf/\n"
+    )
+    owners.write_text(owners.read_text().replace("/my\\ perf/ @octo/perfbot-maintainers", "/my\\ perf/"))
+    unowned = check()
+    assert unowned.returncode == 2 and "`/my\\ perf/` names no owner" in unowned.stderr
+
+
 # --- a project without a thresholds.yaml ------------------------------------------------------------
 
 

@@ -1836,17 +1836,25 @@ def test_the_comment_steps_stop_holds_whatever_the_report_says(tmp_path: Path):
     assert done.stdout.splitlines()[0].startswith("::stop-commands::")
 
 
-def _codeowners(project: Path, where: str | None, text: str) -> subprocess.CompletedProcess:
+def _codeowners(project: Path, where: str | None, text: str, kernels: str | None = None) -> subprocess.CompletedProcess:
+    """codeowners.sh in `project`, whose CODEOWNERS at `where` holds `text` and whose pyproject.toml,
+    where `kernels` is given, names that subject's folder."""
     (project / ".github").mkdir(parents=True, exist_ok=True)
     if where is not None:
         (project / where).parent.mkdir(parents=True, exist_ok=True)
         (project / where).write_text(text)
+    if kernels is not None:
+        (project / "pyproject.toml").write_text(f"[tool.perfbot]\nkernels = {json.dumps(kernels)}\n")
     return subprocess.run(
         ["bash", str(ROOT / ".github" / "perfbot" / "codeowners.sh")], cwd=project, capture_output=True, text=True
     )
 
 
-FILLED = "/.github/ @octo/perfbot-maintainers\n/perfbot/ @octo/perfbot-maintainers alice\n"
+# The shipped rules, filled in: each protected path, the subject's folder kernels/ by default.
+FILLED = (
+    "/.github/ @octo/perfbot-maintainers\n/thresholds.yaml @octo/perfbot-maintainers alice@example.com\n"
+    "/pyproject.toml @octo/perfbot-maintainers\n/kernels/ @octo/perfbot-maintainers @alice\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -1863,7 +1871,7 @@ FILLED = "/.github/ @octo/perfbot-maintainers\n/perfbot/ @octo/perfbot-maintaine
         (".github/CODEOWNERS", "/.github/ @OWNER/perfbot-maintainers\n", False),  # as shipped
         (".github/CODEOWNERS", "/.github/ @octo/team\n/perfbot/ @owner/perfbot-maintainers\n", False),
         (".github/CODEOWNERS", "/kernels/ @alice @OWNER/perfbot-maintainers\n", False),
-        (".github/CODEOWNERS", "* *\n", True),  # an owner GitHub would refuse; not globbed here either
+        (".github/CODEOWNERS", "* *\n", False),  # no owner GitHub knows: it skips the line
     ],
 )
 def test_the_gpu_workflows_refuse_to_start_while_codeowners_holds_the_placeholder(
@@ -1874,6 +1882,90 @@ def test_the_gpu_workflows_refuse_to_start_while_codeowners_holds_the_placeholde
     if not ok:
         assert done.stderr.count("\n") == 1 and done.stderr.startswith("::error::")
         assert "Require review from Code Owners" in done.stderr and "SECURITY.md, setting 7" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        # The last line, without a final newline, is read too.
+        ("* @octo/team\n/.github/ @OWNER/perfbot-maintainers", "still names the placeholder @OWNER/... (1 times)"),
+        ("* @octo/team\n/.github/", ":2: `/.github/` names no owner, and it is the last rule sure to cover .github/"),
+        # GitHub applies the last rule that matches: a later one without owners leaves files without.
+        ("* @octo/team\n/.github/\n", ":2: `/.github/` names no owner, and it is the last rule sure to cover .github/"),
+        ("* @octo/team\n.github/ \n", ":2: `.github/` names no owner"),
+        ("* @octo/team\n/.github/workflows/\n", ":2: `/.github/workflows/` names no owner, and it may apply"),
+        (
+            "* @octo/team\n*.yml\n",
+            ":2: `*.yml` names no owner, and it may apply, after that rule, to files in .github/",
+        ),
+        ("* @octo/team\n/thresholds.yaml\n", ":2: `/thresholds.yaml` names no owner"),
+        ("* @octo/team\n/kernels/gemm.py # no owner\n", ":2: `/kernels/gemm.py` names no owner"),
+        ("* @octo/team\n/.github/ @octo/team *\n", ":2: `/.github/` names *, which is no user"),
+        # Owners somewhere, but not of each protected path.
+        ("/.github/ @octo/team\n", "no rule of .github/CODEOWNERS is sure to cover all of thresholds.yaml"),
+        ("/kernels/ @octo/team\n", "no rule of .github/CODEOWNERS is sure to cover all of .github/"),
+    ],
+)
+def test_codeowners_is_read_as_github_applies_it_the_last_matching_rule(text: str, said: str, tmp_path: Path):
+    """Each of these passed the check that counted owners anywhere in the file."""
+    done = _codeowners(tmp_path / "project", ".github/CODEOWNERS", text)
+    assert done.returncode == 2 and said in done.stderr, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "SECURITY.md, setting 7" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "* @octo/team\n/docs/\n",  # a rule without owners elsewhere leaves the protected paths alone
+        "/.github/workflows/\n* @octo/team\n",  # an earlier rule, overridden
+        "* @octo/team\n/.github/workflows/ @octo/ci\n",
+        "* @octo/team\n/kernels2/\n/thresholds.yaml.bak\n",
+        "**/.github/ @octo/team\nthresholds.yaml @octo/team\n/pyproject.toml @octo/team\nkernels/ @octo/team\r\n",
+    ],
+)
+def test_codeowners_that_owns_each_protected_path_passes(text: str, tmp_path: Path):
+    done = _codeowners(tmp_path / "project", ".github/CODEOWNERS", text)
+    assert done.returncode == 0 and done.stderr == "", done.stdout + done.stderr
+    assert (
+        done.stdout
+        == "code owners: .github/CODEOWNERS gives an owner to .github/, thresholds.yaml, pyproject.toml, kernels/\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (FILLED.replace("/kernels/", "/perf/my\\ dir/"), ""),
+        ("* @octo/team\n/perf/my\\ other/\n", ""),
+        ("/perf/my\\ dir/\n", "names no owner"),  # `dir/` is the pattern's, not an owner
+        ("* @octo/team\n/perf/my\\ dir/\n", ":2: `/perf/my\\ dir/` names no owner"),
+        (
+            "* @octo/team\n/perf/\n",
+            ":2: `/perf/` names no owner, and it may apply, after that rule, to files in perf/my dir/",
+        ),
+        (
+            FILLED.replace("/kernels/", "/perf/my/"),
+            "sure to cover all of perf/my dir/ (`/perf/my\\ dir/ @ORG/TEAM` is)",
+        ),
+    ],
+)
+def test_the_subjects_folder_is_the_one_pyproject_names_spaces_escaped(text: str, said: str, tmp_path: Path):
+    """[tool.perfbot] kernels names the subject's folder, which perfbot init writes into CODEOWNERS
+    with its spaces escaped (`/perf/my\\ dir/`): one word, the pattern, never an owner."""
+    done = _codeowners(tmp_path / "project", ".github/CODEOWNERS", text, kernels="perf/my dir")
+    if not said:
+        assert done.returncode == 0 and done.stdout.rstrip().endswith(", perf/my dir/"), done.stdout + done.stderr
+    else:
+        assert done.returncode == 2 and said in done.stderr, done.stdout + done.stderr
+
+
+def test_perfbot_is_protected_where_it_is_in_the_repository(tmp_path: Path):
+    project = tmp_path / "project"
+    (project / "perfbot").mkdir(parents=True)
+    done = _codeowners(project, ".github/CODEOWNERS", FILLED)
+    assert done.returncode == 2 and "sure to cover all of perfbot/" in done.stderr, done.stderr
+    done = _codeowners(project, ".github/CODEOWNERS", FILLED + "/perfbot/ @octo/perfbot-maintainers")
+    assert done.returncode == 0 and done.stdout.rstrip().endswith("kernels/, perfbot/"), done.stdout + done.stderr
 
 
 def test_github_reads_the_first_codeowners_so_the_check_does_too(tmp_path: Path):
