@@ -538,6 +538,52 @@ def test_push_baseline_writes_nothing_through_a_link_planted_on_the_branch(tmp_p
     assert _git("--git-dir", str(remote), "rev-list", "--count", "perfbot-baselines") == "1"  # nothing pushed
 
 
+def test_push_baseline_fences_what_the_check_printed_whatever_backticks_it_holds(tmp_path: Path):
+    """The job's summary shows the history check's lines, which hold the store's values, as one code
+    block: its fence is longer than any run of backticks in them and stands on a line of its own, so
+    no stored value ends the block and renders as markdown. A perfbot that prints such values stands
+    in for the check (perfbot's own lines put a stored value after others, never alone on a line)."""
+    printed = (
+        "NVIDIA H200 · fused · pr/t5: fused/gemm +3.10%\n"
+        "```\n"
+        "<img src=x onerror=alert(1)> **forged** @octo/everyone\n"
+        "`````\n"
+        "the last line, without a newline"
+    )
+    (tmp_path / "printed.txt").write_text(printed)
+    stub = tmp_path / "perfbot"
+    stub.write_text(
+        '#!/bin/sh\ncase "$1" in\n  baseline) mkdir -p "$5" && cp "$3" "$5/" ;;\n'
+        f"  history) cat {tmp_path / 'printed.txt'}; exit 1 ;;\nesac\n"
+    )
+    stub.chmod(0o755)
+    remote, summary = tmp_path / "remote.git", tmp_path / "summary.md"
+    _git("init", "--quiet", "--bare", str(remote))
+    summary.write_text("before\n")
+    run_file = tmp_path / "main.json"
+    run_file.write_text("{}")
+    done = subprocess.run(
+        ["bash", str(ROOT / ".github" / "perfbot" / "push-baseline.sh"), str(run_file)],
+        capture_output=True,
+        text=True,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "PERFBOT": str(stub),
+            "PERFBOT_BASELINE_REMOTE": str(remote),
+            "GITHUB_SHA": "c0ffee",
+            "GITHUB_STEP_SUMMARY": str(summary),
+        },
+        timeout=120,
+    )
+    assert done.returncode == 1 and "stored on perfbot-baselines" in done.stdout, done.stdout + done.stderr
+    before, fence, *inside, closing = summary.read_text().splitlines()
+    assert before == "before" and fence == closing == "`" * 6  # the longest run, 5, and one more
+    assert "\n".join(inside) == printed
+    # CommonMark ends a fenced block at a line of at least as many backticks, indented 3 spaces at most.
+    assert not any(re.fullmatch(r" {0,3}`{6,}[ \t]*", line) for line in inside)
+
+
 @pytest.mark.slow
 def test_push_baseline_fails_the_job_once_for_a_step_after_storing_the_run(tmp_path: Path):
     from perfbot.records import results

@@ -66,7 +66,17 @@ for attempt in 1 2 3 4 5; do
   if git -C "$work/repo" push --quiet "$remote" "HEAD:refs/heads/$branch"; then
     echo "stored on $branch (attempt $attempt)"
     if [ -n "${GITHUB_STEP_SUMMARY:-}" ] && [ -f "$GITHUB_STEP_SUMMARY" ]; then
-      { echo '```'; cat "$work/steps.txt"; echo '```'; } >>"$GITHUB_STEP_SUMMARY"
+      # The check's lines hold the store's values: in a fence longer than any run of backticks in
+      # them, and closed on a line of its own, no line can end the code block and render as markdown.
+      longest=$(awk '{ while (match($0, /`+/)) { if (RLENGTH > n) n = RLENGTH; $0 = substr($0, RSTART + RLENGTH) } }
+        END { print n + 0 }' "$work/steps.txt")
+      fence=$(printf '%*s' "$((longest < 3 ? 3 : longest + 1))" '' | tr ' ' '`')
+      {
+        echo "$fence"
+        cat "$work/steps.txt"
+        if [ -n "$(tail -c 1 "$work/steps.txt")" ]; then echo; fi
+        echo "$fence"
+      } >>"$GITHUB_STEP_SUMMARY"
     fi
     # The site of the store just pushed, never of an attempt that lost the race.
     if [ -n "${PERFBOT_SITE_DIR:-}" ] && [ -f "$work/site/index.html" ]; then
