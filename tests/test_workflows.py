@@ -826,9 +826,17 @@ def test_the_example_project_installs_as_its_one_package(tmp_path: Path, name: s
     assert {p.name for p in target.iterdir() if not p.name.endswith(".dist-info")} == {package}
 
 
+def _base_scripts(work: Path) -> Path:
+    """The scripts the job's checkout of the base has, in `work`: .github/perfbot of this checkout."""
+    shutil.copytree(ROOT / ".github" / "perfbot", work / ".github" / "perfbot", dirs_exist_ok=True)
+    return work
+
+
 def _job_checkout(work: Path) -> Path:
-    """A job's working folder whose `.venv/bin/perfbot` (what gpu-setup installs) runs this
-    checkout's perfbot with this interpreter, wherever the tests' own environment lives."""
+    """A job's working folder with the base's scripts, whose `.venv/bin/perfbot` (what gpu-setup
+    installs) runs this checkout's perfbot with this interpreter, wherever the tests' own
+    environment lives."""
+    _base_scripts(work)
     script = work / ".venv" / "bin" / "perfbot"
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text(f'#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m perfbot "$@"\n')
@@ -1029,6 +1037,7 @@ def test_a_new_slowdown_on_main_is_bisected_and_gets_one_issue_per_step(tmp_path
             "MAX_ISSUES": "",
             "RUN_URL": "https://github.com/octo/perfbot/actions/runs/7",
         }
+        _base_scripts(repo)  # the issue job's checkout of main
         first = _step_script("issues", "Open the issues", repo, env)
         again = _step_script("issues", "Open the issues", repo, env)
         issues = fake.issues.get("octo/perfbot", [])
@@ -1754,7 +1763,7 @@ def test_issues_are_opened_only_for_what_mains_suites_declare_read_apart_from_an
 @pytest.mark.parametrize("most", ["", "3"])
 def test_the_issue_step_hands_on_the_declarations_and_the_cap(most: str, tmp_path: Path):
     """The issue step's own script, with a perfbot that records what it was asked."""
-    work = tmp_path / "work"
+    work = _base_scripts(tmp_path / "work")
     (work / ".venv" / "bin").mkdir(parents=True)
     (work / ".venv" / "bin" / "perfbot").write_text(
         f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp_path}/argv\ncp "$RUNNER_TEMP/declared.json" {tmp_path}/seen\n'
@@ -1792,25 +1801,54 @@ PRINTING_STEPS = [
 ]
 
 
+STOP = ". .github/perfbot/stop-commands.sh"
+
+
 @pytest.mark.parametrize(("workflow", "job", "name"), PRINTING_STEPS)
 def test_steps_that_print_stored_values_stop_workflow_commands_first(workflow: str, job: str, name: str):
-    """Before the first perfbot command, the step stops workflow commands under a token made for
-    this run (16 random bytes), resumes them when it ends however it ends, and sends stderr
-    through stdout, in order."""
-    script = _run_step(workflow, job, name)
-    lines = [line.strip() for line in script.splitlines()]
-    stop = lines.index("stop=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')")
-    assert lines[stop + 1 : stop + 4] == [
-        'echo "::stop-commands::$stop"',
-        "trap 'echo \"::$stop::\"' EXIT",
-        "exec 2>&1",
-    ]
+    """Before the first perfbot command, the step sources stop-commands.sh, which stops workflow
+    commands until the step ends; its own error lines come before, and no EXIT trap of its own
+    comes after to replace the one that resumes them."""
+    lines = [line.strip() for line in _run_step(workflow, job, name).splitlines()]
+    stop = lines.index(STOP)
     first = next(
         i for i, line in enumerate(lines) if not line.startswith("#") and re.search(r"perfbot |push-baseline\.sh", line)
     )
     assert stop < first, name
-    # The step's own error lines, which must act, come before it.
-    assert not any("::error::" in line for line in lines[stop + 4 :]), name
+    assert not any("::error::" in line or line.startswith("trap ") for line in lines[stop + 1 :]), name
+
+
+def test_workflow_commands_are_stopped_in_one_place():
+    """The three steps source one script; no workflow stops commands on its own."""
+    sourcing = [
+        (path.name, job_name, step["name"])
+        for path in WORKFLOWS
+        for job_name, job in _load(path)["jobs"].items()
+        for step in job.get("steps", [])
+        if STOP in step.get("run", "")
+    ]
+    assert sorted(sourcing) == sorted(PRINTING_STEPS)
+    assert not any("stop-commands::" in path.read_text() for path in WORKFLOWS)
+
+
+def test_stop_commands_holds_until_the_step_ends_however_it_ends(tmp_path: Path):
+    """Sourced as the steps source it, under bash -e as Actions runs them: a line that names a
+    workflow command, on stdout or stderr, is not acted on, and the step's exit code is kept.
+    Each step draws a token of its own."""
+    from tests.actions import workflow_commands
+
+    script = f"{STOP}\necho '::add-mask::secret'\necho '::warning::from stderr' >&2\nfalse\necho never\n"
+    runs = [
+        subprocess.run(["bash", "-e", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        for _ in range(2)
+    ]
+    for done in runs:
+        first, *lines, last = done.stdout.splitlines()
+        assert done.returncode == 1 and done.stderr == "", done.stdout + done.stderr
+        assert re.fullmatch(r"::stop-commands::[0-9a-f]{32}", first) and last == f"::{first.rsplit(':', 1)[1]}::"
+        assert lines == ["::add-mask::secret", "::warning::from stderr"]
+        assert workflow_commands(done.stdout) == []
+    assert runs[0].stdout.splitlines()[0] != runs[1].stdout.splitlines()[0]
 
 
 @pytest.mark.slow

@@ -58,6 +58,7 @@ _GITHUB_FILES = (
     "perfbot/maintainer.sh",
     "perfbot/push-baseline.sh",
     "perfbot/codeowners.sh",
+    "perfbot/stop-commands.sh",  # sourced by the steps that print stored values
     "perfbot/requirements-core.txt",  # the hashed lock install.sh core installs from
 )
 

@@ -1,0 +1,1 @@
+../../../../../.github/perfbot/stop-commands.sh
