@@ -242,7 +242,9 @@ def test_only_an_accepted_run_can_supersede_another():
     """No workflow-wide concurrency group: a dispatch cancels nothing before it is decided. The
     GPU job, which only accepted runs reach, is grouped by pull request and GPU kind, so a newer
     accepted run supersedes an older one on each GPU (whose comment job then does not run); the
-    decision is grouped by its own run."""
+    decision is grouped by its own run, a group that limits nothing: a shared one would let a newer
+    dispatch replace a pending one, and without one zizmor's concurrency-limits audit flags the job
+    (test_workflows.py runs it)."""
     data = yaml.safe_load(WORKFLOW.read_text())
     assert "concurrency" not in data
     jobs = data["jobs"]
