@@ -168,6 +168,16 @@ def test_gpu_check_shape():
     assert "gh workflow run gpu-check.yml" in request["jobs"]["request"]["steps"][0]["run"]
 
 
+def test_the_gpu_job_checks_the_inputs_again_as_the_deciding_job_did():
+    """The GPU job's first step checks the inputs' form with the lines the gpus job decided with."""
+    jobs = _load(ROOT / ".github" / "workflows" / "gpu-check.yml")["jobs"]
+    decided = next(s for s in jobs["gpus"]["steps"] if s.get("id") == "decide")["run"].splitlines()
+    first = jobs["check"]["steps"][0]
+    assert first["name"] == "Check the inputs" and first["run"].splitlines() == decided[:2]
+    assert decided[0].startswith('[[ "$HEAD_SHA" =~ ^[0-9a-f]{40}$ ]] ||')
+    assert decided[1].startswith('[[ "$PR_NUMBER" =~ ^[0-9]{1,9}$ ]] ||')
+
+
 def _gpus_job(data: dict) -> None:
     """The list of GPU kinds is read in one place, checked on a GitHub-hosted runner (which in the
     GPU check also reads the pull request, to decide: tests/test_refused_runs.py)."""
