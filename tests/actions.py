@@ -4,7 +4,7 @@
 Steps that `uses:` an action are not run: a test says what each stood for (tests/test_workflows.py).
 
 Expressions as GitHub evaluates them, to the extent the workflows use them: literals, context
-paths (`needs.gpus.outputs.accepted`, `steps.app.outputs.token`), `!`, `==` and `!=` (strings
+paths (`needs.decide.outputs.accepted`, `steps.app.outputs.token`), `!`, `==` and `!=` (strings
 compared case-insensitively), `&&` and `||` (which return an operand, as in JavaScript), and the
 status functions; a job's `if:` without one is read as `success() && (...)`.
 """

@@ -1,5 +1,5 @@
 """A refused GPU check posts nothing. gpu-check.yml run as Actions would run it, against the
-loopback GitHub (tests/fake_github.py): the gpus job's own steps (who dispatched, the GPU kinds,
+loopback GitHub (tests/fake_github.py): the decide job's own steps (who dispatched, the GPU kinds,
 verify-head) decide on a GitHub-hosted runner; each later job runs only if its `if:` holds for
 what the jobs before it gave (tests/actions.py); the comment job's own post step posts. Only the
 steps that install (perfbot from this checkout stands in) and the GPU job (a report it would have
@@ -53,7 +53,7 @@ def _checkout(work: Path, owners: str = "@octo/perfbot-maintainers") -> Path:
 
 @dataclass(frozen=True)
 class Run:
-    gpus: str  # the gpus job's result
+    decide: str  # the decide job's result
     accepted: str  # its output
     check: str  # the GPU job's result: skipped where it did not run
     comment: str  # the comment job's: skipped where it did not run
@@ -85,8 +85,8 @@ def dispatch(
         "GITHUB_REPOSITORY": REPO,
     }
     work = _checkout(tmp_path / f"work-{run_id}", owners)
-    gpus = run_job(_without_installs(jobs["gpus"]), contexts, work, env, temp / "gpus")
-    contexts.needs = {"gpus": {"result": gpus.result, "outputs": gpus.outputs}}
+    decide = run_job(_without_installs(jobs["decide"]), contexts, work, env, temp / "decide")
+    contexts.needs = {"decide": {"result": decide.result, "outputs": decide.outputs}}
     check = "skipped"
     if job_runs(jobs["check"], contexts):
         # The GPU job's own steps up to its verify-head, then a measurement that passed.
@@ -111,7 +111,7 @@ def dispatch(
         done = run_job(_without_installs(jobs["comment"]), contexts, work, env, temp / "comment")
         assert done.result == "success", [(d.stdout, d.stderr) for d in done.logs]
         comment = done.result
-    return Run(gpus.result, gpus.outputs.get("accepted", ""), check, comment)
+    return Run(decide.result, decide.outputs.get("accepted", ""), check, comment)
 
 
 def _github(fork: bool) -> FakeGitHub:
@@ -144,7 +144,7 @@ def test_a_refused_dispatch_leaves_no_status_and_no_comment(actor: str, fork: bo
         run = dispatch(fake, tmp_path, actor, sha, 1)
         writes = _writes(fake)
         asked = [r.path for r in fake.requests]
-    assert run == Run(gpus="failure", accepted="", check="skipped", comment="skipped")
+    assert run == Run(decide="failure", accepted="", check="skipped", comment="skipped")
     assert writes == [] and fake.statuses == {} and fake.comments == {}
     if len(sha) != 40 or not sha.islower():
         assert f"/repos/{REPO}/pulls/7" not in asked  # refused on its form, before asking GitHub
@@ -164,7 +164,7 @@ def test_an_accepted_dispatch_measures_and_posts(actor: str, fork: bool, tmp_pat
         run = dispatch(fake, tmp_path, actor, HEAD, 1)
         (posted,) = fake.comments[(REPO, 7)]
         (status,) = fake.statuses[(REPO, HEAD)]
-    assert run == Run(gpus="success", accepted="true", check="success", comment="success")
+    assert run == Run(decide="success", accepted="true", check="success", comment="success")
     assert posted["body"].startswith("**perfbot:**") and status["state"] == "success"
     assert status["target_url"] == f"https://github.com/{REPO}/actions/runs/1"
 
@@ -186,38 +186,38 @@ def test_a_writers_refused_run_after_a_maintainers_leaves_the_maintainers_report
 
 
 def test_the_hosted_job_decides_and_the_later_jobs_depend_on_its_decision():
-    """The workflow's shape that the runs above rely on: every refusal in the gpus job, on a
+    """The workflow's shape that the runs above rely on: every refusal in the decide job, on a
     GitHub-hosted runner; the GPU job needs it and runs only where it accepted; the comment job
     runs only for an accepted run (never on the GPU job's failure alone), after the GPU job."""
     jobs = _jobs()
-    gpus, check, comment = jobs["gpus"], jobs["check"], jobs["comment"]
-    assert gpus["runs-on"] == "ubuntu-latest" and "needs" not in gpus
-    assert gpus["permissions"] == {"contents": "read", "pull-requests": "read"}
-    assert gpus["outputs"]["accepted"] == "${{ steps.decide.outputs.accepted }}"
-    decide = next(s for s in gpus["steps"] if s.get("id") == "decide")
-    assert decide is gpus["steps"][-1]
+    decider, check, comment = jobs["decide"], jobs["check"], jobs["comment"]
+    assert decider["runs-on"] == "ubuntu-latest" and "needs" not in decider
+    assert decider["permissions"] == {"contents": "read", "pull-requests": "read"}
+    assert decider["outputs"]["accepted"] == "${{ steps.decide.outputs.accepted }}"
+    decide = next(s for s in decider["steps"] if s.get("id") == "decide")
+    assert decide is decider["steps"][-1]
     # accepted=true is written last, after verify-head passed: anything else leaves it unset.
     assert decide["run"].rstrip().splitlines()[-1] == 'echo "accepted=true" >> "$GITHUB_OUTPUT"'
     assert "perfbot verify-head" in decide["run"] and "--same-repository" in decide["run"]
     assert decide["env"]["BY_A_MAINTAINER"] == "${{ steps.dispatcher.outputs.maintainer }}"
     assert decide["env"]["HEAD_SHA"] == "${{ inputs.sha }}" and decide["env"]["PR_NUMBER"] == "${{ inputs.pr }}"
-    installed = [i for i, s in enumerate(gpus["steps"]) if "install.sh core" in s.get("run", "")]
-    assert installed and installed[0] < gpus["steps"].index(decide)
+    installed = [i for i, s in enumerate(decider["steps"]) if "install.sh core" in s.get("run", "")]
+    assert installed and installed[0] < decider["steps"].index(decide)
 
-    assert check["needs"] == "gpus" and check["if"] == "needs.gpus.outputs.accepted == 'true'"
+    assert check["needs"] == "decide" and check["if"] == "needs.decide.outputs.accepted == 'true'"
     assert "self-hosted" in check["runs-on"]
-    assert comment["needs"] == ["gpus", "check"] and comment["runs-on"] == "ubuntu-latest"
+    assert comment["needs"] == ["decide", "check"] and comment["runs-on"] == "ubuntu-latest"
     condition = comment["if"]
-    assert condition.startswith("always() && needs.gpus.outputs.accepted == 'true'")
+    assert condition.startswith("always() && needs.decide.outputs.accepted == 'true'")
     assert "needs.check.result != 'skipped'" in condition and "needs.check.result != 'cancelled'" in condition
-    # No job outside the gpus job's decision posts: the comment job is the only one with a write token.
+    # No job outside the decide job's decision posts: the comment job is the only one with a write token.
     writers = {name for name, job in jobs.items() if "write" in job.get("permissions", {}).values()}
     assert writers == {"comment"}
 
 
 def _needs(accepted: str, check: str) -> Contexts:
-    gpus = {"result": "success" if accepted == "true" else "failure", "outputs": {"accepted": accepted}}
-    return Contexts(needs={"gpus": gpus, "check": {"result": check}})
+    decide = {"result": "success" if accepted == "true" else "failure", "outputs": {"accepted": accepted}}
+    return Contexts(needs={"decide": decide, "check": {"result": check}})
 
 
 @pytest.mark.parametrize(
@@ -252,7 +252,7 @@ def test_only_an_accepted_run_can_supersede_another():
         "group": "gpu-check-${{ inputs.pr }}-${{ matrix.gpu }}",
         "cancel-in-progress": True,
     }
-    assert jobs["gpus"]["concurrency"] == {
+    assert jobs["decide"]["concurrency"] == {
         "group": "gpu-check-decide-${{ github.run_id }}",
         "cancel-in-progress": False,
     }
@@ -265,5 +265,5 @@ def test_nothing_runs_or_posts_while_codeowners_holds_the_placeholder(tmp_path: 
     with _github(fork=True) as fake:
         run = dispatch(fake, tmp_path, "alice", HEAD, 1, owners="@OWNER/perfbot-maintainers")
         asked = list(fake.requests)
-    assert run == Run(gpus="failure", accepted="", check="skipped", comment="skipped")
+    assert run == Run(decide="failure", accepted="", check="skipped", comment="skipped")
     assert asked == [] and fake.statuses == {} and fake.comments == {}

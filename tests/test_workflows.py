@@ -139,7 +139,7 @@ def test_gpu_check_shape():
     # Superseded runs are cancelled by accepted runs alone (tests/test_refused_runs.py).
     assert "concurrency" not in data and check["concurrency"]["cancel-in-progress"] is True
     assert "self-hosted" in check["runs-on"] and check["runs-on"][-1] == "${{ matrix.gpu }}"
-    assert comment["runs-on"] == "ubuntu-latest" and comment["needs"] == ["gpus", "check"]
+    assert comment["runs-on"] == "ubuntu-latest" and comment["needs"] == ["decide", "check"]
     assert comment["concurrency"]["group"] == "perfbot-comment-${{ inputs.pr }}"
     # The poster is told the PR and the commit by the dispatch, and perfbot checks the PR's head.
     post = comment["steps"][-1]["run"]
@@ -159,7 +159,7 @@ def test_gpu_check_shape():
     verify = names.index("Check that the commit is the pull request's head")
     assert verify < names.index("Check out the head (only its kernels are measured)")
     step = check["steps"][verify]
-    assert step["env"]["BY_A_MAINTAINER"] == "${{ needs.gpus.outputs.by-a-maintainer }}"
+    assert step["env"]["BY_A_MAINTAINER"] == "${{ needs.decide.outputs.by-a-maintainer }}"
     assert "verify-head" in step["run"] and "--same-repository" in step["run"]
     request = _load(ROOT / ".github" / "workflows" / "gpu-request.yml")
     assert request["jobs"]["request"]["if"].startswith(
@@ -169,46 +169,49 @@ def test_gpu_check_shape():
 
 
 def test_the_gpu_job_checks_the_inputs_again_as_the_deciding_job_did():
-    """The GPU job's first step checks the inputs' form with the lines the gpus job decided with."""
+    """The GPU job's first step checks the inputs' form with the lines the decide job decided with."""
     jobs = _load(ROOT / ".github" / "workflows" / "gpu-check.yml")["jobs"]
-    decided = next(s for s in jobs["gpus"]["steps"] if s.get("id") == "decide")["run"].splitlines()
+    decided = next(s for s in jobs["decide"]["steps"] if s.get("id") == "decide")["run"].splitlines()
     first = jobs["check"]["steps"][0]
     assert first["name"] == "Check the inputs" and first["run"].splitlines() == decided[:2]
     assert decided[0].startswith('[[ "$HEAD_SHA" =~ ^[0-9a-f]{40}$ ]] ||')
     assert decided[1].startswith('[[ "$PR_NUMBER" =~ ^[0-9]{1,9}$ ]] ||')
 
 
-def _gpus_job(data: dict) -> None:
-    """The list of GPU kinds is read in one place, checked on a GitHub-hosted runner (which in the
-    GPU check also reads the pull request, to decide: tests/test_refused_runs.py)."""
-    gpus = data["jobs"]["gpus"]
-    assert gpus["runs-on"] == "ubuntu-latest" and gpus["permissions"]["contents"] == "read"
-    assert set(gpus["permissions"].items()) <= {("contents", "read"), ("pull-requests", "read")}
-    step = next(s for s in gpus["steps"] if s.get("id") == "labels")
+def _labels_job(data: dict, first: str) -> None:
+    """The list of GPU kinds is read in one place, the first job, `first`, checked on a
+    GitHub-hosted runner (which in the GPU check also reads the pull request, to decide:
+    tests/test_refused_runs.py)."""
+    job = data["jobs"][first]
+    assert job["runs-on"] == "ubuntu-latest" and job["permissions"]["contents"] == "read"
+    assert set(job["permissions"].items()) <= {("contents", "read"), ("pull-requests", "read")}
+    step = next(s for s in job["steps"] if s.get("id") == "labels")
     assert step["run"] == ".github/perfbot/gpu-labels.sh"
     assert step["env"] == {"PERFBOT_GPU_LABELS": "${{ vars.PERFBOT_GPU_LABELS }}"}
-    assert gpus["outputs"]["labels"] == "${{ steps.labels.outputs.labels }}"
+    assert job["outputs"]["labels"] == "${{ steps.labels.outputs.labels }}"
 
 
-def _matrix_job(job: dict) -> None:
-    """One job per GPU kind, each on a runner of its label, none cancelled when another fails."""
-    assert job["needs"] == "gpus"
-    assert job["strategy"] == {"fail-fast": False, "matrix": {"gpu": "${{ fromJSON(needs.gpus.outputs.labels) }}"}}
+def _matrix_job(job: dict, first: str) -> None:
+    """One job per GPU kind, after the job `first` that read them, each on a runner of its label,
+    none cancelled when another fails."""
+    assert job["needs"] == first
+    labels = f"${{{{ fromJSON(needs.{first}.outputs.labels) }}}}"
+    assert job["strategy"] == {"fail-fast": False, "matrix": {"gpu": labels}}
     assert job["runs-on"] == ["self-hosted", "linux", "gpu", "${{ matrix.gpu }}"]
     assert "outputs" not in job  # a matrix job's outputs are one leg's: nothing is read from them
 
 
 def test_gpu_check_runs_once_per_gpu_kind_and_posts_one_comment():
     data = _load(ROOT / ".github" / "workflows" / "gpu-check.yml")
-    _gpus_job(data)
+    _labels_job(data, "decide")
     check, comment = data["jobs"]["check"], data["jobs"]["comment"]
-    _matrix_job(check)
+    _matrix_job(check, "decide")
     upload = next(s for s in check["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["with"]["name"] == "perfbot-report-${{ matrix.gpu }}" and upload["if"] == "always()"
     # The comment job trusts only the jobs' result and the checked list of labels, never a file's
     # word for which GPU it is or whether it passed.
     assert comment["env"]["CHECK_RESULT"] == "${{ needs.check.result }}"
-    assert comment["env"]["GPU_LABELS"] == "${{ needs.gpus.outputs.labels }}"
+    assert comment["env"]["GPU_LABELS"] == "${{ needs.decide.outputs.labels }}"
     assert "needs.check.outputs" not in (ROOT / ".github" / "workflows" / "gpu-check.yml").read_text()
     download = next(s for s in comment["steps"] if s.get("uses", "").startswith("actions/download-artifact@"))
     assert download["with"] == {"pattern": "perfbot-report-*", "path": "${{ runner.temp }}/perfbot/reports"}
@@ -229,9 +232,9 @@ def test_the_comment_job_downloads_with_a_release_that_keeps_each_artifact_in_it
 
 def test_baseline_measures_each_gpu_kind_and_stores_every_run():
     data = _load(ROOT / ".github" / "workflows" / "baseline.yml")
-    _gpus_job(data)
+    _labels_job(data, "gpus")
     measure, store = data["jobs"]["measure"], data["jobs"]["store"]
-    _matrix_job(measure)
+    _matrix_job(measure, "gpus")
     upload = next(s for s in measure["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["with"]["name"] == "perfbot-baseline-${{ matrix.gpu }}"
     assert store["needs"] == "measure" and "needs.measure.result != 'cancelled'" in store["if"]
@@ -1282,21 +1285,21 @@ def _verify_step(fake, tmp_path: Path, by_a_maintainer: str, sha: str) -> subpro
 def test_a_forks_head_is_measured_only_in_a_run_a_maintainer_dispatched(
     actor: str, fork: bool, measured: bool, tmp_path: Path
 ):
-    """The gpus job's dispatcher step decides from github.actor (who dispatched the run, the same
+    """The decide job's dispatcher step decides from github.actor (who dispatched the run, the same
     on every re-run), never from github.triggering_actor (who re-ran it); the check job's verify
     step then asks for a head of this repository's own branches unless a maintainer dispatched."""
     from tests.fake_github import FakeGitHub
 
     data = _load(ROOT / ".github" / "workflows" / "gpu-check.yml")
-    gpus, check = data["jobs"]["gpus"], data["jobs"]["check"]
-    dispatcher = next(s for s in gpus["steps"] if s.get("id") == "dispatcher")
+    decide, check = data["jobs"]["decide"], data["jobs"]["check"]
+    dispatcher = next(s for s in decide["steps"] if s.get("id") == "dispatcher")
     assert dispatcher["env"]["ACTOR"] == "${{ github.actor }}"
     assert dispatcher["run"] == '.github/perfbot/maintainer.sh "$ACTOR"'
-    assert gpus["outputs"]["by-a-maintainer"] == "${{ steps.dispatcher.outputs.maintainer }}"
+    assert decide["outputs"]["by-a-maintainer"] == "${{ steps.dispatcher.outputs.maintainer }}"
     verify = next(s for s in check["steps"] if s.get("name") == "Check that the commit is the pull request's head")
-    assert verify["env"]["BY_A_MAINTAINER"] == "${{ needs.gpus.outputs.by-a-maintainer }}"
+    assert verify["env"]["BY_A_MAINTAINER"] == "${{ needs.decide.outputs.by-a-maintainer }}"
     assert "triggering_actor" not in "".join(f"{k}{v}" for s in check["steps"] for k, v in s.get("env", {}).items())
-    assert "triggering_actor" not in json.dumps(gpus)
+    assert "triggering_actor" not in json.dumps(decide)
 
     sha = "c" * 40
     with FakeGitHub(token="ghs_checkTOKEN") as fake:
@@ -2075,7 +2078,7 @@ def test_this_repository_as_shipped_fails_loudly_until_its_codeowners_is_filled_
     GitHub-hosted runner."""
     done = subprocess.run(["bash", ".github/perfbot/codeowners.sh"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 2 and "still names the placeholder @OWNER/" in done.stderr
-    for workflow, first in (("gpu-check.yml", "gpus"), ("baseline.yml", "gpus"), ("bisect.yml", "allowed")):
+    for workflow, first in (("gpu-check.yml", "decide"), ("baseline.yml", "gpus"), ("bisect.yml", "allowed")):
         jobs = _load(ROOT / ".github" / "workflows" / workflow)["jobs"]
         assert jobs[first]["runs-on"] == "ubuntu-latest"
         assert jobs[first]["steps"][1].get("run") == ".github/perfbot/codeowners.sh", workflow  # after the checkout
@@ -2170,7 +2173,7 @@ def test_verify_fails_when_the_repository_cannot_be_read(tmp_path: Path):
 def test_the_gpu_workflows_verify_the_source_first_and_check_nothing_else_there():
     """The first job of each GPU workflow runs install.sh verify, on a GitHub-hosted runner, before
     any GPU job; `check` stays the form alone (no network), as the other jobs' installs check it."""
-    for workflow, first in (("gpu-check.yml", "gpus"), ("baseline.yml", "gpus"), ("bisect.yml", "allowed")):
+    for workflow, first in (("gpu-check.yml", "decide"), ("baseline.yml", "gpus"), ("bisect.yml", "allowed")):
         steps = _load(ROOT / ".github" / "workflows" / workflow)["jobs"][first]["steps"]
         verify = [s for s in steps if s.get("run") == ".github/perfbot/install.sh verify"]
         assert len(verify) == 1 and verify[0]["env"] == {"PERFBOT_SOURCE": "${{ vars.PERFBOT_SOURCE }}"}, workflow
