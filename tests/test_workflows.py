@@ -463,6 +463,22 @@ def _git(*args: str, cwd: Path | None = None) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
+def _baselines_branch(tmp_path: Path, runs: list) -> Path:
+    """A bare remote whose perfbot-baselines branch holds a store of `runs`, as the store job
+    finds it."""
+    from tests.history_store import write_store
+
+    remote, seed = tmp_path / "remote.git", tmp_path / "seed"
+    _git("init", "--quiet", "--bare", str(remote))
+    _git("init", "--quiet", str(seed))
+    _git("checkout", "--quiet", "--orphan", "perfbot-baselines", cwd=seed)
+    write_store(seed / "store", runs)
+    _git("add", "store", cwd=seed)
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", "start", cwd=seed)
+    _git("push", "--quiet", str(remote), "HEAD:refs/heads/perfbot-baselines", cwd=seed)
+    return remote
+
+
 @pytest.mark.parametrize("existing_branch", [False, True])
 @pytest.mark.slow
 def test_push_baseline_retries_after_losing_a_race(tmp_path: Path, existing_branch: bool):
@@ -600,18 +616,11 @@ def test_push_baseline_fences_what_the_check_printed_whatever_backticks_it_holds
 @pytest.mark.slow
 def test_push_baseline_fails_the_job_once_for_a_step_after_storing_the_run(tmp_path: Path):
     from perfbot.records import results
-    from tests.history_store import make_runs, write_store
+    from tests.history_store import make_runs
 
     # The step is found about five runs after it; four more runs show it is not reported again.
     runs = make_runs(34, step=0.03, at=24, seed=3)
-    remote, seed = tmp_path / "remote.git", tmp_path / "seed"
-    _git("init", "--quiet", "--bare", str(remote))
-    _git("init", "--quiet", str(seed))
-    _git("checkout", "--quiet", "--orphan", "perfbot-baselines", cwd=seed)
-    write_store(seed / "store", runs[:24])  # the runs before the step, checked already
-    _git("add", "store", cwd=seed)
-    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", "start", cwd=seed)
-    _git("push", "--quiet", str(remote), "HEAD:refs/heads/perfbot-baselines", cwd=seed)
+    remote = _baselines_branch(tmp_path, runs[:24])  # the runs before the step, checked already
     summary = tmp_path / "summary.md"
     summary.touch()
     env = {
@@ -979,19 +988,11 @@ def test_a_new_slowdown_on_main_is_bisected_and_gets_one_issue_per_step(tmp_path
     from perfbot.records import results
     from tests import step_repo
     from tests.fake_github import FakeGitHub
-    from tests.history_store import write_store
 
     repo = tmp_path / "repo"  # the checkout the bisect job works in: main, with its history
     shas = step_repo.repository(repo, [1.0] * 24 + [1.03 if reproduces else 1.0] * 16)
     runs = step_repo.measured(shas, 0.03, 24)
-    remote, seed = tmp_path / "remote.git", tmp_path / "seed"
-    _git("init", "--quiet", "--bare", str(remote))
-    _git("init", "--quiet", str(seed))
-    _git("checkout", "--quiet", "--orphan", "perfbot-baselines", cwd=seed)
-    write_store(seed / "store", runs[:-1])
-    _git("add", "store", cwd=seed)
-    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", "start", cwd=seed)
-    _git("push", "--quiet", str(remote), "HEAD:refs/heads/perfbot-baselines", cwd=seed)
+    remote = _baselines_branch(tmp_path, runs[:-1])
     (tmp_path / "runs" / "perfbot-baseline-h200").mkdir(parents=True)
     results.save(runs[-1], tmp_path / "runs" / "perfbot-baseline-h200" / "main.json")
     step_repo.shim(repo / ".venv" / "bin")  # what gpu-setup and install.sh would have installed
@@ -1871,21 +1872,14 @@ def test_a_stored_gpu_name_that_is_a_workflow_command_is_not_acted_on(tmp_path: 
     command: the line is in the log, and the runner acts on none of it."""
     from perfbot.records import results
     from tests.actions import workflow_commands
-    from tests.history_store import make_runs, write_store
+    from tests.history_store import make_runs
 
     hostile = "::add-mask::rotate-now ::warning::forged by the store"
     runs = [
         replace(run, environment=replace(run.environment, gpu_name=hostile))
         for run in make_runs(30, step=0.03, at=24, seed=3)
     ]
-    remote, seed = tmp_path / "remote.git", tmp_path / "seed"
-    _git("init", "--quiet", "--bare", str(remote))
-    _git("init", "--quiet", str(seed))
-    _git("checkout", "--quiet", "--orphan", "perfbot-baselines", cwd=seed)
-    write_store(seed / "store", runs[:-1])
-    _git("add", "store", cwd=seed)
-    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", "start", cwd=seed)
-    _git("push", "--quiet", str(remote), "HEAD:refs/heads/perfbot-baselines", cwd=seed)
+    remote = _baselines_branch(tmp_path, runs[:-1])
     (tmp_path / "runs" / "perfbot-baseline-h200").mkdir(parents=True)
     results.save(runs[-1], tmp_path / "runs" / "perfbot-baseline-h200" / "main.json")
     done = _step_script(
