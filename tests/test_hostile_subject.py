@@ -260,6 +260,16 @@ def test_a_nan_output_is_the_kernels_wrong_result(tmp_path: Path):
     assert "1 right, 1 wrong, of 2" in done.output and "wrong result" in done.output
 
 
+def test_a_nan_output_is_a_wrong_result_in_a_measured_run_too(gpu, tmp_path: Path):
+    """Measured, the failure crosses from the worker as JSON, which holds no NaN: its relative
+    error goes as none, and the row is the kernel's wrong result (exit 1), not a refusal of the
+    worker's answer (exit 2). A lazy output read as plain, uninitialised memory hit this."""
+    project = _project(tmp_path, mine_body="return x * float('nan')")
+    done = CliRunner().invoke(perfbot, ["run", "--project", str(project), "--suite", "quick", "--samples", "10"])
+    assert done.exit_code == 1, done.output
+    assert "wrong result" in done.output and "not JSON" not in done.output
+
+
 # --- time limits ---
 
 SWALLOWS = "while True:\n        try:\n            time.sleep(100)\n        except BaseException:\n            pass"

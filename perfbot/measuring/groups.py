@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import os
 import random
 import secrets
@@ -483,6 +484,11 @@ def _failure(planned: Planned, reason: str, check: correctness.Check | None = No
         reason=reason,
         suite=case.suite,
         case=case.name,
-        relative_error=check.relative_error if check else None,
-        error_bound=check.bound if check else None,
+        # NaN where the output held one (or was never written): no number, the reason says so.
+        relative_error=_finite(check.relative_error) if check else None,
+        error_bound=_finite(check.bound) if check else None,
     )
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
