@@ -2121,6 +2121,18 @@ def _upstream(tmp_path: Path) -> tuple[Path, dict[str, str], dict[str, str]]:
     return upstream, commits, env
 
 
+def _verify(env: dict[str, str], commit: str) -> subprocess.CompletedProcess:
+    """install.sh verify, as the GPU workflows' first jobs run it, for perfbot pinned at `commit`."""
+    return subprocess.run(
+        ["bash", str(ROOT / ".github" / "perfbot" / "install.sh"), "verify"],
+        cwd=ROOT,
+        env={**env, "PERFBOT_SOURCE": f"git+https://github.com/octo/perfbot@{commit}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 @pytest.mark.parametrize(
     ("which", "rc", "said"),
     [
@@ -2136,15 +2148,7 @@ def test_verify_takes_perfbot_only_at_a_commit_of_its_default_branch(which: str,
     can name code no one reviewed. install.sh verify, as the first job of each GPU workflow runs
     it, against a repository served in its stead."""
     _, commits, env = _upstream(tmp_path)
-    commit = commits.get(which, which)
-    done = subprocess.run(
-        ["bash", str(ROOT / ".github" / "perfbot" / "install.sh"), "verify"],
-        cwd=ROOT,
-        env={**env, "PERFBOT_SOURCE": f"git+https://github.com/octo/perfbot@{commit}"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _verify(env, commits.get(which, which))
     assert done.returncode == rc and said in done.stdout + done.stderr, done.stdout + done.stderr
     if rc:
         assert done.stderr.startswith("::error::") and done.stderr.count("\n") == 1
@@ -2153,14 +2157,7 @@ def test_verify_takes_perfbot_only_at_a_commit_of_its_default_branch(which: str,
 def test_verify_fails_when_the_repository_cannot_be_read(tmp_path: Path):
     upstream, commits, env = _upstream(tmp_path)
     shutil.rmtree(upstream)
-    done = subprocess.run(
-        ["bash", str(ROOT / ".github" / "perfbot" / "install.sh"), "verify"],
-        cwd=ROOT,
-        env={**env, "PERFBOT_SOURCE": f"git+https://github.com/octo/perfbot@{commits['tip']}"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _verify(env, commits["tip"])
     assert done.returncode == 3 and "could not read the default branch of octo/perfbot" in done.stderr
 
 
