@@ -265,7 +265,7 @@ def _test(baseline: list[float], current: list[float]) -> tuple[stats.RatioEstim
     return stats.ratio_of_medians(baseline, current), stats.mann_whitney_p(baseline, current)
 
 
-def judge_paired(baseline: list[float], current: list[float], rule: Rule, block: int = 1) -> Judgement:
+def judge_paired(baseline: stats.Floats, current: stats.Floats, rule: Rule, block: int = 1) -> Judgement:
     """The verdict on the paired samples of one interleaved A/B benchmark, on its confidence
     sequence; the same at every look, so the A/B can stop sampling it as soon as it is decided
     (sequential.py). With `block` > 1 the units are blocks of that many rounds, each the median
@@ -276,7 +276,7 @@ def judge_paired(baseline: list[float], current: list[float], rule: Rule, block:
     n = len(ratios) // block * block
     # Fewer rounds than one block: one unit, which decides nothing (never single rounds as units).
     units = np.median(ratios[:n].reshape(-1, block), axis=1) if n else np.array([np.median(ratios)])
-    estimate = stats.always_valid_paired_ratio([1.0] * len(units), units.tolist(), confidence=1 - rule.alpha)
+    estimate = stats.always_valid_paired_ratio(np.ones(len(units)), units, confidence=1 - rule.alpha)
     slower, low, high = (100 * (value - 1) for value in (estimate.ratio, estimate.low, estimate.high))
     counted = f"{n} rounds in {n // block} blocks" if block > 1 else f"{len(ratios)} rounds"
     interval = f"{estimate.confidence:.0%} interval [{estimate.low:.4f}, {estimate.high:.4f}] after {counted}"

@@ -10,6 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
+
+# Samples as a list, or as the array a sequential A/B makes once per look.
+Floats = Sequence[float] | npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,7 @@ def ratio_of_medians(
 
 
 def always_valid_paired_ratio(
-    baseline: Sequence[float], current: Sequence[float], confidence: float = 0.99, prior: float = 2.0
+    baseline: Floats, current: Floats, confidence: float = 0.99, prior: float = 2.0
 ) -> RatioEstimate:
     """For interleaved samples to which rounds keep being added: the median of the per-round
     ratios current_i / baseline_i with a confidence sequence, an interval that holds at every
