@@ -4,7 +4,9 @@ noise, build failures, and commands that log every call (to count builds and mea
 import json
 import math
 import os
+import shlex
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -36,6 +38,11 @@ with open(os.environ["BISECT_LOG"], "a") as handle:
 if pathlib.Path("BROKEN").exists():
     sys.exit("error: does not compile")
 """
+
+# What runs the two commands above, once per probe: this interpreter by its path, without
+# site-packages (they need only the standard library). A `python3` looked up on PATH may be a
+# version manager's shell script that costs ten times the start of Python itself.
+PYTHON = f"{shlex.quote(sys.executable)} -S"
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -92,9 +99,9 @@ def run_bisect(repo: Path, good: str, bad: str, tmp_path: Path, *extra: str, mon
             "--bad",
             bad,
             "--build",
-            "python3 build.py",
+            f"{PYTHON} build.py",
             "--measure",
-            "python3 measure.py",
+            f"{PYTHON} measure.py",
             "--state",
             str(tmp_path / "state.json"),
             *extra,
