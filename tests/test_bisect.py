@@ -4,7 +4,9 @@ noise, build failures, and commands that log every call (to count builds and mea
 import json
 import math
 import os
+import shlex
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -37,6 +39,11 @@ if pathlib.Path("BROKEN").exists():
     sys.exit("error: does not compile")
 """
 
+# What runs the two commands above, once per probe: this interpreter by its path, without
+# site-packages (they need only the standard library). A `python3` looked up on PATH may be a
+# version manager's shell script that costs ten times the start of Python itself.
+PYTHON = f"{shlex.quote(sys.executable)} -S"
+
 
 def _git(repo: Path, *args: str) -> str:
     # Fixed dates: the same history gets the same SHAs, so the seeded noise is the same every run.
@@ -59,25 +66,38 @@ def history(
     compiled: list[str] | None = None,
 ) -> tuple[Path, list[str]]:
     """One commit per speed (ms); commits in `broken` do not build. `compiled[i]`, if given, is
-    the text commit i's measure command hands back as its compiled kernels."""
+    the text commit i's measure command hands back as its compiled kernels.
+
+    Every commit is written by one `git fast-import` (`git add` and `git commit` took three git
+    processes a commit), as `git commit` writes it: the same objects, so the same SHAs."""
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q")
-    (repo / "measure.py").write_text(MEASURE)
-    (repo / "build.py").write_text(BUILD)
-    shas = []
+    branch = _git(repo, "symbolic-ref", "HEAD")
+    signature = b"t <t@t> 1767225600 +0000"  # user t, at _git's dates
+    stream = []
     for index, speed in enumerate(speeds):
-        (repo / "speed.txt").write_text(f"{speed} {noise}\n")
-        (repo / "version.txt").write_text(f"{index}\n")  # every commit changes something
-        (repo / "BROKEN").unlink(missing_ok=True)
+        files = {"build.py": BUILD, "measure.py": MEASURE, "speed.txt": f"{speed} {noise}\n"}
+        files["version.txt"] = f"{index}\n"  # every commit changes something
         if compiled is not None:
-            (repo / "compiled.json").write_text(compiled[index])
+            files["compiled.json"] = compiled[index]
         if index in broken:
-            (repo / "BROKEN").write_text("x")
-        _git(repo, "add", "-A")
-        _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", f"commit {index}")
-        shas.append(_git(repo, "rev-parse", "HEAD"))
+            files["BROKEN"] = "x"
+        stream += [b"commit " + branch.encode(), b"author " + signature, b"committer " + signature]
+        stream += [_data(f"commit {index}\n"), b"deleteall"]  # the tree is these files alone
+        stream += [b"M 100644 inline " + name.encode() + b"\n" + _data(text) for name, text in files.items()]
+    imported = subprocess.run(["git", "-C", str(repo), "fast-import", "--quiet"], input=b"\n".join(stream) + b"\n")
+    assert imported.returncode == 0
+    _git(repo, "reset", "-q", "--hard")  # the last commit checked out, as committing leaves it
+    shas = _git(repo, "rev-list", "--reverse", "HEAD").split()
+    assert len(shas) == len(speeds)
     return repo, shas
+
+
+def _data(text: str) -> bytes:
+    """fast-import's exact-length data block."""
+    raw = text.encode()
+    return b"data %d\n" % len(raw) + raw
 
 
 def run_bisect(repo: Path, good: str, bad: str, tmp_path: Path, *extra: str, monkeypatch=None):
@@ -92,9 +112,9 @@ def run_bisect(repo: Path, good: str, bad: str, tmp_path: Path, *extra: str, mon
             "--bad",
             bad,
             "--build",
-            "python3 build.py",
+            f"{PYTHON} build.py",
             "--measure",
-            "python3 measure.py",
+            f"{PYTHON} measure.py",
             "--state",
             str(tmp_path / "state.json"),
             *extra,

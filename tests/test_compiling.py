@@ -53,9 +53,11 @@ KERNELS = textwrap.dedent(
 )
 
 # Run in a fresh process: the interpreter (tests/conftest.py) is chosen when a kernel is defined.
+# It prints two lines: the record of the first block's launches; then one kernel compiled with
+# line info and without, both records.
 PROBE = textwrap.dedent(
     """
-    import dataclasses, json, sys, torch
+    import dataclasses, json, os, sys, torch
     from perfbot.compiling import artifacts, launches, offline
     import probe_kernels as k
 
@@ -73,22 +75,48 @@ PROBE = textwrap.dedent(
     open(sys.argv[2] + "/matmul.cubin", "wb").write(matmul.asm["cubin"])
     open(sys.argv[2] + "/matmul.ptx", "w").write(matmul.asm["ptx"])
     print(json.dumps(dataclasses.asdict(compiled)))
+
+    sides = []
+    with offline.compiling_for(offline.gpu_named("NVIDIA H200")):
+        for line_info in ("on", "off"):
+            if line_info == "off":
+                os.environ["TRITON_DISABLE_LINE_INFO"] = "1"  # part of Triton's cache key on disk
+                k.scale.device_caches.clear()  # and compiled anew, not taken from memory
+            with launches.recording() as seen:
+                k.scale[(4,)](x, out, 4096, BLOCK=1024)
+            sides.append(dataclasses.asdict(artifacts.compiled(seen)))
+    print(json.dumps(sides))
     """
 )
 
 
+@dataclasses.dataclass(frozen=True)
+class Probed:
+    compiled: Compiled  # the first block's launches
+    line_info: list[Compiled]  # one kernel with line info, then without
+    where: Path  # the probe's folder: matmul.ptx and matmul.cubin are there
+
+
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory) -> tuple[Compiled, Path]:
+def probed(tmp_path_factory) -> Probed:
+    """PROBE run once for the module: one fresh process, whose PyTorch import costs more than
+    its compiles."""
     where = tmp_path_factory.mktemp("compiled")
     (where / "probe_kernels.py").write_text(KERNELS)
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TRITON_DISABLE_LINE_INFO")}
     env["PYTHONPATH"] = os.pathsep.join([str(where), str(ROOT)])
     env["TRITON_CACHE_DIR"] = str(where / "cache")
     done = subprocess.run(
         [sys.executable, "-c", PROBE, "128", str(where)], env=env, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return TypeAdapter(Compiled).validate_json(done.stdout.splitlines()[-1]), where
+    first, sides = done.stdout.splitlines()[-2:]
+    return Probed(TypeAdapter(Compiled).validate_json(first), TypeAdapter(list[Compiled]).validate_json(sides), where)
+
+
+@pytest.fixture(scope="module")
+def recorded(probed: Probed) -> tuple[Compiled, Path]:
+    return probed.compiled, probed.where
 
 
 def test_each_kernel_and_grid_is_recorded_once_with_its_launches(recorded):
@@ -228,39 +256,11 @@ def test_a_run_pins_the_ptxas_and_cache_triton_chooses(monkeypatch, tmp_path):
     assert os.environ["TRITON_CACHE_DIR"] == "/opt/their/cache"
 
 
-LINE_INFO = textwrap.dedent(
-    """
-    import dataclasses, json, os, torch
-    from perfbot.compiling import artifacts, launches, offline
-    import probe_kernels as k
-
-    x, out = torch.zeros(4096), torch.zeros(4096)
-    sides = []
-    with offline.compiling_for(offline.gpu_named("NVIDIA H200")):
-        for line_info in ("on", "off"):
-            if line_info == "off":
-                os.environ["TRITON_DISABLE_LINE_INFO"] = "1"  # part of Triton's cache key on disk
-                k.scale.device_caches.clear()  # and compiled anew, not taken from memory
-            with launches.recording() as seen:
-                k.scale[(4,)](x, out, 4096, BLOCK=1024)
-            sides.append(dataclasses.asdict(artifacts.compiled(seen)))
-    print(json.dumps(sides))
-    """
-)
-
-
 @pytest.mark.slow
-def test_the_same_machine_code_is_told_apart_from_line_info(recorded):
+def test_the_same_machine_code_is_told_apart_from_line_info(probed: Probed):
     from perfbot.deciding.compiled_change import compiled_change
 
-    _, where = recorded
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TRITON_DISABLE_LINE_INFO")}
-    env["PYTHONPATH"] = os.pathsep.join([str(where), str(ROOT)])
-    env["TRITON_CACHE_DIR"] = str(where / "cache")
-    done = subprocess.run([sys.executable, "-c", LINE_INFO], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    adapter = TypeAdapter(list[Compiled])
-    with_lines, without = adapter.validate_json(done.stdout.splitlines()[-1])
+    with_lines, without = probed.line_info
     one, other = with_lines.kernels[0], without.kernels[0]
     # The binary names the source's lines in one and not the other; the instructions are the same.
     assert one.cubin_sha256 != other.cubin_sha256 and one.sass_sha256 == other.sass_sha256

@@ -2,9 +2,10 @@
 
 Real compiles, for the H200, on this CPU (perfbot/compiling/offline.py), of a generated git
 repository's small Triton kernels: its second commit changes a constexpr (BLOCK), its third
-moves that kernel down its file and breaks another. Each run is the CLI in a process of its own
-without TRITON_INTERPRET, which conftest sets for this one and under which Triton interprets
-kernels instead of compiling them. Then the same on this repository's own kernels."""
+moves that kernel down its file and breaks another. Then the same on this repository's own
+kernels. The runs are the CLI's, one after another in a process of their own without
+TRITON_INTERPRET, which conftest sets for this one and under which Triton interprets kernels
+(its own library's too, as it imports them) instead of compiling them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from click.testing import CliRunner
@@ -119,38 +122,78 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return repo
 
 
-def _explain(where: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """The CLI in a process of its own, as a user runs it: no TRITON_INTERPRET, a Triton cache of
-    the test's (so that the first compile of each kernel is a real one)."""
+# `perfbot explain` run for each [folder, args, env] of the JSON list given, one after another,
+# as the command line runs it in that folder (click's runner, exceptions left uncaught): a JSON
+# line of what each did.
+EXPLAINS = textwrap.dedent(
+    """
+    import json, os, sys
+    from click.testing import CliRunner
+    from perfbot.cli import perfbot
+
+    for folder, args, env in json.loads(sys.argv[1]):
+        os.chdir(folder)
+        done = CliRunner().invoke(perfbot, ["explain", *args], env=env, catch_exceptions=False)
+        print(json.dumps([done.exit_code, done.stdout, done.stderr]), flush=True)
+    """
+)
+
+
+class Explained(NamedTuple):
+    exit_code: int
+    stdout: str
+    stderr: str
+    out: Path  # its --out file
+
+
+@pytest.fixture(scope="module")
+def explained(rows: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Explained]:
+    """The runs the slow tests below check, in one process without TRITON_INTERPRET (each run's
+    child, which compiles, is a fork of it, as of `perfbot`'s): a fresh interpreter for each
+    would spend about as much on importing PyTorch as the run spends on its compiles. In this
+    order: the second takes the first's compiles from their Triton cache, the test's own (so
+    that the first compile of each kernel is a real one)."""
+    folder = tmp_path_factory.mktemp("explained")
+    cache = {"TRITON_CACHE_DIR": str(folder / "triton-cache")}
+    cases = ["--case", "odd", "--case", "odd-fp32", "--case", "gemma-7b-m16"]
+    runs = {
+        "changed block": (rows, ["HEAD~2", "pinned", "--kernel", "all"], cache),
+        "moved and broken": (rows, ["HEAD~1", "HEAD"], cache),
+        # Compiled anew on each side (no cache), from two worktrees: their paths differ, nothing else.
+        "a-a": (rows, ["HEAD~1", "HEAD~1"], {"TRITON_ALWAYS_COMPILE": "1"}),
+        "this repository": (ROOT, ["HEAD", "--suite", "quick", "--suite", "decode", *cases], {}),
+    }
+    asked = [
+        [str(where), [*args, "--out", str(folder / f"{name}.json")], env] for name, (where, args, env) in runs.items()
+    ]
     clean = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     clean["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [clean.get("PYTHONPATH")])])
-    return subprocess.run(
-        [sys.executable, "-m", "perfbot", "explain", *args],
-        cwd=where,
-        env={**clean, **env},
+    done = subprocess.run(
+        [sys.executable, "-c", EXPLAINS, json.dumps(asked)],
+        env=clean,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=600 * len(runs),  # each run's time as when each had a process of its own
     )
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [json.loads(line) for line in done.stdout.splitlines()[-len(runs) :]]
+    return {
+        name: Explained(exit_code, stdout, stderr, folder / f"{name}.json")
+        for name, (exit_code, stdout, stderr) in zip(runs, said, strict=True)
+    }
 
 
 def _rows(path: Path) -> dict[str, dict]:
     return {row["implementation"]: row for row in json.loads(path.read_text())["rows"]}
 
 
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return str(tmp_path_factory.mktemp("triton-cache"))
-
-
 @pytest.mark.slow
-def test_a_changed_block_shows_its_specialization_and_what_it_did(rows: Path, cache: str, tmp_path: Path):
-    out = tmp_path / "explain.json"
-    done = _explain(rows, "HEAD~2", "pinned", "--kernel", "all", "--out", str(out), TRITON_CACHE_DIR=cache)
-    assert done.returncode == 0, done.stdout + done.stderr
+def test_a_changed_block_shows_its_specialization_and_what_it_did(explained: dict[str, Explained]):
+    done = explained["changed block"]
+    assert done.exit_code == 0, done.stdout + done.stderr
     assert "the sides pin different Triton commits (base 7c56a5e40f7f, head 0123abcd0f7f)" in done.stderr
     assert "compiled for NVIDIA H200 without one" in done.stdout
-    record = _rows(out)
+    record = _rows(done.out)
     assert set(record) == {"triton", "triton-scale", "torch"}
     (changed,) = record["triton"]["change"]["kernels"]
     differences = {d["what"]: (d["baseline"], d["current"]) for d in changed["differences"]}
@@ -174,12 +217,11 @@ def test_a_changed_block_shows_its_specialization_and_what_it_did(rows: Path, ca
 
 @pytest.mark.slow
 def test_a_kernel_that_only_moved_has_the_same_machine_code_and_a_broken_one_is_one_line(
-    rows: Path, cache: str, tmp_path: Path
+    explained: dict[str, Explained],
 ):
-    out = tmp_path / "explain.json"
-    done = _explain(rows, "HEAD~1", "HEAD", "--out", str(out), TRITON_CACHE_DIR=cache)
-    assert done.returncode == 0, done.stdout + done.stderr  # a kernel that fails to compile is reported
-    record = _rows(out)
+    done = explained["moved and broken"]
+    assert done.exit_code == 0, done.stdout + done.stderr  # a kernel that fails to compile is reported
+    record = _rows(done.out)
     assert record["triton"]["change"]["same_machine_code"] is True  # compiled without line info
     broken = record["triton-scale"]["head"]["failed"]
     assert broken.startswith("raised CompilationError: at ") and "undefined_factor is not defined" in broken
@@ -189,12 +231,10 @@ def test_a_kernel_that_only_moved_has_the_same_machine_code_and_a_broken_one_is_
 
 
 @pytest.mark.slow
-def test_an_a_a_has_the_same_machine_code_and_equal_digests(rows: Path, tmp_path: Path):
-    out = tmp_path / "explain.json"
-    # Compiled anew on each side (no cache), from two worktrees: their paths differ, nothing else.
-    done = _explain(rows, "HEAD~1", "HEAD~1", "--out", str(out), TRITON_ALWAYS_COMPILE="1")
-    assert done.returncode == 0, done.stdout + done.stderr
-    for row in _rows(out).values():
+def test_an_a_a_has_the_same_machine_code_and_equal_digests(explained: dict[str, Explained]):
+    done = explained["a-a"]  # compiled anew on each side, from two worktrees
+    assert done.exit_code == 0, done.stdout + done.stderr
+    for row in _rows(done.out).values():
         assert row["change"] == {"kernels": [], "same_machine_code": True, "unknown": None}
         base, head = (row[side]["compiled"]["kernels"] for side in ("base", "head"))
         digests = ("cubin_sha256", "ptx_sha256", "ttgir_sha256", "source_sha256")
@@ -232,14 +272,12 @@ def test_triton_s_interpreter_is_refused_before_anything_is_loaded(rows: Path, m
 
 
 @pytest.mark.slow
-def test_this_repositorys_kernels_compile_on_the_cpu_on_both_paths_in_every_dtype(tmp_path: Path):
+def test_this_repositorys_kernels_compile_on_the_cpu_on_both_paths_in_every_dtype(explained: dict[str, Explained]):
     """fused takes the TMA path for 16-bit inputs and the pointer path for fp32 (TMA needs 16-bit
     here); fused-pointer the pointer path always: fp16 (quick/odd), bf16 (decode), fp32."""
-    out = tmp_path / "explain.json"
-    cases = ("--case", "odd", "--case", "odd-fp32", "--case", "gemma-7b-m16")
-    done = _explain(ROOT, "HEAD", "--suite", "quick", "--suite", "decode", *cases, "--out", str(out))
-    assert done.returncode == 0, done.stdout + done.stderr
-    rows = json.loads(out.read_text())["rows"]
+    done = explained["this repository"]
+    assert done.exit_code == 0, done.stdout + done.stderr
+    rows = json.loads(done.out.read_text())["rows"]
     found = {}
     for row in rows:
         for side in ("base", "head"):

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -110,11 +111,10 @@ def clean_imports(monkeypatch):
 
 def install_editable(repo: Path, prefix: Path) -> None:
     """`pip install -e` of the repository into a throwaway prefix, whose site folder this process
-    then reads as Python's start-up reads one (its .pth files run): the development install a
-    kernel repository has. A prefix rather than a venv: the A/B runs in this process, on the
-    fake GPU, so this interpreter must see the install; a venv's own interpreter would not
-    have perfbot's dependencies (--system-site-packages reaches the base Python's, not this
-    venv's)."""
+    then reads (`use_install`): the development install a kernel repository has. A prefix rather
+    than a venv: the A/B runs in this process, on the fake GPU, so this interpreter must see the
+    install; a venv's own interpreter would not have perfbot's dependencies
+    (--system-site-packages reaches the base Python's, not this venv's)."""
     offline = ["--no-index", "--no-deps", "--no-build-isolation"]
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", *offline, "--prefix", str(prefix), "-e", str(repo)],
@@ -122,7 +122,33 @@ def install_editable(repo: Path, prefix: Path) -> None:
         capture_output=True,
         timeout=300,
     )
+
+
+def use_install(prefix: Path) -> None:
+    """The prefix's site folder read as Python's start-up reads one: its .pth files run."""
     site.addsitedir(sysconfig.get_path("purelib", vars={"base": str(prefix), "platbase": str(prefix)}))
+
+
+@pytest.fixture(scope="module")
+def installs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[Path, Path]]:
+    """(repository, prefix) of src_layout_repo(layout) installed for development, once for the
+    module (pip spends two seconds of CPU on it): for the tests that leave the repository as it
+    is, which use_install(prefix) each. They are of one pytest-xdist group, so that one worker
+    runs them and installs each layout once."""
+    made: dict[str, tuple[Path, Path]] = {}
+
+    def install(layout: str) -> tuple[Path, Path]:
+        if layout not in made:
+            root = tmp_path_factory.mktemp(f"installed-{layout}")
+            made[layout] = src_layout_repo(root / "repo", layout), root / "prefix"
+            install_editable(*made[layout])
+        return made[layout]
+
+    return install
+
+
+# The tests that share `installs`' repositories.
+SHARING_INSTALLS = pytest.mark.xdist_group("own_code_installs")
 
 
 def _digests_run(gpu, captured, under: Path) -> set[str]:
@@ -145,13 +171,14 @@ def _slower_where_the_head_kernel_ran(gpu, under: Path) -> None:
     )
 
 
+@SHARING_INSTALLS
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_an_editable_src_layout_times_each_sides_own_kernel(gpu, clean_imports, tmp_path, monkeypatch, layout):
-    repo = src_layout_repo(tmp_path / "repo", layout)
-    install_editable(repo, tmp_path / "prefix")
+def test_an_editable_src_layout_times_each_sides_own_kernel(gpu, clean_imports, installs, tmp_path, layout):
+    repo, prefix = installs(layout)
+    use_install(prefix)
     installed = importlib.import_module("tinyops.ops.k")  # the install works: by name, the head's copy
     assert Path(installed.__file__).resolve() == (repo / "src" / "tinyops" / "ops" / "k.py").resolve()
-    _slower_where_the_head_kernel_ran(gpu, tmp_path)
+    _slower_where_the_head_kernel_ran(gpu, repo)
     timed, ran_in = gpu.context, tmp_path / "pids"
 
     def noting_the_process(name, previous, captured):
@@ -191,11 +218,14 @@ def test_a_src_layout_not_installed_loads_from_its_checkout(clean_imports, tmp_p
     assert "tinyops" not in sys.modules and "tinyops.ops.k" not in sys.modules
 
 
-def test_with_the_isolation_off_the_ab_is_refused_not_run_on_one_checkout(gpu, clean_imports, tmp_path, monkeypatch):
+@SHARING_INSTALLS
+def test_with_the_isolation_off_the_ab_is_refused_not_run_on_one_checkout(
+    gpu, clean_imports, installs, tmp_path, monkeypatch
+):
     # The control: the subject imported as Python would import it, both sides get the installed
     # (head's) kernel, and the provenance check refuses the run in one line.
-    repo = src_layout_repo(tmp_path / "repo")
-    install_editable(repo, tmp_path / "prefix")
+    repo, prefix = installs("pth")
+    use_install(prefix)
     monkeypatch.setattr(isolation, "own_imports", lambda root: contextlib.nullcontext({}))
     result = _ab(repo, tmp_path / "ab")
     assert result.exit_code == 2, result.output
@@ -223,9 +253,10 @@ def test_a_dry_run_shows_each_sides_digests_without_measuring(clean_imports, tmp
     assert not (repo / "perfbot-ab").exists()  # nothing written
 
 
-def test_a_dry_run_is_refused_where_the_run_would_be(clean_imports, tmp_path, monkeypatch):
-    repo = src_layout_repo(tmp_path / "repo")
-    install_editable(repo, tmp_path / "prefix")
+@SHARING_INSTALLS
+def test_a_dry_run_is_refused_where_the_run_would_be(clean_imports, installs, monkeypatch):
+    repo, prefix = installs("pth")
+    use_install(prefix)
     monkeypatch.setattr(isolation, "own_imports", lambda root: contextlib.nullcontext({}))
     result = CliRunner().invoke(perfbot, ["ab", "HEAD~1", "--project", str(repo), "--dry-run"])
     assert result.exit_code == 2, result.output
@@ -351,7 +382,10 @@ def _imports_the_kernel_late(repo: Path) -> None:
 
 def test_a_kernel_imported_only_when_it_runs_is_refused_not_run_twice(gpu, clean_imports, tmp_path):
     repo = src_layout_repo(tmp_path / "repo")
-    install_editable(repo, tmp_path / "prefix")  # by name, the head's copy: what both sides would run
+    # By name, the head's copy: what both sides would run. Its own install: the test moves its
+    # repository on to other commits.
+    install_editable(repo, tmp_path / "prefix")
+    use_install(tmp_path / "prefix")
     _imports_the_kernel_late(repo)
     _slower_where_the_head_kernel_ran(gpu, tmp_path)
     result = CliRunner().invoke(

@@ -5,6 +5,7 @@ outcome lands where the issue job reads it. Only `perfbot sample` (the GPU) is f
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -36,6 +37,27 @@ def _steps(tmp_path: Path, speeds: list[float]) -> tuple[Path, list[str], Path]:
     )
     assert checked.exit_code == 1, checked.output
     return repo, shas, steps
+
+
+@pytest.fixture(scope="module")
+def as_fast(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """_steps of a repository whose commits are all as fast (the store's step is not in them),
+    made once for the module (a second of CPU: its 40 commits, the store, the check): the
+    repository, which the tests using it leave as it is, and the steps file. They are of one
+    pytest-xdist group, so that one worker runs them and makes it once."""
+    repo, _, steps = _steps(tmp_path_factory.mktemp("as-fast"), [1.0] * 40)
+    return repo, steps
+
+
+SHARING_AS_FAST = pytest.mark.xdist_group("step_bisect_as_fast")
+
+
+def _as_fast(as_fast: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
+    """The shared repository, and a copy of its steps file for this test to change at will."""
+    repo, steps = as_fast
+    mine = tmp_path / "steps.json"
+    shutil.copy(steps, mine)
+    return repo, mine
 
 
 @pytest.fixture
@@ -94,9 +116,10 @@ def test_each_failing_step_is_bisected_with_its_printed_command(tmp_path: Path, 
     assert again.exit_code == 0 and again.output.count(f"culprit {shas[SLOWER_FROM]}") == 2, again.output
 
 
+@SHARING_AS_FAST
 @pytest.mark.slow
-def test_a_range_without_the_slowdown_is_not_reproduced_and_the_job_goes_on(tmp_path: Path, gpu: Path):
-    repo, _, steps = _steps(tmp_path, [1.0] * 40)
+def test_a_range_without_the_slowdown_is_not_reproduced_and_the_job_goes_on(as_fast, tmp_path: Path, gpu: Path):
+    repo, steps = _as_fast(as_fast, tmp_path)
     result = bisect_steps(repo, steps, tmp_path / "out")
     assert result.exit_code == 0, result.output
     for record in steps_file.load(steps).steps:
@@ -105,15 +128,17 @@ def test_a_range_without_the_slowdown_is_not_reproduced_and_the_job_goes_on(tmp_
     assert result.output.count(": not reproduced: bad ") == 2
 
 
-def test_only_the_steps_given_to_this_runner_are_bisected(tmp_path: Path, gpu: Path):
-    repo, _, steps = _steps(tmp_path, [1.0] * 40)
+@SHARING_AS_FAST
+def test_only_the_steps_given_to_this_runner_are_bisected(as_fast, tmp_path: Path, gpu: Path):
+    repo, steps = _as_fast(as_fast, tmp_path)
     result = bisect_steps(repo, steps, tmp_path / "out", runner="a100")
     assert result.exit_code == 0 and result.output == "no new slowdown to bisect on runner a100\n"
     assert step_repo.calls(gpu) == [] and not (tmp_path / "out").exists()
 
 
-def test_an_earlier_outcome_never_stands_for_a_bisect_that_left_none(tmp_path: Path, gpu: Path, monkeypatch):
-    repo, _, steps = _steps(tmp_path, [1.0] * 40)
+@SHARING_AS_FAST
+def test_an_earlier_outcome_never_stands_for_a_bisect_that_left_none(as_fast, tmp_path: Path, gpu: Path, monkeypatch):
+    repo, steps = _as_fast(as_fast, tmp_path)
     records = steps_file.load(steps).steps
     (tmp_path / "out").mkdir()
     stale = bisect_outcome.OutcomeFile("culprit", "a" * 40, "b" * 40, "first bad commit", "c" * 40)
@@ -131,15 +156,17 @@ def test_an_earlier_outcome_never_stands_for_a_bisect_that_left_none(tmp_path: P
     assert not list((tmp_path / "out").glob("*.json"))
 
 
-def test_without_perfbot_on_path_it_says_so_in_one_line(tmp_path: Path, monkeypatch):
-    repo, _, steps = _steps(tmp_path, [1.0] * 40)
+@SHARING_AS_FAST
+def test_without_perfbot_on_path_it_says_so_in_one_line(as_fast, tmp_path: Path, monkeypatch):
+    repo, steps = _as_fast(as_fast, tmp_path)
     monkeypatch.setenv("PATH", "/nonexistent")
     result = bisect_steps(repo, steps, tmp_path / "out")
     assert result.exit_code == 3 and "perfbot is not on PATH" in result.output
 
 
-def test_a_forged_steps_file_runs_nothing(tmp_path: Path, gpu: Path):
-    repo, _, steps = _steps(tmp_path, [1.0] * 40)
+@SHARING_AS_FAST
+def test_a_forged_steps_file_runs_nothing(as_fast, tmp_path: Path, gpu: Path):
+    repo, steps = _as_fast(as_fast, tmp_path)
     text = steps.read_text().replace("perfbot sample --suite pr", "touch pwned; perfbot sample --suite pr")
     steps.write_text(text)
     result = bisect_steps(repo, steps, tmp_path / "out")

@@ -3,10 +3,12 @@ with pip (the real Triton build downloads LLVM and only runs on a networked runn
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from click.testing import CliRunner
@@ -175,19 +177,49 @@ def test_an_unusable_cache_path(tmp_path: Path):
     assert EnvironmentFailure.exit_code == 3
 
 
+class Built(NamedTuple):
+    repo: Path
+    good: str
+    cache: Path  # holding the good commit's wheel, for a test to copy
+    setup_runs: int  # of setup.py, in one build (pip runs it more than once)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The new layout's stand-in, its good commit built once for the module (two CPU seconds of
+    pip), for the tests that start from a cache holding its wheel: of one pytest-xdist group,
+    so that one worker builds it once. test_builds_once_then_hits_the_cache builds from nothing."""
+    folder = tmp_path_factory.mktemp("built")
+    repo, good, _ = standin(folder, "new")
+    counter = folder / "builds.txt"
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("STANDIN_BUILD_COUNTER", str(counter))
+        triton_build.build(good, str(repo), folder / "cache", build_isolation=False)
+    return Built(repo, good, folder / "cache", counter.read_text().count("built"))
+
+
+def _copied_cache(built: Built, tmp_path: Path) -> Path:
+    cache = tmp_path / "cache"
+    shutil.copytree(built.cache, cache)
+    return cache
+
+
+STARTING_BUILT = pytest.mark.xdist_group("triton_build_built")
+
+
+@STARTING_BUILT
 @pytest.mark.slow
-def test_a_cached_wheel_is_used_only_if_its_digest_matches_the_record(tmp_path: Path, monkeypatch):
-    repo, good, _ = standin(tmp_path, "new")
+def test_a_cached_wheel_is_used_only_if_its_digest_matches_the_record(built: Built, tmp_path: Path, monkeypatch):
+    repo, good, cache = built.repo, built.good, _copied_cache(built, tmp_path)
     counter = tmp_path / "builds.txt"
     monkeypatch.setenv("STANDIN_BUILD_COUNTER", str(counter))
-    cache = tmp_path / "cache"
-    wheel, _ = triton_build.build(good, str(repo), cache, build_isolation=False)
-    builds = counter.read_text().count("built")
+    wheel = triton_build.cached_wheel(cache, good)
+    assert wheel is not None
     # A job that could write the cache swaps the wheel's bytes: the record no longer matches.
     wheel.write_bytes(wheel.read_bytes() + b"planted")
     notes = []
-    again, built = triton_build.build(good, str(repo), cache, build_isolation=False, on_note=notes.append)
-    assert built and counter.read_text().count("built") == 2 * builds
+    again, built_again = triton_build.build(good, str(repo), cache, build_isolation=False, on_note=notes.append)
+    assert built_again and counter.read_text().count("built") == built.setup_runs  # built once more
     assert "does not match its recorded digest" in notes[0] and triton_build.cached_wheel(cache, good) == again
     assert not again.read_bytes().endswith(b"planted")
     # A stray wheel dropped into an entry without a record is no hit either, and neither is a
@@ -198,11 +230,11 @@ def test_a_cached_wheel_is_used_only_if_its_digest_matches_the_record(tmp_path: 
     assert triton_build.cached_wheel(cache, good) is None
 
 
+@STARTING_BUILT
 @pytest.mark.slow
-def test_an_environment_is_reinstalled_when_the_wheel_changed(tmp_path: Path):
-    repo, good, _ = standin(tmp_path, "new")
-    cache = tmp_path / "cache"
-    first = triton_build.environment(good, str(repo), cache, build_isolation=False)
+def test_an_environment_is_reinstalled_when_the_wheel_changed(built: Built, tmp_path: Path):
+    repo, good, cache = built.repo, built.good, _copied_cache(built, tmp_path)
+    first = triton_build.environment(good, str(repo), cache, build_isolation=False)  # its wheel from the cache
     marker = first / "triton" / "planted.py"
     marker.write_text("print('left over')\n")
     assert triton_build.environment(good, str(repo), cache, build_isolation=False) == first and marker.exists()
