@@ -62,8 +62,12 @@ def serve(tmp_path: Path) -> Iterator[str]:
     server.server_close()
 
 
-@pytest.fixture
-def browser(tmp_path: Path):
+# One Chromium for the module's tests (its start costs more CPU than a test's pages), so on one worker.
+pytestmark = pytest.mark.xdist_group("history-site")
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory):
     _wait_for_the_install()
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
     if not (chromium and driver):
@@ -77,7 +81,7 @@ def browser(tmp_path: Path):
     options.binary_location = chromium
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1100,1000"):
         options.add_argument(argument)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
     session = webdriver.Chrome(options=options, service=Service(driver))
     session.set_page_load_timeout(30)
     yield session

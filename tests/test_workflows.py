@@ -618,9 +618,11 @@ def test_push_baseline_fails_the_job_once_for_a_step_after_storing_the_run(tmp_p
     from perfbot.records import results
     from tests.history_store import make_runs
 
-    # The step is found about five runs after it; four more runs show it is not reported again.
+    # The step starts at run 24 (0-based); the job of run 28 still holds it back (not yet clear
+    # whose it is), the next one reports it, and four more runs show it is not reported again.
+    # The jobs before run 28 would report nothing either: their runs are on the branch already.
     runs = make_runs(34, step=0.03, at=24, seed=3)
-    remote = _baselines_branch(tmp_path, runs[:24])  # the runs before the step, checked already
+    remote = _baselines_branch(tmp_path, runs[:28])
     summary = tmp_path / "summary.md"
     summary.touch()
     env = {
@@ -632,7 +634,7 @@ def test_push_baseline_fails_the_job_once_for_a_step_after_storing_the_run(tmp_p
         "GITHUB_STEP_SUMMARY": str(summary),
     }
     codes = []
-    for index in range(24, len(runs)):  # main's runs arrive one by one, each stored and checked
+    for index in range(28, len(runs)):  # main's runs arrive one by one, each stored and checked
         run_file = tmp_path / f"run-{index}.json"
         results.save(runs[index], run_file)
         done = subprocess.run(
@@ -651,6 +653,7 @@ def test_push_baseline_fails_the_job_once_for_a_step_after_storing_the_run(tmp_p
     assert sorted(reported) == sorted(set(reported))
     assert {r["label"].split(" · ")[0] for r in state["reported"]} == {"fused"}
     assert 1 <= codes.count(1) <= len(reported) <= 2, codes
+    assert codes[0] == 0, codes  # the step held back: stored, nothing failed
     assert codes[-4:] == [0] * 4, codes  # later jobs see the step as reported already
     files = _git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "perfbot-baselines").splitlines()
     assert len([f for f in files if f.startswith("store/nvidia-h200/")]) == len(runs)
@@ -1302,18 +1305,34 @@ def test_a_forks_head_is_measured_only_in_a_run_a_maintainer_dispatched(
     assert "triggering_actor" not in "".join(f"{k}{v}" for s in check["steps"] for k, v in s.get("env", {}).items())
     assert "triggering_actor" not in json.dumps(decide)
 
-    sha = "c" * 40
     with FakeGitHub(token="ghs_checkTOKEN") as fake:
-        fake.add_collaborator("octo/perfbot", "alice", "maintain")
-        fake.add_collaborator("octo/perfbot", "carol", "admin")
-        fake.add_collaborator("octo/perfbot", "bob", "write")
-        fake.add_pull("octo/perfbot", 7, sha, head_repo="mallory/perfbot" if fork else None)
+        _pull_7(fake, fork)
         done, output = _maintainer(fake, tmp_path, actor)
         assert done.returncode == 0, done.stdout + done.stderr
-        verified = _verify_step(fake, tmp_path, output.strip().removeprefix("maintainer="), sha)
-        # Whatever the dispatcher step said, anything but "true" asks for a branch of this repository.
-        unsure = _verify_step(fake, tmp_path, "", sha)
+        verified = _verify_step(fake, tmp_path, output.strip().removeprefix("maintainer="), PR_7_HEAD)
     assert verified.returncode == (0 if measured else 2), verified.stdout + verified.stderr
+
+
+PR_7_HEAD = "c" * 40
+
+
+def _pull_7(fake, fork: bool) -> None:
+    """PR 7 of octo/perfbot, its head PR_7_HEAD on a fork or a branch, and who may do what there."""
+    fake.add_collaborator("octo/perfbot", "alice", "maintain")
+    fake.add_collaborator("octo/perfbot", "carol", "admin")
+    fake.add_collaborator("octo/perfbot", "bob", "write")
+    fake.add_pull("octo/perfbot", 7, PR_7_HEAD, head_repo="mallory/perfbot" if fork else None)
+
+
+# Whoever dispatched, the same: one run per kind of head (not one per dispatcher, above).
+@pytest.mark.parametrize("fork", [False, True])
+def test_a_verify_step_not_told_of_a_maintainer_asks_for_a_branch_of_this_repository(fork: bool, tmp_path: Path):
+    """Whatever the dispatcher step said, anything but "true" asks for a branch of this repository."""
+    from tests.fake_github import FakeGitHub
+
+    with FakeGitHub(token="ghs_checkTOKEN") as fake:
+        _pull_7(fake, fork)
+        unsure = _verify_step(fake, tmp_path, "", PR_7_HEAD)
     assert unsure.returncode == (2 if fork else 0), unsure.stdout + unsure.stderr
 
 

@@ -136,6 +136,10 @@ def comment_markdown(summary: Summary, limit: int = GITHUB_COMMENT_LIMIT) -> str
     if len(text) > limit:
         text = render(changed, [], FEW_ROWS_PER_KERNEL)
     keep = len(changed)
+    if len(text) > limit and keep > 0 and len(bare := render([], [], FEW_ROWS_PER_KERNEL)) > limit:
+        # Over the limit with no changed row (its notes, say): so is every shorter table, each
+        # row adding to it; the renders between would be wasted, and fit_comment cuts this one.
+        text, keep = bare, 0
     while len(text) > limit and keep > 0:
         keep = keep * 3 // 4
         text = render(changed[:keep], [], FEW_ROWS_PER_KERNEL)

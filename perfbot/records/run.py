@@ -8,9 +8,10 @@ strict types within schema.py's limits, and unknown fields skipped.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from statistics import median
 from typing import Annotated, Any, Final
 
@@ -324,11 +325,31 @@ class Results:
         return {
             "format": FORMAT,
             "created": self.created,
-            "environment": asdict(self.environment),
-            "settings": asdict(self.settings),
-            "benchmarks": [asdict(b) for b in self.benchmarks],
-            "failures": [asdict(f) for f in self.failures],
+            "environment": _plain(self.environment),
+            "settings": _plain(self.settings),
+            "benchmarks": [_plain(b) for b in self.benchmarks],
+            "failures": [_plain(f) for f in self.failures],
         }
+
+
+_ATOMS: Final = (str, int, float, bool, type(None))
+
+
+def _plain(value: Any) -> Any:
+    """What dataclasses.asdict makes of `value`, without its deep copy of every number and
+    string: a run holds up to millions of samples, and copying each one was half the time of
+    writing a results file."""
+    if type(value) in _ATOMS:  # immutable: asdict's copy is the value itself
+        return value
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple, rebuilt field by field
+        return type(value)(*[_plain(v) for v in value])
+    if isinstance(value, list | tuple):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return type(value)((_plain(k), _plain(v)) for k, v in value.items())
+    return copy.deepcopy(value)
 
 
 def _peer_among(same_case: list[Benchmark], bench: Benchmark) -> Benchmark | None:
