@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -72,19 +73,12 @@ def _clean_copy(destination: Path) -> Path:
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = _clean_copy(tmp_path_factory.mktemp("clean-checkout"))
     dist = tmp_path_factory.mktemp("dist")
+    # Built by the backend that pyproject.toml names, called as a PEP 517 front end such as pip
+    # calls it (pip's wheel command starts three interpreters for it: 1.5 CPU-s more).
+    backend = tomllib.loads((source / "pyproject.toml").read_text())["build-system"]["build-backend"]
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--wheel-dir",
-            str(dist),
-            str(source),
-        ],
+        [sys.executable, "-c", f"import sys, {backend} as backend; backend.build_wheel(sys.argv[1])", str(dist)],
+        cwd=source,
         check=True,
         capture_output=True,
         timeout=300,
@@ -94,15 +88,22 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _venv(where: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True, timeout=300)
+    # Without a pip of its own: ensurepip installs and byte-compiles one in every new environment
+    # (6 CPU-s each); this test environment's pip installs into it instead (_pip).
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=300)
     return where / "bin"
+
+
+def _pip(bin_dir: Path, *args: str) -> list[str]:
+    """The command line of a pip that installs into the environment of bin_dir."""
+    return [sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), *args]
 
 
 @pytest.fixture(scope="module")
 def core(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     bin_dir = _venv(tmp_path_factory.mktemp("core-env") / "venv")
     done = subprocess.run(
-        [str(bin_dir / "pip"), "install", "--quiet", "--disable-pip-version-check", str(wheel)],
+        _pip(bin_dir, "install", "--quiet", "--disable-pip-version-check", str(wheel)),
         capture_output=True,
         text=True,
         timeout=900,
@@ -116,7 +117,7 @@ def measuring(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("gpu-env") / "venv"
     bin_dir = _venv(root)
     subprocess.run(
-        [str(bin_dir / "pip"), "install", "--quiet", "--no-deps", "--disable-pip-version-check", str(wheel)],
+        _pip(bin_dir, "install", "--quiet", "--no-deps", "--disable-pip-version-check", str(wheel)),
         check=True,
         capture_output=True,
         timeout=300,
@@ -153,17 +154,45 @@ def test_the_wheel_holds_every_subpackage_and_template_and_no_subject(wheel: Pat
     assert any("torch" in line and 'extra == "gpu"' in line for line in requires)
 
 
-HELPS = """
-import contextlib, io, json, sys
+# perfbot's commands run one after another in one process of an environment, each as `perfbot
+# ARGS` would run it (its exit code, stdout and stderr): a process each costs a start-up and the
+# imports again (PyTorch's alone, 2.6 CPU-s, in the measuring environment).
+IN_ONE_PROCESS = """
+import contextlib, io, json, sys, traceback
 from perfbot.cli import perfbot
-shown = {}
-for command in sys.argv[1:]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        perfbot.main([*command.split(), "--help"], prog_name="perfbot", standalone_mode=False)
-    shown[command] = "Usage:" if out.getvalue().startswith("Usage: perfbot " + command) else out.getvalue()
-print(json.dumps(shown))
+ran = []
+for args in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            perfbot.main(args, prog_name="perfbot")
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+    ran.append([code, out.getvalue(), err.getvalue()])
+print(json.dumps(ran))
 """
+
+
+def _perfbots(
+    bin_dir: Path, commands: list[list[str]], cwd: Path, env: dict | None = None
+) -> list[subprocess.CompletedProcess]:
+    """`perfbot COMMAND` for each command, in one process of the environment of bin_dir."""
+    done = subprocess.run(
+        [str(bin_dir / "python"), "-c", IN_ONE_PROCESS, json.dumps(commands)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    ran = json.loads(done.stdout)
+    return [
+        subprocess.CompletedProcess(["perfbot", *args], *outcome) for args, outcome in zip(commands, ran, strict=True)
+    ]
 
 
 def test_core_commands_run_from_the_core_install_outside_the_checkout(
@@ -175,33 +204,12 @@ def test_core_commands_run_from_the_core_install_outside_the_checkout(
     assert subprocess.run([str(core / "python"), "-c", "import triton"], capture_output=True).returncode != 0
     done = _perfbot(core, "--help", cwd=outside)
     assert done.returncode == 0 and "Usage:" in done.stdout, done.stderr
-    # Each command's help, in one process of the core environment (a process each took 12 s).
-    helps = subprocess.run([str(core / "python"), "-c", HELPS, *COMMANDS], cwd=outside, capture_output=True, text=True)
-    assert helps.returncode == 0, helps.stderr
-    assert json.loads(helps.stdout) == dict.fromkeys(COMMANDS, "Usage:")
     results.save(make_results(seed=1), outside / "base.json")
     results.save(make_results({("fused", "gemma-2b"): 1.2}, seed=2), outside / "head.json")
-    compared = _perfbot(
-        core,
-        "compare",
-        "base.json",
-        "head.json",
-        "--thresholds",
-        str(ROOT / "thresholds.yaml"),
-        "--out-markdown",
-        "comment.md",
-        "--out-json",
-        "comparison.json",
-        cwd=outside,
-    )
-    assert compared.returncode == 1, compared.stderr  # the 20% slowdown
-    assert json.loads((outside / "comparison.json").read_text())["fails"] is True
-    assert _perfbot(core, "show", "head.json", "--markdown", cwd=outside).returncode == 0
-    stored = _perfbot(core, "baseline", "update", "base.json", "--store", "store", cwd=outside)
-    assert stored.returncode == 0 and "stored" in stored.stdout, stored.stderr
-    assert "baseline" in _perfbot(core, "baseline", "show", "--store", "store", cwd=outside).stdout
-    exported = _perfbot(core, "export", "head.json", "--out", "head.pytest-benchmark.json", cwd=outside)
-    assert exported.returncode == 0 and (outside / "head.pytest-benchmark.json").is_file()
+    compare = ["compare", "base.json", "head.json", "--thresholds", str(ROOT / "thresholds.yaml")]
+    compare += ["--out-markdown", "comment.md", "--out-json", "comparison.json"]
+    post = ["comment", "--repo", "octo/perfbot", "--pr", "7", "--body-file", "comment.md", "--sha", "a" * 40]
+    post += ["--status", "failure"]
     with FakeGitHub(token="ghs_wheelTOKEN") as github:
         github.add_pull("octo/perfbot", 7, "a" * 40)
         env = {
@@ -210,21 +218,44 @@ def test_core_commands_run_from_the_core_install_outside_the_checkout(
             "GITHUB_TOKEN": "ghs_wheelTOKEN",
             "GITHUB_API_URL": github.url,
         }
-        post = ["comment", "--repo", "octo/perfbot", "--pr", "7", "--body-file", "comment.md", "--sha", "a" * 40]
-        post += ["--status", "failure"]
-        # The core alone does not post: github3.py comes with the github extra.
-        refused = _perfbot(core, *post, cwd=outside, env=env)
+        *helps, compared, shown, stored, listed, exported, refused, needs_gpu = _perfbots(
+            core,
+            [
+                *([*command.split(), "--help"] for command in COMMANDS),
+                compare,
+                ["show", "head.json", "--markdown"],
+                ["baseline", "update", "base.json", "--store", "store"],
+                ["baseline", "show", "--store", "store"],
+                ["export", "head.json", "--out", "head.pytest-benchmark.json"],
+                post,  # the core alone does not post: github3.py comes with the github extra
+                ["run", "--project", str(ROOT)],
+            ],
+            cwd=outside,
+            env=env,
+        )
+        # Each command's help (a process each took 12 s).
+        assert [h.returncode for h in helps] == [0] * len(COMMANDS), [h.stderr for h in helps]
+        usages = {
+            c: "Usage:" if h.stdout.startswith(f"Usage: perfbot {c}") else h.stdout
+            for c, h in zip(COMMANDS, helps, strict=True)
+        }
+        assert usages == dict.fromkeys(COMMANDS, "Usage:")
+        assert compared.returncode == 1, compared.stderr  # the 20% slowdown
+        assert json.loads((outside / "comparison.json").read_text())["fails"] is True
+        assert shown.returncode == 0
+        assert stored.returncode == 0 and "stored" in stored.stdout, stored.stderr
+        assert "baseline" in listed.stdout
+        assert exported.returncode == 0 and (outside / "head.pytest-benchmark.json").is_file()
         assert refused.returncode == 3, refused.stdout + refused.stderr
         assert refused.stderr == "perfbot: error: perfbot comment needs github3.py: pip install 'perfbot[github]'\n"
         assert github.comments == {} and github.statuses == {}
-        extra = [str(core / "pip"), "install", "--quiet", "--disable-pip-version-check", f"{wheel}[github]"]
+        assert needs_gpu.returncode == 3 and needs_gpu.stderr.count("\n") == 1, needs_gpu.stderr
+        assert "pip install 'perfbot[gpu]'" in needs_gpu.stderr and "Traceback" not in needs_gpu.stderr
+        extra = _pip(core, "install", "--quiet", "--disable-pip-version-check", f"{wheel}[github]")
         subprocess.run(extra, check=True, capture_output=True, timeout=900)
         posted = _perfbot(core, *post, cwd=outside, env=env)
         assert posted.returncode == 0, posted.stdout + posted.stderr
         assert len(github.comments[("octo/perfbot", 7)]) == 1
-    needs_gpu = _perfbot(core, "run", "--project", str(ROOT), cwd=outside)
-    assert needs_gpu.returncode == 3 and needs_gpu.stderr.count("\n") == 1, needs_gpu.stderr
-    assert "pip install 'perfbot[gpu]'" in needs_gpu.stderr and "Traceback" not in needs_gpu.stderr
 
 
 def test_measuring_commands_start_from_the_wheel(measuring: Path, tmp_path: Path, project: Path):
@@ -238,14 +269,20 @@ def test_measuring_commands_start_from_the_wheel(measuring: Path, tmp_path: Path
         cwd=outside,
     ).stdout
     assert located.startswith(str(measuring.parent)), located  # the wheel's perfbot, not the checkout's
-    suites = _perfbot(measuring, "suites", "--project", str(project), cwd=outside)
+    # Without a GPU, the measuring commands say that they need one.
+    refusing = [] if HAS_GPU else [["run"], ["sample", "--suite", "pr", "--case", "t5-v1.1-xl"], ["selftest"]]
+    suites, environment, *refused = _perfbots(
+        measuring,
+        [
+            ["suites", "--project", str(project)],
+            ["env", "--json"],
+            *([*c, "--project", str(project)] for c in refusing),
+        ],
+        cwd=outside,
+    )
     assert suites.returncode == 0 and "decode:" in suites.stdout, suites.stderr
-    environment = _perfbot(measuring, "env", "--json", cwd=outside)
     assert environment.returncode == 0 and json.loads(environment.stdout)["perfbot"], environment.stderr
-    if HAS_GPU:
-        return
-    for command in (["run"], ["sample", "--suite", "pr", "--case", "t5-v1.1-xl"], ["selftest"]):
-        done = _perfbot(measuring, *command, "--project", str(project), cwd=outside)
+    for done in refused:
         assert done.returncode == 3 and "no CUDA GPU" in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
@@ -286,10 +323,12 @@ def test_the_workflows_install_step_takes_perfbot_from_a_pinned_source(tmp_path:
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "--quiet", "-m", "perfbot"], check=True)
     sha = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    # The repository's path, not its file:// address: git clones a path by linking its objects,
+    # where over file:// it packs and compresses the whole copy first (4 CPU-s).
     env = {
         **os.environ,
         "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": f"url.{origin.as_uri()}.insteadOf",
+        "GIT_CONFIG_KEY_0": f"url.{origin}.insteadOf",
         "GIT_CONFIG_VALUE_0": "https://github.com/octo/perfbot",
     }
     unpinned = subprocess.run(
