@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from perfbot.cli import perfbot
 from perfbot.measuring import alignment
 from tests.autotuned import autotuned_repository
-from tests.test_runner_cpu import _git
+from tests.test_runner_cpu import ONE_CASE, _git
 
 # What each config's captured call takes, relative: apart by more than the threshold (0.5%).
 SPEED = {16: 1.0, 32: 1.015, 64: 0.985, 128: 0.95}
@@ -54,11 +54,6 @@ def _ab(root: Path, out: Path, *extra: str):
     result = CliRunner().invoke(perfbot, [*arguments, "--samples", "12", "--out-dir", str(out)])
     comparison = json.loads((out / "comparison.json").read_text()) if (out / "comparison.json").exists() else {}
     return result, comparison, (out / "comment.md").read_text() if (out / "comment.md").exists() else ""
-
-
-# One case, where a test checks each row alike: the autotuned kernel runs in Triton's interpreter
-# at every capture of every block, most of an A/B's CPU here.
-ONE_CASE = ("--case", "odd")
 
 
 @pytest.fixture

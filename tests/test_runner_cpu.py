@@ -115,8 +115,9 @@ def _ab(repo: Path, out: Path, *extra: str):
     )
 
 
-# One case, in the tests on both subjects: what they check holds per benchmark, and the real fused
-# kernel, run in Triton's interpreter at every capture of every block, is most of their CPU.
+# One case, for an A/B whose every case's rows are judged alike: a second case pins nothing more,
+# and costs the captures of every block again (on the real fused kernel, calls in Triton's
+# interpreter: most of an A/B's CPU).
 ONE_CASE = ("--case", "odd")
 
 

@@ -15,7 +15,7 @@ from perfbot.cli import perfbot
 from perfbot.measuring import runner, triton_build, worker, worker_sides
 from perfbot.records import results
 from tests.conftest import ON_BOTH_SUBJECTS
-from tests.test_runner_cpu import _git, init_repo
+from tests.test_runner_cpu import ONE_CASE, _git, init_repo
 
 CPU_WORKER = (sys.executable, str(Path(__file__).parent / "cpu_worker.py"))
 
@@ -64,10 +64,8 @@ def test_each_side_runs_in_its_own_environment_and_a_slower_one_fails(repo: Path
     monkeypatch.setenv("PERFBOT_TRITON_COMMIT", "a" * 40)  # this process's Triton, not theirs
     base_env, head_env = _environment(tmp_path / "env-a", 1.0), _environment(tmp_path / "env-b", 1.03)
     out = tmp_path / "ab"
-    # One case: what is checked holds per benchmark, and the real fused kernel, run in Triton's
-    # interpreter at every capture of every block, was most of this test's CPU.
     tritons = ["--triton-env", f"base={base_env}", "--triton-env", f"head={head_env}"]
-    result = _ab(repo, out, *tritons, "--case", "odd")
+    result = _ab(repo, out, *tritons, *ONE_CASE)
     assert result.exit_code == 1, result.output
     comparison = (out / "comment.md").read_text()
     assert "confirmed by a second interleaved round" in comparison
@@ -369,9 +367,7 @@ def test_the_heads_worker_runs_the_bases_autotune_pick_and_a_confirming_round_th
         assert pick.pinned_to == "the base's pick"
     assert "the head's own tuning picked BLOCK=64" in (out / "comment.md").read_text()
     slower = _environment(tmp_path / "env-c", 1.03)  # the head's environment 3% slower: confirmed
-    # One case: the claim is per benchmark, and the autotuned kernel runs in Triton's interpreter
-    # at every capture of every block.
-    confirming = [*arguments, "--case", "odd", *tritons[:2], "--triton-env", f"head={slower}"]
+    confirming = [*arguments, *ONE_CASE, *tritons[:2], "--triton-env", f"head={slower}"]
     again = CliRunner().invoke(perfbot, [*confirming, "--out-dir", str(tmp_path / "again")])
     assert again.exit_code == 1, again.output
     reasons = [row["reason"] for row in json.loads((tmp_path / "again" / "comparison.json").read_text())["comparisons"]]
