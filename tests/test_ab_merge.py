@@ -128,8 +128,14 @@ def test_against_the_merge_base_the_same_branch_shows_an_improvement(gpu, trick:
 
 
 def test_the_measured_commits_are_recorded_in_both_sides_and_the_comment(gpu, trick: Path, out: Path):
-    result = _ab(trick, out, "main", "pr", "--merge")
+    # Also a later run over the out dir of a refused one, which takes its error file for an output
+    # (one A/B checked both ways).
+    _conflicting(trick, ["NOTES"])
+    _refused(_ab(trick, out, "main", "clash", "--merge"))
+    _refused(_ab(trick, out, "main", "pr", "--merge"), "error.txt: already exists", "--overwrite")
+    result = _ab(trick, out, "main", "pr", "--merge", "--overwrite")
     assert result.exit_code == 0, result.output
+    assert not (out / "error.txt").exists()  # the earlier run's reason does not outlive it
     main, pr = _git(trick, "rev-parse", "main"), _git(trick, "rev-parse", "pr")
     head = results.load(out / "head.json")
     merge = head.settings.merge
@@ -214,14 +220,6 @@ def test_a_head_that_does_not_merge_is_refused_naming_the_conflicts(gpu, trick: 
 def test_a_refusal_names_a_few_conflicts_and_counts_the_rest(gpu, trick: Path, out: Path, files: str, named: str):
     _conflicting(trick, list(files))
     _refused(_ab(trick, out, "main", "clash", "--merge"), f"conflicts in {named}rebase")
-
-
-def test_a_later_run_over_the_same_out_dir_takes_the_error_file_for_an_output(gpu, trick: Path, out: Path):
-    _conflicting(trick, ["NOTES"])
-    _refused(_ab(trick, out, "main", "clash", "--merge"))
-    _refused(_ab(trick, out, "main", "pr", "--merge"), "error.txt: already exists", "--overwrite")
-    assert _ab(trick, out, "main", "pr", "--merge", "--overwrite").exit_code == 0
-    assert not (out / "error.txt").exists()  # the earlier run's reason does not outlive it
 
 
 def test_merge_needs_the_heads_commit(gpu, trick: Path, out: Path):

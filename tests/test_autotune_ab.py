@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from perfbot.cli import perfbot
 from perfbot.measuring import alignment
 from tests.autotuned import autotuned_repository
-from tests.test_runner_cpu import _git
+from tests.test_runner_cpu import ONE_CASE, _git
 
 # What each config's captured call takes, relative: apart by more than the threshold (0.5%).
 SPEED = {16: 1.0, 32: 1.015, 64: 0.985, 128: 0.95}
@@ -49,8 +49,8 @@ def _repository(tmp_path: Path, edit=None) -> Path:
     return root
 
 
-def _ab(root: Path, out: Path):
-    arguments = ["ab", "HEAD~1", "--project", str(root), "--suite", "quick", "--kernel", "scale"]
+def _ab(root: Path, out: Path, *extra: str):
+    arguments = ["ab", "HEAD~1", "--project", str(root), "--suite", "quick", "--kernel", "scale", *extra]
     result = CliRunner().invoke(perfbot, [*arguments, "--samples", "12", "--out-dir", str(out)])
     comparison = json.loads((out / "comparison.json").read_text()) if (out / "comparison.json").exists() else {}
     return result, comparison, (out / "comment.md").read_text() if (out / "comment.md").exists() else ""
@@ -103,7 +103,7 @@ def test_a_head_whose_code_is_slower_at_the_config_both_pick_is_caught(gpu, tmp_
     gpu.tune = lambda tuner, config: SPEED[config["BLOCK"]]  # both pick BLOCK 64
     gpu.picked = lambda name, picks: 1.01 if name.startswith("head:") and 64 in _blocks(picks) else 1.0
     root = _repository(tmp_path, lambda text: text.replace("    if EVEN:", "    # a change\n    if EVEN:", 1))
-    result, comparison, _ = _ab(root, tmp_path / "ab")
+    result, comparison, _ = _ab(root, tmp_path / "ab", *ONE_CASE)
     assert result.exit_code == 1, result.output
     assert {row["verdict"] for row in comparison["comparisons"]} == {"regression"}
     assert all(row["tuning"] is None and row["picks_difference"] == [] for row in comparison["comparisons"])
@@ -119,8 +119,9 @@ def test_a_head_whose_own_pick_is_slower_fails_on_the_tuning_confirmed_at_the_sa
     gpu.tune = tune
     gpu.picked = lambda name, picks: max([SPEED[b] for b in _blocks(picks)] or [1.0])
     root = _repository(tmp_path, lambda text: text.replace("    if EVEN:", "    # a change\n    if EVEN:", 1))
-    result, comparison, comment = _ab(root, tmp_path / "ab")
+    result, comparison, comment = _ab(root, tmp_path / "ab", *ONE_CASE)
     assert result.exit_code == 1, result.output
+    assert comparison["comparisons"]
     for row in comparison["comparisons"]:
         assert row["fails"] and row["tuning"]["fails"], row
         assert row["reason"].startswith("the tuning's effect fails; the code's effect, both sides at a common config")

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from perfbot.cli import perfbot
 from perfbot.loading import declarations
-from tests.test_runner_cpu import TINY, _ab, _git, init_repo
+from tests.test_runner_cpu import ONE_CASE, TINY, _ab, _git, init_repo
 
 
 def _head(project: Path, edit: Callable[[str], str], suites: str = TINY) -> Path:
@@ -90,7 +90,7 @@ def test_under_the_heads_declarations_the_bases_results_still_judge_the_moved_ma
     repo = _head(project, _moves_under_test)
     _slower_head_fused(gpu)
     _head_declares_itself(monkeypatch)
-    result = _ab(repo, tmp_path / "ab")
+    result = _ab(repo, tmp_path / "ab", *ONE_CASE)  # every case's rows are judged alike
     assert result.exit_code == 1, result.output
     summary, _ = _outcome(tmp_path / "ab")
     failing = {row["benchmark"]["kernel"] for row in summary["comparisons"] if row["fails"]}
@@ -198,7 +198,7 @@ def test_a_head_that_declares_fewer_variants_is_timed_on_the_base_s(gpu, project
 
     repo = _head(project, fewer_variants)
     gpu.ms = lambda name, call: 1.2 if name == "head:fused[approximate=tanh]" else 1.0
-    result = _ab(repo, tmp_path / "ab", "--variant", "approximate=all")
+    result = _ab(repo, tmp_path / "ab", "--variant", "approximate=all", *ONE_CASE)  # every case's rows alike
     assert result.exit_code == 1, result.output
     summary, _ = _outcome(tmp_path / "ab")
     failing = {
