@@ -16,7 +16,7 @@ import torch
 from perfbot.adopting import kernel_source
 from perfbot.adopting.kernel_source import Constructor
 from perfbot.loading.package import load_subject
-from tests.test_init import SHA, _fill, _init, _perfbot
+from tests.test_init import SHA, _check, _fill, _init
 from tests.test_runner_cpu import _git
 
 SOFTMAX = '''\
@@ -150,7 +150,6 @@ def library(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.mark.slow
 def test_an_autograd_function_and_a_module_pass_the_check_once_their_marked_places_are_written(library: Path):
     first = _init(library, "--kernel", "mylib:SoftmaxFunction.apply", "--name", "softmax", "--triton-commit", SHA)
     assert first.exit_code == 0, first.output
@@ -174,14 +173,14 @@ def test_an_autograd_function_and_a_module_pass_the_check_once_their_marked_plac
     with open(library / "perf" / "__init__.py", "a") as families:
         families.write("from .rms_norm import subject as rms_norm\nsubjects.append(rms_norm)\n")
     # The constructor's arguments unwritten: the module is not built, and the check fails naming them.
-    unbuilt = _perfbot(library, "check")
-    assert unbuilt.returncode == 1, unbuilt.stdout + unbuilt.stderr
+    unbuilt = _check(library)
+    assert unbuilt.exit_code == 1, unbuilt.output
     assert "9 right, 3 wrong, of 12" in unbuilt.stdout
     assert "NotImplementedError: perfbot init: write RMSNorm's constructor arguments" in unbuilt.stdout
     # Built once per device, dtype and shape of x (RMSNorm's forward checks its weight against x).
     _fill(rmsnorm, CONSTRUCTED)
-    checked = _perfbot(library, "check")
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    checked = _check(library)
+    assert checked.exit_code == 0, checked.output
     assert "perfbot check: softmax+rms_norm on cpu" in checked.stdout and "12 right, 0 wrong, of 12" in checked.stdout
     assert "softmax/softmax" in checked.stdout and "rms_norm/rms_norm" in checked.stdout
     # The library's files are the implementations' code, through apply and through the module built.

@@ -8,13 +8,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from perfbot.cli import perfbot
 from perfbot.measuring import interpreted_libdevice
@@ -24,7 +26,8 @@ from tests.test_init import FILLED as FILLED_RMSNORM
 from tests.test_runner_cpu import _git
 
 # A whole adoption, with perfbot subprocesses on kernels in Triton's interpreter: the slow tier.
-pytestmark = pytest.mark.slow
+# One group: the adoption is run once, by one worker (the `adoption` fixture).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("readme-adoption")]
 
 GEGLU = '''\
 """GeGLU in Triton: y = gelu_tanh(a) * b, elementwise, gelu_tanh(a) = a/2 (1 + tanh(k (a + 0.044715 a^3)))."""
@@ -84,11 +87,6 @@ def _readme_commands() -> list[str]:
     return found.group(1).splitlines()
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return existing_repository(tmp_path / "repo")
-
-
 def existing_repository(root: Path) -> Path:
     """An existing repository: src/mypkg/ops/geglu.py and rmsnorm.py, one commit, no perfbot."""
     ops = root / "src" / "mypkg" / "ops"
@@ -119,21 +117,63 @@ def _shell(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def test_the_readmes_two_kernel_path_ends_in_a_passing_check_of_each_family(repo: Path, tmp_path: Path):
-    assert "libdevice.rsqrt(" in RMSNORM and "tl.rsqrt(" not in RMSNORM
-    env = _shell(tmp_path)
+@dataclass(frozen=True)
+class Adoption:
+    """The README's two-kernel steps up to its checks, run once for the module in the user's
+    shell: the repository as they leave it (`written`) and the same committed on main
+    (`committed`), each for a test to copy; what each command printed; the checks still to run."""
+
+    written: Path
+    committed: Path
+    outputs: list[str]
+    checks: list[str]
+    env: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def adoption(tmp_path_factory: pytest.TempPathFactory) -> Adoption:
+    """Each `perfbot init` is a process of its own that imports PyTorch: run once here, not once
+    per test (the module is one xdist group, so one worker runs it)."""
+    root = tmp_path_factory.mktemp("readme")
+    repo = existing_repository(root / "written")
+    env = _shell(root)
     commands = _readme_commands()
-    assert [line.split()[:2] for line in commands if line.startswith("perfbot")] == [["perfbot", "init"]] * 2 + [
-        ["perfbot", "check"]
-    ] * 2
+    first_check = next(at for at, line in enumerate(commands) if line.startswith("perfbot check"))
+    checks = commands[first_check:]
+    assert all(line.startswith("perfbot check") for line in checks), checks  # the adoption comes first
     outputs = []
-    for line in commands:
+    for line in commands[:first_check]:
         if line.startswith("#"):  # the user's part: what init marked, written
             for family in ("geglu", "rmsnorm"):
                 _fill(repo / "perf" / family / "__init__.py", FILLED[family])
                 _fill(repo / "perf" / family / "suites.yaml", SUITES.get(family, {}))
             continue
         done = subprocess.run(line, shell=True, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
+        outputs.append(done.stdout)
+    committed = _copy(repo, root / "committed")
+    _git(committed, "branch", "-M", "main")
+    _git(committed, "add", "-A")
+    _git(committed, "commit", "-qm", "perf: two families")
+    return Adoption(repo, committed, outputs, checks, env)
+
+
+def _copy(repo: Path, to: Path) -> Path:
+    shutil.copytree(repo, to, symlinks=True)
+    return to
+
+
+def test_the_readmes_two_kernel_path_ends_in_a_passing_check_of_each_family(adoption: Adoption, tmp_path: Path):
+    assert "libdevice.rsqrt(" in RMSNORM and "tl.rsqrt(" not in RMSNORM
+    commands = _readme_commands()
+    assert [line.split()[:2] for line in commands if line.startswith("perfbot")] == [["perfbot", "init"]] * 2 + [
+        ["perfbot", "check"]
+    ] * 2
+    # The README's lines before its checks ran in the fixture, in order; its checks run here.
+    repo = _copy(adoption.written, tmp_path / "repo")
+    outputs = list(adoption.outputs)
+    for line in adoption.checks:
+        done = subprocess.run(line, shell=True, cwd=repo, env=adoption.env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
         outputs.append(done.stdout)
     second_init, both, one = outputs[1], outputs[-2], outputs[-1]
@@ -144,46 +184,26 @@ def test_the_readmes_two_kernel_path_ends_in_a_passing_check_of_each_family(repo
     assert "4 right, 0 wrong, of 4" in one and "geglu/" not in one
 
 
-def _readme_families(repo: Path, tmp_path: Path, branch: str = "main") -> dict[str, str]:
-    """The README's two-kernel steps up to the checks (the inits, the marked places written, the
-    two lines appended), committed on `branch`: what `perfbot ab main` then measures. The user's
-    shell."""
-    env = _shell(tmp_path)
-    for line in _readme_commands():
-        if line.startswith("perfbot check"):
-            continue
-        if line.startswith("#"):
-            for family in ("geglu", "rmsnorm"):
-                _fill(repo / "perf" / family / "__init__.py", FILLED[family])
-                _fill(repo / "perf" / family / "suites.yaml", SUITES.get(family, {}))
-            continue
-        done = subprocess.run(line, shell=True, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
-    _git(repo, "branch", "-M", branch)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "perf: two families")
-    return env
+def _dry_run(repo: Path, *args: str) -> Result:
+    """`perfbot ab ARGS --dry-run` on the adopted repository, in this process: the dry run loads
+    both sides in a child of its own either way (a fork of this one), and the user's shell around
+    perfbot is the README's checks' above."""
+    arguments = ["ab", *args, "--dry-run", "--project", str(repo)]
+    return CliRunner().invoke(perfbot, arguments, env={"PERFBOT_TRITON_COMMIT": SHA})
 
 
-def test_an_aa_of_the_readmes_two_families_lists_no_declaration_change(repo: Path, tmp_path: Path, gpu, monkeypatch):
+def test_an_aa_of_the_readmes_two_families_lists_no_declaration_change(
+    adoption: Adoption, tmp_path: Path, gpu, monkeypatch
+):
     # Both families' quick suites hold a case of one shape (rows 4, cols 64): a run times it once
     # per family, and neither the dry run nor the A/A's report may take that for a change.
-    env = _readme_families(repo, tmp_path)
-    dry = subprocess.run(
-        ["perfbot", "ab", "main", "main", "--dry-run"], cwd=repo, env=env, capture_output=True, text=True, timeout=600
-    )
-    assert dry.returncode == 0, dry.stdout + dry.stderr
+    repo = _copy(adoption.committed, tmp_path / "repo")
+    dry = _dry_run(repo, "main", "main")
+    assert dry.exit_code == 0, dry.output
     assert "the base's suites: geglu/quick, geglu/pr, rmsnorm/quick, rmsnorm/pr;" in dry.stdout
     assert "declarations differ" not in dry.stdout
-    one_case = subprocess.run(
-        ["perfbot", "ab", "main", "main", "--dry-run", "--case", "small"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert one_case.returncode == 0 and "declarations differ" not in one_case.stdout, one_case.stdout
+    one_case = _dry_run(repo, "main", "main", "--case", "small")
+    assert one_case.exit_code == 0 and "declarations differ" not in one_case.stdout, one_case.output
     monkeypatch.setenv("PERFBOT_TRITON_COMMIT", SHA)
     interpreted_libdevice.install()  # the kernels call libdevice, which a GPU has and the interpreter lacks
     out = tmp_path / "aa"
@@ -209,31 +229,27 @@ def test_an_aa_of_the_readmes_two_families_lists_no_declaration_change(repo: Pat
     assert {("geglu/geglu", "small"), ("rmsnorm/rmsnorm", "small"), ("rmsnorm/rmsnorm", "odd")} <= timed
 
 
-def test_an_ab_against_a_base_without_the_subject_names_the_revision_and_the_fix(repo: Path, tmp_path: Path):
+def test_an_ab_against_a_base_without_the_subject_names_the_revision_and_the_fix(adoption: Adoption, tmp_path: Path):
     # The subject is committed on a branch only: main, the base, has no perf/ yet.
-    _git(repo, "branch", "-M", "main")
+    repo = _copy(adoption.committed, tmp_path / "repo")
     _git(repo, "checkout", "-q", "-b", "adopt")
-    env = _readme_families(repo, tmp_path, branch="adopt")
-    done = subprocess.run(
-        ["perfbot", "ab", "main", "adopt", "--dry-run"], cwd=repo, env=env, capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 2, done.stdout + done.stderr
+    _git(repo, "branch", "-f", "main", "HEAD~1")
+    done = _dry_run(repo, "main", "adopt")
+    assert done.exit_code == 2, done.output
     [line] = done.stderr.splitlines()
     assert line.startswith("perfbot: error: revision 'main' (") and "has no perf/__init__.py" in line
     assert "commit the subject on 'main' first" in line and "perfbot-ab-" not in line
 
 
-def test_a_broken_subject_at_a_revision_is_named_by_the_revision_and_its_path(repo: Path, tmp_path: Path):
+def test_a_broken_subject_at_a_revision_is_named_by_the_revision_and_its_path(adoption: Adoption, tmp_path: Path):
     # Committed broken, mended in the checkout: the base, HEAD, is the broken one.
-    env = _readme_families(repo, tmp_path)
+    repo = _copy(adoption.committed, tmp_path / "repo")
     listing = repo / "perf" / "__init__.py"
     mended = listing.read_text()
     listing.write_text("subjects = 5\n")
     _git(repo, "commit", "-qam", "perf: broken")
     listing.write_text(mended)
-    done = subprocess.run(
-        ["perfbot", "ab", "HEAD", "--dry-run"], cwd=repo, env=env, capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 2, done.stdout + done.stderr
+    done = _dry_run(repo, "HEAD")
+    assert done.exit_code == 2, done.output
     [line] = done.stderr.splitlines()
     assert line.startswith("perfbot: error: HEAD:perf: subjects must be a non-empty list"), line

@@ -10,7 +10,7 @@ import pkgutil
 import signal
 import sys
 from collections.abc import Callable
-from typing import IO
+from typing import IO, Any
 
 from ..errors import BadInput
 
@@ -51,6 +51,7 @@ def fork_child(stdin: int, output: int, channel: int, run: Callable[[IO[str]], N
     other descriptor of the parent's (a test runner's channels are not the subject's). It ends
     with os._exit, so that nothing of the parent's (its atexit hooks, a test runner's teardown)
     runs twice."""
+    with_room = _with_room_below()  # made here, once, not in every child
     pid = os.fork()
     if pid:
         return pid
@@ -65,11 +66,30 @@ def fork_child(stdin: int, output: int, channel: int, run: Callable[[IO[str]], N
         sys.stdin = open(0, closefd=False)
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
-        run(os.fdopen(channel, "w", buffering=1))
+        with_room(run, os.fdopen(channel, "w", buffering=1))
     except BaseException:  # noqa: BLE001 -- the child never returns into the parent's code
         status = 3
     finally:
         os._exit(status)
+
+
+# CPython (3.11 on) keeps its frames on a stack of chunks and frees a chunk as soon as the frame at
+# its start returns: a loop of calls across a chunk's edge maps and unmaps one on every call, a page
+# fault each time. A fork starts as deep as its parent was, wherever that puts the edges (in a test
+# runner's fork, Triton's interpreter did that 240,000 times in one check: half of its CPU). So the
+# child's work is called from a frame of this many slots. CPython sizes a new chunk for a frame and
+# 1,000 slots more, doubling from 16 KiB: this one opens a chunk of 128 KiB and leaves 70 KiB below.
+ROOMY_FRAME_SLOTS = 7300
+
+
+@functools.cache
+def _with_room_below() -> Callable[[Callable[[IO[str]], None], IO[str]], None]:
+    """A function that calls `run(channel)` from a frame of ROOMY_FRAME_SLOTS locals: a function of
+    that many names can only be written out."""
+    names = " = ".join(f"_{index}" for index in range(ROOMY_FRAME_SLOTS))
+    made: dict[str, Any] = {}
+    exec(f"def call(run, channel):\n    {names} = None\n    run(channel)\n", made)
+    return made["call"]
 
 
 @functools.cache

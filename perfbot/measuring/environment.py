@@ -8,7 +8,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import torch
 import triton
 
 from .. import __version__
@@ -77,6 +76,8 @@ def triton_commit(version: str | None = None) -> str | None:
 def collect_environment(device: int | None = None) -> Environment:
     """Read the environment; works on a machine without a GPU (the GPU fields are then None).
     The GPU's state now is `gpu_state.after`; a run records its states before and after."""
+    import torch  # here: `perfbot init` reads Triton's version above, and PyTorch takes seconds to import
+
     has_gpu = torch.cuda.is_available()
     props = torch.cuda.get_device_properties(device or 0) if has_gpu else None
     state, driver, nvml_error = _read_nvml(device or 0) if has_gpu else (None, None, "no CUDA GPU")
@@ -126,6 +127,8 @@ def _read_nvml(device: int) -> tuple[GpuState | None, str | None, str | None]:
 
 
 def _nvml_handle(pynvml: Any, device: int) -> Any:
+    import torch
+
     # NVML numbers GPUs without CUDA_VISIBLE_DEVICES: find torch's device by its UUID.
     uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
     if uuid is not None:

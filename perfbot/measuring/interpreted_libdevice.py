@@ -25,7 +25,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 Array = Any  # a numpy array: the data of one of the interpreter's tensors
 Numbers = Callable[..., Array]
@@ -70,6 +69,18 @@ def _fma_float32(x: Array, y: Array, z: Array) -> Array:
     return np.where(np.isfinite(total) & (error != 0) & even, np.nextafter(total, toward), total)
 
 
+def _special(name: str) -> Numbers:
+    """scipy.special's function `name`, imported at its first call: scipy takes half a second to
+    import, in every process that loads perfbot's measuring code, and few kernels call these."""
+
+    def evaluate(*args: Array) -> Array:
+        from scipy import special
+
+        return getattr(special, name)(*args)
+
+    return evaluate
+
+
 def _norm(*xs: Array) -> Array:
     total = xs[0]
     for x in xs[1:]:
@@ -112,21 +123,21 @@ _MATH: dict[str, Numbers] = {
     "asinh": np.arcsinh,
     "acosh": np.arccosh,
     "atanh": np.arctanh,
-    "erf": special.erf,
-    "erfc": special.erfc,
-    "erfcx": special.erfcx,
-    "erfinv": special.erfinv,
-    "erfcinv": special.erfcinv,
-    "normcdf": special.ndtr,
-    "normcdfinv": special.ndtri,
-    "lgamma": special.gammaln,
-    "tgamma": special.gamma,
-    "j0": special.j0,
-    "j1": special.j1,
-    "y0": special.y0,
-    "y1": special.y1,
-    "cyl_bessel_i0": special.i0,
-    "cyl_bessel_i1": special.i1,
+    "erf": _special("erf"),
+    "erfc": _special("erfc"),
+    "erfcx": _special("erfcx"),
+    "erfinv": _special("erfinv"),
+    "erfcinv": _special("erfcinv"),
+    "normcdf": _special("ndtr"),
+    "normcdfinv": _special("ndtri"),
+    "lgamma": _special("gammaln"),
+    "tgamma": _special("gamma"),
+    "j0": _special("j0"),
+    "j1": _special("j1"),
+    "y0": _special("y0"),
+    "y1": _special("y1"),
+    "cyl_bessel_i0": _special("i0"),
+    "cyl_bessel_i1": _special("i1"),
     "pow": np.power,
     "powi": np.power,  # an int32 exponent
     "hypot": np.hypot,
