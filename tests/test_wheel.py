@@ -22,6 +22,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from uv import find_uv_bin
 
 from perfbot.records import results
 from tests.conftest import HAS_GPU, ROOT
@@ -89,21 +90,26 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _venv(where: Path) -> Path:
     # Without a pip of its own: ensurepip installs and byte-compiles one in every new environment
-    # (6 CPU-s each); this test environment's pip installs into it instead (_pip).
+    # (6 CPU-s each); uv installs into it instead (_install).
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=300)
     return where / "bin"
 
 
-def _pip(bin_dir: Path, *args: str) -> list[str]:
-    """The command line of a pip that installs into the environment of bin_dir."""
-    return [sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), *args]
+def _install(bin_dir: Path, *args: str) -> list[str]:
+    """The command line that installs into the environment of bin_dir: `uv pip install`.
+
+    What these environments test is the wheel and what it declares, not the installer: uv
+    resolves and installs them from the package index as pip does, where pip spent most of the
+    core test's CPU reading the index's pages of every release of numpy and scipy (45 CPU-s with
+    pip, 12 with uv). The workflows' install step (install.sh, below) is tested with pip."""
+    return [find_uv_bin(), "pip", "install", "--quiet", "--python", str(bin_dir / "python"), *args]
 
 
 @pytest.fixture(scope="module")
 def core(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     bin_dir = _venv(tmp_path_factory.mktemp("core-env") / "venv")
     done = subprocess.run(
-        _pip(bin_dir, "install", "--quiet", "--disable-pip-version-check", str(wheel)),
+        _install(bin_dir, str(wheel)),
         capture_output=True,
         text=True,
         timeout=900,
@@ -117,7 +123,7 @@ def measuring(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("gpu-env") / "venv"
     bin_dir = _venv(root)
     subprocess.run(
-        _pip(bin_dir, "install", "--quiet", "--no-deps", "--disable-pip-version-check", str(wheel)),
+        _install(bin_dir, "--no-deps", str(wheel)),
         check=True,
         capture_output=True,
         timeout=300,
@@ -251,7 +257,7 @@ def test_core_commands_run_from_the_core_install_outside_the_checkout(
         assert github.comments == {} and github.statuses == {}
         assert needs_gpu.returncode == 3 and needs_gpu.stderr.count("\n") == 1, needs_gpu.stderr
         assert "pip install 'perfbot[gpu]'" in needs_gpu.stderr and "Traceback" not in needs_gpu.stderr
-        extra = _pip(core, "install", "--quiet", "--disable-pip-version-check", f"{wheel}[github]")
+        extra = _install(core, f"{wheel}[github]")
         subprocess.run(extra, check=True, capture_output=True, timeout=900)
         posted = _perfbot(core, *post, cwd=outside, env=env)
         assert posted.returncode == 0, posted.stdout + posted.stderr
@@ -318,7 +324,8 @@ def test_the_workflows_install_step_takes_perfbot_from_a_pinned_source(tmp_path:
     project = tmp_path / "project"
     shutil.copytree(ROOT / "examples" / "rmsnorm", project, ignore=shutil.ignore_patterns("__pycache__", "results"))
     origin = _clean_copy(tmp_path / "origin")
-    git = ["git", "-C", str(origin), "-c", "user.name=t", "-c", "user.email=t@t"]
+    # Its objects stored uncompressed: pip's clone links them and reads them once (1 CPU-s less).
+    git = ["git", "-C", str(origin), "-c", "user.name=t", "-c", "user.email=t@t", "-c", "core.compression=0"]
     subprocess.run([*git, "init", "--quiet"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "--quiet", "-m", "perfbot"], check=True)
