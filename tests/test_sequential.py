@@ -353,3 +353,24 @@ def test_an_undecided_pair_stops_at_exactly_its_most_rounds_even_within_a_block(
     assert len(recaptured) == 12
     assert sequential.undecided(CASE, pairs_of(keys), timings, stopping)  # undecided, but out of rounds
     assert not sequential.still_open(CASE, pairs_of(keys), timings, stopping)
+
+
+def test_the_medians_a_look_takes_are_numpys_to_the_bit():
+    """stats.median and stats.row_medians (the looks' baseline medians and block units) give
+    np.median's value exactly: odd and even counts, ties, infinities, and NaN wherever one is."""
+    from perfbot.deciding import stats
+
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 3, 4, 5, 8, 41, 1000):
+        values = rng.standard_t(4, n)
+        values[: n // 3] = values[-1]  # ties
+        for array in (values, np.where(values > 1.5, np.inf, values), np.where(values < -1.5, -np.inf, values)):
+            assert stats.median(array) == np.median(array) == stats.median(list(array))
+            with_nan = array.copy()
+            with_nan[rng.integers(n)] = np.nan
+            assert np.isnan(stats.median(with_nan))
+        for width in (1, 2, 3, 4, 5):
+            rows = rng.standard_t(4, (n, width))
+            rows[rng.integers(n), rng.integers(width)] = np.nan
+            rows[rng.integers(n), rng.integers(width)] = np.inf
+            assert np.array_equal(stats.row_medians(rows), np.median(rows, axis=1), equal_nan=True)
