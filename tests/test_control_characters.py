@@ -180,12 +180,20 @@ def test_a_project_path_holding_one_is_refused(tmp_path: Path, char: str, key: s
     _refused(_cli("suites", "--project", tmp_path), char)
 
 
-@EACH
-@pytest.mark.parametrize("field", ["label", "bisect"])
-def test_a_steps_file_holding_one_is_refused(tmp_path: Path, char: str, field: str):
+@pytest.fixture(scope="module")
+def steps_written(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A steps file as `history --check` writes it (a generated store, checked): written once,
+    each test below edits a copy."""
     from tests.test_steps_file import _written
 
-    data = _written(tmp_path)
+    return json.dumps(_written(tmp_path_factory.mktemp("steps")))
+
+
+@pytest.mark.xdist_group("control-steps")  # on one worker, which writes the steps file once
+@EACH
+@pytest.mark.parametrize("field", ["label", "bisect"])
+def test_a_steps_file_holding_one_is_refused(steps_written: str, tmp_path: Path, char: str, field: str):
+    data = json.loads(steps_written)
     step = data["steps"][0]
     if field == "bisect":
         step["bisect"][-1] += char  # a word of the command bisect-steps prints as it runs

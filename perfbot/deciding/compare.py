@@ -275,7 +275,7 @@ def judge_paired(baseline: stats.Floats, current: stats.Floats, rule: Rule, bloc
     ratios = np.asarray(current, dtype=float) / np.asarray(baseline, dtype=float)
     n = len(ratios) // block * block
     # Fewer rounds than one block: one unit, which decides nothing (never single rounds as units).
-    units = np.median(ratios[:n].reshape(-1, block), axis=1) if n else np.array([np.median(ratios)])
+    units = stats.row_medians(ratios[:n].reshape(-1, block)) if n else np.array([np.median(ratios)])
     estimate = stats.always_valid_paired_ratio(np.ones(len(units)), units, confidence=1 - rule.alpha)
     slower, low, high = (100 * (value - 1) for value in (estimate.ratio, estimate.low, estimate.high))
     counted = f"{n} rounds in {n // block} blocks" if block > 1 else f"{len(ratios)} rounds"

@@ -252,13 +252,45 @@ def round_order(
     BALANCED_ROUNDS rounds, so that each name takes that many places and both sides of a pair
     the same ones. The other names keep their listed places, half on each side of the paired
     units; that needs two paired units (one in the middle, one at the wrap), and with fewer every
-    name is spread."""
+    name is spread.
+
+    A long A/B asks for thousands of rounds in a few layouts: what depends only on the names and
+    pairs, and the order for each draw of places and rotation, are worked out once (`_layout`,
+    `_order`)."""
+    names, pairs, side_by_side = tuple(names), tuple(pairs), tuple(side_by_side)
+    present, units = _layout(names, pairs, side_by_side)
+    flips = tuple(side_places(len(present), round_index, seed))
+    shift = (round_index // (BALANCED_ROUNDS if present else 2)) % units
+    order = _order(names, present, side_by_side, flips, shift)
+    return list(order[::-1] if round_index % 2 else order)
+
+
+@functools.lru_cache(maxsize=1024)
+def _layout(
+    names: tuple[str, ...], pairs: tuple[tuple[str, str], ...], side_by_side: tuple[tuple[str, str], ...]
+) -> tuple[tuple[tuple[str, str], ...], int]:
+    """round_order's pairs present among `names`, balanced ones first, and how many units (a
+    name, or a long pair side by side) its rotation turns."""
     balanced = [*pairs, *(pair for pair in side_by_side if pair not in pairs)]
-    present = [pair for pair in balanced if pair[0] in names and pair[1] in names]
+    present = tuple(pair for pair in balanced if pair[0] in names and pair[1] in names)
     paired = [name for pair in present for name in pair]
     if len(set(paired)) != len(paired) or any(a == b for a, b in present):
-        raise ValueError(f"a name in two pairs, or paired with itself: {present}")
-    flips = side_places(len(present), round_index, seed)
+        raise ValueError(f"a name in two pairs, or paired with itself: {list(present)}")
+    long = sum(pair in side_by_side for pair in present)
+    if long < 2 and 2 * long < len(names):
+        long = 0
+    return present, len(names) - long
+
+
+@functools.lru_cache(maxsize=4096)
+def _order(
+    names: tuple[str, ...],
+    present: tuple[tuple[str, str], ...],
+    side_by_side: tuple[tuple[str, str], ...],
+    flips: tuple[int, ...],
+    shift: int,
+) -> tuple[str, ...]:
+    """round_order's order, run forwards, for one draw of places (`flips`) and rotation (`shift`)."""
     placed = {pair: (pair[flip], pair[1 - flip]) for pair, flip in zip(present, flips, strict=True)}
     long = [placed[pair] for pair in present if pair in side_by_side]
     if len(long) < 2 and 2 * len(long) < len(names):
@@ -272,9 +304,7 @@ def round_order(
     alone = [(takes.get(name, name),) for name in names if name not in in_long]
     half, middle = len(alone) // 2, len(long) // 2
     units = [*alone[:half], *long[:middle], *alone[half:], *long[middle:]]
-    shift = (round_index // (BALANCED_ROUNDS if present else 2)) % len(units)
-    order = [name for unit in (*units[shift:], *units[:shift]) for name in unit]
-    return order[::-1] if round_index % 2 else order
+    return tuple(name for unit in (*units[shift:], *units[:shift]) for name in unit)
 
 
 def side_places(count: int, round_index: int, seed: int | str = 0) -> list[int]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..deciding.compare import judge_paired
-from ..deciding.stats import fewest_units
+from ..deciding.stats import Floats, fewest_units, median
 from ..deciding.thresholds import Policy, Rule
 from ..errors import BadInput
 from ..loading.subject import Case
@@ -49,12 +49,12 @@ def without_arm(name: str) -> str:
 SIDE_BY_SIDE_MS = 0.08
 
 
-def side_by_side(pairs: Iterable[tuple[str, str]], samples: Mapping[str, list[float]]) -> list[tuple[str, str]]:
+def side_by_side(pairs: Iterable[tuple[str, str]], samples: Mapping[str, Floats]) -> list[tuple[str, str]]:
     """The pairs to time side by side: those whose base has taken SIDE_BY_SIDE_MS or more so far
-    (none before their first samples). The median by numpy: before every block, over thousands
+    (none before their first samples). The median by stats.median: before every block, over thousands
     of rounds."""
     return [
-        (base, cur) for base, cur in pairs if samples.get(base) and float(np.median(samples[base])) >= SIDE_BY_SIDE_MS
+        (base, cur) for base, cur in pairs if len(samples.get(base, ())) and median(samples[base]) >= SIDE_BY_SIDE_MS
     ]
 
 
@@ -89,10 +89,10 @@ class Stopping:
         if not self.seconds > 0:  # NaN too
             raise BadInput(f"the time budget must be a positive number of seconds, got {self.seconds:g}")
 
-    def decided(self, case: Case, name: str, baseline: Sequence[float], current: Sequence[float]) -> bool:
+    def decided(self, case: Case, name: str, baseline: Floats, current: Floats) -> bool:
         # Arrays made once, by numpy: at every look of a long A/B, over thousands of rounds.
         base = np.asarray(baseline, dtype=float)
-        rule = self.rules(case, name, float(np.median(base)) if len(base) else None)
+        rule = self.rules(case, name, median(base) if len(base) else None)
         if len(current) < max(rule.min_samples, self.first):
             return False
         return judge_paired(base, np.asarray(current, dtype=float), rule, BLOCK_ROUNDS).verdict != "inconclusive"
@@ -243,6 +243,9 @@ def time_until_decided(
             samples[key] = list(earlier.samples.get(key, []))
         open_pairs = undecided(case, pairs, measure.Timings(samples, rounds), stopping)
     active = [key for key in keys if earlier is None or any(key in pair for pair in open_pairs.values())]
+    # The samples as arrays too, grown block by block: each look reads every open pair's whole
+    # history, and making it an array from the list again would cost more than the look.
+    arrays = {key: np.asarray(values, dtype=float) for key, values in samples.items()}
     while active:
         if rounds and recapture is not None:
             recapture(active)
@@ -250,17 +253,18 @@ def time_until_decided(
         if batch <= 0:
             break
         both_active = [(base, cur) for base, cur in open_pairs.values() if base in active and cur in active]
-        together = side_by_side(both_active, samples)
+        together = side_by_side(both_active, arrays)
         timed = measure.time_rounds(timer, active, batch, on_round, monitor, len(rounds), both_active, together, seed)
         for key, values in timed.samples.items():
             samples[key] += values
+            arrays[key] = np.concatenate((arrays[key], values))
         rounds += timed.rounds
         if len(rounds) < stopping.first:
             continue
         open_pairs = {
             name: (base, cur)
             for name, (base, cur) in open_pairs.items()
-            if not stopping.decided(case, name, samples[base], samples[cur])
+            if not stopping.decided(case, name, arrays[base], arrays[cur])
         }
         if len(rounds) >= stopping.most or clock() >= deadline:
             break
