@@ -508,6 +508,7 @@ def test_push_baseline_retries_after_losing_a_race(tmp_path: Path, existing_bran
     (site / "stale.html").write_text("from an earlier run\n")
     env = {
         "PATH": f"{BIN}:/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT),  # this checkout's perfbot, whatever the environment has installed
         "PERFBOT": str(BIN / "perfbot"),
         "PERFBOT_BASELINE_REMOTE": str(remote),
         "PERFBOT_SITE_DIR": str(site),
@@ -627,6 +628,7 @@ def test_push_baseline_fails_the_job_once_for_a_step_after_storing_the_run(tmp_p
     summary.touch()
     env = {
         "PATH": f"{BIN}:/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT),  # this checkout's perfbot, whatever the environment has installed
         "PERFBOT": str(BIN / "perfbot"),
         "PERFBOT_BASELINE_REMOTE": str(remote),
         "PERFBOT_SITE_DIR": str(tmp_path / "site"),
@@ -728,6 +730,7 @@ def test_push_baseline_authenticates_over_http_without_the_token_on_a_command_li
     with GitHttpServer(tmp_path / "repos", "x-access-token", token) as server:
         env = {
             "PATH": f"{shims}:{BIN}:/usr/bin:/bin",
+            "PYTHONPATH": str(ROOT),  # this checkout's perfbot, whatever the environment has installed
             "PERFBOT": str(BIN / "perfbot"),
             "HOME": str(tmp_path),
             "PERFBOT_BASELINE_REMOTE": f"{server.url}/store.git",
