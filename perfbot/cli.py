@@ -108,7 +108,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "suites": ("run", "suites_command", "List the shape suites and their cases."),
     "triton": ("triton", "triton_group", "Triton builds for CI and bisection."),
     "verify-head": (
-        "github",
+        "verify_head",
         "verify_head_command",
         "Exit 0 if SHA is the head of the pull request (from a branch of REPO, with --same-repository); else "
         "say why in one line and exit 2.",

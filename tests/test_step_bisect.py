@@ -1,6 +1,9 @@
 """`perfbot history bisect-steps` on a generated repository whose commits a generated store
-measured: each failing step given to the runner is bisected with its command as printed, and its
-outcome lands where the issue job reads it. Only `perfbot sample` (the GPU) is faked."""
+measured: which steps it bisects, and what it refuses. Only `perfbot sample` (the GPU) is faked.
+The bisects themselves (each failing step's command as printed, a culprit found or a range that
+does not reproduce the step, a re-run over the job's folder, the outcomes where the issue job
+reads them) run in the bisect job of test_workflows's
+test_a_new_slowdown_on_main_is_bisected_and_gets_one_issue_per_step, on the same repositories."""
 
 from __future__ import annotations
 
@@ -78,54 +81,6 @@ def bisect_steps(repo: Path, steps: Path, out: Path, runner: str = "h200", monke
         )
     finally:
         os.chdir(here)
-
-
-@pytest.mark.slow
-def test_each_failing_step_is_bisected_with_its_printed_command(tmp_path: Path, gpu: Path):
-    repo, shas, steps = _steps(tmp_path, [1.0] * SLOWER_FROM + [1.03] * 16)
-    status = step_repo._git(repo, "status", "--porcelain")
-    result = bisect_steps(repo, steps, tmp_path / "out")
-    assert result.exit_code == 0, result.output
-    records = steps_file.load(steps).steps
-    assert len(records) == 2 and all(r.fails for r in records)
-    bisects = [argv for argv in step_repo.calls(gpu) if argv[0] == "bisect"]
-    for record, argv in zip(records, bisects, strict=True):
-        out = tmp_path / "out"
-        assert ["perfbot", *argv] == [
-            *record.bisect,
-            "--out-json",
-            str(out / f"{record.id}.json"),
-            "--out-markdown",
-            str(out / f"{record.id}.md"),
-            "--overwrite",
-            "--state",
-            str(out / f"{record.id}.state.json"),
-        ]
-        outcome = bisect_outcome.load(out / f"{record.id}.json")
-        assert (outcome.result, outcome.first_bad) == ("culprit", shas[SLOWER_FROM])
-        assert (outcome.good, outcome.bad) == (record.good.commit, record.bad.commit)
-        assert f"step {record.id} ({record.label} on NVIDIA H200): culprit {shas[SLOWER_FROM]}" in result.output
-        assert (out / f"{record.id}.md").is_file() and (out / f"{record.id}.state.json").is_file()
-    # The GPU measured commits of the steps' range only, each in a worktree; the clone is left as it was.
-    sampled = {line.split()[1] for line in gpu.read_text().splitlines()}
-    first, last = records[0].good.run - 1, records[0].bad.run - 1
-    assert shas[first] in sampled and shas[SLOWER_FROM] in sampled and sampled <= set(shas[first : last + 1])
-    assert step_repo._git(repo, "status", "--porcelain") == status
-    # A re-run of the job over its own folder: the reports are replaced, the states resumed.
-    again = bisect_steps(repo, steps, tmp_path / "out")
-    assert again.exit_code == 0 and again.output.count(f"culprit {shas[SLOWER_FROM]}") == 2, again.output
-
-
-@SHARING_AS_FAST
-@pytest.mark.slow
-def test_a_range_without_the_slowdown_is_not_reproduced_and_the_job_goes_on(as_fast, tmp_path: Path, gpu: Path):
-    repo, steps = _as_fast(as_fast, tmp_path)
-    result = bisect_steps(repo, steps, tmp_path / "out")
-    assert result.exit_code == 0, result.output
-    for record in steps_file.load(steps).steps:
-        outcome = bisect_outcome.load(tmp_path / "out" / f"{record.id}.json")
-        assert outcome.result == "not-reproduced" and outcome.first_bad is None
-    assert result.output.count(": not reproduced: bad ") == 2
 
 
 @SHARING_AS_FAST

@@ -508,6 +508,7 @@ def test_push_baseline_retries_after_losing_a_race(tmp_path: Path, existing_bran
     (site / "stale.html").write_text("from an earlier run\n")
     env = {
         "PATH": f"{BIN}:/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT),  # this checkout's perfbot, whatever the environment has installed
         "PERFBOT": str(BIN / "perfbot"),
         "PERFBOT_BASELINE_REMOTE": str(remote),
         "PERFBOT_SITE_DIR": str(site),
@@ -627,6 +628,7 @@ def test_push_baseline_fails_the_job_once_for_a_step_after_storing_the_run(tmp_p
     summary.touch()
     env = {
         "PATH": f"{BIN}:/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT),  # this checkout's perfbot, whatever the environment has installed
         "PERFBOT": str(BIN / "perfbot"),
         "PERFBOT_BASELINE_REMOTE": str(remote),
         "PERFBOT_SITE_DIR": str(tmp_path / "site"),
@@ -728,6 +730,7 @@ def test_push_baseline_authenticates_over_http_without_the_token_on_a_command_li
     with GitHttpServer(tmp_path / "repos", "x-access-token", token) as server:
         env = {
             "PATH": f"{shims}:{BIN}:/usr/bin:/bin",
+            "PYTHONPATH": str(ROOT),  # this checkout's perfbot, whatever the environment has installed
             "PERFBOT": str(BIN / "perfbot"),
             "HOME": str(tmp_path),
             "PERFBOT_BASELINE_REMOTE": f"{server.url}/store.git",
@@ -986,8 +989,10 @@ def test_a_new_slowdown_on_main_is_bisected_and_gets_one_issue_per_step(tmp_path
     """The store, bisect and issue jobs' own scripts, in turn, as Actions runs them: a generated
     repository whose commit 24 makes the fused kernel 3% slower (or, where the step does not
     reproduce, no commit does), a store that measured every commit, and the loopback GitHub.
-    Only `perfbot sample` (the GPU) is faked. A re-run of the issue job opens nothing more."""
+    Only `perfbot sample` (the GPU) is faked. A re-run of the bisect job replaces its reports and
+    resumes its states; a re-run of the issue job opens nothing more."""
     from perfbot.history import steps_file
+    from perfbot.jobs import bisect_outcome
     from perfbot.records import results
     from tests import step_repo
     from tests.fake_github import FakeGitHub
@@ -1025,14 +1030,36 @@ def test_a_new_slowdown_on_main_is_bisected_and_gets_one_issue_per_step(tmp_path
     assert all(r.fails and r.runner == "h200" and r.good.commit in shas for r in records)
 
     # The bisect job, on the h200 runner, in the checkout.
-    bisected = _step_script(
-        "bisect", "Bisect each new slowdown of this GPU kind", repo, {**base, "GPU": "h200", "STEPS": str(steps)}
-    )
+    status = step_repo._git(repo, "status", "--porcelain")
+    bisect_job = {**base, "GPU": "h200", "STEPS": str(steps)}
+    bisected = _step_script("bisect", "Bisect each new slowdown of this GPU kind", repo, bisect_job)
     assert bisected.returncode == 0, bisected.stdout + bisected.stderr
     ran = [argv for argv in step_repo.calls(tmp_path / "shim.log") if argv[0] == "bisect"]
-    assert [["perfbot", *argv[: len(r.bisect) - 1]] for argv, r in zip(ran, records, strict=True)] == [
-        r.bisect for r in records
-    ]  # each step's command, as the check printed it
+    out = repo / "out" / "bisect"
+    for record, argv in zip(records, ran, strict=True):  # each step's command, as the check printed it
+        assert ["perfbot", *argv] == [
+            *record.bisect,
+            *("--out-json", f"out/bisect/{record.id}.json", "--out-markdown", f"out/bisect/{record.id}.md"),
+            *("--overwrite", "--state", f"out/bisect/{record.id}.state.json"),
+        ]
+        outcome = bisect_outcome.load(out / f"{record.id}.json")
+        assert (outcome.good, outcome.bad) == (record.good.commit, record.bad.commit)
+        if reproduces:
+            assert (out / f"{record.id}.md").is_file() and (out / f"{record.id}.state.json").is_file()
+            assert (outcome.result, outcome.first_bad) == ("culprit", shas[24])
+            assert f"step {record.id} ({record.label} on NVIDIA H200): culprit {shas[24]}" in bisected.stdout
+        else:
+            assert outcome.result == "not-reproduced" and outcome.first_bad is None
+    assert reproduces or bisected.stdout.count(": not reproduced: bad ") == 2, bisected.stdout
+    # The GPU measured commits of the steps' range only, each in a worktree; the clone is left as
+    # it was, but for the job's out/.
+    sampled = {line.split()[1] for line in (tmp_path / "shim.log").read_text().splitlines()}
+    first, last = records[0].good.run - 1, records[0].bad.run - 1
+    assert shas[first] in sampled and sampled <= set(shas[first : last + 1]) and (shas[24] in sampled or not reproduces)
+    assert step_repo._git(repo, "status", "--porcelain") == "\n".join(sorted([*status.splitlines(), "?? out/"]))
+    if reproduces:  # a re-run of the job over its own folder: the reports are replaced, the states resumed
+        again = _step_script("bisect", "Bisect each new slowdown of this GPU kind", repo, bisect_job)
+        assert again.returncode == 0 and again.stdout.count(f"culprit {shas[24]}") == 2, again.stdout
     outcomes = tmp_path / "downloaded"
     shutil.copytree(repo / "out" / "bisect", outcomes / "perfbot-bisect-h200")  # as download-artifact lays it out
 

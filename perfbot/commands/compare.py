@@ -7,13 +7,11 @@ from pathlib import Path
 
 import click
 
-from ..deciding.compare import compare
 from ..deciding.thresholds import load_policy
 from ..errors import EXIT_REGRESSION, BadInput
 from ..files import check_output, write_atomic
 from ..records import results as results_file
 from ..records import store as baseline_store
-from ..records.export import to_pytest_benchmark
 from .context import check_outputs, emit, project_config, project_policy, store_dir
 from .options import option, overwrite_option, project_option, store_option, thresholds_option
 
@@ -84,6 +82,8 @@ def compare_command(
     policy = (
         load_policy(thresholds_path) if thresholds_path is not None else project_policy(project_config(project), None)
     )
+    from ..deciding.compare import compare  # numpy and the statistics: for this command only
+
     report = compare(baseline, current, policy, force=force)
     emit(report, markdown_path, json_path, overwrite=overwrite)
     for item in report.added:
@@ -186,5 +186,7 @@ def export_command(results_path: Path, export_format: str, out: Path, overwrite:
     """
     check_output(out, overwrite=overwrite)
     loaded = results_file.load(results_path)
+    from ..records.export import to_pytest_benchmark
+
     write_atomic(out, json.dumps(to_pytest_benchmark(loaded), indent=1) + "\n", replace=overwrite)
     click.echo(f"wrote {out} ({export_format})")

@@ -13,18 +13,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..config import ProjectConfig, find_project_root, load_project_config
-from ..deciding import comparison as comparison_file
-from ..deciding.compare import Report
 from ..deciding.thresholds import DEFAULT_PATH, Policy, default_policy, load_policy
 from ..errors import BadInput, EnvironmentFailure
 from ..files import Inside, check_output, write_all
-from ..output.verdicts import comment_markdown, compare_table
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from ..deciding.compare import Report
     from ..records.run import Environment
 
 
@@ -134,12 +133,17 @@ def project_policy(config: ProjectConfig, thresholds_path: Path | None) -> Polic
 
 
 def console() -> Console:
+    from rich.console import Console
+
     # Tables are wide; when stdout is a file or a CI log, don't wrap them at 80 columns.
     terminal = Console()
     return terminal if terminal.is_terminal else Console(width=200)
 
 
 def progress() -> Progress:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(
         TextColumn("{task.description:<28}", markup=False),  # case names, not markup
         BarColumn(),
@@ -193,6 +197,9 @@ def check_outputs(overwrite: bool, **paths: Path | None) -> None:
 def emit(report: Report, markdown_path: Path | None, json_path: Path | None, *, overwrite: bool) -> None:
     """The PR comment and the comparison file (written together, or neither), the job summary
     when on Actions, then the terminal table."""
+    from ..deciding import comparison as comparison_file
+    from ..output.verdicts import comment_markdown, compare_table
+
     summary = comparison_file.summarize(report)
     comment = comment_markdown(summary)
     outputs = {markdown_path: comment, json_path: comparison_file.to_text(summary)}

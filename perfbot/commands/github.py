@@ -1,18 +1,16 @@
-"""Posting: `perfbot comment`."""
+"""Posting: `perfbot comment` (its check of a head: verify_head.py)."""
 
 from __future__ import annotations
 
-import os
-import re
 from pathlib import Path
 
 import click
 
-from ..errors import BadInput
 from ..output.comment import CommentRequest, post_report
 from ..records.schema import GPU_LABEL
 from .context import given_as
 from .options import author_option, github_repo_option, pull_request_option
+from .verify_head import full_sha
 
 
 def _sections(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[tuple[str, Path], ...]:
@@ -32,12 +30,6 @@ def _sections(ctx: click.Context, param: click.Parameter, values: tuple[str, ...
             raise click.BadParameter(f"{label!r} is given twice; one section per GPU label", ctx, param)
         parsed[label] = Path(path)
     return tuple(parsed.items())
-
-
-def _full_sha(sha: str) -> None:
-    """A --sha that is not a full commit SHA, the form GitHub gives a head in, is refused."""
-    if not re.fullmatch(r"[0-9a-f]{40}", sha):
-        raise click.BadParameter(f"must be a full 40-hex-digit commit SHA, got {sha!r}", param_hint="--sha")
 
 
 @click.command("comment")
@@ -102,41 +94,9 @@ def comment_command(request: CommentRequest) -> None:
     if request.state is not None and request.sha is None:
         raise click.UsageError("--status needs --sha, the commit to set it on")
     if request.sha is not None:
-        _full_sha(request.sha)
+        full_sha(request.sha)
     commented = post_report(request, say=click.echo)
     for problem in commented.problems:
         click.echo(f"perfbot: error: {problem}", err=True)
     if commented.problems:
         raise click.exceptions.Exit(commented.exit_code)
-
-
-@click.command("verify-head")
-@github_repo_option
-@pull_request_option
-@click.option("--sha", required=True, help="The commit that must be the pull request's head.")
-@click.option(
-    "--same-repository",
-    is_flag=True,
-    help="Also require the pull request to come from a branch of --repo, not from a fork.",
-)
-def verify_head_command(repo: str, pr: int, sha: str, same_repository: bool) -> None:
-    """Exit 0 if SHA is the head of the pull request (from a branch of REPO, with
-    --same-repository); else say why in one line and exit 2. The GPU check runs it before any
-    of the head's code: an automatic dispatch must name a head of this repository's own.
-
-    Token from GITHUB_TOKEN (pull-requests: read), API root from GITHUB_API_URL.
-
-    Example:
-
-        perfbot verify-head --repo octo/perfbot --pr 7 --sha $SHA --same-repository
-    """
-    _full_sha(sha)
-    from ..output.pull_head import DEFAULT_API_URL, read_head
-
-    api_url = os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
-    head = read_head(repo, pr, os.environ.get("GITHUB_TOKEN", ""), api_url)
-    if head.sha != sha:
-        raise BadInput(f"{repo}#{pr}'s head is {head.sha[:12]}: {sha[:12]} is not, or no longer, its head")
-    if same_repository and head.repository.lower() != repo.lower():
-        raise BadInput(f"{repo}#{pr} comes from {head.repository}, a fork: a maintainer must start its check by hand")
-    click.echo(f"{sha[:12]} is the head of {repo}#{pr} (from {head.repository})")

@@ -62,12 +62,12 @@ def find(values: Sequence[float], breaks: Sequence[int] = ()) -> list[Step]:
 
 
 def _find(values: Sequence[float]) -> list[Step]:
-    import ruptures  # a second of import (scipy's), for the commands that read a history only
-
     series = np.log(np.asarray(values, dtype=float))
     n = len(series)
     if n < 2 * MIN_SEGMENT:
         return []
+    import ruptures  # a second of import (scipy's): only once a series is long enough to search
+
     standardized = (series - np.median(series)) / max(noise(values), 1e-6)
     search = ruptures.Binseg(model="l1", min_size=MIN_SEGMENT, jump=1).fit(standardized)
     cuts = _significant(series, search.predict(pen=PENALTY * math.log(n))[:-1])

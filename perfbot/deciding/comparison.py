@@ -40,17 +40,19 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, with_config
 
 from ..records.run import Benchmark, Failure, Label, Merge, Shape, Variant, variant_name
 from ..records.run import Environment as EnvironmentRecord
 from ..records.schema import MAX_ITEMS, MAX_JSON_BYTES, Finite, IntOnly, Name, Text, _bounded, load_json
-from .compare import Comparison, Report
 from .compiled_change import CompiledChange
-from .picks import TuningEffect
 from .standing import Role, Standing, Verdict, fails_check, tally
+
+if TYPE_CHECKING:  # what a summary is made from; reading and rendering one needs neither (nor numpy)
+    from .compare import Comparison, Report
+    from .picks import TuningEffect
 
 FORMAT: Final = 3
 # The environment fields a comparison shows side by side.
