@@ -1054,8 +1054,8 @@ def test_a_new_slowdown_on_main_is_bisected_and_gets_one_issue_per_step(tmp_path
     # The GPU measured commits of the steps' range only, each in a worktree; the clone is left as
     # it was, but for the job's out/.
     sampled = {line.split()[1] for line in (tmp_path / "shim.log").read_text().splitlines()}
-    first, last = records[0].good.run - 1, records[0].bad.run - 1
-    assert shas[first] in sampled and sampled <= set(shas[first : last + 1]) and (shas[24] in sampled or not reproduces)
+    good, bad = records[0].good.run - 1, records[0].bad.run - 1
+    assert shas[good] in sampled and sampled <= set(shas[good : bad + 1]) and (shas[24] in sampled or not reproduces)
     assert step_repo._git(repo, "status", "--porcelain") == "\n".join(sorted([*status.splitlines(), "?? out/"]))
     if reproduces:  # a re-run of the job over its own folder: the reports are replaced, the states resumed
         again = _step_script("bisect", "Bisect each new slowdown of this GPU kind", repo, bisect_job)
