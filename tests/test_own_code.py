@@ -133,7 +133,7 @@ def use_install(prefix: Path) -> None:
 def installs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[Path, Path]]:
     """(repository, prefix) of src_layout_repo(layout) installed for development, once for the
     module (pip spends two seconds of CPU on it): for the tests that leave the repository as it
-    is, which use_install(prefix) each. They are of one pytest-xdist group, so that one worker
+    is, or put it back, which use_install(prefix) each. They are of one pytest-xdist group, so that one worker
     runs them and installs each layout once."""
     made: dict[str, tuple[Path, Path]] = {}
 
@@ -380,17 +380,24 @@ def _imports_the_kernel_late(repo: Path) -> None:
     _git(repo, "checkout", "-q", "late-HEAD")
 
 
-def test_a_kernel_imported_only_when_it_runs_is_refused_not_run_twice(gpu, clean_imports, tmp_path):
-    repo = src_layout_repo(tmp_path / "repo")
-    # By name, the head's copy: what both sides would run. Its own install: the test moves its
-    # repository on to other commits.
-    install_editable(repo, tmp_path / "prefix")
-    use_install(tmp_path / "prefix")
-    _imports_the_kernel_late(repo)
-    _slower_where_the_head_kernel_ran(gpu, tmp_path)
-    result = CliRunner().invoke(
-        perfbot, ["ab", "late-HEAD-1", "--project", str(repo), "--samples", "12", "--out-dir", str(tmp_path / "ab")]
-    )
+@SHARING_INSTALLS
+def test_a_kernel_imported_only_when_it_runs_is_refused_not_run_twice(gpu, clean_imports, installs, tmp_path):
+    # By name, the head's copy: what both sides would run. The module's install, whose repository
+    # this test moves on to other commits, and back to its branch after.
+    repo, prefix = installs("pth")
+    use_install(prefix)
+    branch = _git(repo, "rev-parse", "--abbrev-ref", "HEAD")
+    try:
+        _imports_the_kernel_late(repo)
+        _slower_where_the_head_kernel_ran(gpu, repo)
+        result = CliRunner().invoke(
+            perfbot,
+            ["ab", "late-HEAD-1", "--project", str(repo), "--samples", "12", "--out-dir", str(tmp_path / "ab")],
+        )
+    finally:
+        _git(repo, "checkout", "-q", branch)
+        _git(repo, "branch", "-q", "-D", "late-HEAD-1", "late-HEAD")
+    assert _git(repo, "status", "--porcelain") == ""  # as the other tests of the install find it
     assert result.exit_code == 2, result.output
     assert "tinyops" in result.output and "was imported when an implementation first ran" in result.output
     assert len(result.output.strip().splitlines()) == 1
@@ -458,7 +465,8 @@ def test_a_subject_that_imports_itself_by_name_runs_each_sides_own_copy(gpu, cle
     base, head = dry.output.split("head's implementations")
     assert f"selfish/kern.py {_sha(BASE_KERNEL)}" in base and f"selfish/kern.py {_sha(HEAD_KERNEL)}" in head
     _slower_where_the_head_kernel_ran(gpu, tmp_path)
-    result = _ab(repo, tmp_path / "ab")
+    # One case: which copy each side runs and records is the implementation's, the same in each.
+    result = _ab(repo, tmp_path / "ab", "--case", "odd")
     assert result.exit_code == 1, result.output  # the head's kernel, slower, ran on the head's side only
     for side, kernel in (("base", BASE_KERNEL), ("head", HEAD_KERNEL)):
         recorded = json.loads((tmp_path / "ab" / f"{side}.json").read_text())["settings"]["sources"]
