@@ -305,6 +305,39 @@ def test_ctrl_c_in_the_coordinator_stops_a_busy_worker_at_once(tmp_path: Path):
     assert time.monotonic() - started_at < 20  # not the minute a worker gets to finish on a plain stop
 
 
+def test_a_forked_worker_stopped_while_another_thread_waits_on_it_ends_once_for_both(
+    repo: Path, tmp_path: Path, monkeypatch
+):
+    """On Ctrl-C the coordinator kills a worker and waits on it while the thread that asked it sees
+    it end and waits too (shards.py): one reaps it, and the other must not ask the kernel again,
+    whose ECHILD would replace the KeyboardInterrupt (the exit 130 of tests/test_shards.py's
+    Ctrl-C tests). The real waitpid, its window between reaping and noting it held open."""
+    import os
+    import threading
+    import time
+
+    waitpid = os.waitpid
+
+    def slow_to_note(pid: int, options: int) -> tuple[int, int]:
+        reaped = waitpid(pid, options)
+        if reaped[0]:
+            time.sleep(0.3)
+        return reaped
+
+    with (tmp_path / "log").open("w+") as log:
+        forked = worker_sides._Forked(repo / "kernels", "head", None, log)  # idle, waiting for requests
+        monkeypatch.setattr(os, "waitpid", slow_to_note)
+        seen = []
+        other = threading.Thread(target=lambda: seen.append(forked.wait(timeout=30)))
+        other.start()
+        forked.kill()
+        killed = forked.wait(timeout=30)
+        other.join()
+        forked.requests.close()
+        forked.replies.close()
+    assert killed == -9 and seen == [-9]
+
+
 def test_a_worker_leaves_ctrl_c_to_its_coordinator(tmp_path: Path):
     """SIGINT reaches the whole process group; the worker goes on until the coordinator stops it
     (here: the end of its requests)."""
