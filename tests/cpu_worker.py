@@ -2,13 +2,14 @@
 (a project's fused one in Triton's interpreter, or its PyTorch stand-in: tests/stub_geglu.py),
 only the GPU's primitives replaced. Each sample takes `perfbot_test_speed.SCALE` ms (with 0.2%
 jitter): a module the tests put in the side's Triton environment, so a timing shows which
-environment the worker really imported. If that module
-sets DIE_AT_SAMPLE, the worker dies at that sample, as a crashing kernel would take it down.
-Pinned to a stand-in GPU of tests/test_shards.py (CUDA_VISIBLE_DEVICES), a worker runs 10% faster
-(GPU-aaa) or slower (GPU-bbb), so a timing also shows which GPU it was pinned to; DIE_ON_GPU in
-the module keeps DIE_AT_SAMPLE to the worker pinned to that GPU. Triton's autotuner tunes here
-too, each candidate run once: the base's side times BLOCK 16 fastest, the head's BLOCK 64, so
-that the two sides of an autotuned kernel always pick apart."""
+environment the worker really imported (where it names IMPLEMENTATIONS, only their samples take
+SCALE ms, the others' 1 ms). If that module sets DIE_AT_SAMPLE, the worker dies at that sample,
+as a crashing kernel would take it down. Pinned to a stand-in GPU of tests/test_shards.py
+(CUDA_VISIBLE_DEVICES), a worker runs 10% faster (GPU-aaa) or slower (GPU-bbb), so a timing also
+shows which GPU it was pinned to; DIE_ON_GPU in the module keeps DIE_AT_SAMPLE to the worker
+pinned to that GPU. Triton's autotuner tunes here too, each candidate run once: the base's side
+times BLOCK 16 fastest, the head's BLOCK 64, so that the two sides of an autotuned kernel always
+pick apart."""
 
 import os
 import random
@@ -60,7 +61,20 @@ def time_once(captured, flush):
     taken += 1
     if taken == getattr(speed, "DIE_AT_SAMPLE", None) and getattr(speed, "DIE_ON_GPU", pinned) == pinned:
         os._exit(9)
-    return speed.SCALE * gpu_scale * (1 + 0.002 * jitter.gauss(0, 1))
+    return _scale(captured) * gpu_scale * (1 + 0.002 * jitter.gauss(0, 1))
+
+
+def _scale(captured):
+    only = getattr(speed, "IMPLEMENTATIONS", None)
+    return speed.SCALE if only is None or _implementation(captured.graph.fn) in only else 1.0
+
+
+def _implementation(call):
+    """The name of the subject's function a captured call runs: a guarded partial of it, or that
+    partial held at the pinned configs (compiling/tuning.under)."""
+    while not hasattr(call, "func"):
+        call = next(cell.cell_contents for cell in call.__closure__ if callable(cell.cell_contents))
+    return call.func.__name__
 
 
 class GraphTimer:

@@ -100,7 +100,7 @@ def test_under_the_heads_declarations_the_bases_results_still_judge_the_moved_ma
 def test_a_head_that_renames_its_kernel_fails_and_it_is_not_merely_removed(gpu, project: Path, tmp_path: Path):
     repo = _head(project, _renames, TINY.replace("[fused, ", "[fused2, "))
     _slower_head_fused(gpu)
-    result = _ab(repo, tmp_path / "ab")
+    result = _ab(repo, tmp_path / "ab", *ONE_CASE)  # every case's rows are judged alike
     assert result.exit_code == 1, result.output
     summary, comment = _outcome(tmp_path / "ab")
     assert {m["benchmark"]["kernel"] for m in summary["missing"]} == {"fused"}
@@ -121,7 +121,7 @@ def test_under_the_heads_declarations_the_bases_results_still_fail_the_rename(
     repo = _head(project, _renames, TINY.replace("[fused, ", "[fused2, "))
     _slower_head_fused(gpu)
     _head_declares_itself(monkeypatch)
-    result = _ab(repo, tmp_path / "ab")
+    result = _ab(repo, tmp_path / "ab", *ONE_CASE)  # every case's rows are judged alike
     assert result.exit_code == 1, result.output
     summary, _ = _outcome(tmp_path / "ab")
     assert {m["benchmark"]["kernel"] for m in summary["missing"]} == {"fused"}
@@ -144,7 +144,7 @@ def test_a_wrong_kernel_with_a_reference_of_its_own_is_a_wrong_result(gpu, proje
 def test_control_under_the_heads_declarations_the_wrong_kernel_passes(gpu, project: Path, tmp_path: Path, monkeypatch):
     repo = _head(project, _wrong_with_its_own_reference)
     _head_declares_itself(monkeypatch)
-    result = _ab(repo, tmp_path / "ab")
+    result = _ab(repo, tmp_path / "ab", *ONE_CASE)  # every case's rows are judged alike
     assert result.exit_code == 0, result.output
     assert not _outcome(tmp_path / "ab")[0]["failures"]
 

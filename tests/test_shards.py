@@ -192,7 +192,12 @@ def test_a_sharded_ab_judges_the_head_by_the_base_s_declarations(project, tmp_pa
 
 
 SHARDED_SCRIPT = """
+import signal
 import sys
+# Python turns SIGINT into KeyboardInterrupt only where it was not ignored when it started, and an
+# ignored signal stays ignored in a child: a test runner started in the background of a shell
+# (`pytest &`, nohup, some CI runners) passes SIG_IGN down. Here it is as in a terminal.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {root!r})
 from pathlib import Path
 from perfbot.measuring import shards

@@ -59,45 +59,32 @@ def _wheel_env(wheel: Path) -> str:
 
 @pytest.mark.parametrize("layout", ["old", "new"])
 def test_builds_once_then_hits_the_cache(tmp_path: Path, layout: str, monkeypatch):
+    # The first build by the command line, which prints the wheel; the new layout's with ccache
+    # on PATH, which the build is told to use.
     repo, good, _ = standin(tmp_path, layout)
     counter = tmp_path / "builds.txt"
     monkeypatch.setenv("STANDIN_BUILD_COUNTER", str(counter))
+    if layout == "new":
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        ccache = bin_dir / "ccache"
+        ccache.write_text('#!/bin/sh\nexec "$@"\n')
+        ccache.chmod(ccache.stat().st_mode | stat.S_IEXEC)
+        monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     cache = tmp_path / "cache"
-    wheel, built = triton_build.build(good, str(repo), cache, build_isolation=False)
-    assert built and wheel.parent == cache / good and wheel.name.startswith("triton-0.0.1")
+    arguments = ["--triton-source", str(repo), "--triton-cache", str(cache), "--no-build-isolation"]
+    result = CliRunner().invoke(perfbot, ["triton", "build", "--triton-commit", good, *arguments])
+    assert result.exit_code == 0, result.output
+    wheel = Path(result.stdout.strip().splitlines()[-1])
+    assert wheel.is_file() and wheel.parent == cache / good and wheel.name.startswith("triton-0.0.1")
     assert f"MAX_JOBS={triton_build.max_jobs()}" in _wheel_env(wheel)
+    assert layout == "old" or "CCACHE=true" in _wheel_env(wheel)
     runs_of_one_build = counter.read_text()  # pip runs setup.py more than once per build
+    assert runs_of_one_build  # built
     again, built_again = triton_build.build(good[:10], str(repo), cache, build_isolation=False)
     assert (again, built_again) == (wheel, False)
     assert triton_build.build(good, str(repo), cache, build_isolation=False) == (wheel, False)
     assert counter.read_text() == runs_of_one_build  # the cache hits ran no build at all
-
-
-def test_cli_prints_the_wheel_and_uses_ccache_when_present(tmp_path: Path, monkeypatch):
-    repo, good, _ = standin(tmp_path, "new")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    ccache = bin_dir / "ccache"
-    ccache.write_text('#!/bin/sh\nexec "$@"\n')
-    ccache.chmod(ccache.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    result = CliRunner().invoke(
-        perfbot,
-        [
-            "triton",
-            "build",
-            "--triton-commit",
-            good,
-            "--triton-source",
-            str(repo),
-            "--triton-cache",
-            str(tmp_path / "cache"),
-            "--no-build-isolation",
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    wheel = Path(result.stdout.strip().splitlines()[-1])
-    assert wheel.is_file() and "CCACHE=true" in _wheel_env(wheel)
 
 
 def test_a_failed_build_exits_3_with_the_end_of_its_log(tmp_path: Path):

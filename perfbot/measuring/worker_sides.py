@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -488,12 +489,16 @@ class _Forked:
         self.requests: IO[str] = os.fdopen(requests_write, "w", buffering=1)
         self.replies: IO[str] = os.fdopen(replies_read)
         self.returncode: int | None = None
+        # Two threads may wait on one worker: on Ctrl-C this one stops it (kill, then wait) while
+        # the thread that asked it sees it end. One reaps it; the other must not ask again (ECHILD).
+        self._reaping = threading.Lock()
 
     def poll(self) -> int | None:
-        if self.returncode is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
+        with self._reaping:
+            if self.returncode is None:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
