@@ -265,6 +265,7 @@ def _interrupted(argv: list[str], started) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(argv, process.returncode, "", stderr)
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_a_subject_hangs_at_import_exits_130_in_one_line(project: Path, tmp_path: Path):
     marker = tmp_path / "importing"
     init = project / "kernels" / "__init__.py"

@@ -244,6 +244,7 @@ def test_a_file_name_holding_one_is_shown_escaped(tmp_path: Path, char: str):
     _refused(_cli("show", tmp_path / f"run{char}31m.json"), char, shown=not char.isspace())
 
 
+@pytest.mark.slow
 def test_suites_prints_no_c1_byte_through_the_real_cli(tmp_path: Path):
     """The finding itself, as a terminal gets it: `perfbot suites` on a family named with a C1 CSI."""
     import subprocess

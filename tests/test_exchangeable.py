@@ -9,6 +9,8 @@ import random
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from perfbot.measuring import loads, measure, runner
 from perfbot.measuring.planning import RunSettings, single_cases
 from tests import test_runner_cpu
@@ -47,6 +49,7 @@ def test_a_changed_neighbour_moves_no_other_benchmark(gpu, repo: Path, tmp_path:
             assert row["verdict"] == "unchanged" and low < 1 < high, (case, kernel, row["reason"])
 
 
+@pytest.mark.slow
 def test_with_each_side_in_fixed_places_the_neighbour_would_fail_the_check(
     gpu, repo: Path, tmp_path: Path, monkeypatch
 ):
@@ -74,6 +77,7 @@ def _later_capture_slower(gpu) -> None:
     gpu.context = later_is_slower
 
 
+@pytest.mark.slow
 def test_the_side_captured_later_is_drawn_afresh(gpu, repo: Path, tmp_path: Path):
     # Drawn afresh every block, the 1% lands on either side: the interval widens around no change
     # (a row may stay undecided) instead of narrowing onto a slowdown.

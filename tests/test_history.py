@@ -42,6 +42,7 @@ def _ranges(output: str) -> list[tuple[str, int, str, int]]:
     ]
 
 
+@pytest.mark.slow
 def test_a_2_percent_step_at_run_25_is_reported_near_25_with_its_commits(tmp_path: Path):
     placed = 0
     for seed in SEEDS:

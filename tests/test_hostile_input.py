@@ -344,6 +344,7 @@ SMALL = json.loads(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 )
@@ -517,6 +518,7 @@ def cli_files(tmp_path_factory) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 @settings(
     max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 )

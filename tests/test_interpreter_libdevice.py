@@ -450,6 +450,7 @@ def torch_act(x):
 """
 
 
+@pytest.mark.slow
 def test_check_runs_a_kernel_that_calls_libdevice_on_the_cpu(tmp_path: Path):
     """As a user runs it: the check chooses the interpreter and gives it libdevice before the subject
     imports `tanh` by name; without that, every triton row raises and the check exits 1."""

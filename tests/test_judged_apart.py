@@ -63,7 +63,7 @@ def test_a_family_is_a_family(tmp_path: Path):
     assert done.exit_code == 0 and "t/quick" in done.output, done.output
 
 
-@pytest.mark.parametrize("command", ["check", "suites"])
+@pytest.mark.parametrize("command", ["check", pytest.param("suites", marks=pytest.mark.slow)])
 def test_the_cli_refuses_a_family_that_ends_its_process_at_import(tmp_path: Path, command: str):
     """Through the real CLI, in a process of its own, on a project on disk: `os._exit(0)` in a
     family's import once made `check` and `suites` exit 0 saying nothing. (Run in this process,
@@ -413,6 +413,7 @@ def test_a_dry_run_plans_in_a_process_of_the_subjects_own(repo: Path, tmp_path: 
     assert "ended (exit 0, as os._exit(0) would) before it answered" in _one_line(done.stderr)
 
 
+@pytest.mark.slow
 def test_where_a_gpu_is_visible_the_subjects_process_is_a_fresh_interpreter(repo: Path, tmp_path: Path, monkeypatch):
     """CUDA does not survive a fork: where a GPU is visible, `check`, `suites` and the dry run's
     child is started anew (`python -m perfbot.measuring.subject_process`), and answers as a fork
@@ -429,7 +430,7 @@ def test_where_a_gpu_is_visible_the_subjects_process_is_a_fresh_interpreter(repo
     assert done.exit_code == 0 and "benchmarks per side" in done.output, done.output
 
 
-@pytest.mark.parametrize("command", ["check", "suites"])
+@pytest.mark.parametrize("command", ["check", pytest.param("suites", marks=pytest.mark.slow)])
 def test_a_keyboard_interrupt_at_import_in_a_fresh_interpreter_is_refused_naming_it(
     tmp_path: Path, monkeypatch, command: str
 ):

@@ -39,6 +39,7 @@ def _ever_excludes_one(interval, baseline, current):
     return False
 
 
+@pytest.mark.slow
 def test_the_false_alarm_rate_holds_under_repeated_looks_where_a_fixed_sample_interval_does_not():
     rng = np.random.default_rng(20261130)
     sequence = fixed = 0
