@@ -127,7 +127,7 @@ def test_check_runs_every_config_of_both_kernels_on_the_cpu(example: Path):
 @pytest.mark.parametrize(
     ("family", "kernel", "edits", "name", "wrong", "total"),
     [
-        ("softmax", "softmax.py", SOFTMAX_PLANT, "num_warps", "8", 24),
+        pytest.param("softmax", "softmax.py", SOFTMAX_PLANT, "num_warps", "8", 24, marks=pytest.mark.slow),
         ("gelu", "gelu.py", GELU_PLANT, "BLOCK_SIZE", "256", 14),
     ],
 )

@@ -364,6 +364,7 @@ POLICY_DOCUMENT = {
 }
 
 
+@pytest.mark.slow
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 )

@@ -154,9 +154,9 @@ def test_a_refused_dispatch_leaves_no_status_and_no_comment(actor: str, fork: bo
     ("actor", "fork"),
     [
         ("alice", True),  # a maintainer, by hand, the fork's head they read
-        ("alice", False),
+        pytest.param("alice", False, marks=pytest.mark.slow),
         ("bob", False),  # a writer, a branch of this repository
-        ("github-actions[bot]", False),  # gpu-request.yml
+        pytest.param("github-actions[bot]", False, marks=pytest.mark.slow),  # gpu-request.yml
     ],
 )
 def test_an_accepted_dispatch_measures_and_posts(actor: str, fork: bool, tmp_path: Path):

@@ -406,7 +406,7 @@ def test_the_heads_worker_runs_the_bases_autotune_pick_and_a_confirming_round_th
     assert rows["scale"]["fails"] and confirmed in rows["scale"]["reason"], rows["scale"]["reason"]
 
 
-@pytest.mark.parametrize("command", ["run", "ab"])
+@pytest.mark.parametrize("command", ["run", pytest.param("ab", marks=pytest.mark.slow)])
 def test_where_a_gpu_is_visible_run_and_ab_measure_in_a_fresh_interpreter(
     repo: Path, tmp_path: Path, monkeypatch, command: str
 ):
