@@ -85,15 +85,10 @@ def always_valid_paired_ratio(
 def median(values: Floats) -> float:
     """np.median of one list of samples, to the bit (NaN if any is NaN), without its generic
     machinery, which costs ten times the partition itself: a sequential A/B asks at every look."""
-    part = np.asarray(values, dtype=float)
-    n = len(part)
-    if n == 0:
-        return float(np.median(part))  # NaN, with numpy's warning
-    half = n // 2
-    part = np.partition(part, (half - 1, half, -1) if n % 2 == 0 else (half, -1))
-    if np.isnan(part[-1]):
-        return float(part[-1])
-    return float((part[half - 1] + part[half]) / 2) if n % 2 == 0 else float(part[half])
+    row = np.asarray(values, dtype=float)
+    if len(row) == 0:
+        return float(np.median(row))  # NaN, with numpy's warning
+    return float(row_medians(row[np.newaxis])[0])
 
 
 def row_medians(rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

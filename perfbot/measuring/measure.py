@@ -258,43 +258,39 @@ def round_order(
     pairs, and the order for each draw of places and rotation, are worked out once (`_layout`,
     `_order`)."""
     names, pairs, side_by_side = tuple(names), tuple(pairs), tuple(side_by_side)
-    present, units = _layout(names, pairs, side_by_side)
+    present, long = _layout(names, pairs, side_by_side)
     flips = tuple(side_places(len(present), round_index, seed))
-    shift = (round_index // (BALANCED_ROUNDS if present else 2)) % units
-    order = _order(names, present, side_by_side, flips, shift)
+    shift = (round_index // (BALANCED_ROUNDS if present else 2)) % (len(names) - len(long))
+    order = _order(names, present, long, flips, shift)
     return list(order[::-1] if round_index % 2 else order)
 
 
 @functools.lru_cache(maxsize=1024)
 def _layout(
     names: tuple[str, ...], pairs: tuple[tuple[str, str], ...], side_by_side: tuple[tuple[str, str], ...]
-) -> tuple[tuple[tuple[str, str], ...], int]:
-    """round_order's pairs present among `names`, balanced ones first, and how many units (a
-    name, or a long pair side by side) its rotation turns."""
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """round_order's pairs present among `names`, balanced ones first, and those of them that
+    move as one unit, side by side (none unless two do, or they are half the names)."""
     balanced = [*pairs, *(pair for pair in side_by_side if pair not in pairs)]
     present = tuple(pair for pair in balanced if pair[0] in names and pair[1] in names)
     paired = [name for pair in present for name in pair]
     if len(set(paired)) != len(paired) or any(a == b for a, b in present):
         raise ValueError(f"a name in two pairs, or paired with itself: {list(present)}")
-    long = sum(pair in side_by_side for pair in present)
-    if long < 2 and 2 * long < len(names):
-        long = 0
-    return present, len(names) - long
+    long = tuple(pair for pair in present if pair in side_by_side)
+    return present, (long if len(long) >= 2 or 2 * len(long) >= len(names) else ())
 
 
 @functools.lru_cache(maxsize=4096)
 def _order(
     names: tuple[str, ...],
     present: tuple[tuple[str, str], ...],
-    side_by_side: tuple[tuple[str, str], ...],
+    long_pairs: tuple[tuple[str, str], ...],
     flips: tuple[int, ...],
     shift: int,
 ) -> tuple[str, ...]:
     """round_order's order, run forwards, for one draw of places (`flips`) and rotation (`shift`)."""
     placed = {pair: (pair[flip], pair[1 - flip]) for pair, flip in zip(present, flips, strict=True)}
-    long = [placed[pair] for pair in present if pair in side_by_side]
-    if len(long) < 2 and 2 * len(long) < len(names):
-        long = []
+    long = [placed[pair] for pair in long_pairs]
     in_long = {name for unit in long for name in unit}
     # A spread pair keeps the two places it is listed in; the side drawn to go first takes the first.
     takes: dict[str, str] = {}
