@@ -86,6 +86,7 @@ def missing_failures(missing: dict[str, str], planned: Sequence[Any], head_name:
             reason=f"not timed: {missing[p.kernel]} ({head_name} fails the check until the base's subject changes)",
             suite=p.case.suite,
             case=p.case.name,
+            mode=p.case.mode,
         )
         for p in planned
         if p.kernel in missing

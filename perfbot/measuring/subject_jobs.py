@@ -16,6 +16,7 @@ def check_job(
     families: list[str],
     suites: list[str],
     cases: list[str],
+    modes: list[str],
     kernels: list[str],
     skipped: list[str],
     variants: list[str],
@@ -33,7 +34,12 @@ def check_job(
 
     subject = load_subject(Path(package), limit=time_limit)
     chosen_suites = chosen(
-        subject, tuple(suites), tuple(cases), family_names=tuple(families), preferred=("quick", "pr")
+        subject,
+        tuple(suites),
+        tuple(cases),
+        family_names=tuple(families),
+        preferred=("quick", "pr"),
+        mode_names=tuple(modes),
     )
     # Every value of every variant parameter unless told otherwise: checking is cheap, and a
     # variant's code path is as likely to be wrong as the default's.
