@@ -275,15 +275,20 @@ def calibration_rounds(trial: dict[str, list[float]], levels: tuple[float, ...])
 
 
 def followed_by_sleep(fn: Callable[[], Any], cycles: int) -> Callable[[], Any]:
-    """`fn`, then a `torch.cuda._sleep` of `cycles` GPU cycles: `fn` slowed by a known amount."""
+    """`fn`, then a `torch.cuda._sleep` of `cycles` GPU cycles: `fn` slowed by a known amount (of
+    a Staged call, a backward mode's, what is timed of it)."""
     import torch
 
+    from .measure import Staged
+
+    timed = fn.call if isinstance(fn, Staged) else fn
+
     def call() -> Any:
-        out = fn()
+        out = timed()
         torch.cuda._sleep(cycles)
         return out
 
-    return call
+    return Staged(fn.before, call) if isinstance(fn, Staged) else call
 
 
 def sleep_line(captured: Any, fn: Callable[[], Any]) -> tuple[float, float]:
