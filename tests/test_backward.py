@@ -1,0 +1,480 @@
+"""The backward pass checked and timed (issue 54; docs/subject.md, "Backward modes"): a case is
+timed in `forward`, `backward` or `forward+backward`, and the mode is part of a benchmark's
+identity, as a variant is.
+
+End to end on tests/backward_subject.py, an autotuned Triton product `x * w` whose forward and
+backward are Triton kernels, called through a `torch.autograd.Function`, in Triton's interpreter
+(check) and on the fake GPU (run, ab, the comment). The rules each in a test of its own: a wrong
+gradient is caught per dtype and a right one passes; an output that does not require grad is a
+wrong result; a suite naming an implementation in a mode it does not take is refused at load;
+the mode is in the identity and old records read as forward; the timed backward neither runs
+the forward nor adds into gradients from one replay to the next."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from perfbot.cli import perfbot
+from perfbot.deciding.compare import compare
+from perfbot.deciding.thresholds import load_policy
+from perfbot.errors import BadInput
+from perfbot.loading.subject import BACKWARD, FORWARD, FORWARD_BACKWARD, Case, Implementation, Subject, Suite
+from perfbot.loading.suites import declared_suites, load_suites
+from perfbot.measuring import groups, measure, modes
+from perfbot.measuring.planning import Planned
+from perfbot.records import results
+from perfbot.records.run import Benchmark, Results, benchmark_key, variant_name
+from tests.backward_subject import backward_repository
+from tests.conftest import ROOT
+from tests.helpers import make_results, samples
+
+POLICY = load_policy(ROOT / "thresholds.yaml")
+
+
+@pytest.fixture(autouse=True)
+def wide(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "300")  # each row of the check's table on one line
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def _rows(output: str) -> dict[tuple[str, str], list[str]]:
+    """The check table's result column, by (case, implementation), one entry per config."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for line in output.splitlines():
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if len(cells) >= 8 and cells[0] == "quick":
+            found.setdefault((cells[1], cells[3]), []).append(cells[-1])
+    return found
+
+
+# --- end to end: check (the interpreter), run, ab and the comment (the fake GPU) ---------------
+
+
+def test_check_runs_each_mode_in_the_interpreter(tmp_path: Path):
+    repo = backward_repository(tmp_path / "repo")
+    result = CliRunner().invoke(perfbot, ["check", "--project", str(repo)])
+    assert result.exit_code == 0, result.output
+    rows = _rows(result.output)
+    names = {"triton", "torch", "triton[backward]", "torch[backward]"}
+    assert {name for case, name in rows if case == "odd"} == {
+        *names,
+        "triton[forward+backward]",
+        "torch[forward+backward]",
+    }
+    assert {name for case, name in rows if case == "half"} == {"triton[backward]", "torch[backward]"}
+    assert len(rows[("odd", "triton[backward]")]) == 2  # each config of the autotuned backward kernel
+    assert all(result == "right" for found in rows.values() for result in found)
+    assert "12 right, 0 wrong, of 12" in result.output
+
+
+def test_check_catches_a_wrong_gradient_in_both_backward_modes(tmp_path: Path):
+    repo = backward_repository(tmp_path / "repo", dx_factor="1.01")
+    result = CliRunner().invoke(perfbot, ["check", "--project", str(repo), "--kernel", "triton"])
+    assert result.exit_code == 1, result.output
+    rows = _rows(result.output)
+    assert rows[("odd", "triton")] == ["right", "right"]  # the forward is right
+    for name in ("triton[backward]", "triton[forward+backward]"):
+        assert all(r.startswith("wrong result in the gradient of input 0") for r in rows[("odd", name)]), rows
+    assert all(r.startswith("wrong result in the gradient of input 0") for r in rows[("half", "triton[backward]")])
+
+
+def test_check_of_an_output_that_does_not_require_grad_is_a_wrong_result(tmp_path: Path):
+    repo = backward_repository(tmp_path / "repo", backward=False)
+    result = CliRunner().invoke(perfbot, ["check", "--project", str(repo), "--kernel", "triton", "--mode", "backward"])
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    rows = _rows(result.output)
+    assert set(rows) == {("odd", "triton[backward]"), ("half", "triton[backward]")}
+    for found in rows.values():
+        assert all(r.startswith("wrong result: its output does not require grad") for r in found)
+
+
+def _run_json(repo: Path, out: Path, *extra: str) -> dict:
+    result = CliRunner().invoke(perfbot, ["run", "--project", str(repo), "--samples", "10", "--out", str(out), *extra])
+    assert result.exit_code == 0, result.output
+    return json.loads(out.read_text())
+
+
+def test_run_times_each_mode_as_a_row_of_its_own(gpu, tmp_path: Path):
+    repo = backward_repository(tmp_path / "repo")
+    timed = _run_json(repo, tmp_path / "run.json", "--suite", "quick", "--case", "odd")
+    assert timed["format"] == 4  # a row in another mode: a perfbot before modes refuses the file
+    rows = {(b["kernel"], b.get("mode", "forward")): b for b in timed["benchmarks"]}
+    assert set(rows) == {(k, m) for k in ("triton", "torch") for m in (FORWARD, BACKWARD, FORWARD_BACKWARD)}
+    assert "mode" not in rows[("triton", FORWARD)]  # a forward row as before modes
+    # flops(case) sees the mode: 1, 2 and 3 multiplies per element.
+    assert [rows[("triton", m)]["flops"] for m in (FORWARD, BACKWARD, FORWARD_BACKWARD)] == [45, 90, 135]
+    assert all(b["relative_error"] < 1e-6 for b in timed["benchmarks"])
+    # Each captured call's autotuned kernels are recorded: the backward's is there.
+    assert any(p["kernel"] == "_mul_backward_kernel" for p in rows[("triton", BACKWARD)]["autotune"])
+    # A suite that times every implementation leaves the bound, forward only, out of the backward.
+    pr = _run_json(repo, tmp_path / "pr.json", "--suite", "pr")
+    assert {(b["kernel"], b.get("mode", "forward")) for b in pr["benchmarks"]} == {
+        ("triton", FORWARD),
+        ("torch", FORWARD),
+        ("copy", FORWARD),
+        ("triton", BACKWARD),
+        ("torch", BACKWARD),
+    }
+    # --mode keeps the cases of that mode; a forward-only run is written as format 3, as before.
+    forward = _run_json(repo, tmp_path / "forward.json", "--suite", "quick", "--case", "odd", "--mode", "forward")
+    assert forward["format"] == 3 and all("mode" not in b for b in forward["benchmarks"])
+    assert {b["kernel"] for b in forward["benchmarks"]} == {"triton", "torch"}
+
+
+def test_ab_judges_each_mode_apart_and_the_comment_names_it(gpu, tmp_path: Path):
+    """The head's backward 5% slower, its forward and forward+backward not: only the backward row
+    fails, and the comment names it `triton[backward]`."""
+    repo = backward_repository(tmp_path / "repo")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    (repo / "NOTES").write_text("head\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "head")
+    gpu.ms = lambda name, call: 1.05 if name == "head:triton[backward]" else 1.0
+    out = tmp_path / "ab"
+    arguments = ["ab", "HEAD~1", "--project", str(repo), "--suite", "quick", "--case", "odd", "--samples", "12"]
+    result = CliRunner().invoke(perfbot, [*arguments, "--out-dir", str(out)])
+    assert result.exit_code == 1, result.output
+    comparison = json.loads((out / "comparison.json").read_text())
+    verdicts = {(r["benchmark"]["kernel"], r["benchmark"].get("mode", "forward")): r for r in comparison["comparisons"]}
+    assert verdicts[("triton", BACKWARD)]["fails"], verdicts[("triton", BACKWARD)]
+    assert verdicts[("triton", BACKWARD)]["change_percent"] > 3
+    for mode in (FORWARD, FORWARD_BACKWARD):
+        assert verdicts[("triton", mode)]["verdict"] == "unchanged", verdicts[("triton", mode)]
+    assert "mode" not in verdicts[("triton", FORWARD)]["benchmark"]  # written as before modes
+    comment = (out / "comment.md").read_text()
+    assert "triton\\[backward\\]" in comment or "triton[backward]" in comment
+    head = results.load(out / "head.json")
+    assert {b.name for b in head.benchmarks} >= {"triton", "triton[backward]", "triton[forward+backward]"}
+
+
+# --- the gradient check, per dtype -------------------------------------------------------------
+
+TOLERANCE = {"float32": 1e-5, "float16": 1e-3, "bfloat16": 1e-2}
+
+
+class _Scaled(torch.autograd.Function):
+    """y = 3 x w; its backward's dx multiplied by `factor` (1: right)."""
+
+    factor = 1.0
+    forwards = 0
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        _Scaled.forwards += 1
+        return 3 * x * w
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, w = ctx.saved_tensors
+        return 3 * dy * w * _Scaled.factor, 3 * dy * x
+
+
+def _subject(**more) -> Subject:
+    def make_inputs(case, generator):
+        dtype = getattr(torch, case.dtype)
+        return tuple(torch.randn(case.n, 7, generator=generator).to(dtype) for _ in range(2))
+
+    subject = Subject(
+        name="scaled",
+        inputs=make_inputs,
+        reference=lambda x, w: 3 * x.double() * w.double(),
+        tolerance=TOLERANCE,
+        suites={},
+        **more,
+    )
+    subject.add(Implementation("scaled", lambda x, w: _Scaled.apply(x, w), under_test=True))
+    subject.add(Implementation("detached", lambda x, w: (3 * x * w).detach()))
+    return subject
+
+
+def _checked(subject: Subject, kernel: str, mode: str, dtype: str = "float32"):
+    case = Case("quick", "odd", {"n": 33}, dtype, mode)
+    planned = Planned(case, kernel, (), "", subject.implementations[kernel], (), subject)
+    return groups.check_group([planned], torch.Generator().manual_seed(0), subject)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("mode", [BACKWARD, FORWARD_BACKWARD])
+def test_a_gradient_off_by_a_factor_is_wrong_and_a_right_one_passes(monkeypatch, dtype: str, mode: str):
+    subject = _subject()
+    ready, failures = _checked(subject, "scaled", mode, dtype)
+    assert not failures and len(ready) == 1
+    check = ready[0].check
+    assert check.passed and check.relative_error <= TOLERANCE[dtype]
+    monkeypatch.setattr(_Scaled, "factor", 1 + 3 * TOLERANCE[dtype])  # just past the dtype's tolerance
+    ready, failures = _checked(subject, "scaled", mode, dtype)
+    assert not ready and len(failures) == 1
+    failure = failures[0][1]
+    assert failure.reason == "wrong result in the gradient of input 0"
+    assert failure.mode == mode and failure.error_bound == TOLERANCE[dtype]
+    assert TOLERANCE[dtype] < failure.relative_error < 10 * TOLERANCE[dtype]
+
+
+def test_grad_tolerance_applies_to_the_gradients_and_tolerance_to_the_output(monkeypatch):
+    monkeypatch.setattr(_Scaled, "factor", 1.001)
+    subject = _subject(grad_tolerance={"float32": 1e-2})
+    ready, failures = _checked(subject, "scaled", FORWARD_BACKWARD)
+    assert not failures and ready[0].bound == (1e-5, 1e-2, 1e-2)
+    ready, failures = _checked(_subject(), "scaled", FORWARD_BACKWARD)
+    assert not ready and failures[0][1].error_bound == 1e-5  # without grad_tolerance: the tolerance's
+
+
+def test_grad_inputs_chooses_what_is_differentiated(monkeypatch):
+    monkeypatch.setattr(_Scaled, "factor", 2.0)  # dx wrong, dw right
+    ready, failures = _checked(_subject(grad_inputs=[1]), "scaled", BACKWARD)
+    assert not failures and ready[0].gradients.positions == (1,) and ready[0].parts == ("the gradient of input 1",)
+    ready, failures = _checked(_subject(grad_inputs=[0, 1]), "scaled", BACKWARD)
+    assert not ready and failures[0][1].reason == "wrong result in the gradient of input 0"
+    with pytest.raises(BadInput, match="grad_inputs names input 2, which is not a floating-point tensor"):
+        _checked(_subject(grad_inputs=[2]), "scaled", BACKWARD)
+
+
+def test_an_output_that_does_not_require_grad_is_a_wrong_result_in_one_line():
+    ready, failures = _checked(_subject(), "detached", BACKWARD)
+    assert not ready
+    reason = failures[0][1].reason
+    assert reason.startswith("wrong result: its output does not require grad") and "\n" not in reason
+    ready, failures = _checked(_subject(), "detached", FORWARD)  # its forward is right
+    assert ready and not failures
+
+
+# --- the timed call ----------------------------------------------------------------------------
+
+
+def _timed(mode: str):
+    x, w = torch.randn(5, 3), torch.randn(5, 3)
+    given = modes.leaves((x, w), (0, 1))
+    gradients = modes.Gradients((0, 1), torch.randn(5, 3))
+    call = modes.timed_call(mode, lambda: _Scaled.apply(*given), given, gradients, "scaled")
+    return call, given, gradients
+
+
+def test_the_timed_backward_does_not_run_the_forward_nor_add_into_gradients():
+    call, given, gradients = _timed(BACKWARD)
+    assert isinstance(call, measure.Staged)
+    before = _Scaled.forwards
+    call.before()
+    assert _Scaled.forwards == before + 1
+    first = call.call()
+    second = call.call()  # as a replay does: the same gradients, not twice them
+    assert _Scaled.forwards == before + 1
+    assert all(torch.equal(a, b) for a, b in zip(first, second, strict=True))
+    assert torch.allclose(first[0], 3 * gradients.grad_output * given[1].detach())
+    assert all(leaf.grad is None for leaf in given)  # returned, never accumulated into .grad
+
+
+def test_forward_and_backward_is_one_call_of_both():
+    call, given, gradients = _timed(FORWARD_BACKWARD)
+    assert not isinstance(call, measure.Staged)
+    before = _Scaled.forwards
+    out, _, dw = call()
+    assert _Scaled.forwards == before + 1
+    assert not out.requires_grad and torch.allclose(out, 3 * given[0].detach() * given[1].detach())
+    assert torch.allclose(dw, 3 * gradients.grad_output * given[0].detach())
+
+
+def test_the_fresh_recheck_catches_a_backward_kept_across_calls(gpu):
+    """A backward that returns what it computed first (keyed on nothing): timed, its graph
+    replayed on fresh inputs is wrong, as a forward that keeps its result is."""
+    kept: list[torch.Tensor] = []
+
+    class Kept(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            return 3 * x * w
+
+        @staticmethod
+        def backward(ctx, dy):
+            x, w = ctx.saved_tensors
+            if not kept:
+                kept.extend([3 * dy * w, 3 * dy * x])
+            return kept[0].clone(), kept[1].clone()
+
+    subject = _subject()
+    subject.add(Implementation("kept", lambda x, w: Kept.apply(x, w)))
+    ready, failures = _checked(subject, "kept", BACKWARD)
+    assert ready and not failures
+    captured = {r.planned.key: measure.capture(r.call, 1) for r in ready}
+    wrong = groups.recheck_fresh(ready, captured, subject, "cpu")
+    assert list(wrong) == ["kept[backward]"] and "wrong on 2 of 2 draws" in wrong["kept[backward]"]
+    ready, _ = _checked(subject, "scaled", BACKWARD)
+    captured = {r.planned.key: measure.capture(r.call, 1) for r in ready}
+    assert groups.recheck_fresh(ready, captured, subject, "cpu") == {}
+
+
+# --- suites, loading and identity ---------------------------------------------------------------
+
+
+def _suites_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "suites.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_mode_list_times_a_case_once_in_each_and_a_case_overrides_the_suite(tmp_path: Path):
+    subject = _subject()
+    text = (
+        "quick:\n  dtype: float32\n  mode: [forward, backward]\n  implementations: [scaled]\n  cases:\n"
+        "    - {name: odd, n: 33}\n    - {name: step, n: 8, mode: forward+backward}\n"
+    )
+    suite = load_suites(_suites_file(tmp_path, text), subject)["quick"]
+    assert [(c.name, c.mode) for c in suite.cases] == [("odd", FORWARD), ("odd", BACKWARD), ("step", FORWARD_BACKWARD)]
+    plain = load_suites(_suites_file(tmp_path, "quick:\n  dtype: float32\n  cases: [{name: a, n: 1}]\n"), subject)
+    assert [c.mode for c in plain["quick"].cases] == [FORWARD]
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("mode: sideways\n", "unknown mode 'sideways'; modes: forward, backward, forward+backward"),
+        ("mode: [backward, backward]\n", "names a mode twice"),
+        ("mode: []\n", "mode: should be"),
+    ],
+)
+def test_a_bad_mode_is_bad_input(tmp_path: Path, text: str, words: str):
+    path = _suites_file(tmp_path, "quick:\n  dtype: float32\n  " + text + "  cases: [{name: a, n: 1}]\n")
+    with pytest.raises(BadInput) as error:
+        load_suites(path, _subject())
+    assert words in str(error.value) and "\n" not in str(error.value)
+
+
+def test_an_implementation_named_in_a_mode_it_does_not_take_is_refused_at_load(tmp_path: Path):
+    subject = _subject()
+    subject.add(Implementation("copy", lambda x, w: x.clone(), bound=True))
+    subject.add(Implementation("fwd", lambda x, w: x * w, modes=("forward",)))
+    for name, modes_said in (("copy", "forward, as a bound"), ("fwd", "forward")):
+        text = (
+            f"quick:\n  dtype: float32\n  mode: backward\n  implementations: [{name}]\n  cases: [{{name: a, n: 1}}]\n"
+        )
+        with pytest.raises(BadInput) as error:
+            load_suites(_suites_file(tmp_path, text), subject)
+        message = str(error.value)
+        assert f"case 'a': implementation {name!r} is not timed in mode 'backward' (its modes: {modes_said})" in message
+        assert "\n" not in message
+    # In Python, alike; and modes= says otherwise.
+    case = Case("quick", "a", {"n": 1}, "float32", BACKWARD)
+    subject.suites = {"quick": Suite("quick", "", ("copy",), (case,))}
+    with pytest.raises(BadInput, match="implementation 'copy' is not timed in mode 'backward'"):
+        declared_suites(tmp_path, subject)
+    subject.add(Implementation("both", lambda x, w: x * w, bound=True, modes=("forward", "backward")))
+    subject.suites = {"quick": Suite("quick", "", ("both",), (case,))}
+    assert declared_suites(tmp_path, subject)["quick"].cases[0].mode == BACKWARD
+
+
+def test_a_suite_naming_an_implementation_in_a_mode_it_lacks_exits_2(tmp_path: Path):
+    repo = backward_repository(tmp_path / "repo")
+    suites = repo / "perf" / "suites.yaml"
+    suites.write_text(suites.read_text().replace("implementations: [triton, torch]", "implementations: [triton, copy]"))
+    result = CliRunner().invoke(perfbot, ["check", "--project", str(repo)])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("perfbot: ") and "warning" not in line]
+    assert len(lines) == 1 and "implementation 'copy' is not timed in mode 'backward'" in lines[0], result.output
+
+
+def test_mode_is_in_a_benchmarks_identity_and_its_name():
+    assert benchmark_key("k", {}, {"n": 1}, "float32") == ("k", (), (("n", 1),), "float32")  # as before modes
+    assert benchmark_key("k", {}, {"n": 1}, "float32", FORWARD) == benchmark_key("k", {}, {"n": 1}, "float32")
+    assert benchmark_key("k", {}, {"n": 1}, "float32", BACKWARD) != benchmark_key("k", {}, {"n": 1}, "float32")
+    assert variant_name("k", {}) == "k" and variant_name("k", {"a": "1"}, FORWARD) == "k[a=1]"
+    assert variant_name("k", {}, BACKWARD) == "k[backward]"
+    assert variant_name("k", {"a": "1"}, FORWARD_BACKWARD) == "k[a=1,forward+backward]"
+
+
+def _one(run: Results, *rows: Benchmark) -> Results:
+    return dataclasses.replace(run, benchmarks=list(rows))
+
+
+def test_a_forward_and_a_backward_row_of_one_case_never_compare_against_each_other():
+    """The baseline has the forward alone; the current run the backward alone, far slower: no
+    pair, so no slowdown (the backward added, the forward missing). With both rows on both sides, each pairs with
+    its own mode: the backward's 10% is the backward row's, the forward is unchanged."""
+    run = make_results()
+    forward = next(b for b in run.benchmarks if b.kernel == "fused")
+    backward = dataclasses.replace(forward, mode=BACKWARD, samples_ms=samples(3 * forward.median_ms))
+    report = compare(_one(run, forward), _one(run, backward), POLICY)
+    assert not report.comparisons
+    assert [b.mode for b in report.added] == [BACKWARD]
+    assert [f.mode for f in report.missing] == [FORWARD]  # the baseline's own forward row, not timed
+    slower = dataclasses.replace(backward, samples_ms=samples(3.3 * forward.median_ms, seed=1))
+    both = compare(_one(run, forward, backward), _one(run, forward, slower), POLICY)
+    by_mode = {c.current.mode: c for c in both.comparisons}
+    assert by_mode[BACKWARD].verdict == "regression" and by_mode[FORWARD].verdict == "unchanged"
+    assert by_mode[BACKWARD].baseline.mode == BACKWARD
+
+
+def test_an_old_record_without_a_mode_reads_as_forward_and_matches_a_new_forward_row(tmp_path: Path):
+    run = make_results()
+    forward = next(b for b in run.benchmarks if b.kernel == "fused")
+    written = _one(run, forward).to_json()
+    assert written["format"] == 3 and all("mode" not in b for b in written["benchmarks"])
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(written))
+    old = results.load(path)
+    assert old.benchmarks[0].mode == FORWARD and old.benchmarks[0].key == forward.key
+    assert forward.key == benchmark_key(forward.kernel, forward.variant, forward.shape, forward.dtype)
+    backward = dataclasses.replace(forward, mode=BACKWARD)
+    path.write_text(json.dumps(_one(run, forward, backward).to_json()))
+    again = results.load(path)
+    assert [b.mode for b in again.benchmarks] == [FORWARD, BACKWARD] and json.loads(path.read_text())["format"] == 4
+    assert again.peer(again.benchmarks[1], "fused") is again.benchmarks[1]  # a backward row's peer is backward
+
+
+# --- on the GPU: the graphs themselves ---------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_the_timed_graph_replays_the_backward_and_the_recheck_its_forward_too():
+    x, w = (torch.randn(4096, device="cuda") for _ in range(2))
+    given = modes.leaves((x, w), (0, 1))
+    gradients = modes.Gradients((0, 1), torch.randn(4096, device="cuda"))
+    call = modes.timed_call(BACKWARD, lambda: _Scaled.apply(*given), given, gradients, "scaled")
+    captured = measure.capture(call, 2)
+    assert captured.before is not None
+    for _ in range(3):  # as a timer replays it: the gradients of the one forward, never added up
+        captured.graph.replay()
+    torch.cuda.synchronize()
+    dx, dw = (g.clone() for g in captured.output)
+    assert torch.allclose(dx, 3 * gradients.grad_output * w) and torch.allclose(dw, 3 * gradients.grad_output * x)
+    with torch.no_grad():  # fresh inputs, written where the graphs read them
+        x.copy_(torch.randn_like(x))
+        w.copy_(torch.randn_like(w))
+    captured.graph.replay()  # the backward alone reads what the forward saved: the old inputs
+    torch.cuda.synchronize()
+    assert torch.equal(captured.output[0], dx)
+    fresh_dx, fresh_dw = measure.replay(captured)  # the forward's graph first: the fresh inputs
+    assert torch.allclose(fresh_dx, 3 * gradients.grad_output * w) and torch.allclose(
+        fresh_dw, 3 * gradients.grad_output * x
+    )
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_run_times_each_mode(tmp_path: Path):
+    repo = backward_repository(tmp_path / "repo")
+    timed = _run_json(repo, tmp_path / "run.json", "--suite", "quick")
+    modes_timed = {(b["kernel"], b["case"], b.get("mode", "forward")) for b in timed["benchmarks"]}
+    assert modes_timed == {
+        *((k, "odd", m) for k in ("triton", "torch") for m in (FORWARD, BACKWARD, FORWARD_BACKWARD)),
+        ("triton", "half", BACKWARD),
+        ("torch", "half", BACKWARD),
+    }
+    assert not timed["failures"]
