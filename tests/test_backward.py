@@ -25,6 +25,8 @@ from perfbot.cli import perfbot
 from perfbot.deciding.compare import compare
 from perfbot.deciding.thresholds import load_policy
 from perfbot.errors import BadInput
+from perfbot.history import steps_file
+from perfbot.history.steps import bisect_argv
 from perfbot.loading.subject import BACKWARD, FORWARD, FORWARD_BACKWARD, Case, Implementation, Subject, Suite
 from perfbot.loading.suites import declared_suites, load_suites
 from perfbot.measuring import groups, measure, modes
@@ -163,6 +165,25 @@ def test_ab_judges_each_mode_apart_and_the_comment_names_it(gpu, tmp_path: Path)
     assert "triton\\[backward\\]" in comment or "triton[backward]" in comment
     head = results.load(out / "head.json")
     assert {b.name for b in head.benchmarks} >= {"triton", "triton[backward]", "triton[forward+backward]"}
+
+
+def test_sample_and_the_history_name_one_benchmark_by_its_mode(gpu, tmp_path: Path):
+    repo = backward_repository(tmp_path / "repo")
+    gpu.ms = lambda name, call: 2.0 if name == "triton[backward]" else 1.0
+    sample = ["sample", "--project", str(repo), "--suite", "quick", "--case", "half", "--kernel", "triton"]
+    result = CliRunner().invoke(perfbot, [*sample, "--samples", "10"])
+    assert result.exit_code == 0, result.output  # the case's first mode: half is timed backward alone
+    assert [round(float(line)) for line in result.output.split()[-10:]] == [2] * 10
+    result = CliRunner().invoke(perfbot, [*sample, "--samples", "10", "--mode", "forward"])
+    assert result.exit_code == 2 and "case quick/half is not timed in forward, but in backward" in result.output
+    odd = [*sample[:-3], "odd", "--kernel", "triton", "--samples", "10"]
+    result = CliRunner().invoke(perfbot, odd)
+    assert result.exit_code == 0 and round(float(result.output.split()[-1])) == 1  # odd's first mode, the forward
+    result = CliRunner().invoke(perfbot, [*odd, "--mode", "backward"])
+    assert result.exit_code == 0 and round(float(result.output.split()[-1])) == 2
+    step = steps_file.Benchmark("quick", "half", "triton", {}, BACKWARD)
+    assert "--case half --kernel triton --mode backward --samples 30" in " ".join(bisect_argv(step, "a", "b"))
+    assert "--mode" not in " ".join(bisect_argv(steps_file.Benchmark("quick", "odd", "triton"), "a", "b"))
 
 
 # --- the gradient check, per dtype -------------------------------------------------------------

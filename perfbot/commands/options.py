@@ -293,6 +293,15 @@ one_case_option = Shared(
     metavar="NAME",
     help="Case of the benchmark. Default: the subject's default case.",
 )
+one_mode_option = Shared(
+    "one benchmark",
+    "--mode",
+    "mode",
+    type=click.Choice(MODES),
+    metavar="MODE",
+    default=None,
+    help="Mode of the benchmark: forward, backward or forward+backward. Default: the first the case is timed in.",
+)
 one_kernel_option = Shared(
     "one benchmark",
     "--kernel",
@@ -401,8 +410,8 @@ def gpu_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def one_benchmark_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The options that name one benchmark: its family, suite, case and implementation."""
-    return _apply(command, (one_family_option, one_suite_option, one_case_option, one_kernel_option))
+    """The options that name one benchmark: its family, suite, case, mode and implementation."""
+    return _apply(command, (one_family_option, one_suite_option, one_case_option, one_mode_option, one_kernel_option))
 
 
 @dataclass(frozen=True)

@@ -230,6 +230,7 @@ def sample_command(
     family: str | None,
     suite_name: str | None,
     case_name: str | None,
+    mode: str | None,
     kernel: str | None,
     variants: tuple[str, ...],
     samples: int,
@@ -245,6 +246,7 @@ def sample_command(
 
     \b
         perfbot sample --suite pr --case CASE --kernel NAME --variant NAME=VALUE
+        perfbot sample --suite pr --case CASE --mode backward     # its gradients alone
         perfbot sample --family rmsnorm --suite pr --kernel triton   # rmsnorm/pr, rmsnorm/triton
     """
     from ..jobs.bisect_probers import hand_back
@@ -254,7 +256,7 @@ def sample_command(
 
     config = project_config(project)
     kernels = package if package is not None else config.kernels_dir
-    one: dict[str, Any] = {"family": family, "suite": suite_name, "case": case_name, "kernel": kernel}
+    one: dict[str, Any] = {"family": family, "suite": suite_name, "case": case_name, "kernel": kernel, "mode": mode}
     one |= {"variants": variants, "samples": samples}
     with workers({"": (kernels, None, None)}, fork=True) as started, named_options():
         chosen = chosen_in(started[""], one)

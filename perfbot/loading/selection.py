@@ -166,11 +166,16 @@ def own_implementation(subject: Loaded, family: str | None = None) -> str:
 
 
 def one_benchmark(
-    subject: Loaded, family: str | None, suite_name: str | None, case_name: str | None, kernel: str | None
+    subject: Loaded,
+    family: str | None,
+    suite_name: str | None,
+    case_name: str | None,
+    kernel: str | None,
+    mode: str | None = None,
 ) -> tuple[Case, str]:
-    """The case and the implementation of a command that times one benchmark. Of kernel families,
-    bare names are the family's (--family, else the case's), and no suite named is the family's
-    default case, else its first suite."""
+    """The case (in `mode`, else the first it is timed in) and the implementation of a command
+    that times one benchmark. Of kernel families, bare names are the family's (--family, else the
+    case's), and no suite named is the family's default case, else its first suite."""
     if family is not None:
         chosen_families(subject, (family,))
         if suite_name is not None and family_of(suite_name) is None:
@@ -181,7 +186,7 @@ def one_benchmark(
                 suite_name, case_name = prefixed(family, default[0]), default[1]
             else:
                 suite_name = next(name for name in subject.suites if family_of(name) == family)
-    case = subject.case(suite_name, case_name)
+    case = subject.case(suite_name, case_name, mode)
     family = family_of(case.suite) if subject.families else None
     if kernel is not None and family is not None and family_of(kernel) is None:
         kernel = prefixed(family, kernel)

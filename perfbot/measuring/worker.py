@@ -200,13 +200,14 @@ class _Side:
         kernel: str | None,
         variants: list[str],
         samples: int,
+        mode: str | None = None,
     ) -> dict[str, Any]:
         """`choose` for one benchmark (`perfbot sample`): its suite cut down to its case and
         implementation, and settings that time that alone."""
         from ..loading.selection import BadChoice, known_implementations, one_benchmark
         from .planning import chosen_variants
 
-        chosen_case, chosen_kernel = one_benchmark(self.subject, family, suite, case, kernel)
+        chosen_case, chosen_kernel = one_benchmark(self.subject, family, suite, case, kernel, mode)
         known_implementations(self.subject, (chosen_kernel,), "--kernel")
         run = RunSettings(
             samples=samples, variants=chosen_variants(self.subject.subject, variants), kernels=(chosen_kernel,)
