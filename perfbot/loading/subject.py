@@ -24,8 +24,11 @@ Every implementation is called as `fn(*inputs, **variant)`. A variant is a named
 whose values the subject lists, the default first (`variants={"offset": ("0", "1")}`);
 an implementation takes all of them unless it says which (`variants=()` for none). One may bring
 its own reference, flops and bytes (a bound: a copy of the input, beside a kernel that reads it
-once). Cases are named sets of integer parameters (`{name: wide, rows: 4096, cols: 8192}`) and a
-dtype; suites group them and say which implementations they time.
+once). Cases are named sets of integer parameters (`{name: wide, rows: 4096, cols: 8192}`), a
+dtype and a mode (MODES: the forward, the backward alone, or both); suites group them and say which
+implementations they time. In a backward mode the gradients of the output with respect to
+`grad_inputs` are checked, within `grad_tolerance`, against float64 autograd of the reference
+(measuring/modes.py); an implementation says which modes it takes (`modes=`).
 
 perfbot loads the package by path (package.py, `load_subject`), under a name unique to its path,
 and the checkout's own packages it imports by name from that checkout (isolation.py), so that two
