@@ -412,6 +412,17 @@ def test_a_suite_naming_an_implementation_in_a_mode_it_lacks_exits_2(tmp_path: P
     assert len(lines) == 1 and "implementation 'copy' is not timed in mode 'backward'" in lines[0], result.output
 
 
+def test_suites_lists_a_case_in_each_of_its_modes(tmp_path: Path):
+    result = CliRunner().invoke(perfbot, ["suites", "--project", str(backward_repository(tmp_path / "repo"))])
+    assert result.exit_code == 0, result.output
+    odd = [line.split() for line in result.output.splitlines() if line.startswith("  odd ")]
+    assert odd[:3] == [
+        ["odd", "n=45", "float32"],
+        ["odd", "n=45", "float32", "backward"],
+        ["odd", "n=45", "float32", "forward+backward"],
+    ]
+
+
 def test_mode_is_in_a_benchmarks_identity_and_its_name():
     assert benchmark_key("k", {}, {"n": 1}, "float32") == ("k", (), (("n", 1),), "float32")  # as before modes
     assert benchmark_key("k", {}, {"n": 1}, "float32", FORWARD) == benchmark_key("k", {}, {"n": 1}, "float32")

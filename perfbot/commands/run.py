@@ -215,7 +215,8 @@ def suites_command(project: Path | None, as_json: bool) -> None:
                 click.echo(f"{suite['name']}: {suite['about']}  [{', '.join(suite['implementations'])}]")
                 for case in suite["cases"]:
                     params = " ".join(f"{k}={v}" for k, v in case["params"].items())
-                    click.echo(f"  {case['name']:<18} {params}  {case['dtype']}")
+                    mode = f"  {case['mode']}" if case.get("mode", "forward") != "forward" else ""
+                    click.echo(f"  {case['name']:<18} {params}  {case['dtype']}{mode}")
     except (KeyError, TypeError, AttributeError) as error:
         raise EnvironmentFailure(f"the subject's process answered suites that do not read: {error!r}") from None
 
