@@ -136,6 +136,7 @@ def test_run_times_each_mode_as_a_row_of_its_own(gpu, tmp_path: Path):
     # --mode keeps the cases of that mode; a forward-only run is written as format 3, as before.
     forward = _run_json(repo, tmp_path / "forward.json", "--suite", "quick", "--case", "odd", "--mode", "forward")
     assert forward["format"] == 3 and all("mode" not in b for b in forward["benchmarks"])
+    assert forward["settings"]["chosen_modes"] == ["forward"]
     assert {b["kernel"] for b in forward["benchmarks"]} == {"triton", "torch"}
 
 
@@ -452,6 +453,16 @@ def test_a_forward_and_a_backward_row_of_one_case_never_compare_against_each_oth
     by_mode = {c.current.mode: c for c in both.comparisons}
     assert by_mode[BACKWARD].verdict == "regression" and by_mode[FORWARD].verdict == "unchanged"
     assert by_mode[BACKWARD].baseline.mode == BACKWARD
+
+
+def test_a_run_cut_down_to_a_mode_does_not_miss_the_others():
+    run = make_results()
+    forward = next(b for b in run.benchmarks if b.kernel == "fused")
+    backward = dataclasses.replace(forward, mode=BACKWARD)
+    baseline = _one(run, forward, backward)
+    assert [f.mode for f in compare(baseline, _one(run, forward), POLICY).missing] == [BACKWARD]
+    cut = dataclasses.replace(_one(run, forward), settings=dataclasses.replace(run.settings, chosen_modes=[FORWARD]))
+    assert compare(baseline, cut, POLICY).missing == ()
 
 
 def test_an_old_record_without_a_mode_reads_as_forward_and_matches_a_new_forward_row(tmp_path: Path):

@@ -11,7 +11,7 @@ implementation, and what its result is checked against.
 - `forward+backward`: the forward and the gradients together, one training step's worth of the
   op; the output is checked too.
 
-`grad_output` is drawn from a generator seeded with the case's seed, in the shape of the
+`grad_output` is drawn from a generator seeded with the run's seed (`--seed`), in the shape of the
 reference's output and the case's dtype: every implementation of a case gets the same values.
 """
 
