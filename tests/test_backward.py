@@ -304,6 +304,28 @@ def test_the_timed_backward_does_not_run_the_forward_nor_add_into_gradients():
     assert all(leaf.grad is None for leaf in given)  # returned, never accumulated into .grad
 
 
+def test_each_forward_of_the_timed_backward_lets_the_last_ones_graph_go_first():
+    """On the GPU, a forward whose grad inputs' autograd nodes a former forward (the check's, on
+    the default stream) still holds breaks the backward's capture on the capture stream: the
+    stage drops its last output before it calls the forward again."""
+    x, w = torch.randn(5, 3), torch.randn(5, 3)
+    given = modes.leaves((x, w), (0, 1))
+    held: list[object] = []
+    stage: list[object] = []
+
+    def forward():
+        held.append(stage[0].out)
+        return _Scaled.apply(*given)
+
+    call = modes.timed_call(BACKWARD, forward, given, modes.Gradients((0, 1), torch.randn(5, 3)), "scaled")
+    stage.append(call.before.__self__)
+    call.before()
+    call.call()
+    call.before()
+    assert held == [None, None]
+    assert stage[0].out is not None
+
+
 def test_forward_and_backward_is_one_call_of_both():
     call, given, gradients = _timed(FORWARD_BACKWARD)
     assert not isinstance(call, measure.Staged)

@@ -85,9 +85,7 @@ def check_group(
     # What each implementation is given, kept aside: one that changes an input in place is wrong
     # (the model's next layer would read what it wrote), and the next is given the inputs again.
     kept = guard.call(f"subject {subject.name!r}: inputs({label}), copied", functools.partial(_copies, inputs), limit)
-    # A backward mode's grad inputs, as leaves that require grad, sharing the inputs' memory.
     positions = () if case.mode == FORWARD else modes.grad_positions(subject, inputs, label)
-    given = modes.leaves(inputs, positions)
     references: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[Any, modes.Gradients | None]] = {}
     ready, failures = [], []
     for planned in group:
@@ -106,6 +104,9 @@ def check_group(
         expected, gradients = references[key]
         bound = modes.bound(subject, case, len(expected) if isinstance(expected, tuple) else 1)
         name = f"subject {subject.name!r}: implementation {planned.name!r} ({label})"
+        # A backward mode's grad inputs as leaves that require grad, sharing the inputs' memory;
+        # each implementation its own, so that none reuses another's autograd nodes (modes.py).
+        given = modes.leaves(inputs, positions)
         call = modes.timed_call(case.mode, guard.guarded(name, impl.fn, *given, **values), given, gradients, name)
         try:
             # Its first call: where an autotuned kernel tunes, and what Triton launches (its graph must hold them).

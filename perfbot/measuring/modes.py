@@ -125,6 +125,11 @@ class _Backward:
     out: torch.Tensor | None = None
 
     def forward(self) -> None:
+        # The last forward's autograd graph let go first: it holds the grad inputs' AccumulateGrad
+        # nodes, made on the stream that forward ran on (the check's, the default stream). Kept,
+        # the next forward reuses them, and a backward captured on another stream syncs with
+        # theirs: a capture on the GPU fails (cudaErrorStreamCaptureInvalidated).
+        self.out = None
         self.out = differentiable(self.call(), self.gradients)
 
     def backward(self) -> tuple[torch.Tensor, ...]:
