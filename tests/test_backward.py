@@ -27,6 +27,8 @@ from perfbot.deciding.thresholds import load_policy
 from perfbot.errors import BadInput
 from perfbot.history import steps_file
 from perfbot.history.steps import bisect_argv
+from perfbot.loading.declarations import differences
+from perfbot.loading.package import load_subject
 from perfbot.loading.subject import BACKWARD, FORWARD, FORWARD_BACKWARD, Case, Implementation, Subject, Suite
 from perfbot.loading.suites import declared_suites, load_suites
 from perfbot.measuring import groups, measure, modes
@@ -444,6 +446,23 @@ def test_suites_lists_a_case_in_each_of_its_modes(tmp_path: Path):
         ["odd", "n=45", "float32", "backward"],
         ["odd", "n=45", "float32", "forward+backward"],
     ]
+
+
+def test_the_declarations_of_modes_that_differ_between_the_sides_are_listed(tmp_path: Path):
+    base = backward_repository(tmp_path / "base")
+    head = backward_repository(tmp_path / "head")
+    suites = head / "perf" / "suites.yaml"
+    suites.write_text(suites.read_text().replace("mode: [forward, backward, forward+backward]", "mode: forward"))
+    subject = head / "perf" / "__init__.py"
+    edited = subject.read_text().replace('grad_tolerance={"float32": 1e-6', 'grad_tolerance={"float32": 1e-3')
+    subject.write_text(edited.replace('("copy", bound=True,', '("copy", bound=True, modes=["forward"],'))
+    mine, theirs = load_subject(base / "perf"), load_subject(head / "perf")
+    lines = differences(mine, theirs, list(mine.suites.values()))
+    assert "suite quick: case odd (backward) only on the base, or changed" in lines
+    assert "suite quick: case odd (forward+backward) only on the base, or changed" in lines
+    assert "suite quick: case odd only on the base, or changed" not in lines  # its forward is on both
+    assert any(line.startswith("subject grad_tolerance: {'float32': 1e-06") for line in lines), lines
+    assert "implementation copy modes: None on the base, ('forward',) on the head" in lines
 
 
 def test_mode_is_in_a_benchmarks_identity_and_its_name():
