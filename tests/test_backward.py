@@ -272,6 +272,20 @@ def test_grad_inputs_chooses_what_is_differentiated(monkeypatch):
         _checked(_subject(grad_inputs=[2]), "scaled", BACKWARD)
 
 
+def test_a_reference_that_cannot_be_differentiated_is_refused_in_one_line():
+    subject = _subject()
+    subject.reference = lambda x, w: (3 * x.double() * w.double()).detach()
+    with pytest.raises(BadInput) as error:
+        _checked(subject, "scaled", BACKWARD)
+    assert str(error.value) == (
+        "subject 'scaled': the reference (case quick/odd) raised ValueError: it returned an output that does not "
+        "require grad, of which no gradient can be taken on float64 leaves"
+    )
+    subject.reference = lambda x, w: (3 * x.double() * w.double(),)  # a tuple, in the forward: refused as ever
+    with pytest.raises(BadInput, match="returned a tuple, not a tensor"):
+        _checked(subject, "scaled", FORWARD)
+
+
 def test_an_output_that_does_not_require_grad_is_a_wrong_result_in_one_line():
     ready, failures = _checked(_subject(), "detached", BACKWARD)
     assert not ready

@@ -49,11 +49,12 @@ def uncomparable(tensor: torch.Tensor) -> str | None:
     return None
 
 
-def untrusted(expected: Any) -> str | None:
+def untrusted(expected: Any, parts: bool = False) -> str | None:
     """Why a reference's result cannot be trusted, or None: it is no tensor, a tensor whose values
     cannot be compared, or holds a NaN or an infinity (against which every output would be wrong,
-    whoever computed it). Of a tuple of parts, the first part's that cannot."""
-    if isinstance(expected, tuple) and expected:
+    whoever computed it). With `parts`, a tuple of such tensors (a backward mode's), and why the
+    first that cannot be trusted cannot."""
+    if parts and isinstance(expected, tuple) and expected:
         return next((why for part in expected if (why := untrusted(part)) is not None), None)
     if not isinstance(expected, torch.Tensor):
         return f"returned a {type(expected).__name__}, not a tensor"

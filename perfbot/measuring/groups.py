@@ -232,7 +232,7 @@ def _trusted(
     mode differentiates with, and why the result cannot be trusted (or None): under the
     reference's guard, since a Tensor subclass's methods are the subject's code."""
     expected, gradients = modes.trusted(case, reference, inputs, values, positions, seed)
-    return expected, gradients, correctness.untrusted(expected)
+    return expected, gradients, correctness.untrusted(expected, parts=case.mode != FORWARD)
 
 
 def _trusted_again(
@@ -240,7 +240,7 @@ def _trusted_again(
 ) -> tuple[Any, str | None]:
     """As `_trusted`, on fresh inputs, with the grad_output the implementations were given."""
     expected = modes.expected(mode, reference, inputs, values, gradients)
-    return expected, correctness.untrusted(expected)
+    return expected, correctness.untrusted(expected, parts=mode != FORWARD)
 
 
 def _copies(inputs: tuple[Any, ...]) -> tuple[torch.Tensor | None, ...]:
