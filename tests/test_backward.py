@@ -170,6 +170,17 @@ def test_ab_judges_each_mode_apart_and_the_comment_names_it(gpu, tmp_path: Path)
     assert {b.name for b in head.benchmarks} >= {"triton", "triton[backward]", "triton[forward+backward]"}
 
 
+def test_a_mode_no_chosen_case_is_timed_in_is_refused(gpu, tmp_path: Path):
+    repo = backward_repository(tmp_path / "repo")
+    result = CliRunner().invoke(perfbot, ["run", "--project", str(repo), "--suite", "pr", "--mode", "forward+backward"])
+    assert result.exit_code == 2
+    assert "--mode: no case of the chosen suites is timed in forward+backward; they are in backward, forward" in (
+        result.output
+    )
+    result = CliRunner().invoke(perfbot, ["run", "--project", str(repo), "--mode", "sideways"])
+    assert result.exit_code == 2 and "Invalid value for '--mode'" in result.output
+
+
 def test_sample_and_the_history_name_one_benchmark_by_its_mode(gpu, tmp_path: Path):
     repo = backward_repository(tmp_path / "repo")
     gpu.ms = lambda name, call: 2.0 if name == "triton[backward]" else 1.0
@@ -293,6 +304,36 @@ def test_an_output_that_does_not_require_grad_is_a_wrong_result_in_one_line():
     assert reason.startswith("wrong result: its output does not require grad") and "\n" not in reason
     ready, failures = _checked(_subject(), "detached", FORWARD)  # its forward is right
     assert ready and not failures
+
+
+def test_a_result_of_parts_is_judged_by_its_first_wrong_part_else_its_nearest_to_its_bound():
+    from perfbot.measuring import correctness
+
+    ref = (torch.ones(4, dtype=torch.float64), torch.ones(4, dtype=torch.float64))
+    near = (torch.ones(4) * 1.0005, torch.ones(4) * 1.004)  # errors 5e-4 and 4e-3
+    check = correctness.check(near, ref, (1e-2, 1e-2), ("a", "b"))
+    assert check.passed and check.part == "b" and abs(check.relative_error - 4e-3) < 1e-6  # 0.4 of its bound
+    check = correctness.check(near, ref, (1e-3, 1e-2), ("a", "b"))
+    assert check.passed and check.part == "a"  # 0.5 of its bound, b 0.4 of its
+    wrong = (torch.ones(4) * 1.002, torch.ones(4) * 1.5)
+    check = correctness.check(wrong, ref, (1e-3, 1e-2), ("a", "b"))
+    assert not check.passed and check.part == "a" and check.bound == 1e-3
+    assert correctness.check(near[:1], ref, 1e-2).why == "a 1 tensors, not 2 tensors"
+
+
+def test_an_output_of_another_dtype_gets_the_grad_output_in_its_own(monkeypatch):
+    subject = _subject()
+    subject.add(Implementation("wider", lambda x, w: _Scaled.apply(x.float(), w.float())))
+    ready, failures = _checked(subject, "wider", BACKWARD, "float16")
+    assert not failures and ready[0].check.passed
+    assert ready[0].gradients.grad_output.dtype == torch.float16
+
+
+def test_a_case_without_a_floating_point_input_has_nothing_to_differentiate():
+    subject = _subject()
+    subject.inputs = lambda case, generator: (torch.arange(4),)
+    with pytest.raises(BadInput, match=r"inputs\(case quick/odd\) holds no floating-point tensor to differentiate"):
+        _checked(subject, "scaled", BACKWARD)
 
 
 # --- the timed call ----------------------------------------------------------------------------
