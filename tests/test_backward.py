@@ -165,7 +165,11 @@ def test_ab_judges_each_mode_apart_and_the_comment_names_it(gpu, tmp_path: Path)
         assert verdicts[("triton", mode)]["verdict"] == "unchanged", verdicts[("triton", mode)]
     assert "mode" not in verdicts[("triton", FORWARD)]["benchmark"]  # written as before modes
     comment = (out / "comment.md").read_text()
-    assert "triton\\[backward\\]" in comment or "triton[backward]" in comment
+    # The failing row named with its mode, its fastest baseline the baseline's row of that mode.
+    failing = [line for line in comment.splitlines() if "❌ 🔺 regression" in line]
+    assert len(failing) == 1 and failing[0].startswith("| triton\\[backward\\] · quick/odd · n=45 float32 |")
+    assert "| 0.95× torch\\[backward\\] |" in failing[0]
+    assert "| triton · quick/odd · n=45 float32 |" in comment  # a forward row as before modes
     head = results.load(out / "head.json")
     assert {b.name for b in head.benchmarks} >= {"triton", "triton[backward]", "triton[forward+backward]"}
 
