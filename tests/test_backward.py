@@ -16,6 +16,7 @@ import dataclasses
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -372,14 +373,15 @@ def test_each_forward_of_the_timed_backward_lets_the_last_ones_graph_go_first():
     x, w = torch.randn(5, 3), torch.randn(5, 3)
     given = modes.leaves((x, w), (0, 1))
     held: list[object] = []
-    stage: list[object] = []
+    stage: list[Any] = []
 
     def forward():
         held.append(stage[0].out)
         return _Scaled.apply(*given)
 
     call = modes.timed_call(BACKWARD, forward, given, modes.Gradients((0, 1), torch.randn(5, 3)), "scaled")
-    stage.append(call.before.__self__)
+    assert isinstance(call, measure.Staged)
+    stage.append(call.before.__self__)  # type: ignore[attr-defined]  # the bound method's stage
     call.before()
     call.call()
     call.before()
