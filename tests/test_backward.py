@@ -389,6 +389,55 @@ def test_each_forward_of_the_timed_backward_lets_the_last_ones_graph_go_first():
     assert stage[0].out is not None
 
 
+def test_a_backwards_launches_on_autograds_own_thread_are_the_waiting_threads():
+    """On a GPU autograd runs a backward on a thread of its own (measured on an H100: the
+    experiment's backward_threads.py); here another thread runs one on the CPU. Its launches count
+    as the recording thread's while that thread waits on a backward, and only then; launches of
+    another thread outside any backward never do."""
+    import threading
+
+    from triton.compiler.compiler import CompiledKernel
+
+    from perfbot.compiling import launches
+
+    class Compiled:
+        """What launch_metadata reads of a compiled kernel: there is none without a GPU."""
+
+        name, function, src = "k", None, None
+
+        def _init_handles(self):
+            pass
+
+    kernel = Compiled()
+
+    class Launching(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return 2 * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            CompiledKernel.launch_metadata(kernel, (3,), None)
+            return 2 * grad
+
+    def backward_elsewhere():
+        x = torch.randn(3, requires_grad=True)
+        torch.autograd.grad(Launching.apply(x), (x,), torch.ones(3))
+
+    def elsewhere(work):
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join()
+
+    with launches.recording() as seen, launches.backward_of_this_thread():
+        elsewhere(backward_elsewhere)
+        elsewhere(lambda: CompiledKernel.launch_metadata(kernel, (5,), None))  # no backward
+    assert [(grid, count) for _, grid, count in seen.each()] == [((3, 1, 1), 1)]
+    with launches.recording() as seen:  # not waiting on a backward: another thread's are its own
+        elsewhere(backward_elsewhere)
+    assert seen.count == 0
+
+
 def test_forward_and_backward_is_one_call_of_both():
     call, given, gradients = _timed(FORWARD_BACKWARD)
     assert not isinstance(call, measure.Staged)

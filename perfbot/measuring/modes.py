@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from ..compiling import launches
 from ..errors import BadInput
 from ..loading import guard
 from ..loading.subject import BACKWARD, FORWARD, FORWARD_BACKWARD, Case, Subject
@@ -159,8 +160,12 @@ def differentiable(out: Any, gradients: Gradients) -> torch.Tensor:
 def _grad(
     out: torch.Tensor, wrt: tuple[torch.Tensor, ...], grad_output: torch.Tensor, retain: bool
 ) -> tuple[torch.Tensor, ...]:
-    # An input the output does not depend on gets zeros, checked as any gradient is.
-    return torch.autograd.grad(out, wrt, grad_output, retain_graph=retain, allow_unused=True, materialize_grads=True)
+    # An input the output does not depend on gets zeros, checked as any gradient is. The backward's
+    # Triton launches are this thread's, for the record of what the call launches.
+    with launches.backward_of_this_thread():
+        return torch.autograd.grad(
+            out, wrt, grad_output, retain_graph=retain, allow_unused=True, materialize_grads=True
+        )
 
 
 def trusted(
