@@ -672,3 +672,14 @@ def test_on_the_gpu_run_times_each_mode(tmp_path: Path):
         ("torch", "half", BACKWARD),
     }
     assert not timed["failures"]
+    # What is timed of each mode, as compiled: the backward's kernel alone, and both in a step.
+    compiled = {
+        b.get("mode", "forward"): [k["name"] for k in b["compiled"]["kernels"]]
+        for b in timed["benchmarks"]
+        if b["kernel"] == "triton" and b["case"] == "odd"
+    }
+    assert compiled == {
+        FORWARD: ["_mul_kernel"],
+        BACKWARD: ["_mul_backward_kernel"],
+        FORWARD_BACKWARD: ["_mul_kernel", "_mul_backward_kernel"],
+    }
