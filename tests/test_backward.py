@@ -205,6 +205,29 @@ def test_sample_and_the_history_name_one_benchmark_by_its_mode(gpu, tmp_path: Pa
     assert "--mode" not in " ".join(bisect_argv(steps_file.Benchmark("quick", "odd", "triton"), "a", "b"))
 
 
+def test_history_follows_a_backward_row_as_a_series_of_its_own(tmp_path: Path):
+    """A store whose runs time the subject's own kernel forward and backward, the backward 3%
+    slower from run 25 on: the history finds the backward's step alone, names the row, and its
+    bisect command times that mode."""
+    from tests.history_store import make_runs, write_store
+
+    runs = []
+    for index, run in enumerate(make_runs(40, seed=11)):
+        slower = 1.03 if index >= 24 else 1.0
+        backward = [
+            dataclasses.replace(b, mode=BACKWARD, samples_ms=[2 * slower * v for v in b.samples_ms])
+            for b in run.benchmarks
+            if b.kernel == "fused"
+        ]
+        runs.append(dataclasses.replace(run, benchmarks=[*run.benchmarks, *backward]))
+    result = CliRunner().invoke(perfbot, ["history", "--store", str(write_store(tmp_path / "store", runs)), "--check"])
+    assert result.exit_code == 1, result.output
+    stepped = [line for line in result.output.splitlines() if line.startswith("NVIDIA H200 · ")]
+    assert len(stepped) == 2 and all(line.startswith("NVIDIA H200 · fused[backward] · pr/") for line in stepped)
+    assert "2 new step(s), 2 of them a recent slowdown" in result.output
+    assert "--kernel fused --mode backward" in result.output
+
+
 # --- the gradient check, per dtype -------------------------------------------------------------
 
 TOLERANCE = {"float32": 1e-5, "float16": 1e-3, "bfloat16": 1e-2}
