@@ -571,7 +571,11 @@ def test_a_suite_naming_an_implementation_in_a_mode_it_lacks_exits_2(tmp_path: P
 
 
 def test_suites_lists_a_case_in_each_of_its_modes(tmp_path: Path):
-    result = CliRunner().invoke(perfbot, ["suites", "--project", str(backward_repository(tmp_path / "repo"))])
+    repo = backward_repository(tmp_path / "repo")
+    declared = CliRunner().invoke(perfbot, ["suites", "--project", str(repo), "--json"])
+    assert declared.exit_code == 0, declared.output
+    assert json.loads(declared.output)["suites"]["quick"]["cases"] == ["odd", "half"]  # names, each once
+    result = CliRunner().invoke(perfbot, ["suites", "--project", str(repo)])
     assert result.exit_code == 0, result.output
     odd = [line.split() for line in result.output.splitlines() if line.startswith("  odd ")]
     assert odd[:3] == [

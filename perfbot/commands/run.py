@@ -199,7 +199,7 @@ def suites_command(project: Path | None, as_json: bool) -> None:
             from ..records import declared
 
             suites = [
-                (s["name"], list(s["implementations"]), [c["name"] for c in s["cases"]])
+                (s["name"], list(s["implementations"]), list(dict.fromkeys(c["name"] for c in s["cases"])))
                 for family in answer["families"]
                 for s in family["suites"]
             ]
