@@ -325,6 +325,29 @@ def test_a_reference_that_cannot_be_differentiated_is_refused_in_one_line():
         _checked(subject, "scaled", FORWARD)
 
 
+def test_each_kernel_family_differentiates_as_it_declares(tmp_path: Path, monkeypatch):
+    """Of a package's `subjects`, each family's grad_inputs and grad_tolerance hold for its own
+    cases: family a differentiates its second input alone, b both (and its dx is wrong)."""
+    from perfbot.loading.families import combine
+
+    monkeypatch.setattr(_Scaled, "factor", 2.0)
+    a, b = _subject(grad_inputs=[1], grad_tolerance={"float32": 1e-3}), _subject()
+    a.name, b.name = "a", "b"
+    for family in (a, b):
+        cases = tuple(Case("quick", "odd", {"n": 33}, "float32", mode) for mode in (FORWARD, BACKWARD))
+        family.suites = {"quick": Suite("quick", "", ("scaled",), cases)}
+    combined, suites = combine(tmp_path, [a, b])
+    checked = {}
+    for name in ("a", "b"):
+        case = next(c for c in suites[f"{name}/quick"].cases if c.mode == BACKWARD)
+        impl = combined.implementations[f"{name}/scaled"]
+        group = [Planned(case, impl.name, (), "", impl, (), combined)]
+        checked[name] = groups.check_group(group, torch.Generator().manual_seed(0), combined)
+    (ready,), _ = checked["a"]
+    assert ready.gradients.positions == (1,) and ready.bound == (1e-3,)
+    assert not checked["b"][0] and checked["b"][1][0][1].reason == "wrong result in the gradient of input 0"
+
+
 def test_an_output_that_does_not_require_grad_is_a_wrong_result_in_one_line():
     ready, failures = _checked(_subject(), "detached", BACKWARD)
     assert not ready

@@ -143,6 +143,11 @@ class Subject:
         """The largest relative error accepted for a case's output: its dtype's."""
         return self.tolerance[case.dtype]
 
+    def grad_inputs_for(self, case: Case) -> Sequence[int] | None:
+        """The positions of a case's grad inputs in a backward mode; None: every floating-point
+        tensor input."""
+        return self.grad_inputs
+
     def grad_tolerance_for(self, case: Case) -> float:
         """The largest relative error accepted for each gradient of a case: its dtype's in
         `grad_tolerance`, else in `tolerance`."""

@@ -85,7 +85,7 @@ def check_group(
     # What each implementation is given, kept aside: one that changes an input in place is wrong
     # (the model's next layer would read what it wrote), and the next is given the inputs again.
     kept = guard.call(f"subject {subject.name!r}: inputs({label}), copied", functools.partial(_copies, inputs), limit)
-    positions = () if case.mode == FORWARD else modes.grad_positions(subject, inputs, label)
+    positions = () if case.mode == FORWARD else modes.grad_positions(subject, case, inputs, label)
     references: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[Any, modes.Gradients | None]] = {}
     ready, failures = [], []
     for planned in group:

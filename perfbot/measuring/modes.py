@@ -56,22 +56,23 @@ class Gradients:
         return self._cast[out.dtype]
 
 
-def grad_positions(subject: Subject, inputs: Sequence[Any], label: str) -> tuple[int, ...]:
-    """The positions of the inputs the gradient is taken with respect to: `grad_inputs`, each a
-    floating-point tensor, else every floating-point tensor input. None to take: the subject's
-    mistake (exit 2)."""
+def grad_positions(subject: Subject, case: Case, inputs: Sequence[Any], label: str) -> tuple[int, ...]:
+    """The positions of the inputs the gradient is taken with respect to: the subject's (or the
+    case's family's) `grad_inputs`, each a floating-point tensor, else every floating-point tensor
+    input. None to take: the subject's mistake (exit 2)."""
     floating = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.is_floating_point()]
-    if subject.grad_inputs is None:
+    declared = subject.grad_inputs_for(case)
+    if declared is None:
         if not floating:
             raise BadInput(f"subject {subject.name!r}: inputs({label}) holds no floating-point tensor to differentiate")
         return tuple(floating)
-    wrong = [p for p in subject.grad_inputs if p not in floating]
+    wrong = [p for p in declared if p not in floating]
     if wrong:
         raise BadInput(
             f"subject {subject.name!r}: grad_inputs names input {wrong[0]}, which is not a floating-point tensor "
             f"of inputs({label}) (those are at {floating})"
         )
-    return tuple(subject.grad_inputs)
+    return tuple(declared)
 
 
 def leaves(inputs: Sequence[Any], positions: Sequence[int], dtype: torch.dtype | None = None) -> tuple[Any, ...]:
