@@ -99,11 +99,16 @@ class FakeGpu:
         return measure.Captured(graph=self.captures, output=output)
 
     def replay(self, captured):
-        """In place of measure.replay: the captured call again, its result written where the
-        graph's output is (a graph replays into the buffer it captured)."""
+        """In place of measure.replay: the captured call again (a Staged call's `before` too, as
+        measure.replay replays its graph first), its result written where the graph's output is
+        (a graph replays into the buffers it captured)."""
         output = self.functions[captured.graph]()
         if isinstance(captured.output, torch.Tensor) and output is not captured.output:
             captured.output.copy_(output)
+        if isinstance(captured.output, tuple) and isinstance(output, tuple) and len(output) == len(captured.output):
+            for kept, new in zip(captured.output, output, strict=True):
+                if isinstance(kept, torch.Tensor) and new is not kept:
+                    kept.copy_(new)
         return captured.output
 
     def timer(self, captured):

@@ -167,6 +167,13 @@ def test_an_autograd_function_and_a_module_pass_the_check_once_their_marked_plac
     assert "    # RMSNorm(hidden_size: int, eps: float=1e-06)\n" in written  # __init__'s, after self
     assert '@subject.implementation("rms_norm", under_test=True)\ndef under_test(x)' in written
     assert "    return built(x)(x)\n" in written
+    # SoftmaxFunction defines a backward, RMSNorm's Function none: the softmax's suites time both ways.
+    suites = {family: (library / "perf" / family / "suites.yaml").read_text() for family in ("softmax", "rms_norm")}
+    assert (
+        suites["softmax"].count("  mode: [forward, backward]\n") == 2
+        and "# SoftmaxFunction defines a backward" in suites["softmax"]
+    )
+    assert "mode:" not in suites["rms_norm"]
     for family, path in (("softmax", softmax), ("rms_norm", rmsnorm)):
         _fill(path, FILLED[family])
         _fill(path.with_name("suites.yaml"), TINY)
@@ -175,14 +182,15 @@ def test_an_autograd_function_and_a_module_pass_the_check_once_their_marked_plac
     # The constructor's arguments unwritten: the module is not built, and the check fails naming them.
     unbuilt = _check(library)
     assert unbuilt.exit_code == 1, unbuilt.output
-    assert "9 right, 3 wrong, of 12" in unbuilt.stdout
+    assert "15 right, 3 wrong, of 18" in unbuilt.stdout  # the softmax's 6 rows of 3 cases, and as many backward
     assert "NotImplementedError: perfbot init: write RMSNorm's constructor arguments" in unbuilt.stdout
     # Built once per device, dtype and shape of x (RMSNorm's forward checks its weight against x).
     _fill(rmsnorm, CONSTRUCTED)
     checked = _check(library)
     assert checked.exit_code == 0, checked.output
-    assert "perfbot check: softmax+rms_norm on cpu" in checked.stdout and "12 right, 0 wrong, of 12" in checked.stdout
+    assert "perfbot check: softmax+rms_norm on cpu" in checked.stdout and "18 right, 0 wrong, of 18" in checked.stdout
     assert "softmax/softmax" in checked.stdout and "rms_norm/rms_norm" in checked.stdout
+    assert "softmax/softmax[backward]" in checked.stdout and "rms_norm/rms_norm[backward]" not in checked.stdout
     # The library's files are the implementations' code, through apply and through the module built.
     loaded = load_subject(library / "perf")
     sources = loaded.sources.recorded()
@@ -313,6 +321,34 @@ def test_a_name_bound_to_an_autograd_functions_apply_is_called_with_its_forwards
     source = f"import torch\n\n\nclass _Scale(torch.autograd.Function):\n{FORWARD}\n\nscale = _Scale.apply\n"
     kernel = kernel_source.find_kernel(_library(tmp_path, source), "mypkg.ops:scale")
     assert (kernel.kind, kernel.parameters, kernel.signature) == ("function", ("x",), "scale(x, weight=None)")
+    assert not kernel.backward
+
+
+BACKWARD = "\n    @staticmethod\n    def backward(ctx, grad):\n        return grad, None\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "spec"),
+    [
+        (f"import torch\n\n\nclass Scale(torch.autograd.Function):\n{FORWARD}{BACKWARD}", "mypkg.ops:Scale"),
+        (f"import torch\n\n\nclass Scale(torch.autograd.Function):\n{FORWARD}{BACKWARD}", "mypkg.ops:Scale.apply"),
+        (
+            f"import torch\n\n\nclass _Scale(torch.autograd.Function):\n{FORWARD}{BACKWARD}\n\nscale = _Scale.apply\n",
+            "mypkg.ops:scale",
+        ),
+        (  # the backward of the project's base class
+            f"import torch\n\n\nclass B(torch.autograd.Function):\n{BACKWARD}\n\nclass Scale(B):\n{FORWARD}",
+            "mypkg.ops:Scale",
+        ),
+    ],
+)
+def test_an_autograd_function_with_a_backward_is_measured_both_ways(tmp_path: Path, source: str, spec: str):
+    root = _library(tmp_path, source)
+    assert kernel_source.find_kernel(root, spec).backward
+    result = _init(root, "--kernel", spec, "--triton-commit", SHA)
+    assert result.exit_code == 0, result.output
+    (suites,) = (root / "perf").glob("*/suites.yaml")
+    assert suites.read_text().count("  mode: [forward, backward]\n") == 2
 
 
 def test_a_module_that_takes_no_constructor_arguments_is_built_without_a_stop(tmp_path: Path):

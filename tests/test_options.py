@@ -33,6 +33,7 @@ DECLARATIONS = {
     "--family": (2, "the families of many benchmarks (run, ab, check, explain) / of one (sample, selftest, bisect)"),
     "--suite": (2, "the suites of many benchmarks / the suite of one"),
     "--case": (2, "the cases of many benchmarks / the case of one"),
+    "--mode": (2, "the modes of many benchmarks / the mode of one"),
     "--variant": (2, "many benchmarks' values (NAME=all) / one benchmark's"),
     "--samples": (2, "per benchmark of a run, 30 / per measurement of one benchmark, 20"),
     "--kernel": (3, "many benchmarks' implementations / one benchmark's / init's MODULE:FUNCTION to set up"),

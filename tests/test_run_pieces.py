@@ -238,6 +238,7 @@ def test_settings_cross_to_a_worker_whole_and_typed():
         skipped=("gemm",),
         keep_sass=True,
         cases=("odd",),
+        modes=("backward",),
     )
     defaults = RunSettings()
     assert all(getattr(settings, f.name) != getattr(defaults, f.name) for f in dataclasses.fields(RunSettings))

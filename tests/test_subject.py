@@ -301,6 +301,17 @@ CASES = (Case("s", "c", {"n": 8}, "float32"),)
             "got n=0",
         ),
         ("tolerance={'float32': 1e-5}, suites={}", "has no suites"),
+        ("tolerance={'float32': 1e-5}, grad_tolerance={'float32': -1}", "grad_tolerance['float32'] must be a finite"),
+        ("tolerance={'float32': 1e-5}, grad_tolerance={}", "grad_tolerance must map each dtype"),
+        ("tolerance={'float32': 1e-5}, grad_inputs=[0, 0]", "grad_inputs must list the distinct positions"),
+        ("tolerance={'float32': 1e-5}, grad_inputs=[-1]", "grad_inputs must list the distinct positions"),
+        ("tolerance={'float32': 1e-5}, grad_inputs=(True,)", "grad_inputs must list the distinct positions"),
+        ("tolerance={'float32': 1e-5}, grad_inputs=()", "grad_inputs must list the distinct positions"),
+        (
+            "tolerance={'float32': 1e-5}, "
+            "suites={'s': Suite('s', '', ('mine',), (Case('s', 'c', {'n': 8}, 'float32', 'sideways'),))}",
+            "case 'c': mode must be one of forward, backward, forward+backward, got 'sideways'",
+        ),
     ],
 )
 def test_a_subject_declared_wrong_is_bad_input(tmp_path: Path, declaration: str, words: str):
@@ -314,6 +325,20 @@ def test_a_subject_declared_wrong_is_bad_input(tmp_path: Path, declaration: str,
     with pytest.raises(BadInput) as error:
         load_subject(package)
     assert words in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("modes", ["'backward'", "()", "('sideways',)"])
+def test_an_implementations_modes_are_some_of_the_three(tmp_path: Path, modes: str):
+    package = _write(
+        tmp_path,
+        HEADER
+        + "subject = Subject('t', lambda c, g: (), lambda: 0, tolerance={'float32': 1e-5})\n"
+        + f"subject.implementation('mine', under_test=True, modes={modes})(lambda **v: 0)\n"
+        + "subject.suites = {'s': Suite('s', '', ('mine',), CASES)}\n",
+    )
+    with pytest.raises(BadInput) as error:
+        load_subject(package)
+    assert "implementation 'mine': modes= must list some of forward, backward, forward+backward" in str(error.value)
 
 
 def test_a_package_that_exits_on_import_is_bad_input_not_a_pass(tmp_path: Path):

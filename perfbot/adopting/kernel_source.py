@@ -67,6 +67,7 @@ class Kernel:
     signature: str  # `rmsnorm(x, weight, eps=1e-06)`, `Softmax.apply(x, dim=-1)`, `RMSNorm.forward(x)`, or the name
     kind: Kind = "function"
     constructor: Constructor | None = None  # an nn.Module's
+    backward: bool = False  # called through an autograd.Function whose class defines a backward
 
     @property
     def default_name(self) -> str:
@@ -125,8 +126,9 @@ def find_kernel(root: Path, spec: str) -> Kernel:
         return Kernel(module, name, found.path, _arguments(statement.args), signature)
     applied = _applied_class(root, found, spec)  # `softmax = Softmax.apply`: called as its callers call it
     forward = _forward(root, *applied, skip=_ctx(root, *applied)) if applied is not None else None
-    if forward is not None:
-        return Kernel(module, name, found.path, forward[0], f"{name}({forward[1]})"[:300])
+    if forward is not None and applied is not None:
+        backward = _method(root, *applied, "backward") is not None
+        return Kernel(module, name, found.path, forward[0], f"{name}({forward[1]})"[:300], backward=backward)
     return Kernel(module, name, found.path, None, name)  # a name bound to something else, or imported from outside
 
 
@@ -148,7 +150,9 @@ def _class_kernel(
     skip = _ctx(root, found, cls) if kind == "autograd" else 1  # ctx, or self
     parameters, arguments = _forward(root, found, cls, skip) or (None, "...")
     if kind == "autograd":
-        return Kernel(module, name, found.path, parameters, f"{name}.apply({arguments})"[:300], "autograd")
+        backward = _method(root, found, cls, "backward") is not None
+        signature = f"{name}.apply({arguments})"[:300]
+        return Kernel(module, name, found.path, parameters, signature, "autograd", backward=backward)
     constructor = _constructor(root, found, cls, name)
     return Kernel(module, name, found.path, parameters, f"{name}.forward({arguments})"[:300], "module", constructor)
 

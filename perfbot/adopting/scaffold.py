@@ -192,6 +192,7 @@ def plan(
         "module": kernel.module,
         "function": kernel.function,
         "kind": kernel.kind,
+        "backward": kernel.backward,
         "name": name,
         "alias": alias,
         "implementation": implementation,

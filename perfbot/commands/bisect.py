@@ -112,6 +112,7 @@ def bisect_command(
     family: str | None,
     suite_name: str | None,
     case_name: str | None,
+    mode: str | None,
     kernel: str | None,
     variants: tuple[str, ...],
     samples: int,
@@ -163,7 +164,13 @@ def bisect_command(
             if measure_command is not None:
                 prober: Prober = CommandProber(repo, build_command or "true", measure_command, workdir)
             else:
-                named = {"--family": family, "--suite": suite_name, "--case": case_name, "--kernel": kernel}
+                named = {
+                    "--family": family,
+                    "--suite": suite_name,
+                    "--case": case_name,
+                    "--mode": mode,
+                    "--kernel": kernel,
+                }
                 prober = TritonProber(
                     repo,
                     triton_cache or triton_build.default_cache(),

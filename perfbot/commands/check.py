@@ -54,6 +54,7 @@ def check_command(
     family_names: tuple[str, ...],
     suite_names: tuple[str, ...],
     case_names: tuple[str, ...],
+    mode_names: tuple[str, ...],
     kernel_names: tuple[str, ...],
     skipped_kernels: tuple[str, ...],
     variants: tuple[str, ...],
@@ -91,6 +92,7 @@ def check_command(
         "families": family_names,
         "suites": suite_names,
         "cases": case_names,
+        "modes": mode_names,
         "kernels": kernel_names,
         "skipped": skipped_kernels,
         "variants": variants,
@@ -149,6 +151,7 @@ def _checked(answer: dict[str, Any]) -> tuple[str, str, list[Checked]]:
                 str(row["case"]["name"]),
                 dict(row["case"]["params"]),
                 str(row["case"]["dtype"]),
+                str(row["case"].get("mode", "forward")),
             )
             error = None if row["relative_error"] is None else float(row["relative_error"])
             bound = float(row["bound"])

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..loading.subject import MODES
 from ..measuring.triton_build import DEFAULT_SOURCE
 from ..records.schema import MAX_SAMPLES
 from .context import chosen_gpus, given_as, named_options
@@ -168,6 +169,16 @@ cases_option = Shared(
     metavar="NAME",
     help="Only the cases of these names in the chosen suites (repeat for several). Default: every case.",
 )
+modes_option = Shared(
+    "benchmarks",
+    "--mode",
+    "mode_names",
+    multiple=True,
+    type=click.Choice(MODES),
+    metavar="MODE",
+    help="Only the cases timed in this mode (repeat for several): forward, backward (the gradients alone) or "
+    "forward+backward (one training step). Default: every mode the suites time each case in.",
+)
 implementations_option = Shared(
     "benchmarks",
     "--kernel",
@@ -282,6 +293,15 @@ one_case_option = Shared(
     metavar="NAME",
     help="Case of the benchmark. Default: the subject's default case.",
 )
+one_mode_option = Shared(
+    "one benchmark",
+    "--mode",
+    "mode",
+    type=click.Choice(MODES),
+    metavar="MODE",
+    default=None,
+    help="Mode of the benchmark: forward, backward or forward+backward. Default: the first the case is timed in.",
+)
 one_kernel_option = Shared(
     "one benchmark",
     "--kernel",
@@ -380,7 +400,7 @@ overwrite_option = Shared(
 
 def choice_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The options that choose what to check: suites, cases, implementations, variants, the seed."""
-    chosen = (families_option, suites_option, cases_option, implementations_option, skip_kernel_option)
+    chosen = (families_option, suites_option, cases_option, modes_option, implementations_option, skip_kernel_option)
     return _apply(command, (*chosen, variants_option, seed_option))
 
 
@@ -390,8 +410,8 @@ def gpu_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def one_benchmark_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The options that name one benchmark: its family, suite, case and implementation."""
-    return _apply(command, (one_family_option, one_suite_option, one_case_option, one_kernel_option))
+    """The options that name one benchmark: its family, suite, case, mode and implementation."""
+    return _apply(command, (one_family_option, one_suite_option, one_case_option, one_mode_option, one_kernel_option))
 
 
 @dataclass(frozen=True)
@@ -402,6 +422,7 @@ class Measuring:
     family_names: tuple[str, ...]
     suite_names: tuple[str, ...]
     case_names: tuple[str, ...]
+    mode_names: tuple[str, ...]
     kernel_names: tuple[str, ...]
     skipped_kernels: tuple[str, ...]
     variants: tuple[str, ...]
@@ -417,7 +438,9 @@ class Measuring:
         from ..loading.selection import chosen
 
         with named_options():
-            return chosen(subject, self.suite_names, self.case_names, every_suite, self.family_names)
+            return chosen(
+                subject, self.suite_names, self.case_names, every_suite, self.family_names, mode_names=self.mode_names
+            )
 
     def settings(self, subject: Loaded) -> RunSettings:
         from ..measuring.planning import settings_for
@@ -432,6 +455,7 @@ class Measuring:
             self.skipped_kernels,
             self.keep_sass,
             self.case_names,
+            self.mode_names,
         )
 
     def names(self, every_suite: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -442,6 +466,7 @@ class Measuring:
             "case_names": self.case_names,
             "every_suite": every_suite,
             "family_names": self.family_names,
+            "mode_names": self.mode_names,
         }
         settings = {
             "samples": self.samples,
@@ -452,6 +477,7 @@ class Measuring:
             "skipped_kernels": self.skipped_kernels,
             "keep_sass": self.keep_sass,
             "case_names": self.case_names,
+            "mode_names": self.mode_names,
         }
         return selection, settings
 

@@ -199,7 +199,7 @@ def suites_command(project: Path | None, as_json: bool) -> None:
             from ..records import declared
 
             suites = [
-                (s["name"], list(s["implementations"]), [c["name"] for c in s["cases"]])
+                (s["name"], list(s["implementations"]), list(dict.fromkeys(c["name"] for c in s["cases"])))
                 for family in answer["families"]
                 for s in family["suites"]
             ]
@@ -215,7 +215,8 @@ def suites_command(project: Path | None, as_json: bool) -> None:
                 click.echo(f"{suite['name']}: {suite['about']}  [{', '.join(suite['implementations'])}]")
                 for case in suite["cases"]:
                     params = " ".join(f"{k}={v}" for k, v in case["params"].items())
-                    click.echo(f"  {case['name']:<18} {params}  {case['dtype']}")
+                    mode = f"  {case['mode']}" if case.get("mode", "forward") != "forward" else ""
+                    click.echo(f"  {case['name']:<18} {params}  {case['dtype']}{mode}")
     except (KeyError, TypeError, AttributeError) as error:
         raise EnvironmentFailure(f"the subject's process answered suites that do not read: {error!r}") from None
 
@@ -230,6 +231,7 @@ def sample_command(
     family: str | None,
     suite_name: str | None,
     case_name: str | None,
+    mode: str | None,
     kernel: str | None,
     variants: tuple[str, ...],
     samples: int,
@@ -245,6 +247,7 @@ def sample_command(
 
     \b
         perfbot sample --suite pr --case CASE --kernel NAME --variant NAME=VALUE
+        perfbot sample --suite pr --case CASE --mode backward     # its gradients alone
         perfbot sample --family rmsnorm --suite pr --kernel triton   # rmsnorm/pr, rmsnorm/triton
     """
     from ..jobs.bisect_probers import hand_back
@@ -254,7 +257,7 @@ def sample_command(
 
     config = project_config(project)
     kernels = package if package is not None else config.kernels_dir
-    one: dict[str, Any] = {"family": family, "suite": suite_name, "case": case_name, "kernel": kernel}
+    one: dict[str, Any] = {"family": family, "suite": suite_name, "case": case_name, "kernel": kernel, "mode": mode}
     one |= {"variants": variants, "samples": samples}
     with workers({"": (kernels, None, None)}, fork=True) as started, named_options():
         chosen = chosen_in(started[""], one)

@@ -14,6 +14,7 @@ import click
 from ..errors import EXIT_REGRESSION, EnvironmentFailure
 from ..files import check_output, write_atomic
 from ..output.selftest import SelftestAsked, exploits_report, interference_report, picks_line, selftest_report
+from ..records.run import variant_name
 from .context import (
     chosen_gpus,
     console,
@@ -92,6 +93,7 @@ def selftest_command(
     family: str | None,
     suite_name: str | None,
     case_name: str | None,
+    mode: str | None,
     kernel: str | None,
     checks: int,
     samples: int,
@@ -160,7 +162,13 @@ def selftest_command(
     # The subject's code runs in a process of its own (subject_jobs.selftest_job); this one tallies.
     request = {
         "package": str(config.kernels_dir),
-        "benchmark": {"family": family, "suite_name": suite_name, "case_name": case_name, "kernel": kernel},
+        "benchmark": {
+            "family": family,
+            "suite_name": suite_name,
+            "case_name": case_name,
+            "kernel": kernel,
+            "mode": mode,
+        },
         "skipped": list(skipped_kernels),
         "levels": list(parsed),
         "checks": checks,
@@ -176,6 +184,7 @@ def selftest_command(
     try:
         collected = _checks().validate_python(answer["checks"])
         kernel, suite, case = str(answer["kernel"]), str(answer["suite"]), str(answer["case"])
+        kernel = variant_name(kernel, {}, str(answer.get("mode", "forward")))  # as results name it
     except (KeyError, ValueError) as error:  # pydantic's ValidationError is a ValueError
         raise EnvironmentFailure(f"the selftest's process answered checks that do not read: {error}") from None
     crossed = Interference.from_json(answer["interference"]) if answer.get("interference") is not None else None

@@ -21,6 +21,8 @@ from typing import Any
 
 Grid = tuple[int, int, int]
 _LOCK = threading.Lock()  # one recording at a time: the wrapped method is the class's
+# Threads now waiting on a backward pass they started (`backward_of_this_thread`).
+_WAITING: set[int] = set()
 
 
 @dataclass
@@ -67,7 +69,9 @@ def recording(capturing: bool = False) -> Iterator[Launched]:
     recorder = threading.get_ident()
 
     def noting(self: Any, grid: Any, *args: Any, **kwargs: Any) -> Any:
-        if threading.get_ident() == recorder:  # another thread's launches (a shard on another GPU) are its own
+        # Another thread's launches (a shard on another GPU) are its own, but for autograd's: the
+        # backward the recording thread waits on.
+        if threading.get_ident() == recorder or (recorder in _WAITING and _in_backward()):
             launched.note(self, grid)
             if capturing and not _stream_capturing():
                 launched.outside += 1
@@ -79,6 +83,26 @@ def recording(capturing: bool = False) -> Iterator[Launched]:
             yield launched
         finally:
             CompiledKernel.launch_metadata = original
+
+
+@contextmanager
+def backward_of_this_thread() -> Iterator[None]:
+    """Within it, the Triton launches of a backward pass (autograd running a graph task) count
+    as this thread's, whichever thread makes them: on a GPU autograd runs a backward on a thread
+    of its own per device, while the thread that asked for it waits (measuring/modes.py;
+    experiments/2026-12-07-h100-backward-capture, backward_threads.py)."""
+    me = threading.get_ident()
+    _WAITING.add(me)
+    try:
+        yield
+    finally:
+        _WAITING.discard(me)
+
+
+def _in_backward() -> bool:
+    import torch
+
+    return bool(torch._C._current_graph_task_id() != -1)
 
 
 def launched(call: Callable[[], Any]) -> tuple[Any, Launched]:

@@ -329,7 +329,7 @@ def _missing(baseline: Results, current: Results) -> tuple[Failure, ...]:
     (loading/declarations.py): the base judges, so renaming a kernel or dropping a case does
     not pass as merely removed. Left out: a suite the current run did not time (its results
     name the suites they timed), an implementation it left out on purpose (skipped_kernels, which
-    the report notes), what it was cut down to by name (--case, --kernel, --variant: a benchmark
+    the report notes), what it was cut down to by name (--case, --mode, --kernel, --variant: a benchmark
     of another variant value, or of the default one where values were chosen, is outside it),
     and a wrong result (a failure of its own)."""
     under_test = set(baseline.settings.under_test)
@@ -345,6 +345,7 @@ def _missing(baseline: Results, current: Results) -> tuple[Failure, ...]:
             dtype=b.dtype,
             suite=b.suite,
             case=b.case,
+            mode=b.mode,
             reason="under test in the baseline's results; the current run did not time it",
         )
         for b in baseline.benchmarks
@@ -353,6 +354,7 @@ def _missing(baseline: Results, current: Results) -> tuple[Failure, ...]:
         and b.kernel not in skipped
         and (not suites or b.suite in suites)
         and (not chosen.chosen_cases or b.case in chosen.chosen_cases)
+        and (not chosen.chosen_modes or b.mode in chosen.chosen_modes)
         and (not chosen.chosen_kernels or b.kernel in chosen.chosen_kernels)
         and all(b.variant.get(name) in values for name, values in chosen.chosen_variants.items())
     )

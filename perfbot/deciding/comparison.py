@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, with_config
 
-from ..records.run import Benchmark, Failure, Label, Merge, Shape, Variant, variant_name
+from ..records.run import Benchmark, Failure, Label, Merge, Mode, Shape, Variant, variant_name
 from ..records.run import Environment as EnvironmentRecord
 from ..records.schema import MAX_ITEMS, MAX_JSON_BYTES, Finite, IntOnly, Name, Text, _bounded, load_json
 from .compiled_change import CompiledChange
@@ -70,10 +70,11 @@ class Identity:
     suite: Label = ""
     case: Label = ""
     variant: Variant = field(default_factory=dict)
+    mode: Mode = "forward"  # absent from comparisons written before modes
 
     @classmethod
     def of(cls, bench: Benchmark | Failure) -> Identity:
-        return cls(bench.kernel, bench.shape, bench.dtype, bench.suite, bench.case, bench.variant)
+        return cls(bench.kernel, bench.shape, bench.dtype, bench.suite, bench.case, bench.variant, bench.mode)
 
 
 @with_config(_STRICT)
@@ -200,7 +201,19 @@ class Summary:
         return f"{lead} — {counts or 'nothing compared'}{geomean}"
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "headline": self.headline, "fails": self.fails}
+        return {**_forward_unnamed(asdict(self)), "headline": self.headline, "fails": self.fails}
+
+
+def _forward_unnamed(value: Any) -> Any:
+    """`value` with each Identity of a forward row without its mode: a comparison of forward rows
+    alone is written as before modes, which a perfbot that predates them reads."""
+    if isinstance(value, dict):
+        if value.get("mode") == "forward" and {"kernel", "shape", "dtype"} <= value.keys():
+            value = {k: v for k, v in value.items() if k != "mode"}
+        return {k: _forward_unnamed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_forward_unnamed(v) for v in value]
+    return value
 
 
 # How the headline counts the subject's own rows, by standing.
@@ -346,9 +359,8 @@ def _pin_note(side: str, environment: EnvironmentRecord) -> str | None:
 def label(benchmark: Identity) -> str:
     """`kernel[variant] · suite/case · shape dtype`, as plain text (renderers escape it)."""
     where = f"{benchmark.suite}/{benchmark.case} · " if benchmark.suite else ""
-    return (
-        f"{variant_name(benchmark.kernel, benchmark.variant)} · {where}{shape_text(benchmark.shape)} {benchmark.dtype}"
-    )
+    name = variant_name(benchmark.kernel, benchmark.variant, benchmark.mode)
+    return f"{name} · {where}{shape_text(benchmark.shape)} {benchmark.dtype}"
 
 
 def shape_text(shape: dict[str, int]) -> str:

@@ -91,7 +91,7 @@ class Series:
     @property
     def label(self) -> str:
         b = self.bench
-        return f"{variant_name(b.kernel, b.variant)} · {b.suite}/{b.case} · {shape_text(b.shape)} {b.dtype}"
+        return f"{variant_name(b.kernel, b.variant, b.mode)} · {b.suite}/{b.case} · {shape_text(b.shape)} {b.dtype}"
 
     @property
     def identity(self) -> str:

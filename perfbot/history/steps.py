@@ -277,6 +277,8 @@ class Sampled(Protocol):
     def kernel(self) -> str: ...
     @property
     def variant(self) -> Mapping[str, str]: ...
+    @property
+    def mode(self) -> str: ...
 
 
 def bisect_argv(bench: Sampled, good: str, bad: str) -> list[str]:
@@ -292,6 +294,7 @@ def _benchmark_options(series: Series) -> str:
 
 def _sample_options(bench: Sampled) -> str:
     options = ["--suite", bench.suite, "--case", bench.case, "--kernel", bench.kernel]
+    options += ["--mode", bench.mode] if bench.mode != "forward" else []
     for name, value in bench.variant.items():
         options += ["--variant", f"{name}={value}"]
     return " ".join(shlex.quote(option) for option in options)

@@ -36,7 +36,7 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, model_vali
 from ..errors import BadInput
 from ..files import write_atomic
 from ..records import results
-from ..records.run import Label, Variant
+from ..records.run import FORWARD, Label, Mode, Variant
 from ..records.schema import (
     GPU_LABEL,
     MAX_ITEMS,
@@ -81,6 +81,7 @@ class Benchmark:
     case: Label
     kernel: Name
     variant: Variant = field(default_factory=dict)
+    mode: Mode = FORWARD  # written only where it is not the forward, as results write it
 
 
 @with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
@@ -153,7 +154,7 @@ def record(found: steps.Found, runner: str | None, printed: list[str]) -> StepRe
         after=_run(found.after),
         good=_run(found.good),
         bad=_run(found.bad),
-        benchmark=Benchmark(bench.suite, bench.case, bench.kernel, dict(bench.variant)),
+        benchmark=Benchmark(bench.suite, bench.case, bench.kernel, dict(bench.variant), bench.mode),
         under_test=series.under_test,
         cause=found.attribution.cause if found.attribution is not None else None,
         own=found.own,
@@ -188,7 +189,11 @@ def runners(pairs: list[tuple[str, Path]]) -> dict[str, str]:
 
 def save(path: Path, records: list[StepRecord]) -> None:
     """Write the file, read back as its consumers read it first: what is written always loads."""
-    text = json.dumps(asdict(StepsFile(FORMAT, records)), indent=1, ensure_ascii=False) + "\n"
+    written = asdict(StepsFile(FORMAT, records))
+    for record in written["steps"]:
+        if record["benchmark"].get("mode") == FORWARD:
+            del record["benchmark"]["mode"]
+    text = json.dumps(written, indent=1, ensure_ascii=False) + "\n"
     try:
         _FILE.validate_json(text, strict=True)
     except ValidationError as error:

@@ -14,7 +14,7 @@ from pydantic import TypeAdapter, ValidationError
 from ..characters import DESCRIBED, has_control
 from ..errors import BadInput
 from ..records.schema import MAX_NAME, MAX_TEXT, Name, Text, shown
-from .subject import Implementation, Subject
+from .subject import MODES, Implementation, Subject
 
 _NAME, _TEXT = TypeAdapter(Name), TypeAdapter(Text)
 
@@ -52,6 +52,9 @@ def check_subject(package: Path, subject: Subject) -> None:
             raise BadInput(f"{where}: {what} must be a function of the case, or None")
     _check_implementations(where, subject)
     _check_tolerance(where, subject.tolerance)
+    if subject.grad_tolerance is not None:
+        _check_tolerance(where, subject.grad_tolerance, "grad_tolerance")
+    _check_grad_inputs(where, subject.grad_inputs)
     _check_variants(where, subject.variants)
     if not isinstance(subject.suites, str | Path | Mapping):
         raise BadInput(f"{where}: suites must be a file name or a dict of perfbot.Suite, got {shown(subject.suites)}")
@@ -78,19 +81,43 @@ def _check_implementations(where: str, subject: Subject) -> None:
         for what in ("reference", "flops", "bytes", "config"):
             if getattr(implementation, what) is not None and not callable(getattr(implementation, what)):
                 raise BadInput(f"{where}: implementation {key!r}: {what}= must be a function, or None")
+        modes = implementation.modes
+        if modes is not None and (
+            not isinstance(modes, tuple) or not modes or not all(isinstance(m, str) and m in MODES for m in modes)
+        ):
+            raise BadInput(
+                f"{where}: implementation {key!r}: modes= must list some of {', '.join(MODES)}, got {shown(modes)}"
+            )
 
 
-def _check_tolerance(where: str, tolerance: Any) -> None:
+def _check_grad_inputs(where: str, positions: Any) -> None:
+    """grad_inputs: None, or the distinct positions (from 0) of some of the inputs."""
+    if positions is None:
+        return
+    if (
+        not isinstance(positions, tuple | list)
+        or not positions
+        or len(positions) > 64
+        or not all(isinstance(p, int) and not isinstance(p, bool) and 0 <= p < 64 for p in positions)
+        or len(set(positions)) != len(positions)
+    ):
+        raise BadInput(
+            f"{where}: grad_inputs must list the distinct positions (from 0) of the inputs the gradient is taken "
+            f"with respect to, or be None for every floating-point one, got {shown(positions)}"
+        )
+
+
+def _check_tolerance(where: str, tolerance: Any, what: str = "tolerance") -> None:
     if not isinstance(tolerance, Mapping) or not tolerance:
-        raise BadInput(f"{where}: tolerance must map each dtype to the largest relative error accepted")
+        raise BadInput(f"{where}: {what} must map each dtype to the largest relative error accepted")
     if len(tolerance) > 16:
-        raise BadInput(f"{where}: at most 16 dtypes in tolerance, got {len(tolerance)}")
+        raise BadInput(f"{where}: at most 16 dtypes in {what}, got {len(tolerance)}")
     for dtype, bound in tolerance.items():
-        check_name(where, "a dtype of the tolerance", dtype)
+        check_name(where, f"a dtype of the {what}", dtype)
         if isinstance(bound, bool) or not isinstance(bound, int | float):
-            raise BadInput(f"{where}: tolerance[{dtype!r}] must be a number, got {shown(bound)}")
+            raise BadInput(f"{where}: {what}[{dtype!r}] must be a number, got {shown(bound)}")
         if not 0 <= bound < float("inf"):
-            raise BadInput(f"{where}: tolerance[{dtype!r}] must be a finite number of at least 0, got {bound!r}")
+            raise BadInput(f"{where}: {what}[{dtype!r}] must be a finite number of at least 0, got {bound!r}")
 
 
 def _check_variants(where: str, variants: Any) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 from ..records.run import Failure
 from .families import Families
 from .package import Loaded, load_subject
-from .subject import Implementation, Subject, Suite
+from .subject import FORWARD, Implementation, Subject, Suite
 
 # The head's own parts of an implementation: its code. Everything else is the base's.
 HEAD_FIELDS = ("fn", "config")
@@ -86,6 +86,7 @@ def missing_failures(missing: dict[str, str], planned: Sequence[Any], head_name:
             reason=f"not timed: {missing[p.kernel]} ({head_name} fails the check until the base's subject changes)",
             suite=p.case.suite,
             case=p.case.name,
+            mode=p.case.mode,
         )
         for p in planned
         if p.kernel in missing
@@ -143,7 +144,17 @@ def _fields_of(before: Subject, after: Subject) -> list[tuple[str, Any, Any]]:
         ("reference", code_of(before.reference), code_of(after.reference)),
         ("flops", code_of(before.flops), code_of(after.flops)),
         ("bytes", code_of(before.bytes), code_of(after.bytes)),
+        ("grad_inputs", _listed(before.grad_inputs), _listed(after.grad_inputs)),
+        ("grad_tolerance", _mapped(before.grad_tolerance), _mapped(after.grad_tolerance)),
     ]
+
+
+def _listed(values: Any) -> list[Any] | None:
+    return None if values is None else list(values)
+
+
+def _mapped(values: Any) -> dict[str, Any] | None:
+    return None if values is None else dict(values)
 
 
 def _declared(implementation: Implementation) -> dict[str, Any]:
@@ -151,6 +162,7 @@ def _declared(implementation: Implementation) -> dict[str, Any]:
         "under_test": implementation.under_test,
         "bound": implementation.bound,
         "variants": implementation.variants,
+        "modes": implementation.modes,
         "reference": code_of(implementation.reference),
         "flops": code_of(implementation.flops),
         "bytes": code_of(implementation.bytes),
@@ -166,14 +178,22 @@ def _suite_lines(suite: Suite, theirs: Suite | None) -> list[str]:
             f"suite {suite.name} implementations: {', '.join(suite.implementations)} on the base, "
             f"{', '.join(theirs.implementations)} on the head"
         )
-    mine = {(c.name, tuple(c.shape.items()), c.dtype) for c in suite.cases}
-    other = {(c.name, tuple(c.shape.items()), c.dtype) for c in theirs.cases}
-    lines += [f"suite {suite.name}: case {name} only on the base, or changed" for name, *_ in sorted(mine - other)]
+    mine = {(c.name, tuple(c.shape.items()), c.dtype, c.mode) for c in suite.cases}
+    other = {(c.name, tuple(c.shape.items()), c.dtype, c.mode) for c in theirs.cases}
     lines += [
-        f"suite {suite.name}: case {name} only on the head, or changed (not measured)"
-        for name, *_ in sorted(other - mine)
+        f"suite {suite.name}: case {_in_mode(name, mode)} only on the base, or changed"
+        for name, _, _, mode in sorted(mine - other)
+    ]
+    lines += [
+        f"suite {suite.name}: case {_in_mode(name, mode)} only on the head, or changed (not measured)"
+        for name, _, _, mode in sorted(other - mine)
     ]
     return lines
+
+
+def _in_mode(name: str, mode: str) -> str:
+    """A case's name, with its mode where that is not the forward."""
+    return name if mode == FORWARD else f"{name} ({mode})"
 
 
 def code_of(fn: Callable[..., Any] | None) -> str:

@@ -32,11 +32,11 @@ class Families(Subject):
     family's tolerance and given to its family's inputs as the family declared it."""
 
     families: dict[str, Subject] = field(default_factory=dict)
-    # (suite, case) of the combined subject -> the family and the case as the family declared it
-    originals: dict[tuple[str, str], tuple[Subject, Case]] = field(default_factory=dict)
+    # (suite, case, mode) of the combined subject -> the family and the case as the family declared it
+    originals: dict[tuple[str, str, str], tuple[Subject, Case]] = field(default_factory=dict)
 
     def original(self, case: Case) -> tuple[Subject, Case]:
-        found = self.originals.get((case.suite, case.name))
+        found = self.originals.get((case.suite, case.name, case.mode))
         if found is None:
             raise BadInput(f"case {case.suite}/{case.name}: of none of the families {listed(self.families)}")
         return found
@@ -44,6 +44,14 @@ class Families(Subject):
     def tolerance_for(self, case: Case) -> float:
         family, original = self.original(case)
         return family.tolerance_for(original)
+
+    def grad_tolerance_for(self, case: Case) -> float:
+        family, original = self.original(case)
+        return family.grad_tolerance_for(original)
+
+    def grad_inputs_for(self, case: Case) -> Sequence[int] | None:
+        family, original = self.original(case)
+        return family.grad_inputs_for(original)
 
     def has_own_reference(self, implementation: Implementation) -> bool:
         # Each combined implementation carries a reference: its own, or else its family's.
@@ -106,7 +114,7 @@ def combine(package: Path, subjects: Any) -> tuple[Families, dict[str, Suite]]:
             renamed = prefixed(name, suite.name)
             cases = tuple(dataclasses.replace(case, suite=renamed) for case in suite.cases)
             for case, original in zip(cases, suite.cases, strict=True):
-                combined.originals[(renamed, case.name)] = (family, original)
+                combined.originals[(renamed, case.name, case.mode)] = (family, original)
             implementations = tuple(prefixed(name, each) for each in suite.implementations)
             suites[renamed] = Suite(renamed, suite.about, implementations, cases)
     combined.suites = suites

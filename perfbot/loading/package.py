@@ -45,10 +45,11 @@ class Loaded:
     def implementations(self) -> dict[str, Implementation]:
         return self.subject.implementations
 
-    def case(self, suite: str | None, name: str | None) -> Case:
-        """A case by suite and name. Neither given: the subject's default case, else the first
-        case there is; a name alone: the case of that name in the default case's suite, else in
-        the one suite that has it; a suite alone: its first case."""
+    def case(self, suite: str | None, name: str | None, mode: str | None = None) -> Case:
+        """A case by suite and name, in `mode` (None: the first mode it is timed in). Neither
+        given: the subject's default case, else the first case there is; a name alone: the case of
+        that name in the default case's suite, else in the one suite that has it; a suite alone:
+        its first case."""
         default_suite = self.subject.default_case[0] if self.subject.default_case else next(iter(self.suites))
         if suite is None and name is None and self.subject.default_case is not None:
             suite, name = self.subject.default_case
@@ -68,6 +69,13 @@ class Loaded:
         found = next((c for c in cases if c.name == name), None) if name else cases[0]
         if found is None:
             raise BadInput(f"suite {suite} has no case {name!r}; it has {listed(c.name for c in cases)}")
+        if mode is not None and found.mode != mode:
+            modes = [c.mode for c in cases if c.name == found.name]
+            found = next((c for c in cases if c.name == found.name and c.mode == mode), None)
+            if found is None:
+                raise BadInput(
+                    f"--mode: case {suite}/{name or cases[0].name} is not timed in {mode}, but in {listed(modes)}"
+                )
         return found
 
 

@@ -9,10 +9,12 @@ BadChoice, which names the option that takes such names, for the command line to
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from ..errors import BadInput, listed
 from .families import Families, family_of, prefixed
+from .subject import MODES
 from .suites import restrict, without_repeats
 
 if TYPE_CHECKING:
@@ -38,15 +40,17 @@ def chosen(
     every_suite: bool = False,
     family_names: tuple[str, ...] = (),
     preferred: tuple[str, ...] = ("pr",),
+    mode_names: tuple[str, ...] = (),
 ) -> list[Suite]:
-    """The suites named, cut down to the cases named. None named: the first of `preferred` the
-    subject has (the pull-request suite: a quick run by hand), else, or with `every_suite` (the
-    A/B), every suite; of kernel families, that for each family chosen (`chosen_families`)."""
+    """The suites named, cut down to the cases named, and to the modes named (each case in those
+    of its modes). None named: the first of `preferred` the subject has (the pull-request suite: a
+    quick run by hand), else, or with `every_suite` (the A/B), every suite; of kernel families,
+    that for each family chosen (`chosen_families`)."""
     names = _suite_names(subject, suite_names, chosen_families(subject, family_names), every_suite, preferred)
     unknown = [name for name in names if name not in subject.suites]
     if unknown:
         raise BadChoice(f"unknown suite {unknown[0]!r}; known: {listed(subject.suites)}", "--suite")
-    suites = without_repeats([subject.suites[name] for name in dict.fromkeys(names)])
+    suites = in_modes(without_repeats([subject.suites[name] for name in dict.fromkeys(names)]), mode_names)
     if not case_names:
         return suites
     known = {case.name for suite in suites for case in suite.cases}
@@ -56,6 +60,24 @@ def chosen(
     return restrict(
         suites, {(suite.name, case.name) for suite in suites for case in suite.cases if case.name in case_names}
     )
+
+
+def in_modes(suites: list[Suite], mode_names: tuple[str, ...]) -> list[Suite]:
+    """The suites cut down to the cases in these modes (--mode); none named: every case. A mode
+    no chosen case is timed in chooses nothing: a BadChoice."""
+    if not mode_names:
+        return suites
+    unknown = [name for name in mode_names if name not in MODES]
+    if unknown:
+        raise BadChoice(f"unknown mode {unknown[0]!r}; modes: {listed(MODES)}", "--mode")
+    kept = [dataclasses.replace(suite, cases=tuple(c for c in suite.cases if c.mode in mode_names)) for suite in suites]
+    kept = [suite for suite in kept if suite.cases]
+    if not kept:
+        timed = sorted({case.mode for suite in suites for case in suite.cases})
+        raise BadChoice(
+            f"no case of the chosen suites is timed in {listed(mode_names)}; they are in {listed(timed)}", "--mode"
+        )
+    return kept
 
 
 def chosen_families(subject: Loaded, family_names: tuple[str, ...]) -> tuple[str, ...]:
@@ -144,11 +166,16 @@ def own_implementation(subject: Loaded, family: str | None = None) -> str:
 
 
 def one_benchmark(
-    subject: Loaded, family: str | None, suite_name: str | None, case_name: str | None, kernel: str | None
+    subject: Loaded,
+    family: str | None,
+    suite_name: str | None,
+    case_name: str | None,
+    kernel: str | None,
+    mode: str | None = None,
 ) -> tuple[Case, str]:
-    """The case and the implementation of a command that times one benchmark. Of kernel families,
-    bare names are the family's (--family, else the case's), and no suite named is the family's
-    default case, else its first suite."""
+    """The case (in `mode`, else the first it is timed in) and the implementation of a command
+    that times one benchmark. Of kernel families, bare names are the family's (--family, else the
+    case's), and no suite named is the family's default case, else its first suite."""
     if family is not None:
         chosen_families(subject, (family,))
         if suite_name is not None and family_of(suite_name) is None:
@@ -159,7 +186,7 @@ def one_benchmark(
                 suite_name, case_name = prefixed(family, default[0]), default[1]
             else:
                 suite_name = next(name for name in subject.suites if family_of(name) == family)
-    case = subject.case(suite_name, case_name)
+    case = subject.case(suite_name, case_name, mode)
     family = family_of(case.suite) if subject.families else None
     if kernel is not None and family is not None and family_of(kernel) is None:
         kernel = prefixed(family, kernel)

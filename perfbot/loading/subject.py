@@ -24,8 +24,11 @@ Every implementation is called as `fn(*inputs, **variant)`. A variant is a named
 whose values the subject lists, the default first (`variants={"offset": ("0", "1")}`);
 an implementation takes all of them unless it says which (`variants=()` for none). One may bring
 its own reference, flops and bytes (a bound: a copy of the input, beside a kernel that reads it
-once). Cases are named sets of integer parameters (`{name: wide, rows: 4096, cols: 8192}`) and a
-dtype; suites group them and say which implementations they time.
+once). Cases are named sets of integer parameters (`{name: wide, rows: 4096, cols: 8192}`), a
+dtype and a mode (MODES: the forward, the backward alone, or both); suites group them and say which
+implementations they time. In a backward mode the gradients of the output with respect to
+`grad_inputs` are checked, within `grad_tolerance`, against float64 autograd of the reference
+(measuring/modes.py); an implementation says which modes it takes (`modes=`).
 
 perfbot loads the package by path (package.py, `load_subject`), under a name unique to its path,
 and the checkout's own packages it imports by name from that checkout (isolation.py), so that two
@@ -44,15 +47,23 @@ from typing import Any
 
 Params = dict[str, int]
 
+# What a case times: the forward call alone, the backward alone (the gradients of the output with
+# respect to the grad inputs, the forward run before, outside what is timed), or both, as one
+# training step runs them (measuring/modes.py; docs/subject.md, "Backward modes").
+FORWARD, BACKWARD, FORWARD_BACKWARD = "forward", "backward", "forward+backward"
+MODES = (FORWARD, BACKWARD, FORWARD_BACKWARD)
+
 
 @dataclass(frozen=True)
 class Case:
-    """One named set of parameters of a suite, with its dtype. `case.M` reads parameter M."""
+    """One named set of parameters of a suite, with its dtype and the mode it is timed in (one of
+    MODES). `case.M` reads parameter M."""
 
     suite: str
     name: str
     params: Params
     dtype: str
+    mode: str = FORWARD
 
     def __getattr__(self, name: str) -> int:
         params = self.__dict__.get("params", {})
@@ -88,6 +99,12 @@ class Implementation:
     flops: Callable[[Case], int] | None = None
     bytes: Callable[[Case], int] | None = None
     config: Callable[..., dict[str, Any] | None] | None = None  # config(*inputs): its launch config, recorded
+    # The modes it can be timed in; None: every mode, or for a bound only the forward.
+    modes: tuple[str, ...] | None = None
+
+    def takes_mode(self, mode: str) -> bool:
+        """Whether it can be timed in `mode`."""
+        return mode in (self.modes if self.modes is not None else (FORWARD,) if self.bound else MODES)
 
 
 @dataclass
@@ -106,6 +123,11 @@ class Subject:
     # (suite, case) that `perfbot selftest` measures when none is named; else the first case there is.
     default_case: tuple[str, str] | None = None
     implementations: dict[str, Implementation] = field(default_factory=dict)
+    # Positions of the inputs the gradient is taken with respect to, in the backward modes; None:
+    # every floating-point tensor input.
+    grad_inputs: Sequence[int] | None = None
+    # dtype -> the largest relative error of each gradient accepted; None: `tolerance`.
+    grad_tolerance: Mapping[str, float] | None = None
     # The file of the module that made it: a kernel family's `suites` file is read beside it
     # (families.py). None where it cannot be told.
     defined_in: Path | None = field(default=None, init=False, repr=False, compare=False)
@@ -118,8 +140,19 @@ class Subject:
         self.defined_in = Path(where) if isinstance(where, str) else None
 
     def tolerance_for(self, case: Case) -> float:
-        """The largest relative error accepted for a case: its dtype's."""
+        """The largest relative error accepted for a case's output: its dtype's."""
         return self.tolerance[case.dtype]
+
+    def grad_inputs_for(self, case: Case) -> Sequence[int] | None:
+        """The positions of a case's grad inputs in a backward mode; None: every floating-point
+        tensor input."""
+        return self.grad_inputs
+
+    def grad_tolerance_for(self, case: Case) -> float:
+        """The largest relative error accepted for each gradient of a case: its dtype's in
+        `grad_tolerance`, else in `tolerance`."""
+        given = self.grad_tolerance if self.grad_tolerance is not None else self.tolerance
+        return given.get(case.dtype, self.tolerance[case.dtype])
 
     def has_own_reference(self, implementation: Implementation) -> bool:
         """Whether the implementation is checked against a reference of its own, not the subject's."""
@@ -136,6 +169,7 @@ class Subject:
         flops: Callable[[Case], int] | None = None,
         bytes: Callable[[Case], int] | None = None,
         config: Callable[..., dict[str, Any] | None] | None = None,
+        modes: Sequence[str] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register the decorated function as an implementation (see the module's docstring)."""
 
@@ -151,6 +185,7 @@ class Subject:
                     flops=flops,
                     bytes=bytes,
                     config=config,
+                    modes=tuple(modes) if modes is not None else None,
                 )
             )
             return fn

@@ -15,7 +15,7 @@ from typing_extensions import TypedDict
 from ..errors import BadInput
 from ..records.schema import MAX_DIM, MAX_ITEMS, Name, Text, load_yaml, shown, validate
 from .checks import check_name, check_text
-from .subject import Case, Subject, Suite
+from .subject import FORWARD, MODES, Case, Subject, Suite
 
 # The parameters of a case at most: as many as a results file's shape holds (records/run.py).
 MAX_PARAMS = 16
@@ -26,11 +26,16 @@ class _SuiteFields(TypedDict):
 
     about: NotRequired[Text]
     dtype: NotRequired[Name]
+    mode: NotRequired[Name | Annotated[list[Name], Field(min_length=1, max_length=len(MODES))]]
     implementations: NotRequired[Annotated[list[Name], Field(min_length=1, max_length=64)]]
     kernels: NotRequired[Annotated[list[Name], Field(min_length=1, max_length=64)]]  # the older name
     # name, dtype, and integer parameters: checked one by one (_suite), to say which is wrong and why
     # (a parameter of 8.0 or true, too: as no integer)
-    cases: Annotated[list[dict[Name, Name | bool | int | float]], Field(min_length=1, max_length=MAX_ITEMS)]
+    # (and a mode: one, or a list of them)
+    cases: Annotated[
+        list[dict[Name, Name | bool | int | float | Annotated[list[Name], Field(max_length=len(MODES))]]],
+        Field(min_length=1, max_length=MAX_ITEMS),
+    ]
 
 
 _SUITES = TypeAdapter(Annotated[dict[Name, _SuiteFields], Field(min_length=1, max_length=256)])
@@ -52,14 +57,18 @@ def declared_suites(package: Path, subject: Subject) -> dict[str, Suite]:
 
 def load_suites(path: Path, subject: Subject) -> dict[str, Suite]:
     """A suites file, validated whole (schema.py), then against the subject: every case has a name,
-    integer parameters and a dtype the subject has a tolerance for; every implementation named exists.
+    integer parameters and a dtype the subject has a tolerance for; every implementation named exists
+    and takes the modes of the cases it is timed on. A case is timed once in each of its modes (the
+    suite's `mode:`, unless the case names its own; `forward` if neither does).
 
         quick:
           about: small enough for Triton's interpreter
           dtype: float32
+          mode: [forward, backward]
           implementations: [triton, torch]
           cases:
             - {name: odd, M: 33, N: 40}
+            - {name: one, M: 1, N: 8, mode: forward+backward}
     """
     data = validate(str(path), load_yaml(path, "suites file"), _SUITES, "suites file")
     return {name: _suite(path, name, body, subject) for name, body in data.items()}
@@ -74,17 +83,35 @@ def _suite(path: Path, name: str, body: Any, subject: Subject) -> Suite:
         case_name, dtype = fields.get("name"), fields.get("dtype", body.get("dtype"))
         if not isinstance(case_name, str):
             raise BadInput(f"{where}: cases[{index}]: needs a name")
-        params = {k: v for k, v in fields.items() if k not in ("name", "dtype")}
-        cases.append(Case(suite=name, name=case_name, params=params, dtype=dtype))
+        params = {k: v for k, v in fields.items() if k not in ("name", "dtype", "mode")}
+        for mode in _modes(f"{where} case {case_name!r}", fields.get("mode", body.get("mode", FORWARD))):
+            cases.append(Case(suite=name, name=case_name, params=params, dtype=dtype, mode=mode))
+    named = "implementations" in body or "kernels" in body
     implementations = body.get("implementations", body.get("kernels", list(subject.implementations)))
     suite = Suite(name=name, about=body.get("about", ""), implementations=tuple(implementations), cases=tuple(cases))
-    return _checked_suite(where, name, suite, subject)
+    return _checked_suite(where, name, suite, subject, named)
 
 
-def _checked_suite(where: str, key: str, suite: Any, subject: Subject) -> Suite:
+def _modes(where: str, given: Any) -> tuple[str, ...]:
+    """A `mode:` of a suite or a case: one mode, or a list of distinct ones."""
+    modes = [given] if isinstance(given, str) else given
+    if not isinstance(modes, list) or not modes or not all(isinstance(m, str) for m in modes):
+        raise BadInput(f"{where}: mode must be one of {', '.join(MODES)}, or a list of them, got {shown(given)}")
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise BadInput(f"{where}: unknown mode {shown(unknown[0])}; modes: {', '.join(MODES)}")
+    if len(set(modes)) != len(modes):
+        raise BadInput(f"{where}: names a mode twice: {shown(modes)}")
+    return tuple(modes)
+
+
+def _checked_suite(where: str, key: str, suite: Any, subject: Subject, named: bool = True) -> Suite:
     """A suite, from YAML or from Python, checked against the subject: every implementation it
-    names exists (once), every case has a unique name, a dtype the subject has a tolerance for
-    and 1 to MAX_PARAMS integer parameters, each from 1 to MAX_DIM (schema.py)."""
+    names exists (once), every case has a name unique in its mode, one of MODES, a dtype the
+    subject has a tolerance for and 1 to MAX_PARAMS integer parameters, each from 1 to MAX_DIM
+    (schema.py). An implementation the suite names (`named`: not its default, every
+    implementation) takes the mode of each of its cases; of the default, each case times those
+    that take its mode (planning.plan)."""
     if not isinstance(suite, Suite) or suite.name != key:
         raise BadInput(f"{where}: must be a perfbot.Suite named {shown(key)}")
     check_name(where, "a suite's name", key)
@@ -108,6 +135,18 @@ def _checked_suite(where: str, key: str, suite: Any, subject: Subject) -> Suite:
         if not isinstance(case, Case) or case.suite != key:
             raise BadInput(f"{where}: every case must be a perfbot.Case of suite {key!r}, got {shown(case)}")
         check_name(where, "a case's name", case.name)
+        if not isinstance(case.mode, str) or case.mode not in MODES:
+            raise BadInput(
+                f"{where} case {case.name!r}: mode must be one of {', '.join(MODES)}, got {shown(case.mode)}"
+            )
+        refused = [name for name in timed if named and not known[name].takes_mode(case.mode)]
+        if refused:
+            impl = known[refused[0]]
+            modes = ", ".join(impl.modes) if impl.modes is not None else "forward, as a bound"
+            raise BadInput(
+                f"{where} case {case.name!r}: implementation {refused[0]!r} is not timed in mode {case.mode!r} "
+                f"(its modes: {modes}); give it modes=, or leave it out of the suite"
+            )
         if not isinstance(case.params, Mapping):
             raise BadInput(f"{where} case {case.name!r}: parameters must be a dict, got {shown(case.params)}")
         for parameter in case.params:
@@ -125,10 +164,11 @@ def _checked_suite(where: str, key: str, suite: Any, subject: Subject) -> Suite:
                 f"{where} case {case.name!r}: parameters must be 1 to {MAX_PARAMS} integers from 1 to 2^40"
                 + (f", got {bad[0]}={shown(case.params[bad[0]])}" if bad else f", got {len(case.params)}")
             )
-    names = [case.name for case in suite.cases]
+    names = [(case.name, case.mode) for case in suite.cases]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        raise BadInput(f"{where}: case name {duplicates[0]!r} appears twice")
+        name, mode = duplicates[0]
+        raise BadInput(f"{where}: case name {name!r} appears twice" + (f" in mode {mode}" if mode != FORWARD else ""))
     return suite
 
 
@@ -152,7 +192,7 @@ def without_repeats(suites: Sequence[Suite]) -> list[Suite]:
     results file holds each benchmark once) and leaves none out."""
 
     def key(case: Case) -> tuple[Any, ...]:
-        return tuple(case.params.items()), case.dtype
+        return tuple(case.params.items()), case.dtype, case.mode
 
     holders: dict[tuple[Any, ...], list[int]] = {}
     for index, suite in enumerate(suites):

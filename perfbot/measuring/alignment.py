@@ -31,6 +31,7 @@ from typing import Any
 from ..compiling import tuning
 from ..records.autotune import AutotunePick
 from ..records.run import Results, variant_name
+from . import measure
 from .groups import _Ready
 from .sequential import OWN_PICKS
 
@@ -69,11 +70,11 @@ def align(ready: list[_Ready], against: Mapping[str, Sequence[AutotunePick]] | N
             own_differs = own_differs or pick.identity() != mine.identity()
         if not pins:
             continue
-        ready[at] = dataclasses.replace(head, call=tuning.under(head.call, pins, BASE_PICK), picks=timed)
+        ready[at] = dataclasses.replace(head, call=_under(head.call, pins, BASE_PICK), picks=timed)
         if own_differs and other is not None:
             own = {p.identity(): p.config for p in head.picks if p.origin != "only config"}
             arms.append(_arm(other, other.call, other.picks))
-            arms.append(_arm(head, tuning.under(head.call, own, OWN_PICK), head.picks))
+            arms.append(_arm(head, _under(head.call, own, OWN_PICK), head.picks))
     return arms
 
 
@@ -105,7 +106,7 @@ def fixed_from(results: Mapping[str, Results]) -> dict[str, list[AutotunePick]]:
     found: dict[str, list[AutotunePick]] = {}
     for side, measured in results.items():
         for bench in measured.benchmarks:
-            key = f"{side}:{variant_name(bench.kernel, bench.variant)}"
+            key = f"{side}:{variant_name(bench.kernel, bench.variant, bench.mode)}"
             if bench.autotune:
                 found[key] = list(bench.autotune)
             if bench.own_picks is not None:
@@ -116,7 +117,7 @@ def fixed_from(results: Mapping[str, Results]) -> dict[str, list[AutotunePick]]:
 def _fixed(r: _Ready, call: Any, picks: Sequence[AutotunePick]) -> _Ready:
     pins = {p.identity(): p.config for p in picks if p.origin != "only config"}
     timed = [p if p.origin == "only config" else _pinned(p, p.config, FIRST_ROUND) for p in picks]
-    return dataclasses.replace(r, call=tuning.under(call, pins, FIRST_ROUND), picks=timed)
+    return dataclasses.replace(r, call=_under(call, pins, FIRST_ROUND), picks=timed)
 
 
 def _arm(r: _Ready, call: Any, picks: list[AutotunePick]) -> _Ready:
@@ -130,5 +131,13 @@ def _pinned(pick: AutotunePick, config: dict[str, Any], to: str) -> AutotunePick
     return dataclasses.replace(pick, config=config, origin="pinned", tuned=own, pinned_to=to)
 
 
+def _under(call: Any, pins: Mapping[tuning.Identity, dict[str, Any]], pinned_to: str) -> Any:
+    """tuning.under, of a Staged call (a backward mode's) each of its stages: its forward runs
+    at the pinned configs too."""
+    if isinstance(call, measure.Staged):
+        return measure.Staged(tuning.under(call.before, pins, pinned_to), tuning.under(call.call, pins, pinned_to))
+    return tuning.under(call, pins, pinned_to)
+
+
 def _name(r: _Ready) -> str:
-    return variant_name(r.planned.kernel, r.planned.variant)
+    return r.planned.name

@@ -20,7 +20,6 @@ from ..loading.guard import CONFIG_TIME_S
 from ..loading.package import Loaded
 from ..loading.subject import Suite
 from ..records.autotune import AutotunePick, config_text
-from ..records.run import variant_name
 from . import interpreted_libdevice
 from .checked import Checked
 
@@ -78,7 +77,7 @@ def each_config(
     from .groups import check_group  # after choose_device, as all that runs the subject
 
     case = planned.case
-    name = variant_name(planned.kernel, planned.variant)
+    name = planned.name
     rows, rounds, started, index = [], [0], time.monotonic(), 0
     drawn: str | None = None
     while index < len(rounds):
@@ -89,7 +88,8 @@ def each_config(
             r = ready[0]
             rows.append(Checked(case, name, r.check.relative_error, r.check.bound, config=configs))
         for _, f in failed:
-            rows.append(Checked(case, name, f.relative_error, loaded.subject.tolerance_for(case), f.reason, configs))
+            bound = f.error_bound if f.error_bound is not None else loaded.subject.tolerance_for(case)
+            rows.append(Checked(case, name, f.relative_error, bound, f.reason, configs))
         if index == 0:
             total = max(noted.candidates.values(), default=1)
             took = time.monotonic() - started

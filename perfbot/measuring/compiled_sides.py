@@ -24,7 +24,6 @@ from ..errors import BadInput, EnvironmentFailure
 from ..loading import guard
 from ..loading.package import Loaded
 from ..loading.selection import BadChoice
-from ..records.run import variant_name
 from ..records.schema import clean
 from .planning import Planned, RunSettings, plan
 
@@ -68,11 +67,13 @@ def _chosen(
     keep_sass: bool,
 ) -> tuple[list[Any], RunSettings]:
     """The cases and implementations asked for, from the base's subject (it decides, as in an
-    A/B); by default the implementations under test, the subject's own kernels."""
+    A/B); by default the implementations under test, the subject's own kernels. Each case once,
+    in the forward: what is compiled is what its call launches, in whichever modes it is timed."""
     from ..loading.selection import chosen, chosen_implementations
     from .planning import chosen_variants
 
     suites = chosen(base, selection["suite_names"], selection["case_names"], family_names=selection["family_names"])
+    suites = [dataclasses.replace(suite, cases=_once_forward(suite.cases)) for suite in suites]
     if kernel_names == (EVERY,):
         kernels: tuple[str, ...] = ()
     elif kernel_names:
@@ -85,6 +86,14 @@ def _chosen(
                 "the chosen suites list no implementation under test; name some with --kernel (or --kernel all)"
             )
     return suites, RunSettings(variants=chosen_variants(base.subject, variants), kernels=kernels, keep_sass=keep_sass)
+
+
+def _once_forward(cases: Any) -> tuple[Any, ...]:
+    """Each case of a suite once, in the forward mode."""
+    from ..loading.subject import FORWARD
+
+    named = {case.name: dataclasses.replace(case, mode=FORWARD) for case in cases}
+    return tuple(named.values())
 
 
 @contextmanager
@@ -132,7 +141,7 @@ def _compiled_side(
         generator = torch.Generator(device=device).manual_seed(SEED)
         inputs = _inputs(group[0], generator)
         for planned in group:
-            name = variant_name(planned.kernel, planned.variant)
+            name = planned.name
             progress({"advance": 1, "description": f"{planned.side} {case.name} {name}"})
             side = _compiled(planned, inputs, device, keep_sass)
             compiled = dataclasses.asdict(side.compiled) if side.compiled is not None else None

@@ -22,12 +22,12 @@ import torch
 from ..compiling import artifacts, launches, tuning
 from ..errors import BadInput, EnvironmentFailure
 from ..loading import guard
-from ..loading.subject import Subject
+from ..loading.subject import FORWARD, Case, Subject
 from ..records.autotune import AutotunePick, OwnPicks
 from ..records.compiled import Compiled
-from ..records.run import Benchmark, Failure, variant_name
+from ..records.run import Benchmark, Failure
 from ..records.schema import clean, shown
-from . import correctness, measure
+from . import correctness, measure, modes
 from .planning import Planned, RunSettings
 
 FRESH_TRIES = 2  # fresh draws an implementation must fail to be wrong (recheck_fresh)
@@ -48,6 +48,10 @@ class _Ready:
     launches: int = 0  # the Triton kernel launches of its calls: what its graph must hold
     inputs: tuple[Any, ...] = ()  # what its call was given: the buffers its graph reads
     reference: Callable[..., Any] | None = None  # what its result is checked against
+    # The largest relative error accepted, of each part of a result of several (modes.bound).
+    bound: float | tuple[float, ...] = 0.0
+    parts: tuple[str, ...] = ()  # what each part of its result is (modes.parts)
+    gradients: modes.Gradients | None = None  # of a backward mode: the grad inputs and grad_output
 
 
 def describe(subject: Subject) -> dict[str, Any]:
@@ -81,8 +85,8 @@ def check_group(
     # What each implementation is given, kept aside: one that changes an input in place is wrong
     # (the model's next layer would read what it wrote), and the next is given the inputs again.
     kept = guard.call(f"subject {subject.name!r}: inputs({label}), copied", functools.partial(_copies, inputs), limit)
-    references: dict[tuple[int, tuple[tuple[str, str], ...]], Any] = {}
-    bound = subject.tolerance_for(case)
+    positions = () if case.mode == FORWARD else modes.grad_positions(subject, case, inputs, label)
+    references: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[Any, modes.Gradients | None]] = {}
     ready, failures = [], []
     for planned in group:
         impl = planned.impl
@@ -92,20 +96,28 @@ def check_group(
         if key not in references:
             own = subject.has_own_reference(impl)
             what = f"{impl.name}'s own reference ({label})" if own else f"the reference ({label})"
-            expected, untrusted = _subjects_own(
-                what, subject, functools.partial(_trusted, reference, inputs, values), limit
-            )
+            trusted = functools.partial(_trusted, case, reference, inputs, values, positions, generator.initial_seed())
+            expected, gradients, untrusted = _subjects_own(what, subject, trusted, limit)
             if untrusted:
                 raise BadInput(f"subject {subject.name!r}: {what} {untrusted}: no result can be checked against it")
-            references[key] = expected
-        name = f"subject {subject.name!r}: implementation {variant_name(planned.kernel, planned.variant)!r} ({label})"
-        call = guard.guarded(name, impl.fn, *inputs, **values)
+            references[key] = expected, gradients
+        expected, gradients = references[key]
+        bound = modes.bound(subject, case, len(expected) if isinstance(expected, tuple) else 1)
+        name = f"subject {subject.name!r}: implementation {planned.name!r} ({label})"
+        # A backward mode's grad inputs as leaves that require grad, sharing the inputs' memory;
+        # each implementation its own, so that none reuses another's autograd nodes (modes.py).
+        given = modes.leaves(inputs, positions)
+        call = modes.timed_call(case.mode, guard.guarded(name, impl.fn, *given, **values), given, gradients, name)
         try:
             # Its first call: where an autotuned kernel tunes, and what Triton launches (its graph must hold them).
-            with tuning.session() as tuned, launches.recording() as launched:
-                output = guard.call(name, functools.partial(_synchronized, call, generator.device.type), limit)
+            with tuning.session() as tuned:
+                output, launched = _first_call(name, call, generator.device.type, limit)
         except guard.Refused:
             raise
+        except modes.WrongOutput as error:  # no gradient can be taken of its output
+            failures.append((planned.side, _failure(planned, f"wrong result: {error}")))
+            _restore(inputs, kept)
+            continue
         except Exception as error:  # noqa: BLE001 -- any failure of the subject is reported, never timed
             if os.environ.get("PERFBOT_DEBUG"):  # where in the subject's code, for its author
                 traceback.print_exception(error, file=sys.stderr)
@@ -121,9 +133,9 @@ def check_group(
             _restore(inputs, kept)
             continue
         try:  # a Tensor subclass's methods are the subject's code
-            check = guard.call(
-                f"{name}: its output", functools.partial(correctness.check, output, references[key], bound), limit
-            )
+            parts = modes.parts(case, positions)
+            compared = functools.partial(correctness.check, output, expected, bound, parts)
+            check = guard.call(f"{name}: its output", compared, limit)
         except guard.Refused:
             raise
         except Exception as error:  # noqa: BLE001 -- this implementation's output, not perfbot, failed
@@ -153,7 +165,7 @@ def check_group(
             _Ready(
                 planned,
                 call,
-                references[key],
+                expected,
                 check,
                 config,
                 None,
@@ -162,9 +174,23 @@ def check_group(
                 launched.count,
                 inputs,
                 reference,
+                bound,
+                parts,
+                gradients,
             )
         )
     return ready, failures
+
+
+def _first_call(name: str, call: Any, device: str, limit: float | None) -> tuple[Any, launches.Launched]:
+    """An implementation's call, and the Triton launches of what is timed of it: of a Staged call
+    (a backward mode's) its `before`, the forward, runs outside the count."""
+    if isinstance(call, measure.Staged):
+        guard.call(name, functools.partial(_synchronized, call.before, device), limit)
+        call = call.call
+    with launches.recording() as launched:
+        output = guard.call(name, functools.partial(_synchronized, call, device), limit)
+    return output, launched
 
 
 def record_compiled(
@@ -179,12 +205,9 @@ def record_compiled(
     for r in list(ready):
         if device != "cuda":
             continue
-        name = (
-            f"subject {r.planned.subject.name!r}: implementation {variant_name(r.planned.kernel, r.planned.variant)!r}"
-        )
+        name = f"subject {r.planned.subject.name!r}: implementation {r.planned.name!r}"
         try:
-            with launches.recording() as launched:
-                guard.call(name, functools.partial(_synchronized, r.call, device), limit)
+            _, launched = _first_call(name, r.call, device, limit)
         except guard.Refused:
             raise
         except Exception as error:  # noqa: BLE001 -- its second call failed where its first did not
@@ -197,11 +220,27 @@ def record_compiled(
     return failures
 
 
-def _trusted(reference: Callable[..., Any], inputs: tuple[Any, ...], values: dict[str, Any]) -> tuple[Any, str | None]:
-    """The reference's result, a plain tensor if it is one, and why it cannot be trusted (or None):
-    both under the reference's guard, since a Tensor subclass's methods are the subject's code."""
-    expected = correctness.plain(reference(*inputs, **values))
-    return expected, correctness.untrusted(expected)
+def _trusted(
+    case: Case,
+    reference: Callable[..., Any],
+    inputs: tuple[Any, ...],
+    values: dict[str, Any],
+    positions: tuple[int, ...],
+    seed: int,
+) -> tuple[Any, modes.Gradients | None, str | None]:
+    """The reference's result in the case's mode (modes.trusted), plain tensors, what a backward
+    mode differentiates with, and why the result cannot be trusted (or None): under the
+    reference's guard, since a Tensor subclass's methods are the subject's code."""
+    expected, gradients = modes.trusted(case, reference, inputs, values, positions, seed)
+    return expected, gradients, correctness.untrusted(expected, parts=case.mode != FORWARD)
+
+
+def _trusted_again(
+    mode: str, reference: Callable[..., Any], inputs: tuple[Any, ...], values: dict[str, Any], gradients: Any
+) -> tuple[Any, str | None]:
+    """As `_trusted`, on fresh inputs, with the grad_output the implementations were given."""
+    expected = modes.expected(mode, reference, inputs, values, gradients)
+    return expected, correctness.untrusted(expected, parts=mode != FORWARD)
 
 
 def _copies(inputs: tuple[Any, ...]) -> tuple[torch.Tensor | None, ...]:
@@ -237,6 +276,8 @@ def _restore(inputs: tuple[Any, ...], kept: tuple[torch.Tensor | None, ...]) -> 
 
 
 def _wrong(reason: str, check: correctness.Check) -> str:
+    """A wrong result's reason, naming the part of a result of several that is wrong."""
+    reason = f"{reason} in {check.part}" if check.part else reason
     return f"{reason}: it returned {check.why}" if check.why else reason
 
 
@@ -313,9 +354,8 @@ def finish_group(
             continue
         what = f"subject {r.planned.subject.name!r}: implementation {r.planned.kernel!r}'s replayed output{arm}"
         try:
-            replayed = guard.call(
-                what, functools.partial(correctness.check, captured[r.planned.key].output, r.expected, r.check.bound)
-            )
+            output = captured[r.planned.key].output
+            replayed = guard.call(what, functools.partial(correctness.check, output, r.expected, r.bound, r.parts))
         except guard.Refused:
             raise
         except Exception as error:  # noqa: BLE001 -- the implementation's output, not perfbot, failed
@@ -327,9 +367,7 @@ def finish_group(
             failures.append((r.planned.side, _failure(r.planned, reason, replayed)))
             continue
         if r.planned.arm:
-            own[(r.planned.side, variant_name(r.planned.kernel, r.planned.variant))] = OwnPicks(
-                samples_ms=samples[r.planned.key], autotune=r.picks
-            )
+            own[(r.planned.side, r.planned.name)] = OwnPicks(samples_ms=samples[r.planned.key], autotune=r.picks)
         else:
             benchmarks.append((r.planned.side, _benchmark(r, samples[r.planned.key], throttled)))
     return [(side, dataclasses.replace(b, own_picks=own.get((side, b.name)))) for side, b in benchmarks], failures
@@ -377,15 +415,14 @@ def recheck_fresh(
             if computed not in expected:
                 what = f"the reference (case {case.suite}/{case.name}), on fresh inputs"
                 values = dict(r.planned.values)
-                result, untrusted = _subjects_own(
-                    what, subject, functools.partial(_trusted, r.reference, r.inputs, values), limit
-                )
+                again = functools.partial(_trusted_again, case.mode, r.reference, r.inputs, values, r.gradients)
+                result, untrusted = _subjects_own(what, subject, again, limit)
                 if untrusted:
                     raise BadInput(f"subject {subject.name!r}: {what} {untrusted}: no result can be checked against it")
                 expected[computed] = result
             name = f"subject {subject.name!r}: implementation {r.planned.kernel!r}'s graph, replayed on fresh inputs"
             output = guard.call(name, functools.partial(measure.replay, captured[r.planned.key]), limit)
-            compared = functools.partial(correctness.check, output, expected[computed], r.check.bound)
+            compared = functools.partial(correctness.check, output, expected[computed], r.bound, r.parts)
             check = guard.call(name, compared, limit)
             if not check.passed:
                 wrong[r.planned.key] = f"seed {seed}: {_wrong('wrong result', check)}"
@@ -431,6 +468,7 @@ def _benchmark(r: _Ready, samples: list[float], throttled: list[int]) -> Benchma
         samples_ms=samples,
         suite=case.suite,
         case=case.name,
+        mode=case.mode,
         flops=_count(r.planned, "flops"),
         bytes=_count(r.planned, "bytes"),
         relative_error=r.check.relative_error,
@@ -484,6 +522,7 @@ def _failure(planned: Planned, reason: str, check: correctness.Check | None = No
         reason=reason,
         suite=case.suite,
         case=case.name,
+        mode=case.mode,
         # NaN where the output held one (or was never written): no number, the reason says so.
         relative_error=_finite(check.relative_error) if check else None,
         error_bound=_finite(check.bound) if check else None,

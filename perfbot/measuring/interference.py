@@ -197,7 +197,8 @@ def interference_in_worker(
     rounds: int,
     policy: Policy,
     skipped: tuple[str, ...],
+    mode: str = "forward",
 ) -> Interference:
     """`measure_interference` on this worker's GPU (shards.on_each_gpu), the subject loaded here."""
     loaded = load_subject(kernels)
-    return measure_interference(loaded, loaded.case(suite, case), kernel, percent, rounds, policy, skipped)
+    return measure_interference(loaded, loaded.case(suite, case, mode), kernel, percent, rounds, policy, skipped)

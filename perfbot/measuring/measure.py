@@ -9,7 +9,7 @@ import random
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 
@@ -61,24 +61,48 @@ def random_offset(rng: random.Random) -> int:
 
 
 @dataclass(frozen=True)
+class Staged:
+    """A call timed after a stage that is not: `before` (a backward's forward, which makes the
+    tensors autograd saves) runs first, on the capture stream, outside the timed graph; `call` is
+    what is captured and timed. Called whole, it runs both (measuring/modes.py)."""
+
+    before: Callable[[], Any]
+    call: Callable[[], Any]
+
+    def __call__(self) -> Any:
+        self.before()
+        return self.call()
+
+
+@dataclass(frozen=True)
 class Captured:
-    """An implementation captured as a CUDA graph; `output` is the tensor each replay writes."""
+    """An implementation captured as a CUDA graph; `output` is what each replay writes (a tensor,
+    or a tuple of them: a backward's gradients)."""
 
     graph: torch.cuda.CUDAGraph
-    output: torch.Tensor
+    output: Any
     # The Triton launches seen while it was captured; not part of its identity (GraphTimer keeps
     # the captures it uploaded in a WeakSet).
     launched: launches.Launched | None = field(default=None, compare=False)
+    # Of a Staged call: its `before` captured as a graph of its own, never timed; replayed before
+    # `graph` where what the timed graph reads must be made again (`replay`: fresh inputs).
+    before: torch.cuda.CUDAGraph | None = field(default=None, compare=False)
 
 
-def capture(fn: Callable[[], torch.Tensor], warmup_calls: int, offset_bytes: int = 0) -> Captured:
+def capture(fn: Callable[[], Any], warmup_calls: int, offset_bytes: int = 0) -> Captured:
     """Run `fn` a few times outside the graph (compilation, autotuning, lazy init), then capture
     one call. Capture on a side stream, as torch.cuda.graphs requires. `offset_bytes` are
     allocated in the graph's memory first, so that what `fn` allocates in the same size class of
     the caching allocator (up to 1 MiB, or above) lands further on: where a buffer lies can move
     a short kernel's time by a percent, and a sequential A/B captures again before every block,
     into new graph memory and at a random offset, so that no one placement decides
-    (runner.LocalSides.recapture)."""
+    (runner.LocalSides.recapture).
+
+    Of a `Staged` call, `before` is captured first, in a graph of its own that is replayed once
+    (and again by `replay`, never by a timer), then `call`, both on the stream the warmup calls
+    ran on: autograd runs a backward on the streams its forward ran on, which must be the
+    capture's."""
+    staged = fn if isinstance(fn, Staged) else None
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -86,16 +110,27 @@ def capture(fn: Callable[[], torch.Tensor], warmup_calls: int, offset_bytes: int
             fn()
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
+    before = None
+    if staged is not None:
+        before = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(before, stream=stream):
+            staged.before()
+        before.replay()
+        torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph), launches.recording(capturing=True) as seen:
+    timed = staged.call if staged is not None else fn
+    with torch.cuda.graph(graph, stream=stream if staged else None), launches.recording(capturing=True) as seen:
         spacer = torch.empty(offset_bytes, dtype=torch.uint8, device="cuda") if offset_bytes else None
-        output = fn()
+        output = timed()
     del spacer
-    return Captured(graph, output, seen)
+    return Captured(graph, output, seen, before)
 
 
-def replay(captured: Captured) -> torch.Tensor:
-    """One replay of the graph, synchronized: the output it wrote."""
+def replay(captured: Captured) -> Any:
+    """One replay of the graph, synchronized, after its `before` graph where it has one (so that
+    inputs written since are read): the output it wrote."""
+    if captured.before is not None:
+        captured.before.replay()
     captured.graph.replay()
     torch.cuda.synchronize()
     return captured.output
@@ -121,7 +156,7 @@ def graph_problem(captured: Captured, launched_when_called: int) -> str | None:
 
 def capture_again(
     captured: dict[str, Captured],
-    calls: Mapping[str, Callable[[], torch.Tensor]],
+    calls: Mapping[str, Callable[[], Any]],
     keys: Sequence[str],
     rng: random.Random,
 ) -> None:

@@ -30,6 +30,7 @@ class RunSettings:
     kernels: tuple[str, ...] = ()  # implementations; empty: each suite's own list
     skipped: tuple[str, ...] = ()  # implementations left out on purpose
     cases: tuple[str, ...] = ()  # the cases asked for by name (--case); empty: every case of the suites
+    modes: tuple[str, ...] = ()  # the modes asked for (--mode); empty: every mode of the cases
     keep_sass: bool = False  # record each Triton kernel's full SASS with it, not only its counts
 
     def __post_init__(self) -> None:
@@ -90,9 +91,14 @@ class Planned:
         return {name: value for name, value in self.values if default.get(name) != value}
 
     @property
+    def name(self) -> str:
+        """The benchmark's name, as results show it (records/run.py variant_name)."""
+        return variant_name(self.kernel, self.variant, self.case.mode)
+
+    @property
     def key(self) -> str:
         """Unique within a timed group: both sides of an A/B run time the same kernel names."""
-        name = variant_name(self.kernel, self.variant) + (f" {self.arm}" if self.arm else "")
+        name = self.name + (f" {self.arm}" if self.arm else "")
         return f"{self.side}:{name}" if self.side else name
 
 
@@ -106,6 +112,7 @@ def settings_for(
     skipped_kernels: tuple[str, ...] = (),
     keep_sass: bool = False,
     case_names: tuple[str, ...] = (),
+    mode_names: tuple[str, ...] = (),
 ) -> RunSettings:
     """The settings of a run of `subject`, from the names its command line gave."""
     from ..loading.selection import chosen_implementations
@@ -119,6 +126,7 @@ def settings_for(
         skipped=chosen_implementations(subject, skipped_kernels),
         keep_sass=keep_sass,
         cases=tuple(dict.fromkeys(case_names)),
+        modes=tuple(dict.fromkeys(mode_names)),
     )
 
 
@@ -168,6 +176,8 @@ def plan(
                 impl = subject.implementations.get(name)
                 if impl is None:
                     continue  # the other side of an A/B run may not have it
+                if not impl.takes_mode(case.mode):
+                    continue  # a suite that times every implementation, on a case in a mode this one lacks
                 takes = subject.takes(impl)
                 options = [asked.get(param, (dict(defaults)[param],)) for param in takes]
                 for values in itertools.product(*options):

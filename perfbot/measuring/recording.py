@@ -128,5 +128,6 @@ def _settings(side: str, measurement: Measurement, timing: str, extra_settings: 
         chosen_cases=list(settings.cases),
         chosen_kernels=list(settings.kernels),
         chosen_variants={name: list(values) for name, values in settings.variants},
+        chosen_modes=list(settings.modes),
         **extra_settings,
     )

@@ -22,7 +22,7 @@ from ..loading import guard, isolation
 from ..loading.package import Loaded
 from ..loading.subject import Subject, Suite
 from ..records.autotune import AutotunePick
-from ..records.run import Benchmark, Environment, Failure, GpuStates, Results, failure_of, variant_name
+from ..records.run import Benchmark, Environment, Failure, GpuStates, Results, failure_of
 from . import alignment, loads, measure, sequential
 from .environment import GpuMonitor, collect_environment
 from .groups import _Ready, capture_group, check_group, describe, finish_group, recheck_fresh, record_compiled
@@ -287,11 +287,7 @@ class LocalSides:
         kept = [r for r in self.ready if samples.get(r.planned.key)]
         fresh = recheck_fresh(kept, self.captured, self.judge, self.device) if self.judge is not None else {}
         if fresh:  # wrong on fresh inputs: a failure, not a benchmark
-            reasons = {
-                (r.planned.side, variant_name(r.planned.kernel, r.planned.variant)): fresh[r.planned.key]
-                for r in kept
-                if r.planned.key in fresh
-            }
+            reasons = {(r.planned.side, r.planned.name): fresh[r.planned.key] for r in kept if r.planned.key in fresh}
             wrong += [(side, failure_of(b, reasons[(side, b.name)])) for side, b in timed if (side, b.name) in reasons]
             timed = [(side, b) for side, b in timed if (side, b.name) not in reasons]
         done = (timed, wrong)

@@ -220,7 +220,7 @@ def picks_across_imports(kernels: Path, case: Case, kernel: str, imports: int) -
     found = []
     for index in range(imports):
         loaded = load_subject(kernels, instance=f"selftest-picks-{index}")
-        found.append(picked(_checked(loaded, loaded.case(case.suite, case.name), kernel).picks))
+        found.append(picked(_checked(loaded, loaded.case(case.suite, case.name, case.mode), kernel).picks))
     if not any(found):
         return None
     counts: dict[str, int] = {}
@@ -241,13 +241,14 @@ class Plan:
     first: int
     most: int
     policy: Policy
+    mode: str = "forward"
 
 
 def checks_in_worker(plan: Plan, checks: int, seed: int = 0) -> list[dict[str, list[float]]]:
     """`checks` checks on this worker's GPU (shards.on_each_gpu): the subject loaded, the
     benchmark checked, calibrated and measured here."""
     loaded = load_subject(plan.kernels)
-    call = checked_call(loaded, loaded.case(plan.suite, plan.case), plan.kernel)
+    call = checked_call(loaded, loaded.case(plan.suite, plan.case, plan.mode), plan.kernel)
     return measure_checks(call, plan.levels, checks, plan.first, plan.most, plan.policy, seed=seed)
 
 
@@ -275,15 +276,20 @@ def calibration_rounds(trial: dict[str, list[float]], levels: tuple[float, ...])
 
 
 def followed_by_sleep(fn: Callable[[], Any], cycles: int) -> Callable[[], Any]:
-    """`fn`, then a `torch.cuda._sleep` of `cycles` GPU cycles: `fn` slowed by a known amount."""
+    """`fn`, then a `torch.cuda._sleep` of `cycles` GPU cycles: `fn` slowed by a known amount (of
+    a Staged call, a backward mode's, what is timed of it)."""
     import torch
 
+    from .measure import Staged
+
+    timed = fn.call if isinstance(fn, Staged) else fn
+
     def call() -> Any:
-        out = fn()
+        out = timed()
         torch.cuda._sleep(cycles)
         return out
 
-    return call
+    return Staged(fn.before, call) if isinstance(fn, Staged) else call
 
 
 def sleep_line(captured: Any, fn: Callable[[], Any]) -> tuple[float, float]:

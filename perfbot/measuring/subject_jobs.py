@@ -16,6 +16,7 @@ def check_job(
     families: list[str],
     suites: list[str],
     cases: list[str],
+    modes: list[str],
     kernels: list[str],
     skipped: list[str],
     variants: list[str],
@@ -33,7 +34,12 @@ def check_job(
 
     subject = load_subject(Path(package), limit=time_limit)
     chosen_suites = chosen(
-        subject, tuple(suites), tuple(cases), family_names=tuple(families), preferred=("quick", "pr")
+        subject,
+        tuple(suites),
+        tuple(cases),
+        family_names=tuple(families),
+        preferred=("quick", "pr"),
+        mode_names=tuple(modes),
     )
     # Every value of every variant parameter unless told otherwise: checking is cheap, and a
     # variant's code path is as likely to be wrong as the default's.
@@ -116,7 +122,9 @@ def selftest_job(
     on_gpus = [Gpu(**gpu) for gpu in gpus]
     chosen = tuple(levels)
     if len(on_gpus) > 1:  # the checks shared out, each GPU's worker checking the kernel itself
-        plan = selftest.Plan(subject.path, case.suite, case.name, kernel, chosen, samples, max_samples, policy)
+        plan = selftest.Plan(
+            subject.path, case.suite, case.name, kernel, chosen, samples, max_samples, policy, case.mode
+        )
         progress({"task": f"selftest on {len(on_gpus)} GPUs (each calibrating first)", "total": len(on_gpus)})
         arguments = [(plan, n, index) for index, n in enumerate(selftest.shares(checks, len(on_gpus)))]
         parts = on_each_gpu(on_gpus, selftest.checks_in_worker, arguments, lambda gpu: progress({"advance": 1}))
@@ -137,11 +145,21 @@ def selftest_job(
     crossed = None
     if interference_rounds:
         progress({"task": "interference check", "total": None})
-        asked = (subject.path, case.suite, case.name, kernel, interference_percent, interference_rounds, policy)
+        asked = (
+            subject.path,
+            case.suite,
+            case.name,
+            kernel,
+            interference_percent,
+            interference_rounds,
+            policy,
+            skipped_kernels,
+            case.mode,
+        )
         if len(on_gpus) > 1:  # on the first GPU, in its worker
-            (crossed,) = on_each_gpu(on_gpus[:1], interference.interference_in_worker, [(*asked, skipped_kernels)])
+            (crossed,) = on_each_gpu(on_gpus[:1], interference.interference_in_worker, [asked])
         else:
-            crossed = interference.interference_in_worker(*asked, skipped_kernels)
+            crossed = interference.interference_in_worker(*asked)
         progress({"total": 1, "advance": 1})
     # Each side of an A/B imports the subject anew, and an autotuned kernel tunes once a side.
     progress({"task": "autotune picks across fresh imports", "total": None})
@@ -151,6 +169,7 @@ def selftest_job(
         "suite": case.suite,
         "case": case.name,
         "kernel": kernel,
+        "mode": case.mode,
         "checks": collected,
         "interference": crossed.to_json() if crossed is not None else None,
         "picks": picks.to_json() if picks is not None else None,

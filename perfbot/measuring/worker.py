@@ -59,7 +59,6 @@ from ..errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, BadInput, EnvironmentFail
 from ..loading.guard import stray
 from ..loading.selection import BadChoice
 from ..records.autotune import PICK, AutotunePick
-from ..records.run import variant_name
 from ..records.schema import validate_message
 from .children import preimport
 from .planning import RunSettings
@@ -81,13 +80,21 @@ def picks_of(side: str, reply: dict[str, Any]) -> dict[str, list[AutotunePick]]:
 def suite_from(value: Any) -> Any:
     """A suite as `_suite_json` sent it (loading.subject.Suite), checked like any message: a
     worker runs a subject's code."""
-    from ..loading.subject import Case, Suite
+    from ..loading.subject import FORWARD, MODES, Case, Suite
 
     try:
         cases = tuple(
-            Case(str(c["suite"]), str(c["name"]), {str(k): int(v) for k, v in c["params"].items()}, str(c["dtype"]))
+            Case(
+                str(c["suite"]),
+                str(c["name"]),
+                {str(k): int(v) for k, v in c["params"].items()},
+                str(c["dtype"]),
+                str(c.get("mode", FORWARD)),
+            )
             for c in value["cases"]
         )
+        if any(case.mode not in MODES for case in cases):
+            raise ValueError("an unknown mode")
         implementations = tuple(str(name) for name in value["implementations"])
         return Suite(str(value["name"]), str(value["about"]), implementations, cases)
     except (KeyError, TypeError, ValueError, AttributeError):
@@ -193,13 +200,14 @@ class _Side:
         kernel: str | None,
         variants: list[str],
         samples: int,
+        mode: str | None = None,
     ) -> dict[str, Any]:
         """`choose` for one benchmark (`perfbot sample`): its suite cut down to its case and
         implementation, and settings that time that alone."""
         from ..loading.selection import BadChoice, known_implementations, one_benchmark
         from .planning import chosen_variants
 
-        chosen_case, chosen_kernel = one_benchmark(self.subject, family, suite, case, kernel)
+        chosen_case, chosen_kernel = one_benchmark(self.subject, family, suite, case, kernel, mode)
         known_implementations(self.subject, (chosen_kernel,), "--kernel")
         run = RunSettings(
             samples=samples, variants=chosen_variants(self.subject.subject, variants), kernels=(chosen_kernel,)
@@ -237,9 +245,7 @@ class _Side:
         for key in keys if not rounds else ():  # the first replay uploads the graph; keep it out
             measure.time_once(self.local.captured[key], self.flush)
         picks = {
-            variant_name(r.planned.kernel, r.planned.variant): [dataclasses.asdict(p) for p in r.picks]
-            for r in self.local.ready
-            if not r.planned.arm
+            r.planned.name: [dataclasses.asdict(p) for p in r.picks] for r in self.local.ready if not r.planned.arm
         }
         return {"ready": keys, "failures": _tagged(failed), "picks": picks}
 

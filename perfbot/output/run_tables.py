@@ -10,7 +10,7 @@ from rich.table import Table
 from ..deciding.comparison import shape_text
 from ..deciding.picks import picked
 from ..errors import BadInput, listed
-from ..records.run import Benchmark, Results
+from ..records.run import FORWARD, Benchmark, Results
 from .markdown import TEMPLATES, number
 
 _COLUMNS = (
@@ -142,13 +142,18 @@ def case_markdown(results: Results, kernel: str | None = None) -> str:
                 bench.case,
                 shape_text(bench.shape),
                 bench.dtype,
-                " ".join(f"{k}={v}" for k, v in bench.variant.items()) or "default",
+                " ".join([*(f"{k}={v}" for k, v in bench.variant.items()), *_mode_word(bench)]) or "default",
                 number(bench.median_ms, ".4f"),
             ]
             + [number(p.median_ms if p else None, ".4f") for p in peers]
             + [number(p.median_ms / bench.median_ms if p else None, ".3f") for p in peers]
         )
     return TEMPLATES.get_template("run.md.j2").render(columns=columns, numeric=4, rows=rows, failures=[])
+
+
+def _mode_word(bench: Benchmark) -> list[str]:
+    """A benchmark's mode as its variant column shows it: nothing for the forward."""
+    return [bench.mode] if bench.mode != FORWARD else []
 
 
 def _fmt(value: float | None) -> str:

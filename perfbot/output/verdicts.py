@@ -305,7 +305,8 @@ def compare_table(summary: Summary) -> Group:
         table.add_column(column, justify="right" if column not in ("benchmark", "verdict", "CI of ratio") else "left")
     for row in summary.comparisons:
         cur = row.benchmark
-        name = f"{variant_name(cur.kernel, cur.variant)} {cur.suite}/{cur.case} {shape_text(cur.shape)} {cur.dtype}"
+        where = f"{cur.suite}/{cur.case} {shape_text(cur.shape)} {cur.dtype}"
+        name = f"{variant_name(cur.kernel, cur.variant, cur.mode)} {where}"
         table.add_row(
             escape(name),
             f"{row.baseline_median_ms:.4f}",

@@ -8,7 +8,7 @@ from typing import Any
 import pytest_benchmark
 from pytest_benchmark.stats import Stats
 
-from .run import Results
+from .run import FORWARD, Results
 
 
 def to_pytest_benchmark(results: Results) -> dict[str, Any]:
@@ -27,7 +27,12 @@ def to_pytest_benchmark(results: Results) -> dict[str, Any]:
                 "group": f"{bench.suite}/{bench.case}" if bench.suite else None,
                 "name": name,
                 "fullname": f"perfbot::{bench.suite or 'run'}::{name}",
-                "params": {"shape": bench.shape, "dtype": bench.dtype, **bench.variant},
+                "params": {
+                    "shape": bench.shape,
+                    "dtype": bench.dtype,
+                    **bench.variant,
+                    **({"mode": bench.mode} if bench.mode != FORWARD else {}),
+                },
                 "param": f"{shape}-{bench.dtype}",
                 "extra_info": {
                     "flops": bench.flops,

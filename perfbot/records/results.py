@@ -11,6 +11,10 @@ Format versions (all are read; perfbot writes the newest):
        identified by (kernel, variant, shape, dtype). Format 1 is read into the same records.
   3 -- format 2 with each benchmark's `compiled` (records/compiled.py): the Triton kernels its
        checked call launched, their resources, digests and SASS counts, or null.
+  4 -- format 3 with a benchmark's and a failure's `mode` ("backward", "forward+backward"), part of
+       its identity, and the settings' `chosen_modes` (--mode). Written only by a run with a row in
+       a mode other than the forward, which has no `mode` field: a run of forward rows alone is
+       still written as format 3, and a row of format 1 to 3 is a forward one.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from ..files import check_output, write_atomic
 from .run import Benchmark, Environment, Failure, Results, Settings
 from .schema import MAX_ITEMS, MAX_JSON_BYTES, IntOnly, bad_input, read_limited, shown
 
-READS = (1, 2, 3)  # the formats this perfbot reads; it writes run.FORMAT
+READS = (1, 2, 3, 4)  # the formats this perfbot reads; it writes run.FORMAT
 
 
 def _iso_or_empty(text: str) -> str:
@@ -59,9 +63,9 @@ def to_text(results: Results) -> str:
 @with_config(ConfigDict(strict=True, defer_build=True))
 @dataclass(frozen=True)
 class _File:
-    """The file as written: format 2, or 3 (the same with compiled kernels)."""
+    """The file as written: format 2, 3 (the same with compiled kernels) or 4 (with modes)."""
 
-    format: Annotated[Literal[2, 3], IntOnly]
+    format: Annotated[Literal[2, 3, 4], IntOnly]
     environment: Environment
     benchmarks: Annotated[list[Benchmark], Field(max_length=MAX_ITEMS)]
     settings: Settings = field(default_factory=Settings)

@@ -33,7 +33,12 @@ from .schema import (
     Text,
 )
 
-FORMAT: Final = 3  # the results format `Results.to_json` writes; results.py lists every format
+FORMAT: Final = 3  # the results format `Results.to_json` writes of a forward run; results.py lists every format
+# The format of a run with a row in another mode: a perfbot that predates modes refuses it rather
+# than read a backward row as a forward one.
+MODES_FORMAT: Final = 4
+FORWARD: Final = "forward"  # the mode of a row that names none
+Mode = Annotated[str, Field(pattern=r"^(forward|backward|forward\+backward)$")]  # loading/subject.py MODES
 _RECORD = ConfigDict(strict=True, extra="ignore", defer_build=True)  # a newer perfbot may add fields: they are skipped
 
 Shape = Annotated[dict[Name, Dim], Field(min_length=1, max_length=16)]
@@ -158,18 +163,23 @@ class Settings:
     chosen_variants: Annotated[dict[Name, Annotated[list[Name], Field(max_length=MAX_ITEMS)]], Field(max_length=16)] = (
         field(default_factory=dict)
     )
+    chosen_modes: Annotated[list[Mode], Field(max_length=3)] = field(default_factory=list)  # --mode
     # The files each implementation's code came from, with their sha256: a path relative to the
     # side's checkout where the file is inside it, else absolute. Empty in files written before
     # perfbot recorded them (docs/files.md, "The formats").
     sources: Sources = field(default_factory=dict)
 
 
-# What names one benchmark within a run: its implementation, variant, shape and dtype.
-Key = tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, int], ...], str]
+# What names one benchmark within a run: its implementation, variant, shape and dtype, and its
+# mode where that is not the forward (so that a forward row's key is what it was before modes).
+Key = tuple[Any, ...]
 
 
-def benchmark_key(kernel: str, variant: Mapping[str, str], shape: Mapping[str, int], dtype: str) -> Key:
-    return (kernel, tuple(sorted(variant.items())), tuple(sorted(shape.items())), dtype)
+def benchmark_key(
+    kernel: str, variant: Mapping[str, str], shape: Mapping[str, int], dtype: str, mode: str = FORWARD
+) -> Key:
+    key = (kernel, tuple(sorted(variant.items())), tuple(sorted(shape.items())), dtype)
+    return key if mode == FORWARD else (*key, mode)
 
 
 @with_config(_RECORD)
@@ -200,14 +210,17 @@ class Benchmark:
     # An A/B row whose sides' picks differ where their code or configs do: each side at its own
     # picks, timed beside `samples_ms` (the sides at a common config).
     own_picks: OwnPicks | None = None
+    # What was timed (loading/subject.py MODES): part of the benchmark's identity, as its variant
+    # is. Absent in files written before modes, and from forward rows: "forward".
+    mode: Mode = FORWARD
 
     @property
     def key(self) -> Key:
-        return benchmark_key(self.kernel, self.variant, self.shape, self.dtype)
+        return benchmark_key(self.kernel, self.variant, self.shape, self.dtype, self.mode)
 
     @property
     def name(self) -> str:
-        return variant_name(self.kernel, self.variant)
+        return variant_name(self.kernel, self.variant, self.mode)
 
     @property
     def median_ms(self) -> float:
@@ -236,15 +249,16 @@ class Failure:
     case: Label = ""
     relative_error: NonNegative | None = None
     error_bound: NonNegative | None = None
+    mode: Mode = FORWARD
 
     @property
     def key(self) -> Key:
         """As Benchmark.key: the benchmark that failed."""
-        return benchmark_key(self.kernel, self.variant, self.shape, self.dtype)
+        return benchmark_key(self.kernel, self.variant, self.shape, self.dtype, self.mode)
 
     @property
     def name(self) -> str:
-        return variant_name(self.kernel, self.variant)
+        return variant_name(self.kernel, self.variant, self.mode)
 
 
 def failure_of(bench: Benchmark, reason: str) -> Failure:
@@ -258,12 +272,16 @@ def failure_of(bench: Benchmark, reason: str) -> Failure:
         reason=reason,
         suite=bench.suite,
         case=bench.case,
+        mode=bench.mode,
     )
 
 
-def variant_name(kernel: str, variant: dict[str, str]) -> str:
-    """The implementation with its variant, as reports show it: "triton[offset=1]"."""
-    return f"{kernel}[{','.join(f'{k}={v}' for k, v in variant.items())}]" if variant else kernel
+def variant_name(kernel: str, variant: Mapping[str, str], mode: str = FORWARD) -> str:
+    """The implementation with its variant and its mode, as reports show it: "triton" and
+    "triton[offset=1]" in the forward, "triton[backward]" and "triton[offset=1,backward]" in
+    another mode: a variant's parameters are NAME=VALUE, a mode a bare word."""
+    shown = [*(f"{k}={v}" for k, v in variant.items()), *([mode] if mode != FORWARD else [])]
+    return f"{kernel}[{','.join(shown)}]" if shown else kernel
 
 
 @dataclass(frozen=True)
@@ -283,10 +301,10 @@ class Results:
         """Every implementation's benchmarks on `bench`'s case, by implementation: looked up once
         for all the peers of a benchmark, since a file of thousands of benchmarks made that
         quadratic per peer."""
-        case = (bench.suite, bench.case, bench.dtype, bench.shape)
+        case = (bench.suite, bench.case, bench.dtype, bench.shape, bench.mode)
         by_implementation: dict[str, list[Benchmark]] = {}
         for other in self.benchmarks:
-            if (other.suite, other.case, other.dtype, other.shape) == case:
+            if (other.suite, other.case, other.dtype, other.shape, other.mode) == case:
                 by_implementation.setdefault(other.kernel, []).append(other)
         return by_implementation
 
@@ -322,13 +340,16 @@ class Results:
         return shares
 
     def to_json(self) -> dict[str, Any]:
+        """The file's content: a forward row without its mode, and a run of forward rows alone in
+        FORMAT, as before modes; a run with a row in another mode in MODES_FORMAT."""
+        forward = all(b.mode == FORWARD for b in self.benchmarks) and all(f.mode == FORWARD for f in self.failures)
         return {
-            "format": FORMAT,
+            "format": FORMAT if forward else MODES_FORMAT,
             "created": self.created,
             "environment": _plain(self.environment),
-            "settings": _plain(self.settings),
-            "benchmarks": [_plain(b) for b in self.benchmarks],
-            "failures": [_plain(f) for f in self.failures],
+            "settings": _without_forward(_plain(self.settings), "chosen_modes", []),
+            "benchmarks": [_without_forward(_plain(b)) for b in self.benchmarks],
+            "failures": [_without_forward(_plain(f)) for f in self.failures],
         }
 
 
@@ -350,6 +371,13 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return type(value)((_plain(k), _plain(v)) for k, v in value.items())
     return copy.deepcopy(value)
+
+
+def _without_forward(record: dict[str, Any], field: str = "mode", default: Any = FORWARD) -> dict[str, Any]:
+    """A record as a file writes it: a field at the value it had before modes left out."""
+    if record.get(field) == default:
+        del record[field]
+    return record
 
 
 def _peer_among(same_case: list[Benchmark], bench: Benchmark) -> Benchmark | None:
