@@ -59,13 +59,35 @@ def _gelu(z, APPROXIMATE_TANH: tl.constexpr):  # type: ignore[no-untyped-def]
     stays at F(-T) (erf 5.8e-8, tanh 4.6e-8): +inf stays inf, -inf gives -T F(-T), within 3e-7
     of gelu's limit 0, and no select is needed; a NaN stays NaN (propagate_nan).
     """
-    t, tail = _gelu_tail(z, APPROXIMATE_TANH)
-    return tl.maximum(z, 0.0) - t * tail
+    if APPROXIMATE_TANH:
+        t = tl.minimum(tl.abs(z), 5.0, propagate_nan=tl.PropagateNan.ALL)
+        s = t * 0.4 - 1.0
+        p = 0.017775888937773113 * s - 0.010106165140165857
+        p = p * s - 0.0773497697889739
+        p = p * s + 0.0800399411315828
+        p = p * s + 0.1348424499419755
+        p = p * s - 0.3578045739038399
+        p = p * s - 1.247525385747581
+        p = p * s - 5.028852821460668
+        p = p * s - 10.51721521813701
+        p = p * s - 7.372743017771502
+    else:
+        t = tl.minimum(tl.abs(z), 5.3, propagate_nan=tl.PropagateNan.ALL)
+        p = -1.7218363746463674e-06 * t + 5.974687801065765e-05
+        p = p * t - 0.0009189766990633564
+        p = p * t + 0.008474007720349912
+        p = p * t - 0.053914114257328095
+        p = p * t - 0.4584866112156438
+        p = p * t - 1.1512515872978706
+        p = p * t - 0.9999950450774119
+    return tl.maximum(z, 0.0) - t * tl.exp2(p)
 
 
 @triton.jit
 def _gelu_tail(z, APPROXIMATE_TANH: tl.constexpr):  # type: ignore[no-untyped-def]
-    """(t, F(-t)) with t = |z| held at most T: the tail of the gate, as `_gelu` says."""
+    """(t, F(-t)) with t = |z| held at most T: the tail of the gate, `_gelu`'s polynomials. `_gelu`
+    keeps its own copy: calling this from it changed the forward's SASS, which the no-grad path
+    must keep (experiments/2026-12-07-geglu-backward); a test holds the two equal bit for bit."""
     if APPROXIMATE_TANH:
         t = tl.minimum(tl.abs(z), 5.0, propagate_nan=tl.PropagateNan.ALL)
         s = t * 0.4 - 1.0
