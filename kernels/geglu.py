@@ -746,7 +746,7 @@ class GeGLUFunction(torch.autograd.Function):
             h = _empty_h(x, weight)
             _forward(x, weight, *ctx.options[:1], None, *ctx.options[1:], h)
         x2d = x.reshape(M, K)
-        plan = geglu_backward.plan_for(M, x.dtype)
+        plan = geglu_backward.plan_for(M, K, x.dtype, x.device)
         dx, dw = geglu_backward.backward(
             grad_out.reshape(M, N), h, x2d, weight, need_dx=need_dx, need_dw=need_dw, plan=plan
         )

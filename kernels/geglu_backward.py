@@ -14,9 +14,10 @@ derivative, cheap enough to be formed again wherever a matmul needs it. Two plan
   dx also store their dz tiles, once, and cuBLAS computes dW from them. No pass over dz of its
   own: dz is written once and read once (by dW), where a separate pass reads g and h and writes dz
   before both matmuls read it.
-- ``split`` (few rows: decode): dx has too few row blocks to fill the GPU, so the matmuls are
-  cuBLAS's, after `_geglu_dz_kernel` writes dz; at these shapes that pass is a few microseconds
-  beside reading weight and writing dW.
+- ``split`` (decode, and small shapes): where dx has fewer tiles than the GPU has SMs, the
+  fused kernel's few programs would each walk all 2N columns while most SMs idle, so the matmuls
+  are cuBLAS's (which splits the reduction), after `_geglu_dz_kernel` writes dz: a pass of a few
+  microseconds at these shapes, beside reading weight and writing dW.
 """
 
 from __future__ import annotations
@@ -28,11 +29,12 @@ import torch
 import triton
 import triton.language as tl
 
-from .geglu import _tile_coords
+from .geglu import _device_info, _tile_coords
 
 PLANS = ("fused", "split")
-# At most this many rows take the split plan: one row block of dx (experiments/2026-12-07-geglu-backward).
-SPLIT_MAX_ROWS = 64
+# The plan every call takes, where not None: the benchmark times each plan at every shape
+# (experiments/2026-12-07-geglu-backward).
+FORCE_PLAN: str | None = None
 
 
 @triton.jit
@@ -153,13 +155,25 @@ _FUSED_32 = BackwardPlan("fused", BLOCK_M=64, BLOCK_N=32, BLOCK_K=64, GROUP_M=8,
 _SPLIT = BackwardPlan("split", BLOCK_M=16, BLOCK_N=256, BLOCK_K=0, GROUP_M=1, num_warps=4, num_stages=1)
 
 
-def plan_for(M: int, dtype: torch.dtype, plan: str | None = None, config: dict[str, int] | None = None) -> BackwardPlan:
-    """The backward's plan for M rows: "split" for at most SPLIT_MAX_ROWS, else "fused". `plan`
-    forces one; `config` overrides the launch config's sizes (the tests' small tiles)."""
+def plan_for(
+    M: int,
+    K: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    plan: str | None = None,
+    config: dict[str, int] | None = None,
+) -> BackwardPlan:
+    """The backward's plan for dx [M, K]: "fused" where its tiles are at least as many as the
+    GPU's SMs, else "split". `plan` (or FORCE_PLAN) forces one; `config` overrides the launch
+    config's sizes (the tests' small tiles)."""
+    plan = plan or FORCE_PLAN
     if plan is not None and plan not in PLANS:
         raise ValueError(f"geglu backward: plan must be one of {PLANS}, got {plan!r}")
-    chosen = plan or ("split" if M <= SPLIT_MAX_ROWS else "fused")
-    base = _SPLIT if chosen == "split" else _FUSED_32 if dtype == torch.float32 else _FUSED_16
+    fused = _FUSED_32 if dtype == torch.float32 else _FUSED_16
+    if plan is None:
+        tiles = triton.cdiv(M, fused.BLOCK_M) * triton.cdiv(K, fused.BLOCK_K)
+        plan = "fused" if tiles >= _device_info(device)[1] else "split"
+    base = _SPLIT if plan == "split" else fused
     if config:
         unknown = sorted(set(config) - {k for k in vars(base) if k != "plan"})
         if unknown:
@@ -188,7 +202,7 @@ def backward(
             f"geglu backward: expected g [{M}, {N}] and a contiguous h [{M}, {2 * N}], "
             f"got g {tuple(g.shape)} and h {tuple(h.shape)}"
         )
-    plan = plan or plan_for(M, x2d.dtype)
+    plan = plan or plan_for(M, K, x2d.dtype, x2d.device)
     dz = torch.empty(M, 2 * N, dtype=x2d.dtype, device=x2d.device)
     dx = None
     if need_dx and plan.plan == "fused":

@@ -71,7 +71,9 @@ def plan(monkeypatch):
     real = geglu_backward.plan_for
 
     def force(name, config=None):
-        monkeypatch.setattr(geglu_backward, "plan_for", lambda M, dtype: real(M, dtype, name, config))
+        monkeypatch.setattr(
+            geglu_backward, "plan_for", lambda M, K, dtype, device: real(M, K, dtype, device, name, config)
+        )
 
     return force
 
@@ -93,7 +95,9 @@ def _assert_matches(got, want, dtype):
 def test_gradients_match_float64_autograd(plan, batch, K, N, dtype, approximate, recompute):
     plan("fused", SMALL)
     x, weight, g = make_inputs(batch, K, N, dtype, seed=len(batch) + batch[0])
-    _assert_matches(grads(x, weight, g, approximate, recompute=recompute), float64_grads(x, weight, g, approximate), dtype)
+    _assert_matches(
+        grads(x, weight, g, approximate, recompute=recompute), float64_grads(x, weight, g, approximate), dtype
+    )
 
 
 @needs_interpreter
@@ -101,7 +105,7 @@ def test_gradients_match_float64_autograd(plan, batch, K, N, dtype, approximate,
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=["fp16", "fp32"])
 def test_the_split_plan_of_few_rows_matches_float64_autograd(dtype, approximate):
     x, weight, g = make_inputs((2, 9), 72, 40, dtype)
-    assert geglu_backward.plan_for(18, dtype).plan == "split"  # 18 rows: the default plan
+    assert geglu_backward.plan_for(18, 72, dtype, x.device).plan == "split"  # one tile of dx: the default plan
     _assert_matches(grads(x, weight, g, approximate), float64_grads(x, weight, g, approximate), dtype)
 
 
@@ -243,12 +247,31 @@ def test_empty_dimensions_have_zero_gradients():
 
 @needs_interpreter
 def test_the_backward_plan_refuses_what_it_does_not_know():
+    cpu = torch.device("cpu")
     with pytest.raises(ValueError, match="plan must be one of"):
-        geglu_backward.plan_for(100, torch.float16, "fast")
+        geglu_backward.plan_for(100, 64, torch.float16, cpu, "fast")
     with pytest.raises(ValueError, match="unknown launch option"):
-        geglu_backward.plan_for(100, torch.float16, None, {"BLOCK_Q": 4})
-    assert geglu_backward.plan_for(64, torch.float16).plan == "split"
-    assert geglu_backward.plan_for(65, torch.float16).plan == "fused"
+        geglu_backward.plan_for(100, 64, torch.float16, cpu, None, {"BLOCK_Q": 4})
+
+
+def test_the_fused_plan_takes_shapes_with_a_tile_of_dx_for_each_sm(monkeypatch):
+    monkeypatch.setattr(geglu_backward, "_device_info", lambda device: ("NVIDIA H200", 132, True))
+    cpu = torch.device("cpu")
+
+    def plan(M, K, dtype=torch.bfloat16):
+        return geglu_backward.plan_for(M, K, dtype, cpu).plan
+
+    # 128 x 128 tiles of dx: d2048 of the A100 sweep has 256, d1024 64; decode one row of them.
+    assert (plan(8192, 2048), plan(2048, 2048), plan(1024, 1024), plan(64, 3072)) == (
+        "fused",
+        "fused",
+        "split",
+        "split",
+    )
+    assert (plan(1056, 2048), plan(1024, 2048)) == ("fused", "split")  # 9 x 16 = 144 tiles, 8 x 16 = 128
+    assert plan(528, 1024, torch.float32) == "fused"  # fp32's 64 x 64 tiles: 9 x 16
+    monkeypatch.setattr(geglu_backward, "FORCE_PLAN", "split")
+    assert plan(8192, 2048) == "split"
 
 
 @needs_interpreter
@@ -362,7 +385,13 @@ def test_the_no_grad_forward_compiles_to_the_same_sass_as_before_the_backward():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     done = subprocess.run(
-        [sys.executable, "-c", SAME_SASS, BASE], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
+        [sys.executable, "-c", SAME_SASS, BASE],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()

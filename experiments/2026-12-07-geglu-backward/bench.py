@@ -55,7 +55,7 @@ QUICK = [
 DRY = [("dry", 130, 72, 40, torch.float16), ("dry", 5, 64, 24, torch.float32)]
 
 # Backward alone: the forward runs outside the graph, the graph is the backward.
-BACKWARD_WAYS = ("bound", "fused-save", "fused-recompute", "fused-save-split", "eager", "compiled")
+BACKWARD_WAYS = ("bound", "fused-save", "fused-recompute", "save-split", "save-fused", "eager", "compiled")
 # Forward and backward in one graph.
 BOTH_WAYS = ("fused-save+fwd", "fused-recompute+fwd", "eager+fwd")
 
@@ -85,24 +85,28 @@ def fused(recompute: bool) -> Callable[..., torch.Tensor]:
 FORWARDS: dict[str, Callable[..., torch.Tensor]] = {
     "fused-save": fused(False),
     "fused-recompute": fused(True),
-    "fused-save-split": fused(False),
+    "save-split": fused(False),
+    "save-fused": fused(False),
     "eager": eager_geglu,
     "compiled": compiled_geglu,
 }
 
 
-class SplitPlan:
-    """Within the block, the backward takes its split plan (a dz pass, then cuBLAS) at every M."""
+# Diagnostic ways: h saved, the backward's plan forced (geglu_backward.FORCE_PLAN).
+FORCED = {"save-split": "split", "save-fused": "fused"}
 
-    def __init__(self, on: bool) -> None:
-        self.on, self.saved = on, backward_module.SPLIT_MAX_ROWS
+
+class Plan:
+    """Within the block, the backward takes the way's forced plan, if it has one."""
+
+    def __init__(self, way: str) -> None:
+        self.plan = FORCED.get(way)
 
     def __enter__(self) -> None:
-        if self.on:
-            backward_module.SPLIT_MAX_ROWS = 1 << 62
+        backward_module.FORCE_PLAN = self.plan
 
     def __exit__(self, *exc: object) -> None:
-        backward_module.SPLIT_MAX_ROWS = self.saved
+        backward_module.FORCE_PLAN = None
 
 
 def inputs(M: int, K: int, N: int, dtype: torch.dtype, device: str, seed: int) -> tuple[torch.Tensor, ...]:
@@ -122,7 +126,7 @@ def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
 def check(way: str, x: torch.Tensor, w: torch.Tensor, g: torch.Tensor, approximate: str, ref: tuple) -> dict:
     """The way's out, dx and dW against float64 autograd of the same formula."""
     xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
-    with SplitPlan(way == "fused-save-split"):
+    with Plan(way):
         out = FORWARDS[way](xg, wg, approximate)
         dx, dw = torch.autograd.grad(out, (xg, wg), g)
     errors = {
@@ -149,6 +153,8 @@ def bench_case(group: str, M: int, K: int, N: int, dtype: torch.dtype, approxima
         "shape": {"M": M, "K": K, "N": N},
         "dtype": DTYPE_NAMES[dtype],
         "approximate": approximate,
+        "forward_plan": geglu_module.launch_plan(x, w),
+        "backward_plan": backward_module.plan_for(M, K, dtype, x.device).record(),
         "ways": {},
     }
     for way in FORWARDS:
@@ -161,7 +167,7 @@ def bench_case(group: str, M: int, K: int, N: int, dtype: torch.dtype, approxima
     if dry:
         return case
     for way in FORWARDS:
-        if way != "fused-save-split":
+        if way not in FORCED:
             case["ways"][way]["memory"] = memory(way, x, w, g, approximate)
     graphs = capture_all(x, w, g, g2, approximate)
     samples = time_interleaved(graphs, rounds)
@@ -207,8 +213,8 @@ def capture(fn: Callable[[], object]) -> torch.cuda.CUDAGraph:
 def capture_all(x: torch.Tensor, w: torch.Tensor, g: torch.Tensor, g2: torch.Tensor, approximate: str) -> dict:
     graphs: dict[str, torch.cuda.CUDAGraph] = {"bound": capture(lambda: (g2 @ w, g2.T @ x))}
     xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
-    for way in ("fused-save", "fused-recompute", "fused-save-split", "eager", "compiled"):
-        with SplitPlan(way == "fused-save-split"):
+    for way in FORWARDS:
+        with Plan(way):
             out = FORWARDS[way](xg, wg, approximate)  # outside the graph, kept for its replays
             graphs[way] = capture(lambda out=out: torch.autograd.grad(out, (xg, wg), g, retain_graph=True))
             graphs[way].keep = out  # type: ignore[attr-defined]
@@ -341,7 +347,7 @@ def main() -> int:
     (args.out / "results.md").write_text(markdown(cases))
     print(markdown(cases))
     print(f"{time.time() - began:.0f} s")
-    ours_bad = [c for c in cases for way in ("fused-save", "fused-recompute", "fused-save-split") if not c["ways"][way]["ok"]]
+    ours_bad = [c for c in cases for way in ("fused-save", "fused-recompute", *FORCED) if not c["ways"][way]["ok"]]
     return 1 if ours_bad else 0
 
 
