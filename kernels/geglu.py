@@ -715,7 +715,7 @@ class GeGLUFunction(torch.autograd.Function):
     two matmuls dx = dz @ weight and dW = dz.T @ x."""
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any,
         x: torch.Tensor,
         weight: torch.Tensor,
@@ -727,11 +727,11 @@ class GeGLUFunction(torch.autograd.Function):
         h = None if recompute else _empty_h(x, weight)
         out = _forward(x, weight, approximate, None, path, config, h)
         ctx.save_for_backward(x, weight, h)
-        ctx.options = (approximate, path, config)
+        ctx.approximate, ctx.path, ctx.config = approximate, path, config
         return out
 
     @staticmethod
-    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
+    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         from . import geglu_backward
 
         x, weight, h = ctx.saved_tensors
@@ -744,7 +744,7 @@ class GeGLUFunction(torch.autograd.Function):
         if h is None:
             # Recompute: the forward's kernel again, its out thrown away, h kept.
             h = _empty_h(x, weight)
-            _forward(x, weight, *ctx.options[:1], None, *ctx.options[1:], h)
+            _forward(x, weight, ctx.approximate, None, ctx.path, ctx.config, h)
         x2d = x.reshape(M, K)
         plan = geglu_backward.plan_for(M, K, x.dtype, x.device)
         dx, dw = geglu_backward.backward(

@@ -6,18 +6,17 @@
     dW  = dz.T @ x                      [2N, M] @ [M, K]
 
 The forward saves h, not z: with it, dz costs two products a column instead of a GELU and its
-derivative, cheap enough to be formed again wherever a matmul needs it. Two plans (`plan_for`):
+derivative. Two plans (`plan_for`):
 
+- ``split`` (the default): `_geglu_dz_kernel` writes dz in one pass (reads g and h, writes dz:
+  5 M N elements), then cuBLAS computes dx and dW. The pass is memory-bound and runs alone: its
+  time is the whole cost over the two matmuls.
 - ``fused``: `_geglu_dx_kernel` is the dx matmul with dz formed in its prologue: each program
   loads tiles of g, h1 and h2, multiplies them in registers and feeds the products to `tl.dot`
-  against the matching rows of both halves of weight. The programs of the first column block of
-  dx also store their dz tiles, once, and cuBLAS computes dW from them. No pass over dz of its
-  own: dz is written once and read once (by dW), where a separate pass reads g and h and writes dz
-  before both matmuls read it.
-- ``split`` (decode, and small shapes): where dx has fewer tiles than the GPU has SMs, the
-  fused kernel's few programs would each walk all 2N columns while most SMs idle, so the matmuls
-  are cuBLAS's (which splits the reduction), after `_geglu_dz_kernel` writes dz: a pass of a few
-  microseconds at these shapes, beside reading weight and writing dW.
+  against the matching rows of both halves of weight; the programs of the first column block of
+  dx also store dz, once, for cuBLAS's dW. No pass of its own, but on an H100 this pointer-loaded
+  kernel took 1.9x cuBLAS's time for dx (experiments/2026-12-07-geglu-backward, probe 1): it is
+  kept as the starting point of a TMA, warp-specialized version, and chosen only where asked for.
 """
 
 from __future__ import annotations
@@ -35,6 +34,8 @@ PLANS = ("fused", "split")
 # The plan every call takes, where not None: the benchmark times each plan at every shape
 # (experiments/2026-12-07-geglu-backward).
 FORCE_PLAN: str | None = None
+# The plan a call takes where neither `plan_for`'s caller nor FORCE_PLAN says.
+DEFAULT_PLAN = "split"
 
 
 @triton.jit
@@ -163,14 +164,16 @@ def plan_for(
     plan: str | None = None,
     config: dict[str, int] | None = None,
 ) -> BackwardPlan:
-    """The backward's plan for dx [M, K]: "fused" where its tiles are at least as many as the
-    GPU's SMs, else "split". `plan` (or FORCE_PLAN) forces one; `config` overrides the launch
-    config's sizes (the tests' small tiles)."""
-    plan = plan or FORCE_PLAN
-    if plan is not None and plan not in PLANS:
+    """The backward's plan for dx [M, K]: `plan`, else FORCE_PLAN, else DEFAULT_PLAN; where the
+    fused plan is asked for and dx has fewer tiles than the GPU has SMs (decode, small shapes),
+    the split plan: the fused kernel's few programs would each walk all 2N columns while most SMs
+    idle, where cuBLAS splits the reduction. `config` overrides the launch config's sizes (the
+    tests' small tiles)."""
+    plan = plan or FORCE_PLAN or DEFAULT_PLAN
+    if plan not in PLANS:
         raise ValueError(f"geglu backward: plan must be one of {PLANS}, got {plan!r}")
     fused = _FUSED_32 if dtype == torch.float32 else _FUSED_16
-    if plan is None:
+    if plan == "fused" and config is None:
         tiles = triton.cdiv(M, fused.BLOCK_M) * triton.cdiv(K, fused.BLOCK_K)
         plan = "fused" if tiles >= _device_info(device)[1] else "split"
     base = _SPLIT if plan == "split" else fused
@@ -178,7 +181,8 @@ def plan_for(
         unknown = sorted(set(config) - {k for k in vars(base) if k != "plan"})
         if unknown:
             raise ValueError(f"geglu backward: unknown launch option(s) {unknown}")
-        base = replace(base, **config)
+        sizes: dict[str, Any] = dict(config)
+        base = replace(base, **sizes)
     return base
 
 

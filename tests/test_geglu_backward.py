@@ -254,24 +254,21 @@ def test_the_backward_plan_refuses_what_it_does_not_know():
         geglu_backward.plan_for(100, 64, torch.float16, cpu, None, {"BLOCK_Q": 4})
 
 
-def test_the_fused_plan_takes_shapes_with_a_tile_of_dx_for_each_sm(monkeypatch):
+def test_the_split_plan_is_the_default_and_fused_is_taken_where_dx_has_a_tile_per_sm(monkeypatch):
     monkeypatch.setattr(geglu_backward, "_device_info", lambda device: ("NVIDIA H200", 132, True))
     cpu = torch.device("cpu")
 
-    def plan(M, K, dtype=torch.bfloat16):
-        return geglu_backward.plan_for(M, K, dtype, cpu).plan
+    def plan(M, K, dtype=torch.bfloat16, asked=None):
+        return geglu_backward.plan_for(M, K, dtype, cpu, asked).plan
 
-    # 128 x 128 tiles of dx: d2048 of the A100 sweep has 256, d1024 64; decode one row of them.
-    assert (plan(8192, 2048), plan(2048, 2048), plan(1024, 1024), plan(64, 3072)) == (
-        "fused",
-        "fused",
-        "split",
-        "split",
-    )
-    assert (plan(1056, 2048), plan(1024, 2048)) == ("fused", "split")  # 9 x 16 = 144 tiles, 8 x 16 = 128
-    assert plan(528, 1024, torch.float32) == "fused"  # fp32's 64 x 64 tiles: 9 x 16
-    monkeypatch.setattr(geglu_backward, "FORCE_PLAN", "split")
     assert plan(8192, 2048) == "split"
+    # 128 x 128 tiles of dx: d2048 of the A100 sweep has 256, d1024 64; decode one row of them.
+    fused = [plan(M, K, asked="fused") for M, K in ((8192, 2048), (2048, 2048), (1024, 1024), (64, 3072))]
+    assert fused == ["fused", "fused", "split", "split"]
+    assert (plan(1056, 2048, asked="fused"), plan(1024, 2048, asked="fused")) == ("fused", "split")  # 144, 128 tiles
+    assert plan(528, 1024, torch.float32, "fused") == "fused"  # fp32's 64 x 64 tiles: 9 x 16
+    monkeypatch.setattr(geglu_backward, "FORCE_PLAN", "fused")
+    assert plan(8192, 2048) == "fused"
 
 
 @needs_interpreter
@@ -316,7 +313,9 @@ COMPILE = """
 import sys, torch
 from perfbot.compiling import artifacts, launches, offline
 with offline.compiling_for(offline.gpu_named("NVIDIA H200")):
+    from kernels import geglu_backward
     from kernels.geglu import geglu
+    geglu_backward.FORCE_PLAN = "fused"  # where dx has a tile per SM; else the split plan
     # 144 tiles of dx for 132 SMs (the fused plan), a decode shape (the split plan), fp32's fused plan
     for M, K, N, dtype in ((1056, 2048, 512, torch.bfloat16), (16, 3072, 1024, torch.float16),
                            (576, 1024, 256, torch.float32)):

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+import torch._functorch.config
 import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,6 +75,9 @@ def compiled_geglu(x: torch.Tensor, weight: torch.Tensor, approximate: str) -> t
         torch._dynamo.config.recompile_limit = 1024
         torch._dynamo.config.accumulated_recompile_limit = 4096
         torch._dynamo.config.fail_on_recompile_limit_hit = True
+        # A compiled backward with donated buffers refuses retain_graph=True, which the graphs
+        # of the backward alone replay with.
+        torch._functorch.config.donated_buffer = False
         _compiled = torch.compile(eager_geglu)
     return _compiled(x, weight, approximate)
 
@@ -196,31 +200,33 @@ def memory(way: str, x: torch.Tensor, w: torch.Tensor, g: torch.Tensor, approxim
     return {"held_after_forward_bytes": held, "peak_bytes": peak}
 
 
-def capture(fn: Callable[[], object]) -> torch.cuda.CUDAGraph:
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
+def capture(fn: Callable[[], object], stream: torch.cuda.Stream) -> torch.cuda.CUDAGraph:
+    """fn's launches in a graph captured on `stream`, after two calls there."""
     with torch.cuda.stream(stream):
         for _ in range(2):
             fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            fn()
     torch.cuda.synchronize()
     return graph
 
 
 def capture_all(x: torch.Tensor, w: torch.Tensor, g: torch.Tensor, g2: torch.Tensor, approximate: str) -> dict:
-    graphs: dict[str, torch.cuda.CUDAGraph] = {"bound": capture(lambda: (g2 @ w, g2.T @ x))}
+    # One side stream for the forwards and the captures: the backward runs on its forward's
+    # stream, and a forward on the default (legacy) stream cannot be waited on during a capture.
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graphs: dict[str, torch.cuda.CUDAGraph] = {"bound": capture(lambda: (g2 @ w, g2.T @ x), stream)}
     xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
     for way in FORWARDS:
-        with Plan(way):
+        with Plan(way), torch.cuda.stream(stream):
             out = FORWARDS[way](xg, wg, approximate)  # outside the graph, kept for its replays
-            graphs[way] = capture(lambda out=out: torch.autograd.grad(out, (xg, wg), g, retain_graph=True))
+            graphs[way] = capture(lambda out=out: torch.autograd.grad(out, (xg, wg), g, retain_graph=True), stream)
             graphs[way].keep = out  # type: ignore[attr-defined]
     for way in BOTH_WAYS:
         forward = FORWARDS[way.removesuffix("+fwd")]
-        graphs[way] = capture(lambda f=forward: torch.autograd.grad(f(xg, wg, approximate), (xg, wg), g))
+        graphs[way] = capture(lambda f=forward: torch.autograd.grad(f(xg, wg, approximate), (xg, wg), g), stream)
     return graphs
 
 
@@ -340,7 +346,7 @@ def main() -> int:
             case = bench_case(group, M, K, N, dtype, approximate, rounds, args.dry)
             cases.append(case)
             medians = {k: round(v["median_ms"], 4) for k, v in case["ways"].items() if "median_ms" in v}
-            bad = [k for k, v in case["ways"].items() if not v["ok"]]
+            bad = [k for k, v in case["ways"].items() if not v.get("ok", True)]
             print(f"{group} M{M} K{K} N{N} {DTYPE_NAMES[dtype]} {approximate}: {medians} bad={bad} ({time.time() - t:.1f} s)", flush=True)
     results = {"format": 1, "environment": environment(), "rounds": rounds, "cases": cases}
     (args.out / "results.json").write_text(json.dumps(results, indent=1))
