@@ -283,21 +283,25 @@ def test_torch_compile_runs_the_function_and_its_backward():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("recompute", [False, True], ids=["save", "recompute"])
-@pytest.mark.parametrize("M", [16, 1000])
-def test_a_cuda_graph_of_the_backward_replays_right_and_does_not_accumulate(M, recompute):
-    """As perfbot captures it: the forward outside the graph, torch.autograd.grad inside."""
-    x, weight, g = make_inputs((M,), 256, 384, torch.bfloat16)
+@pytest.mark.parametrize("M,K,plan", [(16, 256, None), (1000, 256, None), (2048, 1152, "fused")])
+def test_a_cuda_graph_of_the_backward_replays_right_and_does_not_accumulate(monkeypatch, M, K, plan, recompute):
+    """As perfbot captures it: the forward outside the graph, torch.autograd.grad inside. 2048 x
+    1152 has 144 tiles of dx, enough for the fused plan on a GPU of up to 144 SMs."""
+    monkeypatch.setattr(geglu_backward, "FORCE_PLAN", plan)
+    x, weight, g = make_inputs((M,), K, 384, torch.bfloat16)
     xg, wg = x.clone().requires_grad_(), weight.clone().requires_grad_()
-    out = geglu(xg, wg, recompute=recompute)
-    eager = torch.autograd.grad(out, (xg, wg), g, retain_graph=True)
+    # The forward runs on the capture's stream: the backward runs on its forward's stream, and one
+    # on the default (legacy) stream cannot be joined during a capture (cudaErrorStreamCaptureImplicit).
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
+        out = geglu(xg, wg, recompute=recompute)
+        eager = torch.autograd.grad(out, (xg, wg), g, retain_graph=True)
         torch.autograd.grad(out, (xg, wg), g, retain_graph=True)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        captured = torch.autograd.grad(out, (xg, wg), g, retain_graph=True)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            captured = torch.autograd.grad(out, (xg, wg), g, retain_graph=True)
+    torch.cuda.synchronize()
     for _ in range(3):
         graph.replay()
         torch.cuda.synchronize()
