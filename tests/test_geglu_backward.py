@@ -407,3 +407,27 @@ def test_the_no_grad_forward_compiles_to_the_same_sass_as_before_the_backward():
     assert names == ["_geglu_tma_kernel"] * 2 + ["_geglu_split_k_kernel"] * 2 + ["_geglu_pointer_kernel"] * 2
     for before, after in zip(lines[::2], lines[1::2], strict=True):
         assert before == after  # the same SASS digest and grid
+
+
+def test_the_compiled_baselines_allow_retain_graph():
+    import importlib
+
+    importlib.import_module("kernels.subject")._compile()
+    assert importlib.import_module("torch._functorch.config").donated_buffer is False
+
+
+@pytest.mark.gpu
+def test_the_compiled_baseline_backward_replays_with_retain_graph():
+    """As perfbot times a backward: torch.autograd.grad(..., retain_graph=True), more than once.
+    With donated buffers (torch's default) the first such call raised on an H100; on the CPU
+    Inductor donated none here, so this runs on the GPU."""
+    from kernels.subject import compiled
+
+    x, weight, g = make_inputs((1000,), 256, 384, torch.float32)
+    xg, wg = x.clone().requires_grad_(), weight.clone().requires_grad_()
+    out = compiled(xg, wg, approximate="tanh")
+    first = torch.autograd.grad(out, (xg, wg), g, retain_graph=True)
+    second = torch.autograd.grad(out, (xg, wg), g, retain_graph=True)
+    assert all(torch.equal(a, b) for a, b in zip(first, second, strict=True))
+    _, dx, dw = float64_grads(x, weight, g, "tanh")
+    assert close(first[0], dx, torch.float32) and close(first[1], dw, torch.float32)
