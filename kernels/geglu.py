@@ -30,6 +30,7 @@ from typing import Any
 import torch
 import triton
 import triton.language as tl
+from torch.autograd.function import once_differentiable
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import configs
@@ -731,6 +732,7 @@ class GeGLUFunction(torch.autograd.Function):
         return out
 
     @staticmethod
+    @once_differentiable  # the kernels' gradients have no graph: create_graph=True is refused
     def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         from . import geglu_backward
 

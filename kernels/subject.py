@@ -15,6 +15,9 @@ Implementations:
   fused kernel's time;
 - ``copy`` (a bound): a device-to-device copy of weight, the memory-bandwidth ceiling of the
   decode shapes.
+
+fused and fused-pointer are differentiable through geglu's autograd.Function (its backward is
+geglu_backward.py's); eager, compiled, max-autotune and gemm through PyTorch.
 """
 
 from __future__ import annotations

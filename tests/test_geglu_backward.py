@@ -431,3 +431,12 @@ def test_the_compiled_baseline_backward_replays_with_retain_graph():
     assert all(torch.equal(a, b) for a, b in zip(first, second, strict=True))
     _, dx, dw = float64_grads(x, weight, g, "tanh")
     assert close(first[0], dx, torch.float32) and close(first[1], dw, torch.float32)
+
+
+@needs_interpreter
+def test_a_second_derivative_is_refused():
+    x, weight, g = make_inputs((5,), 16, 8, torch.float32)
+    xg = x.clone().requires_grad_()
+    (dx,) = torch.autograd.grad(geglu(xg, weight), xg, g, create_graph=True)
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        torch.autograd.grad(dx.sum(), xg)
