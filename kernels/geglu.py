@@ -33,7 +33,7 @@ import triton.language as tl
 from torch.autograd.function import once_differentiable
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from . import configs
+from . import configs, geglu_backward
 
 APPROXIMATIONS = ("none", "tanh")
 PATHS = ("tma", "pointer")
@@ -734,8 +734,6 @@ class GeGLUFunction(torch.autograd.Function):
     @staticmethod
     @once_differentiable  # the kernels' gradients have no graph: create_graph=True is refused
     def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        from . import geglu_backward
-
         x, weight, h = ctx.saved_tensors
         need_dx, need_dw = ctx.needs_input_grad[:2]
         K, N = x.shape[-1], weight.shape[0] // 2
@@ -748,7 +746,7 @@ class GeGLUFunction(torch.autograd.Function):
             h = _empty_h(x, weight)
             _forward(x, weight, ctx.approximate, None, ctx.path, ctx.config, h)
         x2d = x.reshape(M, K)
-        plan = geglu_backward.plan_for(M, K, x.dtype, x.device)
+        plan = geglu_backward.plan_for(M, K, x.dtype, _device_info(x.device)[1])
         dx, dw = geglu_backward.backward(
             grad_out.reshape(M, N), h, x2d, weight, need_dx=need_dx, need_dw=need_dw, plan=plan
         )

@@ -28,8 +28,6 @@ import torch
 import triton
 import triton.language as tl
 
-from .geglu import _device_info, _tile_coords
-
 PLANS = ("fused", "split")
 # The plan every call takes, where not None: the benchmark times each plan at every shape
 # (experiments/2026-12-07-geglu-backward).
@@ -105,6 +103,20 @@ def _geglu_dx_kernel(  # type: ignore[no-untyped-def]
 
 
 @triton.jit
+def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):  # type: ignore[no-untyped-def]
+    # Grouped order, as geglu.py's (Triton tutorial 03): GROUP_M row blocks of dz share each
+    # column block of weight while it is in L2. A copy, not an import: geglu.py imports this
+    # module, so that the files a run records for `fused` include it.
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = tile_id // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((tile_id % num_pid_in_group) % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@triton.jit
 def _geglu_dz_kernel(  # type: ignore[no-untyped-def]
     # Pointers to matrices: g [M, N]; h and dz [M, 2N], contiguous
     g_ptr,
@@ -160,7 +172,7 @@ def plan_for(
     M: int,
     K: int,
     dtype: torch.dtype,
-    device: torch.device,
+    num_sms: int,
     plan: str | None = None,
     config: dict[str, int] | None = None,
 ) -> BackwardPlan:
@@ -175,7 +187,7 @@ def plan_for(
     fused = _FUSED_32 if dtype == torch.float32 else _FUSED_16
     if plan == "fused" and config is None:
         tiles = triton.cdiv(M, fused.BLOCK_M) * triton.cdiv(K, fused.BLOCK_K)
-        plan = "fused" if tiles >= _device_info(device)[1] else "split"
+        plan = "fused" if tiles >= num_sms else "split"
     base = _SPLIT if plan == "split" else fused
     if config:
         unknown = sorted(set(config) - {k for k in vars(base) if k != "plan"})
@@ -194,7 +206,7 @@ def backward(
     *,
     need_dx: bool = True,
     need_dw: bool = True,
-    plan: BackwardPlan | None = None,
+    plan: BackwardPlan,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """(dx [M, K], dW [2N, K]) from g [M, N] (any strides), h [M, 2N] and the forward's inputs;
     None for a gradient not needed. Launches only: no host sync, fresh outputs each call (safe to
@@ -206,7 +218,6 @@ def backward(
             f"geglu backward: expected g [{M}, {N}] and a contiguous h [{M}, {2 * N}], "
             f"got g {tuple(g.shape)} and h {tuple(h.shape)}"
         )
-    plan = plan or plan_for(M, K, x2d.dtype, x2d.device)
     dz = torch.empty(M, 2 * N, dtype=x2d.dtype, device=x2d.device)
     dx = None
     if need_dx and plan.plan == "fused":

@@ -158,7 +158,7 @@ def bench_case(group: str, M: int, K: int, N: int, dtype: torch.dtype, approxima
         "dtype": DTYPE_NAMES[dtype],
         "approximate": approximate,
         "forward_plan": geglu_module.launch_plan(x, w),
-        "backward_plan": backward_module.plan_for(M, K, dtype, x.device).record(),
+        "backward_plan": backward_module.plan_for(M, K, dtype, geglu_module._device_info(x.device)[1]).record(),
         "ways": {},
     }
     for way in FORWARDS:
