@@ -1,7 +1,8 @@
-import sys,torch
+# As run on the H100 (cd /tmp/q, a copy of kernels/ and bench.py): python3 capture_fix_as_run.py OUT [args]
+import sys,torch,torch._functorch.config as fc;fc.donated_buffer=False
 sys.argv=['bench.py']+sys.argv[1:]
-src=open('/tmp/q/e/bench.py').read().replace("if __name__ == '__main__':","if 0:")
-b={'__name__':'bench','__file__':'/tmp/q/e/bench.py'};exec(compile(src,'bench','exec'),b)
+src=open('/tmp/q/e/bench.py').read().replace("if not v['ok']]","if not v.get('ok',True)]").replace("if __name__ == '__main__':","if 0:")
+import types;m=types.ModuleType('bench');m.__file__='/tmp/q/e/bench.py';sys.modules['bench']=m;b=m.__dict__;exec(compile(src,'/tmp/q/e/bench.py','exec'),b)
 def capture(fn,s):
  with torch.cuda.stream(s):
   fn();fn();gr=torch.cuda.CUDAGraph()
