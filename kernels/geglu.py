@@ -30,9 +30,10 @@ from typing import Any
 import torch
 import triton
 import triton.language as tl
+from torch.autograd.function import once_differentiable
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from . import configs
+from . import configs, geglu_backward
 
 APPROXIMATIONS = ("none", "tanh")
 PATHS = ("tma", "pointer")
@@ -84,6 +85,56 @@ def _gelu(z, APPROXIMATE_TANH: tl.constexpr):  # type: ignore[no-untyped-def]
 
 
 @triton.jit
+def _gelu_tail(z, APPROXIMATE_TANH: tl.constexpr):  # type: ignore[no-untyped-def]
+    """(t, F(-t)) with t = |z| held at most T: the tail of the gate, `_gelu`'s polynomials. `_gelu`
+    keeps its own copy: calling this from it changed the forward's SASS, which the no-grad path
+    must keep (experiments/2026-12-07-geglu-backward); a test holds the two equal bit for bit."""
+    if APPROXIMATE_TANH:
+        t = tl.minimum(tl.abs(z), 5.0, propagate_nan=tl.PropagateNan.ALL)
+        s = t * 0.4 - 1.0
+        p = 0.017775888937773113 * s - 0.010106165140165857
+        p = p * s - 0.0773497697889739
+        p = p * s + 0.0800399411315828
+        p = p * s + 0.1348424499419755
+        p = p * s - 0.3578045739038399
+        p = p * s - 1.247525385747581
+        p = p * s - 5.028852821460668
+        p = p * s - 10.51721521813701
+        p = p * s - 7.372743017771502
+    else:
+        t = tl.minimum(tl.abs(z), 5.3, propagate_nan=tl.PropagateNan.ALL)
+        p = -1.7218363746463674e-06 * t + 5.974687801065765e-05
+        p = p * t - 0.0009189766990633564
+        p = p * t + 0.008474007720349912
+        p = p * t - 0.053914114257328095
+        p = p * t - 0.4584866112156438
+        p = p * t - 1.1512515872978706
+        p = p * t - 0.9999950450774119
+    return t, tl.exp2(p)
+
+
+@triton.jit
+def _gelu_and_grad(z, APPROXIMATE_TANH: tl.constexpr):  # type: ignore[no-untyped-def]
+    """(gelu(z), gelu'(z)), gelu'(z) = F(z) + z F'(z), for the backward's saved factors.
+
+    F(z) is 1 - F(-t) for z >= 0 and F(-t) below, from `_gelu_tail`'s 2^p. F' is, for erf, the
+    normal density exp(-z^2 / 2) / sqrt(2 pi) (one more exp2); for tanh, with F = sigmoid(2u),
+    F' = 2 F (1 - F) u' = 2 F(-t) (1 - F(-t)) sqrt(2/pi) (1 + 3 * 0.044715 z^2), no
+    transcendental; past T, where the tail is held, that slope is set to 0 (|z F'(z)| < 2e-6 there).
+    """
+    t, tail = _gelu_tail(z, APPROXIMATE_TANH)
+    gelu = tl.maximum(z, 0.0) - t * tail
+    gate = tl.where(z >= 0.0, 1.0 - tail, tail)
+    if APPROXIMATE_TANH:
+        slope = 2.0 * tail * (1.0 - tail) * 0.7978845608028654 * (1.0 + 0.134145 * z * z)
+        slope = tl.where(t < 5.0, slope, 0.0)
+    else:
+        # exp(-z^2 / 2) = 2^(-z^2 / (2 ln 2))
+        slope = tl.exp2(z * z * -0.7213475204444817) * 0.3989422804014327
+    return gelu, gate + z * slope
+
+
+@triton.jit
 def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):  # type: ignore[no-untyped-def]
     # Grouped order: GROUP_M row-blocks of x share each column-block of weight while it is
     # still in L2 (Triton tutorial 03).
@@ -102,6 +153,7 @@ def _geglu_pointer_kernel(  # type: ignore[no-untyped-def]
     x_ptr,
     w_ptr,
     out_ptr,
+    h_ptr,  # None, or the saved factors [M, 2N] (contiguous): see _store_h
     # Matrix dimensions
     M,
     N,
@@ -150,6 +202,20 @@ def _geglu_pointer_kernel(  # type: ignore[no-untyped-def]
     out_ptrs = out_ptr + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     tl.store(out_ptrs, out.to(out_ptr.dtype.element_ty), mask=mask)
+    if h_ptr is not None:
+        _store_h(h_ptr, z1, z2, offs_m, offs_n, M, N, APPROXIMATE_TANH)
+
+
+@triton.jit
+def _store_h(h_ptr, z1, z2, offs_m, offs_n, M, N, APPROXIMATE_TANH: tl.constexpr):  # type: ignore[no-untyped-def]
+    """The factors the backward needs, h = [gelu(z2) | z1 gelu'(z2)] ([M, 2N], the layout of z),
+    so that dz = [g h1 | g h2] (geglu_backward.py) costs two products per column. The
+    no-grad forward passes h_ptr = None and compiles without this."""
+    gelu, slope = _gelu_and_grad(z2, APPROXIMATE_TANH)
+    h1_ptrs = h_ptr + offs_m[:, None].to(tl.int64) * (2 * N) + offs_n[None, :]
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(h1_ptrs, gelu.to(h_ptr.dtype.element_ty), mask=mask)
+    tl.store(h1_ptrs + N, (z1 * slope).to(h_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -159,6 +225,9 @@ def _geglu_tma_kernel(  # type: ignore[no-untyped-def]
     w1_desc,
     w2_desc,
     out_desc,
+    # None, or descriptors of the saved factors' halves (_store_h): [M, N] each, rows 2N apart
+    h1_desc,
+    h2_desc,
     # Matrix dimensions
     M,
     N,
@@ -222,6 +291,20 @@ def _geglu_tma_kernel(  # type: ignore[no-untyped-def]
             out_desc.store([offs_m, offs_n + BLOCK_N // 2], right)
         else:
             out_desc.store([offs_m, offs_n], out)
+        if h1_desc is not None:
+            gelu, slope = _gelu_and_grad(z2, APPROXIMATE_TANH)
+            _store_tile(h1_desc, offs_m, offs_n, gelu.to(h1_desc.dtype), BLOCK_M, BLOCK_N, EPILOGUE_SUBTILE)
+            _store_tile(h2_desc, offs_m, offs_n, (z1 * slope).to(h2_desc.dtype), BLOCK_M, BLOCK_N, EPILOGUE_SUBTILE)
+
+
+@triton.jit
+def _store_tile(desc, offs_m, offs_n, tile, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SUBTILE: tl.constexpr):  # type: ignore[no-untyped-def]
+    if SUBTILE:
+        left, right = tl.split(tl.permute(tl.reshape(tile, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+        desc.store([offs_m, offs_n], left)
+        desc.store([offs_m, offs_n + BLOCK_N // 2], right)
+    else:
+        desc.store([offs_m, offs_n], tile)
 
 
 @triton.jit
@@ -234,6 +317,7 @@ def _geglu_split_k_kernel(  # type: ignore[no-untyped-def]
     partial_ptr,
     counter_ptr,
     out_ptr,
+    h_ptr,  # None, or the saved factors [M, 2N] (_store_h)
     # Matrix dimensions
     M,
     N,
@@ -292,6 +376,8 @@ def _geglu_split_k_kernel(  # type: ignore[no-untyped-def]
         out_cols = offs_n + tl.arange(0, BLOCK_N)
         out_ptrs = out_ptr + rows[:, None] * stride_om + out_cols[None, :]
         tl.store(out_ptrs, out.to(out_ptr.dtype.element_ty), mask=in_rows & (out_cols[None, :] < N))
+        if h_ptr is not None:
+            _store_h(h_ptr, z1, z2, rows, out_cols, M, N, APPROXIMATE_TANH)
         # Back to zero: the next launch on this stream counts on the same buffer
         # (_arrival_counters), which nothing else zeroes.
         tl.store(counter_ptr + tile, 0)
@@ -550,14 +636,38 @@ def geglu(
     out: torch.Tensor | None = None,
     path: str | None = None,
     config: dict | None = None,
+    recompute: bool | None = None,
 ) -> torch.Tensor:
     """out = z1 * gelu(z2, approximate) with [z1 | z2] = x @ weight.T.
 
     `out`, if given, receives the result and must be a contiguous [..., N] tensor of x's dtype.
     `path` forces a kernel ("tma" or "pointer"); `config` overrides the tuned launch
     configuration (used by the tuner).
+
+    Differentiable: where grad is enabled and x or weight requires it, the call goes through
+    `GeGLUFunction`, whose backward is geglu_backward.py's. `recompute` says whether the backward
+    recomputes the factors h it needs (one more matmul) instead of the forward saving them
+    (M x 2N elements held until the backward); None takes the module's RECOMPUTE. Otherwise the
+    call launches what it always did, and `recompute` is ignored.
     """
     _check_inputs(x, weight, approximate)
+    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
+        if out is not None:
+            raise ValueError("geglu: out= is for calls without autograd; x or weight requires grad here")
+        return _differentiable(x, weight, approximate, path, config, RECOMPUTE if recompute is None else recompute)
+    return _forward(x, weight, approximate, out, path, config)
+
+
+def _forward(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    approximate: str,
+    out: torch.Tensor | None,
+    path: str | None,
+    config: dict | None,
+    h: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """geglu's launches, on checked inputs; `h` [M, 2N] also receives the backward's factors."""
     K = x.shape[-1]
     N = weight.shape[0] // 2
     out_shape = (*x.shape[:-1], N)
@@ -589,19 +699,99 @@ def geglu(
             key, lambda c: _launch(x2d, weight, target, _with_config(plan, c, M, "autotuning"), tanh)
         )
         plan = _with_config(plan, best, M, "autotuned")
-    _launch(x2d, weight, target, plan, tanh)
+    _launch(x2d, weight, target, plan, tanh, h)
     if target is not out2d:
         out2d.copy_(target)
     return out
 
 
-def _launch(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor, plan: LaunchPlan, tanh: bool) -> Any:
+# Whether a differentiable geglu recomputes h in the backward (True) or saves it in the forward
+# (False), where its caller does not say: the benchmark flips it (experiments/2026-12-07-geglu-backward).
+RECOMPUTE = False
+
+
+class GeGLUFunction(torch.autograd.Function):
+    """geglu with its gradients: the forward launches geglu's kernel with h (_store_h) saved, or
+    without it when recomputing; the backward (geglu_backward.py) forms dz = [g h1 | g h2] and the
+    two matmuls dx = dz @ weight and dW = dz.T @ x."""
+
+    @staticmethod
+    def forward(
+        ctx: Any,
+        x: torch.Tensor,
+        weight: torch.Tensor,
+        approximate: str,
+        path: str | None,
+        config: dict | None,
+        recompute: bool,
+    ) -> torch.Tensor:
+        h = None if recompute else _empty_h(x, weight)
+        out = _forward(x, weight, approximate, None, path, config, h)
+        ctx.save_for_backward(x, weight, h)
+        ctx.approximate, ctx.path, ctx.config = approximate, path, config
+        return out
+
+    @staticmethod
+    @once_differentiable  # the kernels' gradients have no graph: create_graph=True is refused
+    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        x, weight, h = ctx.saved_tensors
+        need_dx, need_dw = ctx.needs_input_grad[:2]
+        K, N = x.shape[-1], weight.shape[0] // 2
+        M = math.prod(x.shape[:-1])
+        if M == 0 or N == 0 or K == 0:
+            dx = torch.zeros_like(x) if need_dx else None
+            return dx, torch.zeros_like(weight) if need_dw else None, None, None, None, None
+        if h is None:
+            # Recompute: the forward's kernel again, its out thrown away, h kept.
+            h = _empty_h(x, weight)
+            _forward(x, weight, ctx.approximate, None, ctx.path, ctx.config, h)
+        x2d = x.reshape(M, K)
+        plan = geglu_backward.plan_for(M, K, x.dtype, _device_info(x.device)[1])
+        dx, dw = geglu_backward.backward(
+            grad_out.reshape(M, N), h, x2d, weight, need_dx=need_dx, need_dw=need_dw, plan=plan
+        )
+        return dx.view(x.shape) if dx is not None else None, dw, None, None, None, None
+
+
+def _empty_h(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return torch.empty(math.prod(x.shape[:-1]), weight.shape[0], dtype=x.dtype, device=x.device)
+
+
+@torch.compiler.disable
+def _differentiable(
+    x: torch.Tensor, weight: torch.Tensor, approximate: str, path: str | None, config: dict | None, recompute: bool
+) -> torch.Tensor:
+    # torch.compile runs this call as it is (a graph break), as it does the no-grad path's
+    # launches: dynamo does not trace the plan's Python.
+    out: torch.Tensor = GeGLUFunction.apply(x, weight, approximate, path, config, recompute)
+    return out
+
+
+def _launch(
+    x2d: torch.Tensor,
+    weight: torch.Tensor,
+    out2d: torch.Tensor,
+    plan: LaunchPlan,
+    tanh: bool,
+    h: torch.Tensor | None = None,
+) -> Any:
     """Launch the plan's kernel; returns Triton's compiled kernel (its registers and shared
-    memory are what `python -m kernels.tune` reports)."""
-    return (_launch_tma if plan.path == "tma" else _launch_pointer)(x2d, weight, out2d, plan, tanh)
+    memory are what `python -m kernels.tune` reports). `h`, a contiguous [M, 2N] tensor, also
+    receives the factors the backward needs (_store_h); without it the kernels compile as they
+    did before the backward existed."""
+    if h is None:
+        return (_launch_tma if plan.path == "tma" else _launch_pointer)(x2d, weight, out2d, plan, tanh)
+    return (_launch_tma if plan.path == "tma" else _launch_pointer)(x2d, weight, out2d, plan, tanh, h)
 
 
-def _launch_pointer(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor, plan: LaunchPlan, tanh: bool) -> Any:
+def _launch_pointer(
+    x2d: torch.Tensor,
+    weight: torch.Tensor,
+    out2d: torch.Tensor,
+    plan: LaunchPlan,
+    tanh: bool,
+    h: torch.Tensor | None = None,
+) -> Any:
     config = plan.config
     M, K = x2d.shape
     N = out2d.shape[1]
@@ -610,6 +800,7 @@ def _launch_pointer(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor
         x2d,
         weight,
         out2d,
+        h,
         M,
         N,
         K,
@@ -631,10 +822,17 @@ def _launch_pointer(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor
     )
 
 
-def _launch_tma(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor, plan: LaunchPlan, tanh: bool) -> Any:
+def _launch_tma(
+    x2d: torch.Tensor,
+    weight: torch.Tensor,
+    out2d: torch.Tensor,
+    plan: LaunchPlan,
+    tanh: bool,
+    h: torch.Tensor | None = None,
+) -> Any:
     options = plan.config  # a tuned config may leave options out: they are off
     if options.split_k != 1:
-        return _launch_split_k(x2d, weight, out2d, options, tanh)
+        return _launch_split_k(x2d, weight, out2d, options, tanh, h)
     M, K = x2d.shape
     N = out2d.shape[1]
     bm, bn, bk = options.BLOCK_M, options.BLOCK_N, options.BLOCK_K
@@ -647,6 +845,13 @@ def _launch_tma(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor, pl
         w2_desc = TensorDescriptor(weight[N:], [N, K], [row, 1], [bn, bk])
     subtile = options.epilogue_subtile
     out_desc = TensorDescriptor(out2d, [M, N], [N, 1], [bm, bn // 2 if subtile else bn])
+    # One descriptor per half of h, so that a tile at the edge of N is clipped there.
+    h1_desc = h2_desc = None
+    if h is not None:
+        h1_desc, h2_desc = (
+            TensorDescriptor(half, [M, N], [2 * N, 1], [bm, bn // 2 if subtile else bn])
+            for half in (h[:, :N], h[:, N:])
+        )
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
     # Two programs per SM (configs small enough in registers and shared memory): while one runs
     # its epilogue, the other's matmul keeps the tensor cores busy. A program on a cluster of
@@ -660,6 +865,8 @@ def _launch_tma(x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor, pl
         w1_desc,
         w2_desc,
         out_desc,
+        h1_desc,
+        h2_desc,
         M,
         N,
         K,
@@ -718,7 +925,12 @@ def _both_halves(weight: torch.Tensor, N: int, bn: int, bk: int) -> TensorDescri
 
 
 def _launch_split_k(
-    x2d: torch.Tensor, weight: torch.Tensor, out2d: torch.Tensor, options: LaunchConfig, tanh: bool
+    x2d: torch.Tensor,
+    weight: torch.Tensor,
+    out2d: torch.Tensor,
+    options: LaunchConfig,
+    tanh: bool,
+    h: torch.Tensor | None = None,
 ) -> Any:
     M, K = x2d.shape
     N = out2d.shape[1]
@@ -751,6 +963,7 @@ def _launch_split_k(
             partials,
             counters,
             out2d,
+            h,
             M,
             N,
             K,

@@ -15,11 +15,15 @@ Implementations:
   fused kernel's time;
 - ``copy`` (a bound): a device-to-device copy of weight, the memory-bandwidth ceiling of the
   decode shapes.
+
+fused and fused-pointer are differentiable through geglu's autograd.Function (its backward is
+geglu_backward.py's); eager, compiled, max-autotune and gemm through PyTorch.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -106,6 +110,12 @@ def _compile(**options: Any) -> Callable[..., torch.Tensor]:
     torch._dynamo.config.recompile_limit = 1024
     torch._dynamo.config.accumulated_recompile_limit = 4096
     torch._dynamo.config.fail_on_recompile_limit_hit = True
+    # A compiled backward with donated buffers refuses retain_graph=True ("requires
+    # create_graph=False and retain_graph=False"), which a backward timed by replaying
+    # torch.autograd.grad needs (experiments/2026-12-07-geglu-backward). Imported by name: mypy is
+    # kept out of torch._functorch (pyproject.toml).
+    functorch_config: Any = importlib.import_module("torch._functorch.config")
+    functorch_config.donated_buffer = False
     return torch.compile(eager_geglu, **options)
 
 

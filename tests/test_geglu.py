@@ -342,6 +342,7 @@ def test_no_part_but_the_last_to_arrive_writes_out():
         partials,
         counters,
         out,
+        None,  # h: nothing saved for a backward
         5,
         40,
         72,
