@@ -7,9 +7,10 @@ from the same ranges, and a token count M: half the cases decode (1 to 64 rows),
 Two sets: `generated` (SEED), with the four shapes the kernel was first seen to slip on in front,
 and `generated-2` (SECOND_SEED), all drawn, held out from tuning to judge the kernel on shapes it
 was not tuned on. A shape the other set holds, or one already drawn, is skipped, and drawing goes
-on until each kind has its half; names stay unique within a set.
+on until each kind has its half; names stay unique within a set. `backward-generated` times the
+first set's shapes in the backward modes.
 
-    python -m kernels.shapes                # prints both suites; kernels/suites.yaml holds them
+    python -m kernels.shapes                # prints the three suites; kernels/suites.yaml holds them
     python -m kernels.shapes generated-2    # prints the one suite named
 
 A test keeps suites.yaml's generated suites equal to what this prints.
@@ -96,7 +97,7 @@ def _shape(case: dict) -> tuple[int, int, int]:
 
 
 def suite_cases(name: str) -> list[dict]:
-    if name == "generated":
+    if name in ("generated", "backward-generated"):
         return cases(SEED)
     if name == "generated-2":
         # Fresh shapes only: a run of both suites times a shape they share once, under one of them.
@@ -110,6 +111,18 @@ SUITES = {  # name: its about line (plain YAML: no colon and space in it)
         f"A second set held out from tuning, drawn by `python -m kernels.shapes` (seed {SECOND_SEED}) "
         "without the first set's shapes; do not edit by hand."
     ),
+    "backward-generated": (
+        "The first set's shapes, the backward alone and a training step; gemm is cuBLAS computing dx and dW "
+        "alone. Drawn by `python -m kernels.shapes`; do not edit by hand."
+    ),
+}
+# What each suite times: the forward suites every implementation, the backward one those that
+# have a backward (the compiled ones compile a backward too, but max-autotune's takes minutes a
+# shape) in the backward modes.
+_TIMED = {
+    "generated": "  implementations: [fused, eager, compiled, max-autotune, gemm, copy]",
+    "generated-2": "  implementations: [fused, eager, compiled, max-autotune, gemm, copy]",
+    "backward-generated": "  mode: [backward, forward+backward]\n  implementations: [fused, eager, compiled, gemm]",
 }
 
 
@@ -118,7 +131,7 @@ def suite_yaml(name: str = "generated") -> str:
         f"{name}:",
         f"  about: {SUITES[name]}",
         "  dtype: bfloat16",
-        "  implementations: [fused, eager, compiled, max-autotune, gemm, copy]",
+        _TIMED[name],
         "  cases:",
     ]
     lines += [f"    - {{name: {c['name']}, M: {c['M']}, K: {c['K']}, N: {c['N']}}}" for c in suite_cases(name)]

@@ -1,4 +1,5 @@
-"""The subject perfbot measures here: the fused GeGLU forward and what it is measured against.
+"""The subject perfbot measures here: the fused GeGLU, forward and backward, and what it is
+measured against.
 
     [z1 | z2] = x @ weight.T,  out = z1 * gelu(z2)     x: [M, K], weight: [2N, K], out: [M, N]
 
@@ -12,7 +13,8 @@ Implementations:
 - ``max-autotune``: ``torch.compile(mode="max-autotune-no-cudagraphs")`` of eager, each shape
   compiled and tuned for itself: what a user would pick instead of a hand-written kernel;
 - ``gemm`` (a bound): cuBLAS ``x @ weight.T`` alone, without the epilogue: the floor of the
-  fused kernel's time;
+  fused kernel's time; in a backward mode, cuBLAS computing dx and dW alone, the floor of the
+  fused backward's;
 - ``copy`` (a bound): a device-to-device copy of weight, the memory-bandwidth ceiling of the
   decode shapes.
 
@@ -59,14 +61,24 @@ def weight_float64(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return weight.double()
 
 
+# Matmuls of the size of x @ weight.T each mode does: the forward one; the backward two (dx and
+# dW); a training step all three.
+MATMULS = {"forward": 1, "backward": 2, "forward+backward": 3}
+
+
 def matmul_flops(case: Case) -> int:
-    # The matmul's multiply-adds; the GeGLU epilogue is O(M N) and left out.
-    return 2 * case.M * case.K * 2 * case.N
+    # The matmuls' multiply-adds; the GeGLU epilogue and its derivative are O(M N), left out.
+    return 2 * case.M * case.K * 2 * case.N * MATMULS[case.mode]
 
 
 def _bytes(case: Case, outputs: int) -> int:
-    """The fewest bytes moved: x and weight read once, `outputs` elements written once."""
-    return (case.M * case.K + 2 * case.N * case.K + outputs) * BYTES_PER_ELEMENT[case.dtype]
+    """The fewest bytes moved: in the forward, x and weight read once and `outputs` elements
+    written once; the backward reads x, weight and the gradient of the output (`outputs`
+    elements) and writes dx and dW; a training step does both."""
+    forward = case.M * case.K + 2 * case.N * case.K + outputs
+    backward = 2 * (case.M * case.K + 2 * case.N * case.K) + outputs
+    elements = {"forward": forward, "backward": backward, "forward+backward": forward + backward}[case.mode]
+    return elements * BYTES_PER_ELEMENT[case.dtype]
 
 
 subject = Subject(
@@ -142,9 +154,12 @@ def max_autotune(x: torch.Tensor, weight: torch.Tensor, approximate: str = "none
     return _max_autotuned_eager()(x, weight, approximate=approximate)
 
 
+# In a backward mode, autograd of x @ weight.T is cuBLAS computing dx and dW alone: the two
+# matmuls of the GeGLU backward with nothing fused, its bound.
 @subject.implementation(
     "gemm",
     bound=True,
+    modes=("forward", "backward", "forward+backward"),
     variants=(),
     reference=matmul_float64,
     flops=matmul_flops,
