@@ -526,8 +526,10 @@ def test_the_second_generated_set_is_fresh_and_of_the_same_kinds():
 def test_the_held_out_set_is_not_tuned_on():
     from kernels import shapes, tune
 
-    assert set(shapes.SUITES) == {"generated", "generated-2"}
+    assert set(shapes.SUITES) == {"generated", "generated-2", "backward-generated"}
     assert "generated" in tune.TUNED_ON and "generated-2" not in tune.TUNED_ON
+    # The backward suite times the first set's shapes, not the held-out ones.
+    assert shapes.suite_cases("backward-generated") == shapes.suite_cases("generated")
 
 
 @pytest.mark.slow

@@ -376,6 +376,10 @@ def test_an_absolute_self_import_loads_each_checkouts_own_copy(tmp_path: Path, m
 def test_a_case_is_found_by_name_alone(geglu):
     assert geglu.case(None, "d1024").suite == "a100"  # only a100 has it
     assert geglu.case(None, "t5-v1.1-xl").suite == "pr"  # pr (the default case's suite) and models have it
+    # a100 times it forward, backward-a100 backward and a training step: the mode picks the suite.
+    assert geglu.case(None, "d1024", "backward").suite == "backward-a100"
+    assert geglu.case(None, "d1024", "forward+backward").mode == "forward+backward"
+    assert geglu.case(None, "gemma-7b", "backward").suite == "backward-models"
     with pytest.raises(BadInput, match="no suite has a case 'nope'"):
         geglu.case(None, "nope")
 

@@ -18,7 +18,7 @@ from ..records.schema import clean
 from . import guard, isolation, provenance
 from .checks import check_subject
 from .families import Families, combine
-from .subject import Case, Implementation, Subject, Suite
+from .subject import FORWARD, Case, Implementation, Subject, Suite
 from .suites import declared_suites
 
 
@@ -48,8 +48,8 @@ class Loaded:
     def case(self, suite: str | None, name: str | None, mode: str | None = None) -> Case:
         """A case by suite and name, in `mode` (None: the first mode it is timed in). Neither
         given: the subject's default case, else the first case there is; a name alone: the case of
-        that name in the default case's suite, else in the one suite that has it; a suite alone:
-        its first case."""
+        that name in the default case's suite, else in the one suite that has it (in `mode`, or
+        forward where no mode is given); a suite alone: its first case."""
         default_suite = self.subject.default_case[0] if self.subject.default_case else next(iter(self.suites))
         if suite is None and name is None and self.subject.default_case is not None:
             suite, name = self.subject.default_case
@@ -57,6 +57,10 @@ class Loaded:
             having = [s.name for s in self.suites.values() if any(c.name == name for c in s.cases)]
             if default_suite in having:
                 having = [default_suite]
+            if len(having) > 1:  # of suites timing it in other modes too, the ones of this mode
+                wanted = mode or FORWARD
+                of_mode = [s for s in having if any(c.name == name and c.mode == wanted for c in self.suites[s].cases)]
+                having = of_mode or having
             if len(having) > 1:
                 raise BadInput(f"case {name!r} is in suites {listed(having)}: name one with --suite")
             if not having:
