@@ -686,12 +686,27 @@ def test_an_old_record_without_a_mode_reads_as_forward_and_matches_a_new_forward
 # --- on the GPU: the graphs themselves ---------------------------------------------------------
 
 
+class _ScaledFromCopies(torch.autograd.Function):
+    """y = 3 x w, its backward reading copies of x and w that its forward made (as a kernel saves
+    what it computed), not the inputs themselves: a backward replayed alone reads the forward's."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x.clone(), w.clone())
+        return 3 * x * w
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, w = ctx.saved_tensors
+        return 3 * dy * w, 3 * dy * x
+
+
 @pytest.mark.gpu
 def test_on_the_gpu_the_timed_graph_replays_the_backward_and_the_recheck_its_forward_too():
     x, w = (torch.randn(4096, device="cuda") for _ in range(2))
     given = modes.leaves((x, w), (0, 1))
     gradients = modes.Gradients((0, 1), torch.randn(4096, device="cuda"))
-    call = modes.timed_call(BACKWARD, lambda: _Scaled.apply(*given), given, gradients, "scaled")
+    call = modes.timed_call(BACKWARD, lambda: _ScaledFromCopies.apply(*given), given, gradients, "scaled")
     captured = measure.capture(call, 2)
     assert captured.before is not None
     for _ in range(3):  # as a timer replays it: the gradients of the one forward, never added up
@@ -702,7 +717,7 @@ def test_on_the_gpu_the_timed_graph_replays_the_backward_and_the_recheck_its_for
     with torch.no_grad():  # fresh inputs, written where the graphs read them
         x.copy_(torch.randn_like(x))
         w.copy_(torch.randn_like(w))
-    captured.graph.replay()  # the backward alone reads what the forward saved: the old inputs
+    captured.graph.replay()  # the backward alone reads what the forward saved: copies of the old inputs
     torch.cuda.synchronize()
     assert torch.equal(captured.output[0], dx)
     fresh_dx, fresh_dw = measure.replay(captured)  # the forward's graph first: the fresh inputs
