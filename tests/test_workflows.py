@@ -1425,6 +1425,11 @@ def _bisect_inputs(tmp_path: Path, good: str, bad: str, name: str, gpu: str, lab
         ("v3.5.0", "v3.6.0\n", "pr/gemma-2b/fused", "", None),
         ("v3.5.0", "v3.6.0", "pr/gemma-2b", "", None),
         ("v3.5.0", "v3.6.0", "pr/gemma-2b/fused/x", "", None),
+        ("v3.5.0", "v3.6.0", "pr/t5-v1.1-xl/fused/backward", "", "a100"),  # a backward row
+        ("v3.5.0", "v3.6.0", "pr/t5-v1.1-xl/fused/forward+backward", "", "a100"),
+        ("v3.5.0", "v3.6.0", "pr/t5-v1.1-xl/fused/backwards", "", None),
+        ("v3.5.0", "v3.6.0", "pr/t5-v1.1-xl/fused/backward/x", "", None),
+        ("v3.5.0", "v3.6.0", "pr/t5-v1.1-xl/fused/forwardXbackward", "", None),
         ("v3.5.0", "v3.6.0", "pr/gemma 2b/fused", "", None),
     ],
 )
@@ -1437,6 +1442,31 @@ def test_bisects_inputs_are_checked_before_a_gpu_runner_is_asked_for(
         assert done.returncode == 2 and "::error::" in done.stderr and output == "", done.stdout + done.stderr
     else:
         assert done.returncode == 0 and output == f"gpu={outcome}\n", done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("pr/gemma-2b/fused", ["--suite", "pr", "--case", "gemma-2b", "--kernel", "fused", "--mode", "forward"]),
+        (
+            "pr/t5-v1.1-xl/fused/backward",
+            ["--suite", "pr", "--case", "t5-v1.1-xl", "--kernel", "fused", "--mode", "backward"],
+        ),
+    ],
+)
+def test_the_bisect_job_bisects_the_named_benchmark_in_its_mode(name: str, expected: list[str], tmp_path: Path):
+    """The Bisect step, run with a stand-in perfbot that writes down its arguments."""
+    steps = _load(ROOT / ".github" / "workflows" / "bisect.yml")["jobs"]["bisect"]["steps"]
+    script = next(s for s in steps if s.get("name") == "Bisect")["run"]
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    perfbot = tmp_path / ".venv" / "bin" / "perfbot"
+    perfbot.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > args.txt\n')
+    perfbot.chmod(0o755)
+    env = {"PATH": os.environ["PATH"], "GOOD": "v3.5.0", "BAD": "v3.6.0", "BENCHMARK": name, "XDG_CACHE_HOME": "/c"}
+    subprocess.run(["bash", "-e", "-c", script], env=env, cwd=tmp_path, check=True)
+    args = (tmp_path / "args.txt").read_text().splitlines()
+    at = args.index("--suite")
+    assert args[at : at + len(expected)] == expected, args
 
 
 def test_the_history_site_is_deployed_to_pages_by_one_job_under_the_github_pages_environment():
