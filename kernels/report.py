@@ -15,8 +15,13 @@ ratio of medians).
     python -m kernels.report FILE... --write docs/kernel.md     # rewrites them between markers
     python -m kernels.report FILE... --check docs/kernel.md     # exit 1 if they are not current
 
+The backward suites (backward-a100, backward-models, backward-generated: rows in the `backward`
+and `forward+backward` modes) are judged by issue 54's targets instead, per GELU and mode:
+kernels/report_backward.py says which, and which shapes are large.
+
 The tables of a suite go between `<!-- report:SUITE:begin -->` and `<!-- report:SUITE:end -->`;
---write and --check touch nothing else. Bad input exits 2 with a one-line error.
+--write and --check touch nothing else: a block whose suite is not in the files given is left as
+it is (and not checked). Bad input exits 2 with a one-line error.
 """
 
 from __future__ import annotations
