@@ -239,7 +239,8 @@ def suite_block(
         f"Suite `{suite}`, from {'; '.join(_described(source) for source in sources)}.",
     ]
     # A suite with a row in another mode is judged by issue 54's targets (kernels/report_backward.py).
-    backward = any(b.mode != FORWARD for cases in by_gelu.values() for benches in cases.values() for b in benches.values())
+    rows = [bench for cases in by_gelu.values() for benches in cases.values() for bench in benches.values()]
+    backward = any(bench.mode != FORWARD for bench in rows)
     known = [gelu for gelu in GELU_NAMES.values() if gelu in by_gelu]
     for gelu in known + [gelu for gelu in by_gelu if gelu not in known]:
         wheres = {case: f"{origins[(suite, gelu, case)]}: suite {suite} ({gelu} GELU)" for case in by_gelu[gelu]}

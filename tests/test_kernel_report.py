@@ -423,9 +423,8 @@ def test_the_backward_suites_targets_are_hit_and_missed_as_the_timings_say(capsy
     code, out, err = _run(capsys, backward_file)
     assert code == 0, err
     titles = re.findall(r"^\*\*(.+?) shapes\.\*\*", out, re.M)
-    assert titles == ["erf GELU, backward, 4", "erf GELU, forward+backward, 4", "tanh GELU, backward, 4"] + [
-        "tanh GELU, forward+backward, 4"
-    ]
+    modes = ("backward, 4", "forward+backward, 4")
+    assert titles == [f"{gelu} GELU, {mode}" for gelu in ("erf", "tanh") for mode in modes]
     backward = _mode_section(out, "erf", "backward")
     assert {case: _cells(_row(backward, case))[-1] for case in BACKWARD_CASES} == {
         "big-hit": "—",  # 1.04 x gemm on a large shape
@@ -471,7 +470,7 @@ def test_the_backward_gemm_serves_both_gelus(capsys, backward_file):
     assert _cells(_row(tanh, "small-ok"))[-1] == "compiled, gemm"  # 1.177: over 10%
 
 
-def _backward_judged(mode: str = "backward", M: int = 8192, K: int = 4096, N: int = 4096, of_gemm: float = 1.0, **paired):
+def _backward_judged(mode: str = "backward", M: int = 8192, K: int = 4096, N: int = 4096, of_gemm=1.0, **paired):
     faster = {name: report.Paired(0.9, 0.88, 0.92) for name in report_backward.PAIRED}
     return report_backward.Shape("c", mode, M, K, N, of_gemm, 1.0, {**faster, **paired})
 
@@ -582,3 +581,16 @@ def test_docs_kernel_md_has_an_empty_block_for_each_backward_suite():
         begin, end = report.markers(suite)
         assert text.count(begin) == 1 and text.count(end) == 1, suite
         assert f"{begin}\n" in backward and backward.index(begin) < backward.index(end), suite
+
+
+@pytest.mark.slow
+def test_the_command_line_reports_a_backward_suites_bad_input_without_a_traceback(tmp_path):
+    """kernels/report_backward.py's errors are the ReportError that `python -m kernels.report`
+    catches (one class, kernels/report_paired.py's, not a copy in __main__)."""
+    path = _save(tmp_path / "r.json", _without("gemm", "backward"))
+    done = subprocess.run(
+        [sys.executable, "-m", "kernels.report", str(path)], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("kernels.report: error: ") and done.stderr.count("\n") == 1, done.stderr
+    assert "no gemm[backward] in the results" in done.stderr
