@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kernels import report
+from kernels import report, report_backward
 from perfbot.records import results
 from perfbot.records.run import Benchmark, Environment, Results, Settings
 from tests.conftest import ROOT
@@ -344,3 +344,253 @@ def test_65_rows_need_no_copy(capsys, tmp_path):
     code, out, err = _run(capsys, _save(tmp_path / "r.json", _one_case(65, drop="copy")))
     assert "| only | 65×4096→11008 |" in out
     assert code == 0, err
+
+
+# The backward suites (kernels/report_backward.py): issue 54's targets per GELU and mode.
+
+BACKWARD_SUITE = "backward-models"
+# case: (M, K, N, {mode: (fused ms, fused / gemm, {baseline: (fused / baseline, spread)})})
+BACKWARD_CASES: dict[str, tuple[int, int, int, dict[str, tuple[float, float, dict[str, tuple[float, float]]]]]] = {
+    "big-hit": (
+        8192,
+        4096,
+        4096,
+        {
+            "backward": (2.0, 1.04, {"eager": (0.8, 0), "compiled": (0.9, 0)}),
+            "forward+backward": (3.0, 1.5, {"eager": (0.9, 0), "compiled": (1.1, 0)}),  # compiled, gemm not judged
+        },
+    ),
+    "big-over": (
+        8192,
+        4096,
+        5120,
+        {
+            "backward": (2.2, 1.07, {"eager": (1.0, TIE), "compiled": (0.95, 0)}),  # large: over 1.05
+            "forward+backward": (3.2, 1.2, {"eager": (1.0, TIE), "compiled": (0.9, 0)}),
+        },
+    ),
+    "small-ok": (
+        2048,
+        2048,
+        8192,
+        {
+            "backward": (0.4, 1.07, {"eager": (0.7, 0), "compiled": (1.02, 0)}),  # not large: within 1.10
+            "forward+backward": (0.6, 1.3, {"eager": (0.95, 0), "compiled": (0.97, 0)}),
+        },
+    ),
+    "decode-over": (
+        16,
+        3072,
+        24576,
+        {
+            "backward": (0.2, 1.12, {"eager": (0.9, 0), "compiled": (0.92, 0)}),  # over 1.10 anywhere
+            "forward+backward": (0.4, 1.1, {"eager": (0.96, 0), "compiled": (0.99, 0)}),
+        },
+    ),
+}
+
+
+def _backward_benchmarks(gelus: tuple[str, ...] = ("erf", "tanh"), suite: str = BACKWARD_SUITE) -> list[Benchmark]:
+    benches = []
+    for case, (M, k, n, modes) in BACKWARD_CASES.items():
+        shape = {"M": M, "K": k, "N": n}
+        for mode, (fused_ms, of_gemm, paired) in modes.items():
+            fused = [fused_ms * c for c in CLOCK]
+            rows = [_bench("gemm", case, shape, [f / of_gemm for f in fused], {}, suite)]  # serves both GELUs
+            for gelu in gelus:
+                variant = {"approximate": "tanh"} if gelu == "tanh" else {}
+                slower = TANH_SLOWER if gelu == "tanh" else 1.0
+                rows.append(_bench("fused", case, shape, [slower * f for f in fused], variant, suite))
+                for name, (ratio, spread) in paired.items():
+                    ratios = [ratio + spread * ((11 * i) % ROUNDS - 14.5) / 14.5 for i in range(ROUNDS)]
+                    timed = [slower * f / r for f, r in zip(fused, ratios, strict=True)]
+                    rows.append(_bench(name, case, shape, timed, variant, suite))
+            benches += [replace(row, mode=mode) for row in rows]
+    return benches
+
+
+def _mode_section(text: str, gelu: str, mode: str) -> str:
+    start = text.index(f"**{gelu} GELU, {mode}, ")
+    return text[start : text.index("\n", text.index("Misses:", start))]
+
+
+@pytest.fixture
+def backward_file(tmp_path: Path) -> Path:
+    return _save(tmp_path / "backward.json", _backward_benchmarks())
+
+
+def test_the_backward_suites_targets_are_hit_and_missed_as_the_timings_say(capsys, backward_file):
+    code, out, err = _run(capsys, backward_file)
+    assert code == 0, err
+    titles = re.findall(r"^\*\*(.+?) shapes\.\*\*", out, re.M)
+    modes = ("backward, 4", "forward+backward, 4")
+    assert titles == [f"{gelu} GELU, {mode}" for gelu in ("erf", "tanh") for mode in modes]
+    backward = _mode_section(out, "erf", "backward")
+    assert {case: _cells(_row(backward, case))[-1] for case in BACKWARD_CASES} == {
+        "big-hit": "—",  # 1.04 x gemm on a large shape
+        "big-over": "eager, gemm",  # tied with eager is not faster; 1.07 x gemm on a large shape
+        "small-ok": "compiled",  # 1.07 x gemm is within 10% off the large shapes; 1.02 x compiled
+        "decode-over": "gemm",  # 1.12 x gemm: over 10%
+    }
+    assert "Misses: 4 on 3 of the 4 shapes (eager 1, compiled 1, gemm 2)." in backward
+    step = _mode_section(out, "erf", "forward+backward")
+    # A training step is judged against eager alone: 1.1 x compiled and 1.5 x gemm are no misses.
+    assert {case: _cells(_row(step, case))[-1] for case in BACKWARD_CASES} == {
+        "big-hit": "—",
+        "big-over": "eager",
+        "small-ok": "—",
+        "decode-over": "—",
+    }
+    assert "Misses: 1 on 1 of the 4 shapes (eager 1)." in step
+
+
+def test_a_backward_shapes_row_and_summary(capsys, backward_file):
+    _, out, _ = _run(capsys, backward_file)
+    backward = _mode_section(out, "erf", "backward")
+    cells = _cells(_row(backward, "big-over"))
+    assert cells[:6] == ["big-over", "8192×4096→5120", "yes", "2.2000", "2.0561", "1.070"]
+    low, high = map(float, re.fullmatch(r"1\.000 \[(\S+), (\S+)\]", cells[6]).groups())
+    assert low < 1 < high
+    assert cells[7] == "0.950 [0.950, 0.950]"
+    assert _cells(_row(backward, "small-ok"))[2] == "—"  # 2048 rows: not large
+    assert _row(backward, "fused / eager (paired)") == "| fused / eager (paired) | 0.700 | 0.850 | 1.000 (big-over) |"
+    assert _row(backward, "fused / compiled (paired)") == (
+        "| fused / compiled (paired) | 0.900 | 0.935 | 1.020 (small-ok) |"
+    )
+    assert _row(backward, "fused / gemm") == "| fused / gemm | 1.040 | 1.070 | 1.120 (decode-over) |"
+    assert "gemm is cuBLAS computing dx and dW alone" in backward and "(M ≥ 4096 and M·K·N ≥ 2^34)" in backward
+
+
+def test_the_backward_gemm_serves_both_gelus(capsys, backward_file):
+    _, out, _ = _run(capsys, backward_file)
+    tanh = _mode_section(out, "tanh", "backward")
+    # fused 1.1x slower with tanh against the same gemm: big-hit at 1.144 misses the 5%.
+    cells = _cells(_row(tanh, "big-hit"))
+    assert (cells[5], cells[6], cells[-1]) == ("1.144", "0.800 [0.800, 0.800]", "gemm")
+    assert _cells(_row(tanh, "small-ok"))[-1] == "compiled, gemm"  # 1.177: over 10%
+
+
+def _backward_judged(mode: str = "backward", M: int = 8192, K: int = 4096, N: int = 4096, of_gemm=1.0, **paired):
+    faster = {name: report.Paired(0.9, 0.88, 0.92) for name in report_backward.PAIRED}
+    return report_backward.Shape("c", mode, M, K, N, of_gemm, 1.0, {**faster, **paired})
+
+
+def test_each_backward_target_is_judged_at_its_boundary():
+    judged = _backward_judged
+    # Faster than eager and compiled: the interval below 1, touching 1 a miss, in the backward.
+    assert judged(eager=report.Paired(0.99, 0.98, 1.0)).misses == ["eager"]
+    assert judged(eager=report.Paired(0.99, 0.98, 0.9999)).misses == []
+    assert judged(compiled=report.Paired(0.99, 0.98, 1.0)).misses == ["compiled"]
+    assert judged(compiled=report.Paired(0.99, 0.98, 0.9999)).misses == []
+    # Within 5% of gemm on a large shape, within 10% on every shape.
+    assert judged(of_gemm=1.05).misses == [] and judged(of_gemm=1.0501).misses == ["gemm"]
+    assert judged(M=2048, of_gemm=1.10).misses == [] and judged(M=2048, of_gemm=1.1001).misses == ["gemm"]
+    assert judged(M=16, of_gemm=1.1001).misses == ["gemm"]
+    # Large: M >= 4096 and M·K·N >= 2^34, each at its edge.
+    assert judged(M=4096, K=2048, N=2048).large and judged(M=4096, K=2048, N=2048, of_gemm=1.06).misses == ["gemm"]
+    assert not judged(M=4095, K=4096, N=4096).large and judged(M=4095, K=4096, N=4096, of_gemm=1.06).misses == []
+    assert not judged(M=4096, K=2048, N=2047).large and judged(M=4096, K=2048, N=2047, of_gemm=1.06).misses == []
+    # A training step: faster than eager alone; compiled and gemm not judged.
+    step = "forward+backward"
+    assert judged(step, eager=report.Paired(0.99, 0.98, 1.0)).misses == ["eager"]
+    assert judged(step, eager=report.Paired(0.99, 0.98, 0.9999)).misses == []
+    assert judged(step, of_gemm=3.0, compiled=report.Paired(1.5, 1.4, 1.6)).misses == []
+    assert judged(step).gemm_limit is None and judged().gemm_limit == 1.05
+
+
+def _without(name: str, mode: str) -> list[Benchmark]:
+    return [b for b in _backward_benchmarks(("erf",)) if not (b.kernel == name and b.mode == mode)]
+
+
+@pytest.mark.parametrize(
+    "benches, expected",
+    [
+        (
+            _without("gemm", "backward"),
+            "suite backward-models (erf GELU) case big-hit: no gemm[backward] in the results "
+            "(needed: fused[backward], eager[backward], compiled[backward], gemm[backward])",
+        ),
+        (_without("compiled", "forward+backward"), "case big-hit: no compiled[forward+backward] in the results"),
+        (_without("eager", "backward"), "case big-hit: no eager[backward] in the results"),
+        (
+            [
+                replace(b, samples_ms=b.samples_ms[:-1]) if b.kernel == "fused" else b
+                for b in _backward_benchmarks(("erf",))
+            ],
+            "eager[backward] and fused[backward] have 30 and 29 samples: not paired",
+        ),
+        (
+            _backward_benchmarks(("erf",)) + _benchmarks(("erf",), suite=BACKWARD_SUITE),
+            "case prefill-near: forward rows in a suite with backward ones",
+        ),
+    ],
+)
+def test_backward_input_the_report_cannot_judge_is_one_line_and_exit_2(capsys, tmp_path, benches, expected):
+    code, out, err = _run(capsys, _save(tmp_path / "r.json", benches))
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and err.startswith("kernels.report: error: ") and expected in err, err
+
+
+def test_a_forward_suites_block_is_the_same_beside_a_backward_suite(tmp_path, both_gelus):
+    mixed = _save(tmp_path / "mixed.json", _benchmarks(("erf", "tanh")) + _backward_benchmarks())
+    alone = report.report([str(both_gelus)])["generated"]
+    beside = report.report([str(mixed)])
+    assert list(beside) == ["generated", BACKWARD_SUITE]
+    assert beside["generated"].split("\n", 2)[2] == alone.split("\n", 2)[2]  # all but the sources
+    assert "forward+backward" not in beside["generated"] and "max-autotune" not in beside[BACKWARD_SUITE]
+
+
+BACKWARD_DOC = """# The kernel
+
+<!-- report:generated:begin -->
+old tables
+<!-- report:generated:end -->
+
+The H200's tables go here once measured.
+
+<!-- report:backward-models:begin -->
+<!-- report:backward-models:end -->
+
+<!-- report:backward-a100:begin -->
+<!-- report:backward-a100:end -->
+"""
+
+
+def test_write_and_check_fill_a_backward_block_and_leave_the_others(capsys, tmp_path, backward_file):
+    doc = tmp_path / "kernel.md"
+    doc.write_text(BACKWARD_DOC)
+    assert _run(capsys, backward_file, "--check", doc)[0] == 1  # the empty block is not current
+    assert _run(capsys, backward_file, "--write", doc)[0] == 0
+    text = doc.read_text()
+    block = report.report([str(backward_file)])[BACKWARD_SUITE]
+    begin, end = report.markers(BACKWARD_SUITE)
+    assert text == BACKWARD_DOC.replace(f"{begin}\n{end}", f"{begin}\n{block}{end}")  # nothing else touched
+    assert "old tables" in text and "<!-- report:backward-a100:begin -->\n<!-- report:backward-a100:end -->" in text
+    assert _run(capsys, backward_file, "--check", doc) == (0, "", "")
+    doc.write_text(text.replace("| big-over |", "| big-over (edited) |"))
+    code, _, err = _run(capsys, backward_file, "--check", doc)
+    assert code == 1 and "the tables of backward-models differ" in err
+
+
+def test_docs_kernel_md_has_an_empty_block_for_each_backward_suite():
+    """Where --write puts the H200's tables: each backward suite's markers once, in "The backward"."""
+    text = (ROOT / "docs" / "kernel.md").read_text()
+    backward = text[text.index("\n## The backward\n") :]
+    backward = backward[: backward.index("\n## ", 1)]
+    for suite in ("backward-a100", "backward-models", "backward-generated"):
+        begin, end = report.markers(suite)
+        assert text.count(begin) == 1 and text.count(end) == 1, suite
+        assert f"{begin}\n" in backward and backward.index(begin) < backward.index(end), suite
+
+
+@pytest.mark.slow
+def test_the_command_line_reports_a_backward_suites_bad_input_without_a_traceback(tmp_path):
+    """kernels/report_backward.py's errors are the ReportError that `python -m kernels.report`
+    catches (one class, kernels/report_paired.py's, not a copy in __main__)."""
+    path = _save(tmp_path / "r.json", _without("gemm", "backward"))
+    done = subprocess.run(
+        [sys.executable, "-m", "kernels.report", str(path)], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("kernels.report: error: ") and done.stderr.count("\n") == 1, done.stderr
+    assert "no gemm[backward] in the results" in done.stderr
