@@ -143,9 +143,12 @@ def test_run_times_each_mode_as_a_row_of_its_own(gpu, tmp_path: Path):
     assert {b["kernel"] for b in forward["benchmarks"]} == {"triton", "torch"}
 
 
-def test_ab_judges_each_mode_apart_and_the_comment_names_it(gpu, tmp_path: Path):
+def test_ab_judges_each_mode_apart_and_the_comment_names_it(gpu, tmp_path: Path, monkeypatch):
     """The head's backward 5% slower, its forward and forward+backward not: only the backward row
-    fails, and the comment names it `triton[backward]`."""
+    fails, the second round that confirms it times that case's backward alone, and the comment
+    names it `triton[backward]`."""
+    from perfbot.jobs import ab
+
     repo = backward_repository(tmp_path / "repo")
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
@@ -153,7 +156,22 @@ def test_ab_judges_each_mode_apart_and_the_comment_names_it(gpu, tmp_path: Path)
     (repo / "NOTES").write_text("head\n")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "head")
-    gpu.ms = lambda name, call: 1.05 if name == "head:triton[backward]" else 1.0
+    # The names timed once the second round starts, by the worker processes that time them.
+    confirming = tmp_path / "confirming"
+    first_judgement = ab.confirm
+
+    def confirm(report, policy, remeasure):
+        confirming.write_text("")
+        return first_judgement(report, policy, remeasure)
+
+    def ms(name: str, call: int) -> float:
+        if confirming.exists():
+            with confirming.open("a") as timed:
+                timed.write(name + "\n")
+        return 1.05 if name == "head:triton[backward]" else 1.0
+
+    monkeypatch.setattr(ab, "confirm", confirm)
+    gpu.ms = ms
     out = tmp_path / "ab"
     arguments = ["ab", "HEAD~1", "--project", str(repo), "--suite", "quick", "--case", "odd", "--samples", "12"]
     result = CliRunner().invoke(perfbot, [*arguments, "--out-dir", str(out)])
@@ -165,6 +183,9 @@ def test_ab_judges_each_mode_apart_and_the_comment_names_it(gpu, tmp_path: Path)
     for mode in (FORWARD, FORWARD_BACKWARD):
         assert verdicts[("triton", mode)]["verdict"] == "unchanged", verdicts[("triton", mode)]
     assert "mode" not in verdicts[("triton", FORWARD)]["benchmark"]  # written as before modes
+    assert "confirmed by a second interleaved round" in verdicts[("triton", BACKWARD)]["reason"]
+    again = set(confirming.read_text().split())
+    assert again == {f"{side}:{kernel}[backward]" for side in ("base", "head") for kernel in ("triton", "torch")}
     comment = (out / "comment.md").read_text()
     # The failing row named with its mode, its fastest baseline the baseline's row of that mode.
     failing = [line for line in comment.splitlines() if "❌ 🔺 regression" in line]
