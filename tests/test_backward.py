@@ -618,7 +618,13 @@ def test_suites_lists_a_case_in_each_of_its_modes(tmp_path: Path):
     repo = backward_repository(tmp_path / "repo")
     declared = CliRunner().invoke(perfbot, ["suites", "--project", str(repo), "--json"])
     assert declared.exit_code == 0, declared.output
-    assert json.loads(declared.output)["suites"]["quick"]["cases"] == ["odd", "half"]  # names, each once
+    suites = json.loads(declared.output)["suites"]
+    assert suites["quick"]["cases"] == ["odd", "half"]  # names, each once, as before modes
+    assert suites["quick"]["modes"] == {"odd": [FORWARD, BACKWARD, FORWARD_BACKWARD], "half": [BACKWARD]}
+    assert suites["pr"]["modes"] == {"odd": [FORWARD, BACKWARD]}
+    forward = CliRunner().invoke(perfbot, ["suites", "--project", str(ROOT / "examples" / "rmsnorm"), "--json"])
+    assert forward.exit_code == 0, forward.output
+    assert all(set(suite) == {"implementations", "cases"} for suite in json.loads(forward.output)["suites"].values())
     result = CliRunner().invoke(perfbot, ["suites", "--project", str(repo)])
     assert result.exit_code == 0, result.output
     odd = [line.split() for line in result.output.splitlines() if line.startswith("  odd ")]
