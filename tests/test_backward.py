@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from perfbot.records.run import Benchmark, Results, benchmark_key, variant_name
 from tests.backward_subject import backward_repository
 from tests.conftest import ROOT
 from tests.helpers import make_results, samples
+from tests.test_runner_cpu import _git
 
 POLICY = load_policy(ROOT / "thresholds.yaml")
 
@@ -46,15 +46,6 @@ POLICY = load_policy(ROOT / "thresholds.yaml")
 @pytest.fixture(autouse=True)
 def wide(monkeypatch):
     monkeypatch.setenv("COLUMNS", "300")  # each row of the check's table on one line
-
-
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 def _rows(output: str) -> dict[tuple[str, str], list[str]]:
