@@ -671,3 +671,12 @@ def _in_mode(record: StepRecord, mode: str) -> StepRecord:
         return replace(record, benchmark=bench)
     assert record.good.commit is not None and record.bad.commit is not None
     return replace(record, benchmark=bench, bisect=steps.bisect_argv(bench, record.good.commit, record.bad.commit))
+
+
+def test_a_backward_steps_title_names_its_mode(steps: Path):
+    (record, *_) = _records(steps)
+    forward = step_issues.title(record)
+    backward = step_issues.title(_in_mode(record, "backward"))
+    kernel = record.benchmark.kernel
+    assert f"perfbot: {kernel} " in forward and "[" not in forward
+    assert backward == forward.replace(f"perfbot: {kernel} ", f"perfbot: {kernel}[backward] ")
