@@ -605,6 +605,19 @@ def test_a_suite_naming_an_implementation_in_a_mode_it_lacks_exits_2(tmp_path: P
     assert len(lines) == 1 and "implementation 'copy' is not timed in mode 'backward'" in lines[0], result.output
 
 
+@pytest.mark.parametrize(("given", "said"), [("backward", "got 'backward'"), ((), "got ()")])
+def test_modes_given_as_no_tuple_of_modes_is_refused_naming_what_was_given(tmp_path: Path, given, said: str):
+    from perfbot.loading.checks import check_subject
+
+    subject = Subject(name="m", inputs=lambda case, generator: (), reference=lambda: None, tolerance={"float32": 1e-6})
+    subject.implementation("torch", modes=given)(lambda x, w: x * w)
+    with pytest.raises(BadInput) as error:
+        check_subject(tmp_path, subject)
+    assert f"implementation 'torch': modes= must list some of forward, backward, forward+backward, {said}" in str(
+        error.value
+    )
+
+
 def test_suites_lists_a_case_in_each_of_its_modes(tmp_path: Path):
     repo = backward_repository(tmp_path / "repo")
     declared = CliRunner().invoke(perfbot, ["suites", "--project", str(repo), "--json"])
