@@ -232,8 +232,14 @@ def test_history_follows_a_backward_row_as_a_series_of_its_own(tmp_path: Path):
             if b.kernel == "fused"
         ]
         runs.append(dataclasses.replace(run, benchmarks=[*run.benchmarks, *backward]))
-    result = CliRunner().invoke(perfbot, ["history", "--store", str(write_store(tmp_path / "store", runs)), "--check"])
+    site = tmp_path / "site"
+    store = str(write_store(tmp_path / "store", runs))
+    result = CliRunner().invoke(perfbot, ["history", "--store", store, "--check", "--html", str(site)])
     assert result.exit_code == 1, result.output
+    # The site lists a benchmark's modes as runs time them: its forward row first.
+    page = (site / "index.html").read_text()
+    forward, backward = page.find("fused · pr/"), page.find("fused[backward] · pr/")
+    assert 0 <= forward < backward, (forward, backward)
     stepped = [line for line in result.output.splitlines() if line.startswith("NVIDIA H200 · ")]
     assert len(stepped) == 2 and all(line.startswith("NVIDIA H200 · fused[backward] · pr/") for line in stepped)
     assert "2 new step(s), 2 of them a recent slowdown" in result.output
