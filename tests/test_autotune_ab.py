@@ -176,3 +176,34 @@ def test_selftest_on_an_autotuned_kernel_says_how_often_fresh_imports_picked_oth
     untuned = CliRunner().invoke(perfbot, [*arguments[:-1], "torch", "--checks", "4", "--levels", "1",
                                            "--interference-rounds", "0"])  # fmt: skip
     assert untuned.exit_code == 0 and "autotune:" not in untuned.output
+
+
+def test_a_confirming_round_pins_each_case_to_the_picks_that_case_ran():
+    """One implementation autotunes per case (its key holds the shape): a second round pins the
+    benchmark of each case, and of each mode, to what that one ran in the first, never to the
+    picks of the case measured last."""
+    import dataclasses
+
+    from perfbot.loading.subject import Case
+    from perfbot.measuring.planning import Planned
+    from perfbot.records.autotune import AutotunePick
+    from tests.helpers import make_results
+
+    def pick(case: str) -> AutotunePick:
+        return AutotunePick("_scale_kernel", None, "0" * 64, [case], {"BLOCK": len(case)}, "tuned")
+
+    first = make_results()
+    ran = [dataclasses.replace(b, autotune=[pick(f"{b.case} {b.mode}")]) for b in first.benchmarks]
+    backward = [
+        dataclasses.replace(b, mode="backward", autotune=[pick(f"{b.case} backward")]) for b in first.benchmarks
+    ]
+    first = dataclasses.replace(first, benchmarks=ran + backward)
+    fixed = alignment.fixed_from({"base": first, "head": first})
+    cases = {(b.suite, b.case, b.dtype) for b in first.benchmarks}
+    assert len(cases) > 1
+    for suite, name, dtype in cases:
+        for mode in ("forward", "backward"):
+            case = Case(suite, name, {"M": 1}, dtype, mode)
+            for side in ("base", "head"):
+                planned = Planned(case, first.benchmarks[0].kernel, (), side)
+                assert alignment.fixed_for(fixed, planned) == [pick(f"{name} {mode}")]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from perfbot.records.run import Benchmark, Results, benchmark_key, variant_name
 from tests.backward_subject import backward_repository
 from tests.conftest import ROOT
 from tests.helpers import make_results, samples
+from tests.test_runner_cpu import _git
 
 POLICY = load_policy(ROOT / "thresholds.yaml")
 
@@ -46,15 +46,6 @@ POLICY = load_policy(ROOT / "thresholds.yaml")
 @pytest.fixture(autouse=True)
 def wide(monkeypatch):
     monkeypatch.setenv("COLUMNS", "300")  # each row of the check's table on one line
-
-
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 def _rows(output: str) -> dict[tuple[str, str], list[str]]:
@@ -143,9 +134,12 @@ def test_run_times_each_mode_as_a_row_of_its_own(gpu, tmp_path: Path):
     assert {b["kernel"] for b in forward["benchmarks"]} == {"triton", "torch"}
 
 
-def test_ab_judges_each_mode_apart_and_the_comment_names_it(gpu, tmp_path: Path):
+def test_ab_judges_each_mode_apart_and_the_comment_names_it(gpu, tmp_path: Path, monkeypatch):
     """The head's backward 5% slower, its forward and forward+backward not: only the backward row
-    fails, and the comment names it `triton[backward]`."""
+    fails, the second round that confirms it times that case's backward alone, and the comment
+    names it `triton[backward]`."""
+    from perfbot.jobs import ab
+
     repo = backward_repository(tmp_path / "repo")
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
@@ -153,7 +147,22 @@ def test_ab_judges_each_mode_apart_and_the_comment_names_it(gpu, tmp_path: Path)
     (repo / "NOTES").write_text("head\n")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "head")
-    gpu.ms = lambda name, call: 1.05 if name == "head:triton[backward]" else 1.0
+    # The names timed once the second round starts, by the worker processes that time them.
+    confirming = tmp_path / "confirming"
+    first_judgement = ab.confirm
+
+    def confirm(report, policy, remeasure):
+        confirming.write_text("")
+        return first_judgement(report, policy, remeasure)
+
+    def ms(name: str, call: int) -> float:
+        if confirming.exists():
+            with confirming.open("a") as timed:
+                timed.write(name + "\n")
+        return 1.05 if name == "head:triton[backward]" else 1.0
+
+    monkeypatch.setattr(ab, "confirm", confirm)
+    gpu.ms = ms
     out = tmp_path / "ab"
     arguments = ["ab", "HEAD~1", "--project", str(repo), "--suite", "quick", "--case", "odd", "--samples", "12"]
     result = CliRunner().invoke(perfbot, [*arguments, "--out-dir", str(out)])
@@ -165,6 +174,9 @@ def test_ab_judges_each_mode_apart_and_the_comment_names_it(gpu, tmp_path: Path)
     for mode in (FORWARD, FORWARD_BACKWARD):
         assert verdicts[("triton", mode)]["verdict"] == "unchanged", verdicts[("triton", mode)]
     assert "mode" not in verdicts[("triton", FORWARD)]["benchmark"]  # written as before modes
+    assert "confirmed by a second interleaved round" in verdicts[("triton", BACKWARD)]["reason"]
+    again = set(confirming.read_text().split())
+    assert again == {f"{side}:{kernel}[backward]" for side in ("base", "head") for kernel in ("triton", "torch")}
     comment = (out / "comment.md").read_text()
     # The failing row named with its mode, its fastest baseline the baseline's row of that mode.
     failing = [line for line in comment.splitlines() if "❌ 🔺 regression" in line]
@@ -220,8 +232,14 @@ def test_history_follows_a_backward_row_as_a_series_of_its_own(tmp_path: Path):
             if b.kernel == "fused"
         ]
         runs.append(dataclasses.replace(run, benchmarks=[*run.benchmarks, *backward]))
-    result = CliRunner().invoke(perfbot, ["history", "--store", str(write_store(tmp_path / "store", runs)), "--check"])
+    site = tmp_path / "site"
+    store = str(write_store(tmp_path / "store", runs))
+    result = CliRunner().invoke(perfbot, ["history", "--store", store, "--check", "--html", str(site)])
     assert result.exit_code == 1, result.output
+    # The site lists a benchmark's modes as runs time them: its forward row first.
+    page = (site / "index.html").read_text()
+    forward, backward = page.find("fused · pr/"), page.find("fused[backward] · pr/")
+    assert 0 <= forward < backward, (forward, backward)
     stepped = [line for line in result.output.splitlines() if line.startswith("NVIDIA H200 · ")]
     assert len(stepped) == 2 and all(line.startswith("NVIDIA H200 · fused[backward] · pr/") for line in stepped)
     assert "2 new step(s), 2 of them a recent slowdown" in result.output
@@ -593,11 +611,30 @@ def test_a_suite_naming_an_implementation_in_a_mode_it_lacks_exits_2(tmp_path: P
     assert len(lines) == 1 and "implementation 'copy' is not timed in mode 'backward'" in lines[0], result.output
 
 
+@pytest.mark.parametrize(("given", "said"), [("backward", "got 'backward'"), ((), "got ()")])
+def test_modes_given_as_no_tuple_of_modes_is_refused_naming_what_was_given(tmp_path: Path, given, said: str):
+    from perfbot.loading.checks import check_subject
+
+    subject = Subject(name="m", inputs=lambda case, generator: (), reference=lambda: None, tolerance={"float32": 1e-6})
+    subject.implementation("torch", modes=given)(lambda x, w: x * w)
+    with pytest.raises(BadInput) as error:
+        check_subject(tmp_path, subject)
+    assert f"implementation 'torch': modes= must list some of forward, backward, forward+backward, {said}" in str(
+        error.value
+    )
+
+
 def test_suites_lists_a_case_in_each_of_its_modes(tmp_path: Path):
     repo = backward_repository(tmp_path / "repo")
     declared = CliRunner().invoke(perfbot, ["suites", "--project", str(repo), "--json"])
     assert declared.exit_code == 0, declared.output
-    assert json.loads(declared.output)["suites"]["quick"]["cases"] == ["odd", "half"]  # names, each once
+    suites = json.loads(declared.output)["suites"]
+    assert suites["quick"]["cases"] == ["odd", "half"]  # names, each once, as before modes
+    assert suites["quick"]["modes"] == {"odd": [FORWARD, BACKWARD, FORWARD_BACKWARD], "half": [BACKWARD]}
+    assert suites["pr"]["modes"] == {"odd": [FORWARD, BACKWARD]}
+    forward = CliRunner().invoke(perfbot, ["suites", "--project", str(ROOT / "examples" / "rmsnorm"), "--json"])
+    assert forward.exit_code == 0, forward.output
+    assert all(set(suite) == {"implementations", "cases"} for suite in json.loads(forward.output)["suites"].values())
     result = CliRunner().invoke(perfbot, ["suites", "--project", str(repo)])
     assert result.exit_code == 0, result.output
     odd = [line.split() for line in result.output.splitlines() if line.startswith("  odd ")]

@@ -161,7 +161,7 @@ def explained(rows: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
         "moved and broken": (rows, ["HEAD~1", "HEAD"], cache),
         # Compiled anew on each side (no cache), from two worktrees: their paths differ, nothing else.
         "a-a": (rows, ["HEAD~1", "HEAD~1"], {"TRITON_ALWAYS_COMPILE": "1"}),
-        "this repository": (ROOT, ["HEAD", "--suite", "quick", "--suite", "decode", *cases], {}),
+        "this repository": (ROOT, ["HEAD", "--suite", "quick", "--suite", "decode", *cases, "--mode", "forward"], {}),
     }
     asked = [
         [str(where), [*args, "--out", str(folder / f"{name}.json")], env] for name, (where, args, env) in runs.items()

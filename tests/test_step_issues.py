@@ -596,6 +596,28 @@ def test_a_benchmark_is_declared_by_its_suite_a_case_of_that_suite_and_an_implem
 
 
 @pytest.mark.parametrize(
+    ("case", "mode", "declares"),
+    [
+        ("odd", "forward", True),
+        ("odd", "backward", True),
+        ("odd", "forward+backward", False),  # a mode the case is not timed in
+        ("even", "forward", True),  # a case the modes do not list: the forward alone
+        ("even", "backward", False),
+    ],
+)
+def test_a_benchmark_is_declared_in_the_modes_its_case_is_timed_in(tmp_path: Path, case: str, mode: str, declares):
+    text = declared.to_text([("pr", ["fused"], ["odd", "even"])], {"pr": {"odd": ["forward", "backward"]}})
+    assert json.loads(text)["suites"]["pr"]["modes"] == {"odd": ["forward", "backward"]}
+    (tmp_path / "declared.json").write_text(text)
+    assert declared.load(tmp_path / "declared.json").declares("pr", case, "fused", mode) is declares
+
+
+def test_forward_cases_alone_are_declared_as_before_modes(tmp_path: Path):
+    text = declared.to_text([("pr", ["fused"], ["odd"])], {"pr": {"odd": ["forward"]}})
+    assert text == '{"format":1,"suites":{"pr":{"implementations":["fused"],"cases":["odd"]}}}'
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "",
@@ -623,3 +645,38 @@ def test_a_title_holds_no_working_reference_or_mention(steps: Path, case: str):
     said = step_issues.title(named)
     joined = case.replace("#", "#\u200d").replace("@", "@\u200d").replace("GH", "GH\u200d").replace("gh", "gh\u200d")
     assert case not in said and joined in said
+
+
+def test_a_step_in_a_mode_main_does_not_time_its_case_in_opens_no_issue(fake, steps, tmp_path: Path):
+    """A backward step of a case main's suites time in the forward alone is not a benchmark main
+    declares: no issue."""
+    records = _records(steps)
+    failing = [r for r in records if r.fails]
+    assert failing
+    steps_file.save(steps, [_in_mode(r, "backward") for r in records])
+    named = [(r.benchmark.suite, r.benchmark.case, r.benchmark.kernel) for r in records]
+    forward = declaring(tmp_path / "declared.json", named)
+    result = open_issues(steps, tmp_path / "none", declared_file=forward)
+    assert result.exit_code == 0, result.output
+    assert result.output.count("main's suites declare no such benchmark") == len(failing)
+    assert not fake.issues.get(REPO)
+
+
+def _in_mode(record: StepRecord, mode: str) -> StepRecord:
+    """The step, of its benchmark in `mode`, with the bisect command of that benchmark."""
+    from perfbot.history import steps
+
+    bench = replace(record.benchmark, mode=mode)
+    if record.bisect is None:
+        return replace(record, benchmark=bench)
+    assert record.good.commit is not None and record.bad.commit is not None
+    return replace(record, benchmark=bench, bisect=steps.bisect_argv(bench, record.good.commit, record.bad.commit))
+
+
+def test_a_backward_steps_title_names_its_mode(steps: Path):
+    (record, *_) = _records(steps)
+    forward = step_issues.title(record)
+    backward = step_issues.title(_in_mode(record, "backward"))
+    kernel = record.benchmark.kernel
+    assert f"perfbot: {kernel} " in forward and "[" not in forward
+    assert backward == forward.replace(f"perfbot: {kernel} ", f"perfbot: {kernel}[backward] ")

@@ -380,6 +380,10 @@ def test_a_case_is_found_by_name_alone(geglu):
     assert geglu.case(None, "d1024", "backward").suite == "backward-a100"
     assert geglu.case(None, "d1024", "forward+backward").mode == "forward+backward"
     assert geglu.case(None, "gemma-7b", "backward").suite == "backward-models"
+    # pr, the default case's suite, times t5-v1.1-xl forward and backward, not a training step:
+    # the suite that does is found, not pr's refused.
+    assert geglu.case(None, "t5-v1.1-xl", "forward+backward").suite == "backward-models"
+    assert geglu.case(None, "t5-v1.1-xl", "backward").suite == "pr"
     with pytest.raises(BadInput, match="no suite has a case 'nope'"):
         geglu.case(None, "nope")
 

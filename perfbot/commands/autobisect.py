@@ -136,7 +136,7 @@ def open_issues_command(
     planned = []
     for step in failing:
         bench = step.benchmark
-        if not declared.declares(bench.suite, bench.case, bench.kernel):
+        if not declared.declares(bench.suite, bench.case, bench.kernel, bench.mode):
             # Not the store's names: what a writer put there is not echoed.
             click.echo(f"not opened: step {step.id}: main's suites declare no such benchmark")
             continue

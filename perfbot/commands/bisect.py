@@ -137,7 +137,7 @@ def bisect_command(
 
     Without --measure, --repo is a Triton checkout (the Triton mode): each commit is built
     (--triton-cache, --no-build-isolation) and the benchmark that --family, --suite, --case,
-    --kernel and --variant name is timed there by `perfbot sample`, --samples at a time.
+    --mode, --kernel and --variant name is timed there by `perfbot sample`, --samples at a time.
 
     Example:
 

@@ -27,6 +27,7 @@ from .options import (
     families_option,
     implementations_option,
     keep_sass_option,
+    modes_option,
     option,
     overwrite_option,
     project_option,
@@ -48,6 +49,7 @@ class ExplainOptions:
     family_names: tuple[str, ...]
     suite_names: tuple[str, ...]
     case_names: tuple[str, ...]
+    mode_names: tuple[str, ...]
     kernel_names: tuple[str, ...]
     variants: tuple[str, ...]
     gpu: str | None
@@ -63,6 +65,7 @@ class ExplainOptions:
 @families_option
 @suites_option
 @cases_option
+@modes_option
 @implementations_option
 @variants_option
 @option(
@@ -88,8 +91,9 @@ class ExplainOptions:
 def explain_command(options: ExplainOptions) -> None:
     """Show what changed in the compiled Triton kernels of git revision BASE against HEAD's
     (default: this checkout's, uncommitted changes included): nothing is timed and no result is
-    checked. Each chosen implementation is called once per case on each side, and every Triton
-    kernel it launches is recorded: its specialization (constexprs, launch config), registers,
+    checked. Each chosen implementation is called once per case and mode on each side, and every
+    Triton kernel what that mode times launches is recorded (in `backward`, the backward's kernels;
+    --mode chooses): its specialization (constexprs, launch config), registers,
     spills, shared memory, occupancy, SASS instruction counts and digests. A table per
     implementation and case lists what differs, "same machine code" where every kernel's SASS is equal,
     and each side's kernels one line apiece.
@@ -107,6 +111,7 @@ def explain_command(options: ExplainOptions) -> None:
     \b
         perfbot explain origin/main --suite decode --case CASE
         perfbot explain HEAD~1 HEAD --suite pr --kernel all --out explain.json
+        perfbot explain origin/main --suite pr --mode backward
         perfbot explain origin/main --gpu-model "NVIDIA A100-SXM4-80GB" --variant NAME=all
     """
     from ..jobs import explain as job
@@ -120,6 +125,7 @@ def explain_command(options: ExplainOptions) -> None:
         "suite_names": options.suite_names,
         "case_names": options.case_names,
         "family_names": options.family_names,
+        "mode_names": options.mode_names,
     }
     request = job.Request(
         Revisions(options.base_rev, options.head_rev),

@@ -181,8 +181,9 @@ def env_command(as_json: bool, project: Path | None) -> None:
 def suites_command(project: Path | None, as_json: bool) -> None:
     """List the shape suites and their cases.
 
-    With --json, one line of JSON: each suite's implementations and case names, what the
-    baseline workflow's issue job opens issues for (docs/files.md).
+    With --json, one line of JSON: each suite's implementations and case names, and the modes of
+    each case timed in another than the forward, what the baseline workflow's issue job opens
+    issues for (docs/files.md).
 
     Example:
 
@@ -198,12 +199,16 @@ def suites_command(project: Path | None, as_json: bool) -> None:
         if as_json:
             from ..records import declared
 
+            every = [s for family in answer["families"] for s in family["suites"]]
             suites = [
                 (s["name"], list(s["implementations"]), list(dict.fromkeys(c["name"] for c in s["cases"])))
-                for family in answer["families"]
-                for s in family["suites"]
+                for s in every
             ]
-            click.echo(declared.to_text(suites))
+            modes: dict[str, dict[str, list[str]]] = {}
+            for s in every:
+                for case in s["cases"]:
+                    modes.setdefault(s["name"], {}).setdefault(case["name"], []).append(case.get("mode", "forward"))
+            click.echo(declared.to_text(suites, modes))
             return
         for family in answer["families"]:
             implementations = ", ".join(

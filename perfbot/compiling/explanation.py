@@ -47,6 +47,9 @@ class Explained:
     base: Side
     head: Side
     change: CompiledChange | None = None
+    # What was compiled of the call (loading/subject.py MODES): in a backward mode, what it times,
+    # the backward's kernels (`implementation` names it too, as results do: "triton[backward]").
+    mode: str = "forward"
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from ..deciding.standing import tally
 from ..deciding.thresholds import Policy, changes, load_policy
 from ..errors import BadInput, PerfbotError
 from ..loading.subject import Suite
-from ..loading.suites import restrict
+from ..loading.suites import restrict_modes
 from ..measuring.sequential import PolicyRules, Stopping, first_look
 from ..measuring.triton_pin import with_pin
 from ..measuring.worker import BOTH
@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from ..measuring.shards import Gpu
 
 Progress = Callable[[int], AbstractContextManager[Callable[[str, int], None]]]
+# A second interleaved round of the given (suite, case, mode) triples: base and head results.
+Remeasure = Callable[[set[tuple[str, str, str]]], tuple[Results, Results]]
 
 
 @dataclass(frozen=True)
@@ -142,9 +144,10 @@ def run(
         base, head = measure(chosen.suites, "", chosen.settings, chosen.cases)
         on_measured(base, head)
 
-        def measure_again(cases: set[tuple[str, str]]) -> tuple[Results, Results]:
-            """The second A/B of failing cases: its inputs, placements and orders drawn afresh (the
-            next seed), and each side's subject imported anew, in a worker of its own, so that
+        def measure_again(cases: set[tuple[str, str, str]]) -> tuple[Results, Results]:
+            """The second A/B of failing cases, each in its failing modes alone: its inputs,
+            placements and orders drawn afresh (the next seed), and each side's subject imported
+            anew, in a worker of its own, so that
             Triton loads its kernels anew: drawn or loaded as the first were, whatever a draw or a
             load did to one side would come back with them (docs/method.md, "Exchangeable sides").
             Each benchmark runs the autotune configs it ran in the first (alignment.fix), not what
@@ -155,7 +158,7 @@ def run(
                 both.close()  # its CUDA context, its buffers and its last graphs go before the next start
                 fresh = stack.enter_context(both_sides(kernels))
             first_round = alignment.fixed_from({"base": base, "head": head})
-            suites = restrict(chosen.suites, cases)
+            suites = restrict_modes(chosen.suites, cases)
             return measure(suites, "-confirm", again, len(single_cases(suites)), first_round)
 
         report = judge(base, head, policy, measure_again)
@@ -202,23 +205,20 @@ def _stopping(sampling: Sampling | None, policy: Policy, settings: RunSettings) 
     return Stopping(first_look(settings.samples, alpha), sampling.most, sampling.seconds, PolicyRules(policy, gpu))
 
 
-def judge(
-    base: Results, head: Results, policy: Policy, remeasure: Callable[[set[tuple[str, str]]], tuple[Results, Results]]
-) -> Report:
+def judge(base: Results, head: Results, policy: Policy, remeasure: Remeasure) -> Report:
     if base.settings.ab_run is None or base.settings.ab_run != head.settings.ab_run:
         raise BadInput("both sides must come from one interleaved A/B run")
     return confirm(compare(base, head, policy), policy, remeasure)
 
 
-def confirm(
-    report: Report, policy: Policy, remeasure: Callable[[set[tuple[str, str]]], tuple[Results, Results]]
-) -> Report:
-    """Re-measure the cases of every failing comparison in a second interleaved round
-    (`remeasure(cases)` returns base and head results); a slowdown fails only if it fails again."""
+def confirm(report: Report, policy: Policy, remeasure: Remeasure) -> Report:
+    """Re-measure the cases of every failing comparison, each in the modes that fail alone, in a
+    second interleaved round (`remeasure(cases)`, given (suite, case, mode) triples, returns base
+    and head results); a slowdown fails only if it fails again."""
     failing = [c for c in report.comparisons if c.fails]
     if not failing:
         return report
-    base, head = remeasure({(c.current.suite, c.current.case) for c in failing})
+    base, head = remeasure({(c.current.suite, c.current.case, c.current.mode) for c in failing})
     second = {c.current.key: c for c in compare(base, head, policy).comparisons}
     comparisons = []
     for c in report.comparisons:

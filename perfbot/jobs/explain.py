@@ -60,7 +60,7 @@ def _interpreting() -> bool:
 
 @dataclass(frozen=True)
 class Request:
-    """What explain compiles: the revisions; the suite, case and family names (`selection`), the
+    """What explain compiles: the revisions; the suite, case, family and mode names (`selection`), the
     implementations (`kernel_names`; ("all",) for every one the suites list; none: those under
     test) and variants asked for, which the base's subject turns into cases; where (`target`);
     whether each kernel's full SASS is kept."""
@@ -95,11 +95,8 @@ def explain(config: ProjectConfig, request: Request, told: Callable[[object], No
         except PerfbotError as error:
             raise trees.said_of_revisions(error) from error
     compiled = validate_message("explain's process of the subjects' own", answer, _answer(), "answer")
-    heads = {(row["suite"], row["case"], row["implementation"]): row for row in compiled["rows"]["head"]}
-    rows = [
-        _explained(row, heads.get((row["suite"], row["case"], row["implementation"])), compiled["missing"])
-        for row in compiled["rows"]["base"]
-    ]
+    heads = {_key(row): row for row in compiled["rows"]["head"]}
+    rows = [_explained(row, heads.get(_key(row)), compiled["missing"]) for row in compiled["rows"]["base"]]
     (_, base_sha), (head_tree, head_sha) = trees.trees["base"], trees.trees["head"]
     return Explanation(
         base=Revision(request.revisions.base, base_sha),
@@ -114,6 +111,7 @@ class _Row(TypedDict):
     suite: str
     case: str
     dtype: str
+    mode: str
     kernel: str
     implementation: str
     compiled: Compiled | None
@@ -132,6 +130,11 @@ def _answer() -> Any:
     return TypeAdapter(_Answer)
 
 
+def _key(row: _Row) -> tuple[str, str, str, str]:
+    """A row's benchmark: its case in its mode, and the implementation (with its variant)."""
+    return (row["suite"], row["case"], row["mode"], row["implementation"])
+
+
 def _side(row: _Row) -> Side:
     return Side(compiled=row["compiled"], failed=row["failed"])
 
@@ -145,4 +148,6 @@ def _explained(base: _Row, head: _Row | None, missing: dict[str, str]) -> Explai
     change = None
     if base_side.compiled is not None and head_side.compiled is not None:
         change = compiled_change(base_side.compiled, head_side.compiled)
-    return Explained(base["suite"], base["case"], base["dtype"], base["implementation"], base_side, head_side, change)
+    return Explained(
+        base["suite"], base["case"], base["dtype"], base["implementation"], base_side, head_side, change, base["mode"]
+    )

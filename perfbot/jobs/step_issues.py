@@ -24,6 +24,7 @@ from ..errors import BadInput, EnvironmentFailure
 from ..history.steps_file import StepRecord
 from ..output.compiled_tables import FEW_ROWS_PER_KERNEL, compiled_markdown
 from ..output.markdown import markdown_escape, unlinked
+from ..records.run import variant_name
 from . import bisect_outcome
 from .bisect_outcome import OutcomeFile
 
@@ -88,14 +89,17 @@ def not_bisected(step: StepRecord) -> str | None:
 
 
 def title(step: StepRecord) -> str:
-    """The issue's title: the benchmark's suite, case and implementation, which open-issues opens
+    """The issue's title: the benchmark's suite, case, implementation and mode, which open-issues opens
     issues for only where main's suites declare them (records/declared.py), the change, the
     runner label and the run's number. No free text of the store (its GPU name, its label) is in
     it: a title is what everyone watching the repository is sent."""
     bench = step.benchmark
     runner = f" ({step.runner})" if step.runner else ""
     change = f"{step.change_percent:+.2f}%"
-    said = f"perfbot: {bench.kernel} {change} on {bench.suite}/{bench.case}{runner}, run {step.after.run}"
+    # Its mode as results name it ("mykernel[backward]"): a backward step and a forward one of the
+    # same case are two issues, and their titles must tell them apart.
+    kernel = variant_name(bench.kernel, {}, bench.mode)
+    said = f"perfbot: {kernel} {change} on {bench.suite}/{bench.case}{runner}, run {step.after.run}"
     # Plain text, but GitHub still reads its mentions and references (#26, GH-26): none works.
     return unlinked(said)[:TITLE_LIMIT]
 

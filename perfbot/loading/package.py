@@ -48,19 +48,20 @@ class Loaded:
     def case(self, suite: str | None, name: str | None, mode: str | None = None) -> Case:
         """A case by suite and name, in `mode` (None: the first mode it is timed in). Neither
         given: the subject's default case, else the first case there is; a name alone: the case of
-        that name in the default case's suite, else in the one suite that has it (in `mode`, or
-        forward where no mode is given); a suite alone: its first case."""
+        that name in the default case's suite, else in the one suite that has it, among the suites
+        that time it in `mode` where any does (the forward where no mode is given); a suite alone:
+        its first case."""
         default_suite = self.subject.default_case[0] if self.subject.default_case else next(iter(self.suites))
         if suite is None and name is None and self.subject.default_case is not None:
             suite, name = self.subject.default_case
         if suite is None and name is not None:
             having = [s.name for s in self.suites.values() if any(c.name == name for c in s.cases)]
+            if mode is not None:  # the suites that time it in that mode, though the default's does not
+                having = self._timing(having, name, mode) or having
             if default_suite in having:
                 having = [default_suite]
-            if len(having) > 1:  # of suites timing it in other modes too, the ones of this mode
-                wanted = mode or FORWARD
-                of_mode = [s for s in having if any(c.name == name and c.mode == wanted for c in self.suites[s].cases)]
-                having = of_mode or having
+            if len(having) > 1:  # of suites timing it in other modes too, the ones of the forward
+                having = self._timing(having, name, FORWARD) or having
             if len(having) > 1:
                 raise BadInput(f"case {name!r} is in suites {listed(having)}: name one with --suite")
             if not having:
@@ -81,6 +82,10 @@ class Loaded:
                     f"--mode: case {suite}/{name or cases[0].name} is not timed in {mode}, but in {listed(modes)}"
                 )
         return found
+
+    def _timing(self, suites: list[str], name: str, mode: str) -> list[str]:
+        """Those of the suites that time the case of that name in `mode`."""
+        return [s for s in suites if any(c.name == name and c.mode == mode for c in self.suites[s].cases)]
 
 
 def load_subject(package: Path, instance: str = "", limit: float | None = None) -> Loaded:

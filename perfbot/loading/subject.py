@@ -185,7 +185,8 @@ class Subject:
                     flops=flops,
                     bytes=bytes,
                     config=config,
-                    modes=tuple(modes) if modes is not None else None,
+                    # A string is kept as given, for the check to name it (not its letters).
+                    modes=modes if modes is None or isinstance(modes, str) else tuple(modes),  # type: ignore[arg-type]
                 )
             )
             return fn

@@ -5,7 +5,7 @@ subject, and cut down to what a run times.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, NotRequired
 
@@ -173,10 +173,19 @@ def _checked_suite(where: str, key: str, suite: Any, subject: Subject, named: bo
 
 
 def restrict(suites: Sequence[Suite], cases: set[tuple[str, str]]) -> list[Suite]:
-    """The suites cut down to the given (suite, case) pairs."""
+    """The suites cut down to the given (suite, case) pairs, each case in every mode it is timed in."""
+    return _kept(suites, lambda suite, case: (suite.name, case.name) in cases)
+
+
+def restrict_modes(suites: Sequence[Suite], cases: set[tuple[str, str, str]]) -> list[Suite]:
+    """The suites cut down to the given (suite, case, mode) triples: each case in those modes alone."""
+    return _kept(suites, lambda suite, case: (suite.name, case.name, case.mode) in cases)
+
+
+def _kept(suites: Sequence[Suite], keep: Callable[[Suite, Case], bool]) -> list[Suite]:
     kept = []
     for suite in suites:
-        chosen = tuple(c for c in suite.cases if (suite.name, c.name) in cases)
+        chosen = tuple(c for c in suite.cases if keep(suite, c))
         if chosen:
             kept.append(dataclasses.replace(suite, cases=chosen))
     return kept

@@ -30,16 +30,17 @@ from typing import Any
 
 from ..compiling import tuning
 from ..records.autotune import AutotunePick
-from ..records.run import Results, variant_name
+from ..records.run import Results
 from . import measure
 from .groups import _Ready
+from .planning import Planned
 from .sequential import OWN_PICKS
 
 BASE_PICK = "the base's pick"
 FIRST_ROUND = "the first round's"
 OWN_PICK = "its own pick"
 
-Fixed = Mapping[str, Sequence[AutotunePick]]  # planned key -> the picks its call ran
+Fixed = Mapping[str, Sequence[AutotunePick]]  # case and planned key -> the picks its call ran (fixed_from)
 
 
 def align(ready: list[_Ready], against: Mapping[str, Sequence[AutotunePick]] | None = None) -> list[_Ready]:
@@ -83,15 +84,26 @@ def fix(ready: list[_Ready], fixed: Fixed) -> list[_Ready]:
     by planned key); the second pairs of captures the first round timed, made again."""
     originals = list(ready)  # their calls unpinned: each capture gets the pins of its own
     for at, r in enumerate(originals):
-        picks = fixed.get(r.planned.key)
+        picks = fixed_for(fixed, r.planned)
         if picks:
             ready[at] = _fixed(r, r.call, picks)
     arms = []
     for r in originals:
-        key = dataclasses.replace(r.planned, arm=OWN_PICKS).key
-        if key in fixed:
-            arms.append(_fixed(_arm(r, r.call, r.picks), r.call, fixed[key]))
+        own = fixed_for(fixed, dataclasses.replace(r.planned, arm=OWN_PICKS))
+        if own is not None:
+            arms.append(_fixed(_arm(r, r.call, r.picks), r.call, own))
     return arms
+
+
+def fixed_for(fixed: Fixed, planned: Planned) -> Sequence[AutotunePick] | None:
+    """The picks a planned benchmark (or its OWN_PICKS arm) ran in the first round, of its own
+    case: one implementation runs other configs on other cases (another autotune key, another
+    shape), and a name alone would give every case the picks of the last."""
+    return fixed.get(_fixed_key(planned.case.suite, planned.case.name, planned.key))
+
+
+def _fixed_key(suite: str, case: str, planned_key: str) -> str:
+    return f"{suite}/{case} {planned_key}"
 
 
 def kept(arms: list[_Ready], ready: list[_Ready]) -> list[_Ready]:
@@ -101,12 +113,12 @@ def kept(arms: list[_Ready], ready: list[_Ready]) -> list[_Ready]:
 
 
 def fixed_from(results: Mapping[str, Results]) -> dict[str, list[AutotunePick]]:
-    """What each benchmark of a first round ran, by the planned key it had: a confirming round's
-    `fixed`."""
+    """What each benchmark of a first round ran, by its case and the planned key it had: a
+    confirming round's `fixed` (`fixed_for` looks one up)."""
     found: dict[str, list[AutotunePick]] = {}
     for side, measured in results.items():
         for bench in measured.benchmarks:
-            key = f"{side}:{variant_name(bench.kernel, bench.variant, bench.mode)}"
+            key = _fixed_key(bench.suite, bench.case, f"{side}:{bench.name}")
             if bench.autotune:
                 found[key] = list(bench.autotune)
             if bench.own_picks is not None:

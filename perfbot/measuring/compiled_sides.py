@@ -67,13 +67,19 @@ def _chosen(
     keep_sass: bool,
 ) -> tuple[list[Any], RunSettings]:
     """The cases and implementations asked for, from the base's subject (it decides, as in an
-    A/B); by default the implementations under test, the subject's own kernels. Each case once,
-    in the forward: what is compiled is what its call launches, in whichever modes it is timed."""
+    A/B); by default the implementations under test, the subject's own kernels. Each case in each
+    of its modes asked for (`mode_names`; none: every mode it is timed in): what is compiled is
+    what that mode times (`_timed`), a backward's kernels in a backward mode."""
     from ..loading.selection import chosen, chosen_implementations
     from .planning import chosen_variants
 
-    suites = chosen(base, selection["suite_names"], selection["case_names"], family_names=selection["family_names"])
-    suites = [dataclasses.replace(suite, cases=_once_forward(suite.cases)) for suite in suites]
+    suites = chosen(
+        base,
+        selection["suite_names"],
+        selection["case_names"],
+        family_names=selection["family_names"],
+        mode_names=selection.get("mode_names", ()),
+    )
     if kernel_names == (EVERY,):
         kernels: tuple[str, ...] = ()
     elif kernel_names:
@@ -86,14 +92,6 @@ def _chosen(
                 "the chosen suites list no implementation under test; name some with --kernel (or --kernel all)"
             )
     return suites, RunSettings(variants=chosen_variants(base.subject, variants), kernels=kernels, keep_sass=keep_sass)
-
-
-def _once_forward(cases: Any) -> tuple[Any, ...]:
-    """Each case of a suite once, in the forward mode."""
-    from ..loading.subject import FORWARD
-
-    named = {case.name: dataclasses.replace(case, mode=FORWARD) for case in cases}
-    return tuple(named.values())
 
 
 @contextmanager
@@ -150,6 +148,7 @@ def _compiled_side(
                     "suite": case.suite,
                     "case": case.name,
                     "dtype": case.dtype,
+                    "mode": case.mode,
                     "kernel": planned.kernel,
                     "implementation": name,
                     "compiled": compiled,
@@ -180,29 +179,69 @@ def _inputs(planned: Planned, generator: Any) -> tuple[Any, ...]:
 
 
 def _compiled(planned: Planned, inputs: tuple[Any, ...], device: str, keep_sass: bool) -> Side:
-    """One call of the implementation and the Triton kernels it launched; a call that raised (a
-    kernel that does not compile, one that autotunes without a GPU) is its side's one line."""
+    """One call of the implementation in its case's mode and the Triton kernels what that mode
+    times launched; a call that raised (a kernel that does not compile, one that autotunes without
+    a GPU, an output no gradient can be taken of) is its side's one line."""
     case = planned.case
     what = f"subject {planned.subject.name!r}: implementation {planned.kernel!r} (case {case.suite}/{case.name})"
-    call = functools.partial(_called, planned.impl.fn, inputs, dict(planned.values), device)
     try:
+        call = _timed(planned, inputs, device, what)
         if device == "cuda":  # a first call may autotune, launching candidates it drops (as a run does)
-            guard.call(what, call, guard.CALL_LIMIT_S)
-        with launches.recording() as launched:
-            guard.call(what, call, guard.CALL_LIMIT_S)
-    except guard.Refused:
+            _launched(call, device, what)
+        launched = _launched(call, device, what)
+    except (guard.Refused, BadInput):
         raise
     except Exception as error:  # noqa: BLE001 -- the subject's failure, reported on its side
         return Side(failed=f"raised {type(error).__name__}: {_line(error)}")
     return Side(compiled=artifacts.compiled(launched, keep_sass))
 
 
-def _called(fn: Callable[..., Any], inputs: tuple[Any, ...], values: dict[str, str], device: str) -> None:
-    fn(*inputs, **values)
+def _timed(planned: Planned, inputs: tuple[Any, ...], device: str, what: str) -> Callable[[], Any]:
+    """What a run times of the implementation in its case's mode (modes.timed_call): the call, or
+    in a backward mode the gradients (after the forward, a Staged call's `before`, for `backward`),
+    with a grad_output of the shape of the implementation's own output (explain has no
+    reference). Its forward is called here once, for that shape."""
+    import torch
+
+    from ..loading.subject import FORWARD
+    from . import correctness, modes
+
+    case = planned.case
+    forward = functools.partial(planned.impl.fn, **dict(planned.values))
+    if case.mode == FORWARD:
+        return functools.partial(forward, *inputs)
+    positions = modes.grad_positions(planned.subject, case, inputs, f"case {case.suite}/{case.name}")
+    given = modes.leaves(inputs, positions)
+    called = functools.partial(_synchronized, functools.partial(forward, *given), device)
+    out = correctness.plain(guard.call(what, called, guard.CALL_LIMIT_S))
+    if not isinstance(out, torch.Tensor):
+        raise modes.WrongOutput(f"it returned a {type(out).__name__}, not a tensor")
+    shape = out.shape
+    del out  # its autograd graph, before the timed call makes its own
+    gradients = modes.Gradients(positions, modes.grad_output(case, shape, given[positions[0]].device, SEED))
+    return modes.timed_call(case.mode, functools.partial(forward, *given), given, gradients, what)
+
+
+def _launched(call: Callable[[], Any], device: str, what: str) -> launches.Launched:
+    """The Triton launches of what is timed of `call`: of a Staged call (a backward mode's) its
+    `before`, the forward, runs outside the record, as a run records it (groups.record_compiled)."""
+    from .measure import Staged
+
+    if isinstance(call, Staged):
+        guard.call(what, functools.partial(_synchronized, call.before, device), guard.CALL_LIMIT_S)
+        call = call.call
+    with launches.recording() as launched:
+        guard.call(what, functools.partial(_synchronized, call, device), guard.CALL_LIMIT_S)
+    return launched
+
+
+def _synchronized(call: Callable[[], Any], device: str) -> Any:
+    done = call()
     if device == "cuda":
         import torch
 
         torch.cuda.synchronize()  # a launch's failure shows here, in its call
+    return done
 
 
 def _line(error: BaseException) -> str:

@@ -147,7 +147,9 @@ def _index(history: History, steps: dict[int, list[Found]]) -> str:
 
 def _order(series: Series) -> tuple:
     bench = series.bench
-    return (bench.suite, bench.case, not series.under_test, bench.kernel, sorted(bench.variant.items()), bench.mode)
+    # A benchmark's modes in the order runs time them: the forward, backward, forward+backward.
+    mode = (bench.mode != "forward", bench.mode)
+    return (bench.suite, bench.case, not series.under_test, bench.kernel, sorted(bench.variant.items()), mode)
 
 
 def _series_page(series: Series, runs: Sequence[Run], found: list[Found], links: Links) -> str:
