@@ -44,6 +44,7 @@ def _kernels(out: Path) -> dict[tuple[str, str, str], list[str]]:
     return found
 
 
+@pytest.mark.slow  # sm_90 compiles of every mode: about 7 CPU-s
 def test_each_mode_compiles_what_it_times_and_mode_chooses(tmp_path: Path):
     repo = backward_repository(tmp_path / "repo")
     ops = repo / "gradlib" / "ops.py"
