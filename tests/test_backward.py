@@ -134,6 +134,7 @@ def test_run_times_each_mode_as_a_row_of_its_own(gpu, tmp_path: Path):
     assert {b["kernel"] for b in forward["benchmarks"]} == {"triton", "torch"}
 
 
+@pytest.mark.slow  # two checkouts measured, about 5 CPU-s; the inner loop keeps run's rows per mode
 def test_ab_judges_each_mode_apart_and_the_comment_names_it(gpu, tmp_path: Path, monkeypatch):
     """The head's backward 5% slower, its forward and forward+backward not: only the backward row
     fails, the second round that confirms it times that case's backward alone, and the comment

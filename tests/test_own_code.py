@@ -172,7 +172,11 @@ def _slower_where_the_head_kernel_ran(gpu, under: Path) -> None:
 
 
 @SHARING_INSTALLS
-@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize(
+    # The .pth layout in the slow tier (about 3 CPU-s); the finder's stays in the inner loop.
+    "layout",
+    [pytest.param(layout, marks=pytest.mark.slow) if layout == "pth" else layout for layout in sorted(LAYOUTS)],
+)
 def test_an_editable_src_layout_times_each_sides_own_kernel(gpu, clean_imports, installs, tmp_path, layout):
     repo, prefix = installs(layout)
     use_install(prefix)
