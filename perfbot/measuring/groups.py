@@ -86,6 +86,7 @@ def check_group(
     # (the model's next layer would read what it wrote), and the next is given the inputs again.
     kept = guard.call(f"subject {subject.name!r}: inputs({label}), copied", functools.partial(_copies, inputs), limit)
     positions = () if case.mode == FORWARD else modes.grad_positions(subject, case, inputs, label)
+    parts = modes.parts(case, positions)  # what each part of a result is, as a wrong one is named
     references: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[Any, modes.Gradients | None]] = {}
     ready, failures = [], []
     for planned in group:
@@ -133,7 +134,6 @@ def check_group(
             _restore(inputs, kept)
             continue
         try:  # a Tensor subclass's methods are the subject's code
-            parts = modes.parts(case, positions)
             compared = functools.partial(correctness.check, output, expected, bound, parts)
             check = guard.call(f"{name}: its output", compared, limit)
         except guard.Refused:

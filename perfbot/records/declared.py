@@ -22,11 +22,10 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
 
-from .run import Mode
+from .run import FORWARD, Mode  # FORWARD: the mode of a case `modes` does not list
 from .schema import MAX_ITEMS, IntOnly, Name, bad_input, load_json
 
 FORMAT: Final = 1
-FORWARD: Final = "forward"  # loading/subject.py FORWARD: a case `modes` does not list is timed in it alone
 
 
 @with_config(ConfigDict(strict=True, extra="forbid", defer_build=True))
