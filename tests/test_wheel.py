@@ -22,7 +22,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from uv import find_uv_bin
 
 from perfbot.records import results
 from tests.conftest import HAS_GPU, ROOT
@@ -102,6 +101,8 @@ def _install(bin_dir: Path, *args: str) -> list[str]:
     resolves and installs them from the package index as pip does, where pip spent most of the
     core test's CPU reading the index's pages of every release of numpy and scipy (45 CPU-s with
     pip, 12 with uv). The workflows' install step (install.sh, below) is tested with pip."""
+    from uv import find_uv_bin  # the test extra's; a GPU machine collecting `-m gpu` may lack it
+
     return [find_uv_bin(), "pip", "install", "--quiet", "--python", str(bin_dir / "python"), *args]
 
 

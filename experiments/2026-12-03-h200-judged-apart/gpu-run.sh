@@ -18,7 +18,7 @@ date -u > "$dir/date.txt"
 case $part in
   tests)
     timeout 570 python3 -m pytest -m gpu -q -p no:cacheprovider > "$dir/pytest-gpu.txt" 2>&1
-    tail -3 "$dir/pytest-gpu.txt" ;;
+    rc=$?; tail -3 "$dir/pytest-gpu.txt"; exit $rc ;;
   cost)
     # What the fresh-input check costs a run: `perfbot run --suite pr`, in one process whose
     # runner.recheck_fresh is wrapped by a clock; its share of the run's wall time.
