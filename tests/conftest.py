@@ -49,6 +49,17 @@ def project(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     return tmp_path
 
 
+def quick_first(count: int, values: list) -> list:
+    """A parametrization's values with all but the first `count` in the slow tier: the inner loop
+    keeps a quick sibling of each family, CI runs every value."""
+    return [
+        value
+        if index < count
+        else pytest.param(*(value if isinstance(value, tuple) else (value,)), marks=pytest.mark.slow)
+        for index, value in enumerate(values)
+    ]
+
+
 # An end-to-end test run twice: on the stand-in kernel, and on the real one (slow: the fused
 # kernel in Triton's interpreter), so that what the stand-in shows is shown on the real thing too.
 ON_BOTH_SUBJECTS = pytest.mark.parametrize(

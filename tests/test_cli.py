@@ -250,7 +250,15 @@ def _interrupted(argv: list[str], started) -> subprocess.CompletedProcess:
     import sys
     import time
 
-    process = subprocess.Popen([sys.executable, "-m", "perfbot", *argv], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    # A runner started in a shell's background (`pytest &`, nohup) passes SIGINT down ignored, and
+    # Python then never raises KeyboardInterrupt: here it is as in a terminal (tests/test_shards.py).
+    process = subprocess.Popen(
+        [sys.executable, "-m", "perfbot", *argv],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         deadline = time.monotonic() + 120
         while not started() and process.poll() is None and time.monotonic() < deadline:

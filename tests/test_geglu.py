@@ -83,10 +83,29 @@ TMA_CONFIGS = [  # small blocks so the persistent loop walks several tiles per p
 ]
 
 
+def _tma_params() -> list:
+    """Every shape, config and GELU; in the inner loop each config once, on a shape and a GELU
+    taken in turn (a quick sibling of the whole product, which the slow tier runs)."""
+    params = []
+    for i, config in enumerate(TMA_CONFIGS):
+        name = "-".join(f"{k}{v}" for k, v in config.items())
+        for j, shape in enumerate(TMA_SHAPES):
+            for approximate in ("none", "tanh"):
+                quick = j == i % len(TMA_SHAPES) and approximate == ("none", "tanh")[i % 2]
+                params.append(
+                    pytest.param(
+                        *shape,
+                        config,
+                        approximate,
+                        id=f"{shape}-{name}-{approximate}",
+                        marks=() if quick else pytest.mark.slow,
+                    )
+                )
+    return params
+
+
 @needs_interpreter
-@pytest.mark.parametrize("approximate", ["none", "tanh"])
-@pytest.mark.parametrize("config", TMA_CONFIGS, ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
-@pytest.mark.parametrize("batch,K,N", TMA_SHAPES)
+@pytest.mark.parametrize("batch,K,N,config,approximate", _tma_params())
 def test_tma_path_in_interpreter(batch, K, N, config, approximate):
     _check(batch, K, N, torch.float16, 5e-4, approximate, path="tma", config=config)
 

@@ -345,29 +345,6 @@ with offline.compiling_for(offline.gpu_named("NVIDIA H200")):
 """
 
 
-@pytest.mark.slow
-def test_the_backward_kernels_compile_for_sm_90_without_a_gpu():
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
-    done = subprocess.run(
-        [sys.executable, "-c", COMPILE], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    rows = [line.split() for line in done.stdout.splitlines()]
-    kernels = {(int(m), name): (int(spills), int(mma), int(blocks)) for m, name, spills, mma, blocks in rows}
-    assert set(kernels) == {
-        (1056, "_geglu_tma_kernel"),  # the forward, saving h
-        (1056, "_geglu_dx_kernel"),
-        (16, "_geglu_split_k_kernel"),
-        (16, "_geglu_dz_kernel"),
-        (576, "_geglu_pointer_kernel"),  # fp32
-        (576, "_geglu_dx_kernel"),
-    }
-    assert kernels[(1056, "_geglu_dx_kernel")][0] == 0  # no spills in the 16-bit dx kernel
-    assert kernels[(1056, "_geglu_dx_kernel")][1] > 0  # on the tensor cores
-    assert all(blocks >= 1 for _, _, blocks in kernels.values())  # each fits an SM
-
-
 # The commit before the backward: the no-grad forward must compile as it did there, on every plan
 # of the H200 (experiments/2026-12-07-geglu-backward/compile_sm90.py shows all 14 kernels).
 BASE = "65307e1"
@@ -396,15 +373,16 @@ with offline.compiling_for(offline.gpu_named("NVIDIA H200")):
 """
 
 
-@pytest.mark.slow
-def test_the_no_grad_forward_compiles_to_the_same_sass_as_before_the_backward():
+@pytest.fixture(scope="module")
+def compiled_for_sm_90() -> dict[str, list[str]]:
+    """COMPILE's lines and, where BASE is in this clone, SAME_SASS's: one process without the
+    interpreter compiles both (one start of PyTorch, Triton and the compile-only driver)."""
     has_base = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{BASE}^{{commit}}"], check=False)
-    if has_base.returncode != 0:
-        pytest.skip(f"{BASE} is not in this clone (a shallow checkout)")
+    scripts = [COMPILE, 'print("---")', SAME_SASS] if has_base.returncode == 0 else [COMPILE]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     done = subprocess.run(
-        [sys.executable, "-c", SAME_SASS, BASE],
+        [sys.executable, "-c", "\n".join(scripts), BASE],
         env=env,
         cwd=ROOT,
         capture_output=True,
@@ -413,7 +391,37 @@ def test_the_no_grad_forward_compiles_to_the_same_sass_as_before_the_backward():
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    compiled, _, same = done.stdout.partition("---\n")
+    lines = {"backward": compiled.splitlines()}
+    if has_base.returncode == 0:
+        lines["same-sass"] = same.splitlines()
+    return lines
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("geglu-sm90")
+def test_the_backward_kernels_compile_for_sm_90_without_a_gpu(compiled_for_sm_90: dict[str, list[str]]):
+    rows = [line.split() for line in compiled_for_sm_90["backward"]]
+    kernels = {(int(m), name): (int(spills), int(mma), int(blocks)) for m, name, spills, mma, blocks in rows}
+    assert set(kernels) == {
+        (1056, "_geglu_tma_kernel"),  # the forward, saving h
+        (1056, "_geglu_dx_kernel"),
+        (16, "_geglu_split_k_kernel"),
+        (16, "_geglu_dz_kernel"),
+        (576, "_geglu_pointer_kernel"),  # fp32
+        (576, "_geglu_dx_kernel"),
+    }
+    assert kernels[(1056, "_geglu_dx_kernel")][0] == 0  # no spills in the 16-bit dx kernel
+    assert kernels[(1056, "_geglu_dx_kernel")][1] > 0  # on the tensor cores
+    assert all(blocks >= 1 for _, _, blocks in kernels.values())  # each fits an SM
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("geglu-sm90")
+def test_the_no_grad_forward_compiles_to_the_same_sass_as_before_the_backward(compiled_for_sm_90: dict[str, list[str]]):
+    if "same-sass" not in compiled_for_sm_90:
+        pytest.skip(f"{BASE} is not in this clone (a shallow checkout)")
+    lines = compiled_for_sm_90["same-sass"]
     assert len(lines) == 6
     names = [line.split()[1] for line in lines]
     assert names == ["_geglu_tma_kernel"] * 2 + ["_geglu_split_k_kernel"] * 2 + ["_geglu_pointer_kernel"] * 2

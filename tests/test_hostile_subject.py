@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from perfbot.cli import perfbot
 from perfbot.loading import guard
-from tests.conftest import ROOT
+from tests.conftest import ROOT, quick_first
 
 PYPROJECT = '[tool.perfbot]\ntriton-commit = "7c56a5e40f7fd928dfd5c72902d5def0097db73a"\nkernels = "pk"\n'
 
@@ -275,17 +275,24 @@ SWALLOWS = "while True:\n        try:\n            time.sleep(100)\n        exce
 
 @pytest.mark.parametrize(
     "part,code,words",
-    [
-        ("mine_body", "time.sleep(1000)", "subject 't': implementation 'mine' (case quick/c) did not finish"),
-        ("inputs", "while True: pass", "subject 't': inputs(case quick/c) did not finish"),
-        ("reference", "time.sleep(1000)", "subject 't': the reference (case quick/c) did not finish"),
-        ("config", "time.sleep(1000)", "implementation 'mine' (case quick/c): config did not finish"),
-        ("at_import", "time.sleep(1000)", "pk: importing the package did not finish"),
-        ("at_import", "while True: pass", "pk: importing the package did not finish"),
-        # caught once, then returned: refused all the same
-        ("other_body", "try: time.sleep(100)\n    except BaseException: pass", "implementation 'other' (case quick/c)"),
-        ("reference", "try: time.sleep(100)\n    except BaseException: raise ValueError", "the reference (case"),
-    ],
+    quick_first(
+        3,
+        [
+            ("mine_body", "time.sleep(1000)", "subject 't': implementation 'mine' (case quick/c) did not finish"),
+            ("inputs", "while True: pass", "subject 't': inputs(case quick/c) did not finish"),
+            ("reference", "time.sleep(1000)", "subject 't': the reference (case quick/c) did not finish"),
+            ("config", "time.sleep(1000)", "implementation 'mine' (case quick/c): config did not finish"),
+            ("at_import", "time.sleep(1000)", "pk: importing the package did not finish"),
+            ("at_import", "while True: pass", "pk: importing the package did not finish"),
+            # caught once, then returned: refused all the same
+            (
+                "other_body",
+                "try: time.sleep(100)\n    except BaseException: pass",
+                "implementation 'other' (case quick/c)",
+            ),
+            ("reference", "try: time.sleep(100)\n    except BaseException: raise ValueError", "the reference (case"),
+        ],
+    ),
 )
 def test_a_subject_that_hangs_is_refused_at_the_limit(tmp_path: Path, part: str, code: str, words: str):
     started = time.monotonic()

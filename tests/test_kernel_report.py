@@ -5,8 +5,6 @@ H200 files that summary.txt was made from (copies in tests/fixtures: tests/fixtu
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -248,16 +246,12 @@ def _text(path: Path, text: str) -> Path:
 
 
 @pytest.mark.slow
-def test_the_command_line_reports_bad_input_without_a_traceback(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "kernels.report", str(tmp_path / "missing.json")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == f"kernels.report: error: {tmp_path / 'missing.json'}: no such results file\n"
+def test_the_command_line_reports_bad_input_without_a_traceback(tmp_path, capsys):
+    # main() is all that `python -m kernels.report` runs (sys.exit(main())), in this process: a
+    # process of its own would start PyTorch for nothing (kernels/__init__.py), 3 CPU-s.
+    code, out, err = _run(capsys, tmp_path / "missing.json")
+    assert code == 2 and out == ""
+    assert err == f"kernels.report: error: {tmp_path / 'missing.json'}: no such results file\n"
 
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -584,13 +578,11 @@ def test_docs_kernel_md_has_an_empty_block_for_each_backward_suite():
 
 
 @pytest.mark.slow
-def test_the_command_line_reports_a_backward_suites_bad_input_without_a_traceback(tmp_path):
+def test_the_command_line_reports_a_backward_suites_bad_input_without_a_traceback(tmp_path, capsys):
     """kernels/report_backward.py's errors are the ReportError that `python -m kernels.report`
     catches (one class, kernels/report_paired.py's, not a copy in __main__)."""
     path = _save(tmp_path / "r.json", _without("gemm", "backward"))
-    done = subprocess.run(
-        [sys.executable, "-m", "kernels.report", str(path)], cwd=ROOT, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.startswith("kernels.report: error: ") and done.stderr.count("\n") == 1, done.stderr
-    assert "no gemm[backward] in the results" in done.stderr
+    code, out, err = _run(capsys, path)
+    assert code == 2 and out == ""
+    assert err.startswith("kernels.report: error: ") and err.count("\n") == 1, err
+    assert "no gemm[backward] in the results" in err

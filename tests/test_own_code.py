@@ -31,7 +31,7 @@ from perfbot.deciding.thresholds import DEFAULT_NOTE, DEFAULT_PATH
 from perfbot.loading import isolation
 from perfbot.loading.package import load_subject
 from perfbot.measuring import loads
-from tests.conftest import ROOT
+from tests.conftest import ROOT, quick_first
 from tests.test_runner_cpu import _git
 
 BASE_KERNEL = "def scale(x):\n    return x * 2\n"
@@ -459,7 +459,7 @@ def clean_self_imports():
         del sys.modules[name]
 
 
-@pytest.mark.parametrize("statement", sorted(SELF_IMPORTS))
+@pytest.mark.parametrize("statement", quick_first(1, sorted(SELF_IMPORTS)))
 def test_a_subject_that_imports_itself_by_name_runs_each_sides_own_copy(gpu, clean_self_imports, tmp_path, statement):
     """`from selfish import kern` and `from selfish.kern import scale` alike (and the relative
     form): each side of the A/B runs, and records, its own checkout's kern.py."""
