@@ -41,18 +41,33 @@ CLOCKS = (
 )
 
 
+# One watched object: its dotted name; the mapping it is found in (sys.modules, a module's
+# namespace, a class's) and its key there; the object, and its code (None where it has none).
+Watch = tuple[str, Any, str, object, object]
+_MISSING = object()
+
+
 class Untouched:
     """A note of what the subject may not change, taken now."""
 
     def __init__(self) -> None:
         self.noted = _watched()  # held, not copied: the objects themselves
+        self.clocks = dict(_clocks())
 
     def changed(self, clocks_only: bool = False) -> list[str]:
         """What differs from the note: names, in a stable order. `clocks_only`: the clocks alone,
-        a look of microseconds where the whole one takes milliseconds (after each timed round)."""
-        now = dict(_clocks()) if clocks_only else _watched()
-        looked = now.keys() & self.noted.keys() if clocks_only else self.noted.keys()
-        return sorted(name for name in looked if not _same(now.get(name), self.noted[name]))
+        a look of microseconds where the whole one takes a millisecond (after each timed round).
+        The whole look reads each watched object where it was found, by its key, and builds no
+        name unless it moved: a worker looks after every request."""
+        now = dict(_clocks())
+        moved = [name for name, seen in self.clocks.items() if not _same(now.get(name), seen)]
+        if not clocks_only:
+            moved += [
+                name
+                for name, where, key, value, code in self.noted
+                if (found := where.get(key, _MISSING)) is not value or (code is not None and _code(found) is not code)
+            ]
+        return sorted(moved)
 
     def refusal(self, clocks_only: bool = False) -> str | None:
         """What the subject changed, as the line that refuses it (the first five names); None if
@@ -68,24 +83,24 @@ def _same(now: tuple[object, object] | None, seen: tuple[object, object]) -> boo
     return now is not None and now[0] is seen[0] and now[1] is seen[1]
 
 
-def _watched() -> dict[str, tuple[object, object]]:
-    """Each watched name with the identities that must stay: the object, and its code. Built
-    straight into a dict, perfbot's modules picked out of sys.modules before they are sorted: a
-    worker looks after every request, and a generator of every name took twice as long."""
-    found: dict[str, tuple[object, object]] = {}
+def _watched() -> list[Watch]:
+    """perfbot's modules (as sys.modules holds them), the functions and classes each defines, and
+    each class's members."""
+    found: list[Watch] = []
     ours = sorted(item for item in _items(sys.modules) if item[0] == TOOL or item[0].startswith(TOOL + "."))
     for name, module in ours:
         if module is None:
             continue
-        found[name] = (module, None)
-        for attribute, value in _items(vars(module)):
+        found.append((name, sys.modules, name, module, None))
+        namespace = vars(module)
+        for attribute, value in _items(namespace):
             if getattr(value, "__module__", None) != name:
                 continue  # imported names are watched where they are defined
-            found[f"{name}.{attribute}"] = _identity(value)
+            found.append((f"{name}.{attribute}", namespace, attribute, value, _code(value)))
             if isinstance(value, type):
-                for member, function in _items(vars(value)):
-                    found[f"{name}.{attribute}.{member}"] = _identity(function)
-    found.update(_clocks())
+                members = vars(value)  # a live view of the class's namespace
+                for member, function in _items(members):
+                    found.append((f"{name}.{attribute}.{member}", members, member, function, _code(function)))
     return found
 
 
@@ -94,7 +109,7 @@ def _clocks() -> Iterator[tuple[str, tuple[object, object]]]:
         found: Any = sys.modules.get(home)
         for part in path.split("."):
             found = getattr(found, part, None)
-        yield f"{home}.{path}", _identity(found)
+        yield f"{home}.{path}", (found, _code(found))
 
 
 def _items(mapping: Any) -> list[tuple[Any, Any]]:
@@ -108,7 +123,7 @@ def _items(mapping: Any) -> list[tuple[Any, Any]]:
     raise RuntimeError("a module's namespace kept changing while perfbot looked at it")
 
 
-def _identity(value: object) -> tuple[object, object]:
-    """The object itself and its code, both held (ids of freed objects could be taken again)."""
+def _code(value: object) -> object:
+    """An object's code, held (the id of a freed one could be taken again); None if it has none."""
     function = getattr(value, "__func__", value)  # a classmethod or staticmethod: the function in it
-    return (value, getattr(function, "__code__", None))
+    return getattr(function, "__code__", None)
