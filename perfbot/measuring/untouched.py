@@ -16,6 +16,7 @@ the roofline.
 from __future__ import annotations
 
 import sys
+import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -45,6 +46,9 @@ CLOCKS = (
 # namespace, a class's) and its key there; the object, and its code (None where it has none).
 Watch = tuple[str, Any, str, object, object]
 _MISSING = object()
+# Values of these exact types have no __module__ of their own: skipped before asking, which for
+# them costs an AttributeError (most of a module's namespace is such values and imported modules).
+_PLAIN = frozenset({str, int, float, bool, bytes, tuple, list, dict, set, frozenset, type(None), types.ModuleType})
 
 
 class Untouched:
@@ -94,7 +98,7 @@ def _watched() -> list[Watch]:
         found.append((name, sys.modules, name, module, None))
         namespace = vars(module)
         for attribute, value in _items(namespace):
-            if getattr(value, "__module__", None) != name:
+            if type(value) in _PLAIN or getattr(value, "__module__", None) != name:
                 continue  # imported names are watched where they are defined
             found.append((f"{name}.{attribute}", namespace, attribute, value, _code(value)))
             if isinstance(value, type):
