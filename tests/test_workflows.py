@@ -3,6 +3,8 @@ untrusted expressions in shell, only the base branch's workflows on the GPU runn
 baseline push that retries after losing a race and keeps the token off every command line."""
 
 import base64
+import copy
+import functools
 import json
 import os
 import re
@@ -24,7 +26,14 @@ BIN = Path(sys.executable).parent
 
 
 def _load(path: Path) -> dict:
-    return yaml.safe_load(path.read_text())
+    """A workflow as YAML reads it, a copy of its own for each caller: parsed once per file and
+    text (a workflow is read by some 200 tests here), by libyaml's parser where PyYAML has it."""
+    return copy.deepcopy(_parsed(path, path.read_text()))
+
+
+@functools.cache
+def _parsed(path: Path, text: str) -> dict:
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 @pytest.mark.parametrize(("persona", "accepted"), [("regular", set()), ("auditor", {"self-hosted-runner"})])
