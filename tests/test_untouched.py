@@ -60,3 +60,20 @@ def test_more_than_five_changes_are_counted_not_listed(noted: Untouched, monkeyp
     refusal = noted.refusal()
     assert refusal is not None and refusal.endswith(f" and {min(7, len(defined)) - 5} more"), refusal
     assert refusal.count("perfbot.measuring.correctness.") == 5
+
+
+def test_a_removal_is_seen_whatever_the_subject_sets_in_the_module(noted: Untouched, monkeypatch):
+    """A missing key is told by KeyError: no sentinel of the module's that a subject could set to
+    the removed object (a review's bypass of e21b557)."""
+    removed = vars(untouched.Untouched)["refusal"]
+    monkeypatch.setattr(untouched, "_MISSING", removed, raising=False)
+    monkeypatch.delattr(untouched.Untouched, "refusal")
+    assert noted.changed() == ["perfbot.measuring.untouched.Untouched.refusal"]
+
+
+def test_a_module_is_looked_for_in_the_sys_modules_of_now(noted: Untouched, monkeypatch):
+    """sys.modules rebound to a copy holding a stand-in: the stand-in is what imports find now."""
+    copy = dict(sys.modules)
+    copy["perfbot.measuring.measure"] = type(sys)("perfbot.measuring.measure")
+    monkeypatch.setattr(sys, "modules", copy)
+    assert noted.changed() == ["perfbot.measuring.measure"]

@@ -8,9 +8,12 @@ perfbot module it will use already imported, and looks again after the subject h
 and the rest of CLOCKS) is named, and the parent refuses the run (exit 2).
 
 What this cannot see: code that rewrites the process's memory below Python (ctypes) and puts
-every object back as it was. docs/method.md ("What a subject can and cannot do to a verdict")
-says what stands behind the verdict then: the checks of the outputs a graph replay left, and
-the roofline.
+every object back as it was; and, in Python, what is not an object's identity or code: the
+contents of a table perfbot keeps in a dict or list, a function's defaults and closure cells,
+the function a decorator wraps, a property's getter, a member added to a class to shadow its
+base's, a module's class swapped, or this note itself found through `gc` and edited.
+docs/method.md ("What a subject can and cannot do to a verdict") says what stands behind the
+verdict then: the checks of the outputs a graph replay left, and the roofline.
 """
 
 from __future__ import annotations
@@ -42,10 +45,10 @@ CLOCKS = (
 )
 
 
-# One watched object: its dotted name; the mapping it is found in (sys.modules, a module's
-# namespace, a class's) and its key there; the object, and its code (None where it has none).
+# One watched object: its dotted name; the mapping it is found in (a module's namespace, a
+# class's; None for sys.modules, read as it is then) and its key there; the object, and its code
+# (None where it has none).
 Watch = tuple[str, Any, str, object, object]
-_MISSING = object()
 # Values of these exact types have no __module__ of their own: skipped before asking, which for
 # them costs an AttributeError (most of a module's namespace is such values and imported modules).
 _PLAIN = frozenset({str, int, float, bool, bytes, tuple, list, dict, set, frozenset, type(None), types.ModuleType})
@@ -66,11 +69,7 @@ class Untouched:
         now = dict(_clocks())
         moved = [name for name, seen in self.clocks.items() if not _same(now.get(name), seen)]
         if not clocks_only:
-            moved += [
-                name
-                for name, where, key, value, code in self.noted
-                if (found := where.get(key, _MISSING)) is not value or (code is not None and _code(found) is not code)
-            ]
+            moved += _moved(self.noted)
         return sorted(moved)
 
     def refusal(self, clocks_only: bool = False) -> str | None:
@@ -87,6 +86,21 @@ def _same(now: tuple[object, object] | None, seen: tuple[object, object]) -> boo
     return now is not None and now[0] is seen[0] and now[1] is seen[1]
 
 
+def _moved(noted: list[Watch]) -> list[str]:
+    """The names of the noted objects no longer where they were, or whose code changed. Missing
+    keys are told by KeyError, not by a sentinel: a module global the subject could set."""
+    moved = []
+    for name, where, key, value, code in noted:
+        try:
+            found = (sys.modules if where is None else where)[key]
+        except KeyError:
+            moved.append(name)
+            continue
+        if found is not value or (code is not None and _code(found) is not code):
+            moved.append(name)
+    return moved
+
+
 def _watched() -> list[Watch]:
     """perfbot's modules (as sys.modules holds them), the functions and classes each defines, and
     each class's members."""
@@ -95,7 +109,7 @@ def _watched() -> list[Watch]:
     for name, module in ours:
         if module is None:
             continue
-        found.append((name, sys.modules, name, module, None))
+        found.append((name, None, name, module, None))
         namespace = vars(module)
         for attribute, value in _items(namespace):
             if type(value) in _PLAIN or getattr(value, "__module__", None) != name:
