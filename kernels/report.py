@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernels import report_backward
-from kernels.report_paired import Paired, ReportError, judged_pair, summary_row
+from kernels.report_paired import Paired, ReportError, judged_pair, summary_row, summary_table
 from kernels.subject import subject
 from perfbot.errors import BadInput
 from perfbot.records import results
@@ -179,17 +179,13 @@ def shape_of(where: str, case: str, benches: dict[str, Benchmark]) -> Shape:
 
 
 def gelu_tables(gelu: str, shapes: list[Shape]) -> list[str]:
-    lines = [
+    lines = summary_table(
         f"**{gelu} GELU, {len(shapes)} shapes.** Ratios fused / other; against eager, compiled and "
         "max-autotune the paired median of the per-round ratios [95% interval], against gemm the ratio "
         "of medians; copy share: the weight's read bandwidth over copy's (decode).",
-        "",
-        "| ratio | best | median | worst |",
-        "|---|---:|---:|---:|",
-    ]
-    for name in BASELINES:
-        lines.append(summary_row(f"fused / {name} (paired)", [(s.paired[name].ratio, s.case) for s in shapes]))
-    lines.append(summary_row("fused / gemm", [(s.of_gemm, s.case) for s in shapes]))
+        BASELINES,
+        shapes,
+    )
     decode = [(s.copy_share, s.case) for s in shapes if s.copy_share is not None]
     if decode:
         lines.append(summary_row("decode: share of copy's bandwidth", decode, higher_is_better=True))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernels.report_paired import Paired, ReportError, judged_pair, summary_row
+from kernels.report_paired import Paired, ReportError, judged_pair, summary_table
 from perfbot.records.run import FORWARD, Benchmark, variant_name
 
 BACKWARD, FORWARD_BACKWARD = "backward", "forward+backward"
@@ -112,17 +112,13 @@ def shape_of(where: str, case: str, mode: str, benches: dict[str, Benchmark]) ->
 
 
 def mode_tables(gelu: str, mode: str, shapes: list[Shape]) -> list[str]:
-    lines = [
+    lines = summary_table(
         f"**{gelu} GELU, {mode}, {len(shapes)} shapes.** Ratios fused / other in {ABOUT[mode]} Against "
         "eager and compiled the paired median of the per-round ratios [95% interval], against gemm the "
         "ratio of medians.",
-        "",
-        "| ratio | best | median | worst |",
-        "|---|---:|---:|---:|",
-    ]
-    for name in PAIRED:
-        lines.append(summary_row(f"fused / {name} (paired)", [(s.paired[name].ratio, s.case) for s in shapes]))
-    lines.append(summary_row("fused / gemm", [(s.of_gemm, s.case) for s in shapes]))
+        PAIRED,
+        shapes,
+    )
     lines += [
         "",
         "| case | M×K→N | large | fused ms | gemm ms | fused / gemm | fused / eager | fused / compiled | misses |",

@@ -1,11 +1,12 @@
 """What kernels/report.py and kernels/report_backward.py share: the paired ratio that judges a
-baseline, the summary row of a ratio, and the error that stops a report (one line, exit 2)."""
+baseline, the summary table of the ratios, and the error that stops a report (one line, exit 2)."""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from scipy import stats
@@ -67,3 +68,24 @@ def summary_row(label: str, values: list[tuple[float, str]], higher_is_better: b
     best, worst = ordered[0], ordered[-1]
     middle = statistics.median(value for value, _ in values)
     return f"| {label} | {best[0]:.3f} | {middle:.3f} | {worst[0]:.3f} ({worst[1]}) |"
+
+
+class Judged(Protocol):
+    """A shape's row as both reports keep it."""
+
+    @property
+    def case(self) -> str: ...
+    @property
+    def paired(self) -> Mapping[str, Paired]: ...
+    @property
+    def of_gemm(self) -> float: ...
+
+
+def summary_table(heading: str, baselines: Sequence[str], shapes: Sequence[Judged]) -> list[str]:
+    """The heading, then best, median and worst of fused over each baseline (paired) and over
+    gemm; a report adds rows of its own after these."""
+    lines = [heading, "", "| ratio | best | median | worst |", "|---|---:|---:|---:|"]
+    for name in baselines:
+        lines.append(summary_row(f"fused / {name} (paired)", [(s.paired[name].ratio, s.case) for s in shapes]))
+    lines.append(summary_row("fused / gemm", [(s.of_gemm, s.case) for s in shapes]))
+    return lines
