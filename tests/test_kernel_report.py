@@ -54,18 +54,24 @@ def _benchmarks(gelus: tuple[str, ...], suite: str = "generated", bounds: bool =
             benches.append(_bench("gemm", case, shape, [f / of_gemm for f in fused], {}, suite))
             if share is not None:  # copy moves the weight twice: its time is 2 * share * fused's
                 benches.append(_bench("copy", case, shape, [2 * share * f for f in fused], {}, suite))
-        for gelu in gelus:
-            variant = {"approximate": "tanh"} if gelu == "tanh" else {}
-            slower = TANH_SLOWER if gelu == "tanh" else 1.0
-            benches.append(_bench("fused", case, shape, [slower * f for f in fused], variant, suite))
-            for name, (ratio, spread) in paired.items():
-                ratios = [ratio + spread * ((11 * i) % ROUNDS - 14.5) / 14.5 for i in range(ROUNDS)]
-                benches.append(
-                    _bench(
-                        name, case, shape, [slower * f / r for f, r in zip(fused, ratios, strict=True)], variant, suite
-                    )
-                )
+        benches += _fused_and_paired(case, shape, fused, paired, gelus, suite)
     return benches
+
+
+def _fused_and_paired(case: str, shape: dict, fused: list[float], paired: dict, gelus: tuple[str, ...], suite: str):
+    """Each GELU's fused rows, and each paired baseline's, whose per-round ratios fused / it spread
+    evenly around `ratio` by `spread`."""
+    rows = []
+    for gelu in gelus:
+        variant = {"approximate": "tanh"} if gelu == "tanh" else {}
+        slower = TANH_SLOWER if gelu == "tanh" else 1.0
+        rows.append(_bench("fused", case, shape, [slower * f for f in fused], variant, suite))
+        for name, (ratio, spread) in paired.items():
+            ratios = [ratio + spread * ((11 * i) % ROUNDS - 14.5) / 14.5 for i in range(ROUNDS)]
+            rows.append(
+                _bench(name, case, shape, [slower * f / r for f, r in zip(fused, ratios, strict=True)], variant, suite)
+            )
+    return rows
 
 
 def _save(path: Path, benchmarks: list[Benchmark], created: str = "2026-12-02T10:00:00+00:00") -> Path:
@@ -391,14 +397,7 @@ def _backward_benchmarks(gelus: tuple[str, ...] = ("erf", "tanh"), suite: str = 
         for mode, (fused_ms, of_gemm, paired) in modes.items():
             fused = [fused_ms * c for c in CLOCK]
             rows = [_bench("gemm", case, shape, [f / of_gemm for f in fused], {}, suite)]  # serves both GELUs
-            for gelu in gelus:
-                variant = {"approximate": "tanh"} if gelu == "tanh" else {}
-                slower = TANH_SLOWER if gelu == "tanh" else 1.0
-                rows.append(_bench("fused", case, shape, [slower * f for f in fused], variant, suite))
-                for name, (ratio, spread) in paired.items():
-                    ratios = [ratio + spread * ((11 * i) % ROUNDS - 14.5) / 14.5 for i in range(ROUNDS)]
-                    timed = [slower * f / r for f, r in zip(fused, ratios, strict=True)]
-                    rows.append(_bench(name, case, shape, timed, variant, suite))
+            rows += _fused_and_paired(case, shape, fused, paired, gelus, suite)
             benches += [replace(row, mode=mode) for row in rows]
     return benches
 
