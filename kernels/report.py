@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernels import report_backward
-from kernels.report_paired import Paired, ReportError, judged_pair, summary_row, summary_table
+from kernels.report_paired import Paired, ReportError, judged_pair, misses_lines, summary_row, summary_table
 from kernels.subject import subject
 from perfbot.errors import BadInput
 from perfbot.records import results
@@ -202,15 +202,7 @@ def gelu_tables(gelu: str, shapes: list[Shape]) -> list[str]:
             f"| {s.case} | {s.M}×{s.K}→{s.N} | {s.fused_ms:.4f} | {s.gemm_ms:.4f} | {s.of_gemm:.3f} | {paired} "
             f"| {share} | {', '.join(s.misses) or '—'} |"
         )
-    missed = [s for s in shapes if s.misses]
-    by_target = {target: sum(target in s.misses for s in shapes) for target in (*BASELINES, "copy", "gemm")}
-    counts = ", ".join(f"{target} {count}" for target, count in by_target.items() if count)
-    lines += [
-        "",
-        f"Misses: {sum(by_target.values())} on {len(missed)} of the {len(shapes)} shapes"
-        + (f" ({counts})." if counts else "."),
-    ]
-    return lines
+    return lines + misses_lines(shapes, (*BASELINES, "copy", "gemm"))
 
 
 def _described(source: Source) -> str:

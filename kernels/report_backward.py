@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernels.report_paired import Paired, ReportError, judged_pair, summary_table
+from kernels.report_paired import Paired, ReportError, judged_pair, misses_lines, summary_table
 from perfbot.records.run import FORWARD, Benchmark, variant_name
 
 BACKWARD, FORWARD_BACKWARD = "backward", "forward+backward"
@@ -130,15 +130,7 @@ def mode_tables(gelu: str, mode: str, shapes: list[Shape]) -> list[str]:
             f"| {s.case} | {s.M}×{s.K}→{s.N} | {'yes' if s.large else '—'} | {s.fused_ms:.4f} | {s.gemm_ms:.4f} "
             f"| {s.of_gemm:.3f} | {paired} | {', '.join(s.misses) or '—'} |"
         )
-    missed = [s for s in shapes if s.misses]
-    by_target = {target: sum(target in s.misses for s in shapes) for target in (*PAIRED, "gemm")}
-    counts = ", ".join(f"{target} {count}" for target, count in by_target.items() if count)
-    lines += [
-        "",
-        f"Misses: {sum(by_target.values())} on {len(missed)} of the {len(shapes)} shapes"
-        + (f" ({counts})." if counts else "."),
-    ]
-    return lines
+    return lines + misses_lines(shapes, (*PAIRED, "gemm"))
 
 
 def gelu_tables(gelu: str, cases: dict[str, dict[str, Benchmark]], wheres: dict[str, str]) -> list[str]:

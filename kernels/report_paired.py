@@ -79,6 +79,8 @@ class Judged(Protocol):
     def paired(self) -> Mapping[str, Paired]: ...
     @property
     def of_gemm(self) -> float: ...
+    @property
+    def misses(self) -> Sequence[str]: ...
 
 
 def summary_table(heading: str, baselines: Sequence[str], shapes: Sequence[Judged]) -> list[str]:
@@ -89,3 +91,15 @@ def summary_table(heading: str, baselines: Sequence[str], shapes: Sequence[Judge
         lines.append(summary_row(f"fused / {name} (paired)", [(s.paired[name].ratio, s.case) for s in shapes]))
     lines.append(summary_row("fused / gemm", [(s.of_gemm, s.case) for s in shapes]))
     return lines
+
+
+def misses_lines(shapes: Sequence[Judged], targets: Sequence[str]) -> list[str]:
+    """How many targets the shapes missed, on how many shapes, and of which target."""
+    missed = [s for s in shapes if s.misses]
+    by_target = {target: sum(target in s.misses for s in shapes) for target in targets}
+    counts = ", ".join(f"{target} {count}" for target, count in by_target.items() if count)
+    return [
+        "",
+        f"Misses: {sum(by_target.values())} on {len(missed)} of the {len(shapes)} shapes"
+        + (f" ({counts})." if counts else "."),
+    ]
