@@ -64,7 +64,7 @@ PY
   overhead)
     # Wall time of the same fixed work before issue 52's worker process and fresh-input check
     # (56b242e) and now: an A/A as the PR check takes it (`ab`, every implementation but
-    # max-autotune), each pair held to 32 rounds (--samples = --max-samples: no pair stops early,
+    # max-autotune), each pair held to 48 rounds (--samples = --max-samples: no pair stops early,
     # none runs on), over SUITES. Each a fresh process, as a user's run is. The first turn warms
     # Triton's and Inductor's caches (the kernels did not change) and is not counted. TURNS: the
     # sides in order after it.
@@ -75,7 +75,7 @@ PY
       where=$root; [ $side = before ] && where=$before
       started=$EPOCHREALTIME
       (cd "$where" && PYTHONPATH=$where:/tmp/site timeout ${RUN_LIMIT_S:-280} python3 -m perfbot ab HEAD HEAD \
-         ${SUITES:---suite pr --suite decode} --skip-kernel max-autotune --gpus 1 --samples 32 --max-samples 32 \
+         ${SUITES:---suite pr --suite decode} --skip-kernel max-autotune --gpus 1 --samples 48 --max-samples 48 \
          --out-dir "/tmp/$side-$n" > "/tmp/$side-$n.txt" 2>&1)
       rc=$?; ended=$EPOCHREALTIME
       echo "$n $side exit $rc $(python3 -c "print(f'{$ended - $started:.1f}')") s" | tee -a "$dir/walls.txt"
