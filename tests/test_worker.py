@@ -6,6 +6,7 @@ worker really imported."""
 import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -133,20 +134,43 @@ def test_a_worker_dying_on_one_gpu_of_a_sharded_two_triton_ab_names_that_gpu(rep
     assert "GPU 1: NVIDIA H200: the head worker ended (exit 9) before it answered" in " ".join(result.output.split())
 
 
-def _standin_triton(tmp_path: Path) -> tuple[Path, str, str]:
-    """A stand-in Triton repository whose two commits install a speed module: 1.0, then 1.03."""
+def _standin_triton(tmp_path: Path, cache: Path) -> tuple[Path, str, str]:
+    """A stand-in Triton repository whose two commits hold a speed module, 1.0 then 1.03, and a
+    cache where each commit's wheel lies as `perfbot triton build` leaves it, its record beside
+    it: an A/B installs each into its own environment. The wheels are written here, not built
+    with pip (two CPU-seconds a commit); tests/test_triton_build.py builds for real."""
     source = tmp_path / "triton-src"
     source.mkdir()
     setup = "from setuptools import setup\nsetup(name='standin', version='0.1', py_modules=['perfbot_test_speed'])\n"
     (source / "setup.py").write_text(setup)
     shas = []
     for scale in (1.0, 1.03):
-        (source / "perfbot_test_speed.py").write_text(f"SCALE = {scale}\n")
+        module = f"SCALE = {scale}\n"
+        (source / "perfbot_test_speed.py").write_text(module)
         _git(source, "init", "-q") if not shas else None
         _git(source, "add", "-A")
         _git(source, "commit", "-qm", f"scale {scale}")
         shas.append(_git(source, "rev-parse", "HEAD"))
+        _cached_wheel(cache / shas[-1], {"perfbot_test_speed.py": module}, shas[-1])
     return source, shas[0], shas[1]
+
+
+def _cached_wheel(entry: Path, files: dict[str, str], commit: str) -> None:
+    """A pure-Python wheel of `files` and its record, in the cache entry of `commit`."""
+    info = "standin-0.1.dist-info"
+    files = {
+        **files,
+        f"{info}/METADATA": "Metadata-Version: 2.1\nName: standin\nVersion: 0.1\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    files[f"{info}/RECORD"] = "".join(f"{name},,\n" for name in [*files, f"{info}/RECORD"])
+    entry.mkdir(parents=True)
+    wheel = entry / "standin-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    record = {"wheel": wheel.name, "sha256": triton_build.sha256_of(wheel), "commit": commit}
+    (entry / triton_build.RECORD).write_text(json.dumps(record) + "\n")
 
 
 def _pin(repo: Path, sha: str) -> None:
@@ -158,14 +182,12 @@ def _pin(repo: Path, sha: str) -> None:
 
 @pytest.mark.slow
 def test_a_moved_triton_pin_builds_both_commits_and_measures_each_with_its_own(repo: Path, tmp_path: Path):
-    source, slow_free, slower = _standin_triton(tmp_path)
+    cache = tmp_path / "cache"
+    source, slow_free, slower = _standin_triton(tmp_path, cache)  # built ahead: no network in CI
     _pin(repo, slow_free)
     _git(repo, "commit", "-qam", "pin the base's Triton")
     _pin(repo, slower)
     _git(repo, "commit", "-qam", "move the pin")
-    cache = tmp_path / "cache"
-    for sha in (slow_free, slower):  # built ahead, without build isolation (no network in CI)
-        triton_build.environment(sha, str(source), cache, build_isolation=False)
     out = tmp_path / "ab"
     result = CliRunner().invoke(
         perfbot,
@@ -193,6 +215,7 @@ def test_a_moved_triton_pin_builds_both_commits_and_measures_each_with_its_own(r
     assert (base.environment.triton_commit, head.environment.triton_commit) == (slow_free, slower)
     assert head.settings.triton_commits == {"base": slow_free, "head": slower}
     assert "triton_commit" in (out / "comment.md").read_text()  # the difference is shown
+    assert all((cache / "envs" / sha / "perfbot_test_speed.py").is_file() for sha in (slow_free, slower))
 
 
 def test_a_moved_pin_without_a_way_to_get_both_tritons_is_refused(repo: Path, tmp_path: Path):
