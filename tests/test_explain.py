@@ -3,9 +3,10 @@
 Real compiles, for the H200, on this CPU (perfbot/compiling/offline.py), of a generated git
 repository's small Triton kernels: its second commit changes a constexpr (BLOCK), its third
 moves that kernel down its file and breaks another. Then the same on this repository's own
-kernels. The runs are the CLI's, one after another in a process of their own without
-TRITON_INTERPRET, which conftest sets for this one and under which Triton interprets kernels
-(its own library's too, as it imports them) instead of compiling them."""
+kernels, and `--mode` on a generated training kernel (tests/backward_subject.py). The runs are
+the CLI's, one after another in a process of their own without TRITON_INTERPRET, which conftest
+sets for this one and under which Triton interprets kernels (its own library's too, as it
+imports them) instead of compiling them."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from perfbot.cli import perfbot
+from tests.backward_subject import backward_repository
 from tests.conftest import ROOT
 from tests.test_runner_cpu import _git
 
@@ -122,6 +124,18 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return repo
 
 
+@pytest.fixture(scope="module")
+def training(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/backward_subject.py's training kernel, committed, with one config per autotuned kernel
+    (two would be timed, which needs the GPU)."""
+    repo = backward_repository(tmp_path_factory.mktemp("training") / "repo")
+    ops = repo / "gradlib" / "ops.py"
+    ops.write_text(ops.read_text().replace("for b in (16, 32)", "for b in (16,)"))
+    _git(repo, "init", "-q")
+    _commit(repo, "mul")
+    return repo
+
+
 # `perfbot explain` run for each [folder, args, env] of the JSON list given, one after another,
 # as the command line runs it in that folder (click's runner, exceptions left uncaught): a JSON
 # line of what each did.
@@ -130,7 +144,9 @@ EXPLAINS = textwrap.dedent(
     import json, os, sys
     from click.testing import CliRunner
     from perfbot.cli import perfbot
+    from triton.runtime.cache import triton_key
 
+    triton_key()  # Triton's digest of itself, which each run's child takes for its compiles: once, for every fork
     for folder, args, env in json.loads(sys.argv[1]):
         os.chdir(folder)
         done = CliRunner().invoke(perfbot, ["explain", *args], env=env, catch_exceptions=False)
@@ -147,14 +163,16 @@ class Explained(NamedTuple):
 
 
 @pytest.fixture(scope="module")
-def explained(rows: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Explained]:
+def explained(rows: Path, training: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Explained]:
     """The runs the slow tests below check, in one process without TRITON_INTERPRET (each run's
     child, which compiles, is a fork of it, as of `perfbot`'s): a fresh interpreter for each
     would spend about as much on importing PyTorch as the run spends on its compiles. In this
     order: the second takes the first's compiles from their Triton cache, the test's own (so
-    that the first compile of each kernel is a real one)."""
+    that the first compile of each kernel is a real one); so does the last, the training
+    kernel's backward mode, from the one before, in a cache of their own."""
     folder = tmp_path_factory.mktemp("explained")
     cache = {"TRITON_CACHE_DIR": str(folder / "triton-cache")}
+    modes_cache = {"TRITON_CACHE_DIR": str(folder / "modes-cache")}
     cases = ["--case", "odd", "--case", "odd-fp32", "--case", "gemma-7b-m16"]
     runs = {
         "changed block": (rows, ["HEAD~2", "pinned", "--kernel", "all"], cache),
@@ -162,6 +180,8 @@ def explained(rows: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
         # Compiled anew on each side (no cache), from two worktrees: their paths differ, nothing else.
         "a-a": (rows, ["HEAD~1", "HEAD~1"], {"TRITON_ALWAYS_COMPILE": "1"}),
         "this repository": (ROOT, ["HEAD", "--suite", "quick", "--suite", "decode", *cases, "--mode", "forward"], {}),
+        "every mode": (training, ["HEAD", "--suite", "quick", "--case", "odd"], modes_cache),
+        "backward mode": (training, ["HEAD", "--suite", "quick", "--mode", "backward"], modes_cache),
     }
     asked = [
         [str(where), [*args, "--out", str(folder / f"{name}.json")], env] for name, (where, args, env) in runs.items()
@@ -296,6 +316,38 @@ def test_this_repositorys_kernels_compile_on_the_cpu_on_both_paths_in_every_dtyp
         ("odd-fp32", "float32"),
         ("gemma-7b-m16", "bfloat16"),
     }
+
+
+def _kernels(out: Path) -> dict[tuple[str, str, str], list[str]]:
+    """(case, mode, implementation) -> the names of the head's compiled kernels, in launch order."""
+    rows = json.loads(out.read_text())["rows"]
+    found = {}
+    for row in rows:
+        assert row["base"]["failed"] is None and row["head"]["failed"] is None, row
+        names = [kernel["name"] for kernel in row["head"]["compiled"]["kernels"]]
+        assert names == [kernel["name"] for kernel in row["base"]["compiled"]["kernels"]]
+        found[(row["case"], row["mode"], row["implementation"])] = names
+    return found
+
+
+@pytest.mark.slow
+def test_each_mode_compiles_what_it_times_and_mode_chooses(explained: dict[str, Explained]):
+    """`--mode`: a backward row's compiled kernels are those its mode times, the backward's, as a
+    run records them (the refusal of an unknown mode: tests/test_explain_modes.py)."""
+    every, backward = explained["every mode"], explained["backward mode"]
+    for done in (every, backward):
+        assert done.exit_code == 0, done.stdout + done.stderr
+    assert _kernels(every.out) == {
+        ("odd", "forward", "triton"): ["_mul_kernel"],
+        # The forward runs before, outside what is recorded, as a run times the backward alone.
+        ("odd", "backward", "triton[backward]"): ["_mul_backward_kernel"],
+        ("odd", "forward+backward", "triton[forward+backward]"): ["_mul_kernel", "_mul_backward_kernel"],
+    }
+    assert _kernels(backward.out) == {
+        ("odd", "backward", "triton[backward]"): ["_mul_backward_kernel"],
+        ("half", "backward", "triton[backward]"): ["_mul_backward_kernel"],
+    }
+    assert "odd (float32): triton[backward]" in backward.stdout
 
 
 def test_the_subjects_run_in_a_process_of_their_own_and_ending_it_is_refused(compiling, rows: Path, tmp_path: Path):

@@ -381,6 +381,9 @@ def compiled_for_sm_90() -> dict[str, list[str]]:
     scripts = [COMPILE, 'print("---")', SAME_SASS] if has_base.returncode == 0 else [COMPILE]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    # Without line info, as `perfbot explain` compiles (measuring/compiled_sides.py): the SASS is the
+    # same either way, and a forward that compiles as it did is then the same cubin, read once.
+    env["TRITON_DISABLE_LINE_INFO"] = "1"
     done = subprocess.run(
         [sys.executable, "-c", "\n".join(scripts), BASE],
         env=env,
