@@ -1,6 +1,6 @@
 """Each side of an A/B runs its own checkout's code (DESIGN.md, "Each side's own code"), in the
 layouts real kernel repositories use: kernels under `src/PKG/ops/`, imported by package name
-from the subject, the package installed for development with a real `pip install -e` (both of
+from the subject, the package installed for development with a real `uv pip install -e` (both of
 setuptools' kinds: a `.pth` path entry, and a finder). The fake GPU times a benchmark by the
 files the captured call really ran, so a side that ran the other's kernel shows in the verdict;
 each side's results must record the digests of its own files; and with the isolation switched
@@ -110,14 +110,20 @@ def clean_imports(monkeypatch):
 
 
 def install_editable(repo: Path, prefix: Path) -> None:
-    """`pip install -e` of the repository into a throwaway prefix, whose site folder this process
-    then reads (`use_install`): the development install a kernel repository has. A prefix rather
-    than a venv: the A/B runs in this process, on the fake GPU, so this interpreter must see the
-    install; a venv's own interpreter would not have perfbot's dependencies
-    (--system-site-packages reaches the base Python's, not this venv's)."""
-    offline = ["--no-index", "--no-deps", "--no-build-isolation"]
+    """`uv pip install -e` of the repository into a throwaway prefix, whose site folder this
+    process then reads (`use_install`): the development install a kernel repository has. A prefix
+    rather than a venv: the A/B runs in this process, on the fake GPU, so this interpreter must see
+    the install; a venv's own interpreter would not have perfbot's dependencies
+    (--system-site-packages reaches the base Python's, not this venv's).
+
+    What the install leaves is setuptools' (its PEP 660 hook writes the `.pth` entry or the
+    finder), the same files whichever front end calls it: uv does in 0.6 CPU-s what pip did in
+    2.5."""
+    from uv import find_uv_bin  # the test extra's; a GPU machine collecting `-m gpu` may lack it
+
+    offline = ["--offline", "--no-deps", "--no-build-isolation", "--python", sys.executable]
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", *offline, "--prefix", str(prefix), "-e", str(repo)],
+        [find_uv_bin(), "pip", "install", "-q", *offline, "--prefix", str(prefix), "-e", str(repo)],
         check=True,
         capture_output=True,
         timeout=300,
@@ -132,9 +138,9 @@ def use_install(prefix: Path) -> None:
 @pytest.fixture(scope="module")
 def installs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[Path, Path]]:
     """(repository, prefix) of src_layout_repo(layout) installed for development, once for the
-    module (pip spends two seconds of CPU on it): for the tests that leave the repository as it
-    is, or put it back, which use_install(prefix) each. They are of one pytest-xdist group, so that one worker
-    runs them and installs each layout once."""
+    module (an install runs setuptools' build in an interpreter of its own): for the tests that
+    leave the repository as it is, or put it back, which use_install(prefix) each. They are of one
+    pytest-xdist group, so that one worker runs them and installs each layout once."""
     made: dict[str, tuple[Path, Path]] = {}
 
     def install(layout: str) -> tuple[Path, Path]:

@@ -266,6 +266,11 @@ def test_core_commands_run_from_the_core_install_outside_the_checkout(
 
 
 def test_measuring_commands_start_from_the_wheel(measuring: Path, tmp_path: Path, project: Path):
+    """The measuring commands, and the example's adoption steps outside this checkout: a
+    repository of its own whose package imports perfbot's Subject from the installed wheel checks
+    its kernels with the wheel's perfbot, from a shell where nothing chose Triton's interpreter.
+    One process of the environment runs them all, in that repository: PyTorch is imported once,
+    not in a second process (3 CPU-s)."""
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     located = subprocess.run(
@@ -276,21 +281,32 @@ def test_measuring_commands_start_from_the_wheel(measuring: Path, tmp_path: Path
         cwd=outside,
     ).stdout
     assert located.startswith(str(measuring.parent)), located  # the wheel's perfbot, not the checkout's
+    repo = tmp_path / "rmsnorm"
+    shutil.copytree(ROOT / "examples" / "rmsnorm", repo, ignore=shutil.ignore_patterns("__pycache__", "results"))
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     # Without a GPU, the measuring commands say that they need one.
     refusing = [] if HAS_GPU else [["run"], ["sample", "--suite", "pr", "--case", "t5-v1.1-xl"], ["selftest"]]
-    suites, environment, *refused = _perfbots(
+    checked, suites, environment, *refused = _perfbots(
         measuring,
         [
+            # First, before anything imports Triton: on a machine without a GPU the check chooses
+            # Triton's interpreter (TRITON_INTERPRET=1, as the test environment has it) for the
+            # process, and Triton reads that when imported.
+            ["check"],
             ["suites", "--project", str(project)],
             ["env", "--json"],
             *([*c, "--project", str(project)] for c in refusing),
         ],
-        cwd=outside,
+        cwd=repo,
+        env=env,
     )
     assert suites.returncode == 0 and "decode:" in suites.stdout, suites.stderr
     assert environment.returncode == 0 and json.loads(environment.stdout)["perfbot"], environment.stderr
     for done in refused:
         assert done.returncode == 3 and "no CUDA GPU" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "21 right, 0 wrong, of 21" in checked.stdout  # every variant
 
 
 def test_init_writes_its_files_from_the_wheel(measuring: Path, tmp_path: Path):
@@ -301,18 +317,6 @@ def test_init_writes_its_files_from_the_wheel(measuring: Path, tmp_path: Path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert (repo / "thresholds.yaml").read_bytes() == (ROOT / "thresholds.yaml").read_bytes()
     assert (repo / ".github" / "workflows" / "gpu-check.yml").is_file() and (repo / "perf" / "double").is_dir()
-
-
-def test_another_repository_checks_its_kernels_with_the_wheels_perfbot(measuring: Path, tmp_path: Path):
-    """The example's adoption steps, outside this checkout: a repository of its own whose package
-    imports perfbot's Subject from the installed wheel."""
-    repo = tmp_path / "rmsnorm"
-    shutil.copytree(ROOT / "examples" / "rmsnorm", repo, ignore=shutil.ignore_patterns("__pycache__", "results"))
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = _perfbot(measuring, "check", cwd=repo, env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "21 right, 0 wrong, of 21" in done.stdout  # every variant
 
 
 INSTALL = ROOT / ".github" / "perfbot" / "install.sh"
