@@ -501,11 +501,6 @@ def command_lines(draw, files: dict[str, str]) -> list[str]:
 def cli_files(tmp_path_factory) -> dict[str, str]:
     import shutil
 
-    # The run and suites commands fork a child that loads the kernels, and geglu's
-    # torch.compiler.disable imports torch._dynamo there: imported here once, each fork has it
-    # (2.4 CPU-s a fork otherwise).
-    import torch._dynamo  # noqa: F401
-
     work = tmp_path_factory.mktemp("cli")
     run = work / "run.json"
     results.save(make_results(seed=1), run)
