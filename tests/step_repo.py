@@ -20,8 +20,18 @@ from perfbot.records.run import Results
 from tests.conftest import ROOT
 from tests.history_store import make_runs
 
+# Every call's words, logged by the interpreter that answers it (a Python started only to log
+# them cost 0.05 CPU-seconds a call).
+LOG_ARGV = """
+import json, os, sys
+with open(os.environ["PERFBOT_SHIM_LOG"] + ".argv", "a") as argv_log:
+    argv_log.write(json.dumps(sys.argv[1:]) + "\\n")
+"""
+
 # The fake GPU: samples around the commit's speed, 1% noise, seeded by the commit and the call.
-SAMPLE = """
+SAMPLE = (
+    LOG_ARGV
+    + """
 import os, pathlib, random, sys
 log = pathlib.Path(os.environ["PERFBOT_SHIM_LOG"])
 commit = os.environ.get("PERFBOT_BISECT_COMMIT", "")
@@ -35,6 +45,17 @@ rng = random.Random(commit + str(calls))
 for _ in range(30):
     print(f"{speed * (1 + 0.01 * rng.gauss(0, 1)):.6f}")
 """
+)
+
+# This checkout's perfbot, as `python -m perfbot` runs it.
+PERFBOT = (
+    LOG_ARGV
+    + """
+import runpy
+sys.path[0] = os.getcwd()
+runpy.run_module("perfbot", run_name="__main__", alter_sys=True)
+"""
+)
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -82,15 +103,15 @@ def measured(shas: list[str], step: float, at: int, seed: int = 11) -> list[Resu
 
 def shim(folder: Path) -> Path:
     """`folder/perfbot`: the fake GPU for `sample`, this checkout's perfbot for the rest. Every call's
-    words go to PERFBOT_SHIM_LOG as one JSON line."""
+    words go to PERFBOT_SHIM_LOG.argv as one JSON line."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "fake_sample.py").write_text(SAMPLE)
+    (folder / "logged_perfbot.py").write_text(PERFBOT)
     script = folder / "perfbot"
     script.write_text(
         "#!/bin/sh\n"
-        f'{sys.executable} -c \'import json, sys; print(json.dumps(sys.argv[1:]))\' "$@" >> "$PERFBOT_SHIM_LOG.argv"\n'
-        f'if [ "$1" = sample ]; then exec {sys.executable} {folder / "fake_sample.py"}; fi\n'
-        f'PYTHONPATH={ROOT} exec {sys.executable} -m perfbot "$@"\n'
+        f'if [ "$1" = sample ]; then exec {sys.executable} {folder / "fake_sample.py"} "$@"; fi\n'
+        f'PYTHONPATH={ROOT} exec {sys.executable} {folder / "logged_perfbot.py"} "$@"\n'
     )
     script.chmod(0o755)
     return script

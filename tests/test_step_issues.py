@@ -41,6 +41,11 @@ def _store_steps(tmp_path: Path, runs=None, runner: bool = True) -> Path:
     return steps
 
 
+# The module's fixtures (a checked store's steps file, what main's suites declare) are built once
+# per worker: on one worker, once.
+pytestmark = pytest.mark.xdist_group("step-issues")
+
+
 @pytest.fixture(scope="module")
 def steps_text(tmp_path_factory) -> str:
     """The steps file of a store with a 3% step in the fused kernel's two series, given to h200."""

@@ -148,6 +148,13 @@ def _written(tmp_path: Path) -> dict:
     return json.loads((tmp_path / "steps.json").read_text())
 
 
+@pytest.fixture(scope="module")
+def steps_written(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The steps file of a generated store, checked: written once, each test below edits a copy."""
+    return json.dumps(_written(tmp_path_factory.mktemp("steps")))
+
+
+@pytest.mark.xdist_group("steps-file-strict")  # on one worker, which writes the steps file once
 @pytest.mark.parametrize(
     ("change", "words"),
     [
@@ -164,8 +171,8 @@ def _written(tmp_path: Path) -> dict:
     ],
     ids=["command", "commit", "benchmark", "more-words", "id", "runner", "fails", "label", "format", "unknown-key"],
 )
-def test_a_steps_file_is_read_strictly(tmp_path: Path, change, words):
-    data = _written(tmp_path)
+def test_a_steps_file_is_read_strictly(steps_written: str, tmp_path: Path, change, words):
+    data = json.loads(steps_written)
     change(data)
     (tmp_path / "steps.json").write_text(json.dumps(data))
     with pytest.raises(BadInput, match=re.escape(words)):

@@ -33,6 +33,37 @@ def test_every_run_is_kept_and_the_last_stored_is_the_baseline(tmp_path: Path):
     assert [p.name for p in directory.rglob("*") if p.name.startswith(".")] == [".lock"]  # no temporary files
 
 
+def test_the_tests_generated_stores_are_what_baseline_update_makes(tmp_path: Path):
+    """tests/history_store.py writes its stores without store.add, for speed: the same files,
+    in the same order, with the same texts and modes, and the same lock file."""
+    from tests.history_store import make_runs, write_store
+
+    runs = make_runs(3, seed=1)
+    runs.insert(1, replace(runs[0], environment=replace(runs[0].environment, gpu_name="NVIDIA A100-SXM4-80GB")))
+    for run in runs:
+        store.add(tmp_path / "added", run)
+    written = write_store(tmp_path / "written", runs[:2])
+    write_store(written, runs[2:])  # a store written to again, as some tests do
+
+    def files(directory: Path) -> list[tuple[str, str, bytes | bool, int]]:
+        """Each file and folder in the order of its path, its stamp left out."""
+        return [
+            (
+                str(p.parent.relative_to(directory)),
+                p.name.split("-", 1)[-1],
+                p.is_file() and p.read_bytes(),
+                p.stat().st_mode,
+            )
+            for p in sorted(directory.rglob("*"))
+        ]
+
+    assert files(written) == files(tmp_path / "added")
+    assert [(e.gpu, e.path.name.split("-")[1]) for e in store.history(written)] == [
+        (e.gpu, e.path.name.split("-")[1]) for e in store.history(tmp_path / "added")
+    ]
+    assert [loaded for _, loaded in store.runs(written)] == [loaded for _, loaded in store.runs(tmp_path / "added")]
+
+
 def test_gpu_names_are_folded_alike_for_the_folder_and_the_comparison(tmp_path: Path):
     directory = tmp_path / "store"
     store.add(directory, make_results(seed=1))
