@@ -757,10 +757,7 @@ def _empty_h(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return torch.empty(math.prod(x.shape[:-1]), weight.shape[0], dtype=x.dtype, device=x.device)
 
 
-# torch.compiler.disable, as PyTorch applies it to its own functions: torch._dynamo is imported at
-# the first call, not when the kernels load (1.5 CPU-s in every process that loads them, and dynamo
-# cannot trace a call before it is imported).
-@torch._disable_dynamo
+@torch.compiler.disable
 def _differentiable(
     x: torch.Tensor, weight: torch.Tensor, approximate: str, path: str | None, config: dict | None, recompute: bool
 ) -> torch.Tensor:
