@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from perfbot.records import results as results_file
+from perfbot.records import store
 from perfbot.records.run import Benchmark, Environment, Results, Settings, gpu_slug
 
 NOISE = json.loads((Path(__file__).parent / "fixtures" / "noise.json").read_text())
@@ -109,26 +110,25 @@ def scaled(runs: list[Results], kernel: str, factor: float, start: int) -> list[
 
 def write_store(directory: Path, runs: list[Results]) -> Path:
     """The store `perfbot baseline update` makes of `runs`, stored one after another: each file
-    named and written as store.add names and writes it, GPU/STAMP-DIGEST.json with the time it
-    is stored, but plainly (store.add's checks, lock and synced writes cost 2.5 ms a run, and the
-    history tests store thousands). test_store.py checks that the two stores are alike."""
+    named as store.add names it (store.file_name), with the time it is stored, but written plainly
+    (store.add's checks, lock and synced writes cost 2.5 ms a run, and the history tests store
+    thousands). test_store.py checks that the two stores are alike."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / ".lock").touch()  # as store.add leaves it
     for run in runs:
         text = results_file.to_text(run)
         folder = directory / gpu_slug(run.environment.gpu_name)
         folder.mkdir(exist_ok=True)
-        digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-        (folder / f"{_stamp()}-{digest}.json").write_text(text, encoding="utf-8")
+        (folder / store.file_name(text, _stored_now())).write_text(text, encoding="utf-8")
     return directory
 
 
-_last_stamp = datetime.datetime.min.replace(tzinfo=datetime.UTC)
+_last_stored = datetime.datetime.min.replace(tzinfo=datetime.UTC)
 
 
-def _stamp() -> str:
-    """store.add's stamp, the time now, made later than the last one: a run stored after
-    another sorts after it, however fast they are written."""
-    global _last_stamp
-    _last_stamp = max(datetime.datetime.now(datetime.UTC), _last_stamp + datetime.timedelta(microseconds=1))
-    return _last_stamp.strftime("%Y%m%dT%H%M%S.%fZ")
+def _stored_now() -> datetime.datetime:
+    """The time now, made later than the last run's: a run stored after another sorts after it,
+    however fast they are written."""
+    global _last_stored
+    _last_stored = max(datetime.datetime.now(datetime.UTC), _last_stored + datetime.timedelta(microseconds=1))
+    return _last_stored

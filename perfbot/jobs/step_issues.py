@@ -24,6 +24,7 @@ from ..errors import BadInput, EnvironmentFailure
 from ..history.steps_file import StepRecord
 from ..output.compiled_tables import FEW_ROWS_PER_KERNEL, compiled_markdown
 from ..output.markdown import markdown_escape, unlinked
+from ..records import store
 from ..records.run import variant_name
 from . import bisect_outcome
 from .bisect_outcome import OutcomeFile
@@ -232,7 +233,7 @@ def _fit(head: list[str], evidence: list[str], tail: list[str]) -> str:
 
 def _since(stored: str) -> str | None:
     try:
-        when = datetime.datetime.strptime(stored, "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=datetime.UTC)
+        when = datetime.datetime.strptime(stored, store.STAMP).replace(tzinfo=datetime.UTC)
     except ValueError:
         return None  # a stamp the store did not write: look at every issue
     return (when - _MARGIN).strftime("%Y-%m-%dT%H:%M:%SZ")

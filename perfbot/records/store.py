@@ -34,6 +34,9 @@ from ..files import Inside, write_atomic
 from . import results as results_file
 from .run import Results, gpu_slug
 
+# When a run entered the store, as its file name begins: UTC, and sorting as it reads.
+STAMP = "%Y%m%dT%H%M%S.%fZ"
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -63,16 +66,23 @@ def add(store: Path, results: Results) -> Added:
     inside = Inside(store, "the store")
     folder = store / gpu_slug(gpu)
     inside.check(folder, follow=True)  # before anything is read through a link out of the store
-    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     with _locked(store, inside):
         removed = _remove_leftovers(store, inside)
-        same = sorted(folder.glob(f"*-{digest}.json")) if folder.is_dir() else []
+        same = sorted(folder.glob(f"*-{_digest(text)}.json")) if folder.is_dir() else []
         if same:
             raise BadInput(f"{same[0]}: this exact run is already stored")
-        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-        target = folder / f"{stamp}-{digest}.json"
+        target = folder / file_name(text, datetime.datetime.now(datetime.UTC))
         write_atomic(target, text, replace=False, inside=inside)
     return Added(target, removed)
+
+
+def file_name(text: str, stored: datetime.datetime) -> str:
+    """The name of a run's file in its GPU's folder: when it was stored, then its text's digest."""
+    return f"{stored.strftime(STAMP)}-{_digest(text)}.json"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def history(store: Path, gpu_name: str | None = None) -> list[Entry]:
