@@ -51,7 +51,7 @@ for _ in range(30):
 PERFBOT = (
     LOG_ARGV
     + """
-import runpy
+import os, runpy, sys
 sys.path[0] = os.getcwd()
 runpy.run_module("perfbot", run_name="__main__", alter_sys=True)
 """

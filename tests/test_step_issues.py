@@ -25,6 +25,10 @@ from perfbot.records import store as stored_runs
 from tests.fake_github import FakeGitHub
 from tests.history_store import make_runs, write_store
 
+# The module's fixtures (a checked store's steps file, what main's suites declare) are built once
+# per worker: on one worker, once.
+pytestmark = pytest.mark.xdist_group("step-issues")
+
 TOKEN = "ghs_issuesTOKENvalue"
 REPO = "octo/perfbot"
 RUN_URL = "https://github.com/octo/perfbot/actions/runs/42"
@@ -39,11 +43,6 @@ def _store_steps(tmp_path: Path, runs=None, runner: bool = True) -> Path:
     args = ["history", "--store", str(store), "--check", "--out-steps", str(steps)]
     CliRunner().invoke(perfbot, [*args, *(["--runner", f"h200={run_file}"] if runner else [])])
     return steps
-
-
-# The module's fixtures (a checked store's steps file, what main's suites declare) are built once
-# per worker: on one worker, once.
-pytestmark = pytest.mark.xdist_group("step-issues")
 
 
 @pytest.fixture(scope="module")
