@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Iterable
+from pathlib import Path
 
 # Exit codes of every command (README.md, "Exit codes").
 EXIT_OK = 0
@@ -41,3 +43,12 @@ def listed(names: Iterable[object], shown: int = 5) -> str:
     items = [text if len(text := str(name)) <= 60 else f"{text[:57]}..." for name in names]
     more = len(items) - shown
     return ", ".join(items[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
+def unexpected(error: Exception) -> str:
+    """An error of perfbot's own code (or of a library it called), in one line for the process
+    that reports it: its kind, its message and the line that raised it, so that a rare one can
+    be found from the run's message alone."""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" (raised at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"{type(error).__name__}: {error}{where}"

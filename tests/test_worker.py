@@ -4,6 +4,7 @@ holds a module that sets the speed of its samples, so the verdict shows which en
 worker really imported."""
 
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -274,15 +275,19 @@ def test_the_worker_answers_bad_requests_with_an_error_not_a_crash(repo: Path, t
     # A worker forked from this process runs the loop a fresh interpreter runs (worker.serve),
     # without its import of PyTorch; a fresh one answers a bad request in
     # test_a_worker_leaves_ctrl_c_to_its_coordinator.
-    requests = '{"op": "nonsense"}\n{"op": "sample", "key": "x"}\n{"op": "quit"}\n'
+    requests = '{"op": "nonsense"}\n{"op": "sample", "key": "x"}\n{"op": "sample"}\n{"op": "quit"}\n'
     with (tmp_path / "log").open("w+") as log:
         forked = worker_sides._Forked(repo / "kernels", "head", None, log)
         forked.requests.write(requests)
         forked.requests.close()
         lines = forked.replies.read().splitlines()
         forked.replies.close()
-        assert forked.wait(timeout=120) == 0 and len(lines) == 2
+        assert forked.wait(timeout=120) == 0 and len(lines) == 3
     assert "unknown request 'nonsense'" in lines[0] and "no captured benchmark 'x'" in lines[1]
+    # An error of perfbot's own (here a request without its argument): its kind, and where it was raised.
+    error = json.loads(lines[2])
+    assert error["exit"] == 3 and error["error"].startswith("TypeError: ")
+    assert re.search(r"\(raised at worker\.py:\d+\)$", error["error"]), error
 
 
 def test_a_worker_draws_the_second_ab_afresh(gpu, project: Path, monkeypatch):

@@ -28,7 +28,15 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
-from ..errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, BadInput, EnvironmentFailure, PerfbotError, WrongResult
+from ..errors import (
+    EXIT_BAD_INPUT,
+    EXIT_ENVIRONMENT,
+    BadInput,
+    EnvironmentFailure,
+    PerfbotError,
+    WrongResult,
+    unexpected,
+)
 from .children import SubjectQuit, fork_child, how_it_ended, may_fork, preimport
 
 COMMAND = (sys.executable, "-m", "perfbot.measuring.subject_process")
@@ -207,7 +215,7 @@ def serve(request: dict[str, Any], answers: IO[str]) -> None:
     except PerfbotError as error:
         reply = {"error": str(error), "exit": error.exit_code}
     except Exception as error:  # noqa: BLE001 -- told to the parent, which says it in one line
-        reply = {"error": f"{type(error).__name__}: {error}", "exit": EXIT_ENVIRONMENT}
+        reply = {"error": unexpected(error), "exit": EXIT_ENVIRONMENT}
     except BaseException as error:  # noqa: BLE001 -- the subject's, outside a guarded call (Ctrl-C is ignored here)
         reply = {"error": stray(error), "exit": EXIT_BAD_INPUT}
     # Whatever the job came to, a subject that changed perfbot or a clock is refused for that:

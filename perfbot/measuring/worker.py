@@ -55,7 +55,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, BadInput, EnvironmentFailure, PerfbotError
+from ..errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, BadInput, EnvironmentFailure, PerfbotError, unexpected
 from ..loading.guard import stray
 from ..loading.selection import BadChoice
 from ..records.autotune import PICK, AutotunePick
@@ -313,7 +313,7 @@ def serve(kernels: Path, side: str, requests: IO[str], answers: IO[str], declare
         except PerfbotError as error:
             answer = {"error": str(error), "exit": error.exit_code}
         except Exception as error:  # noqa: BLE001 -- reported to the coordinator, which stops the run
-            answer = {"error": f"{type(error).__name__}: {error}", "exit": EXIT_ENVIRONMENT}
+            answer = {"error": unexpected(error), "exit": EXIT_ENVIRONMENT}
         except BaseException as error:  # noqa: BLE001 -- the subject's, outside a guarded call (Ctrl-C is ignored here)
             answer = {"error": stray(error), "exit": EXIT_BAD_INPUT}
         # Whatever the request came to, a subject that changed perfbot or a clock, or left L2
