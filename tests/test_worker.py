@@ -157,7 +157,8 @@ def _standin_triton(tmp_path: Path, cache: Path) -> tuple[Path, str, str]:
 
 
 def _cached_wheel(entry: Path, files: dict[str, str], commit: str) -> None:
-    """A pure-Python wheel of `files` and its record, in the cache entry of `commit`."""
+    """A pure-Python wheel of `files` and its record, in the cache entry of `commit`, as
+    `perfbot triton build` leaves them."""
     info = "standin-0.1.dist-info"
     files = {
         **files,
@@ -170,8 +171,7 @@ def _cached_wheel(entry: Path, files: dict[str, str], commit: str) -> None:
     with zipfile.ZipFile(wheel, "w") as archive:
         for name, text in files.items():
             archive.writestr(name, text)
-    record = {"wheel": wheel.name, "sha256": triton_build.sha256_of(wheel), "commit": commit}
-    (entry / triton_build.RECORD).write_text(json.dumps(record) + "\n")
+    triton_build.write_record(wheel, commit)
 
 
 def _pin(repo: Path, sha: str) -> None:

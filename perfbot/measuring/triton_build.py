@@ -63,6 +63,12 @@ def cached_wheel(cache: Path, commit: str) -> Path | None:
     return wheel if sha256_of(wheel) == expected else None
 
 
+def write_record(wheel: Path, commit: str) -> None:
+    """The record beside `wheel`, in its cache entry, that cached_wheel reads back."""
+    record = {"wheel": wheel.name, "sha256": sha256_of(wheel), "commit": commit}
+    (wheel.parent / RECORD).write_text(json.dumps(record, indent=1) + "\n")
+
+
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
@@ -126,8 +132,7 @@ def build(
         staged = Path(scratch) / full
         staged.mkdir()
         shutil.move(str(wheels[0]), staged / wheels[0].name)
-        record = {"wheel": wheels[0].name, "sha256": sha256_of(staged / wheels[0].name), "commit": full}
-        (staged / RECORD).write_text(json.dumps(record, indent=1) + "\n")
+        write_record(staged / wheels[0].name, full)
         try:
             os.rename(staged, cache / full)
         except OSError:  # another build of the same commit finished first: use that one
