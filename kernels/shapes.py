@@ -10,7 +10,13 @@ was not tuned on. A shape the other set holds, or one already drawn, is skipped,
 on until each kind has its half; names stay unique within a set. `backward-generated` times the
 first set's shapes in the backward modes.
 
-    python -m kernels.shapes                # prints the three suites; kernels/suites.yaml holds them
+A third set, `generated-3` (THIRD_SEED), also held out, is drawn by kind rather than at random
+over models: the kinds of shape the first two sets found the kernel slipping on. A quarter each:
+widths that are multiples of 8 but not of 16, or of 16 but not of 64 (`ragged`); M just past a
+tile (129, 257, 513, 1025); decode of 33 to 64 rows over few tiles (N of 1024 to 6144); and the
+feed-forward widths of the open models of 2025 (RECENT_MODELS), half decode, half prefill.
+
+    python -m kernels.shapes                # prints the four suites; kernels/suites.yaml holds them
     python -m kernels.shapes generated-2    # prints the one suite named
 
 A test keeps suites.yaml's generated suites equal to what this prints.
@@ -25,6 +31,7 @@ from collections.abc import Sequence
 
 SEED = 2026_11_30
 SECOND_SEED = 2026_12_02
+THIRD_SEED = 2026_12_07
 COUNT = 24
 MODELS = {  # name: (hidden K, intermediate N)
     "llama-2-7b": (4096, 11008),
@@ -45,6 +52,23 @@ MODELS = {  # name: (hidden K, intermediate N)
     "bert-large": (1024, 4096),
 }
 K_RANGE, N_RANGE = (1024, 8192), (2048, 28672)
+RECENT_MODELS = {  # name: (hidden K, intermediate N), of the dense feed-forward layers
+    "qwen3-4b": (2560, 9728),
+    "qwen3-8b": (4096, 12288),
+    "qwen3-14b": (5120, 17408),
+    "qwen3-32b": (5120, 25600),
+    "qwen3-30b-a3b-expert": (2048, 768),
+    "gemma-3-4b": (2560, 10240),
+    "gemma-3-12b": (3840, 15360),
+    "gemma-3-27b": (5376, 21504),
+    "mistral-small-3-24b": (5120, 32768),
+    "phi-4": (5120, 17920),
+    "glm-4-9b": (4096, 13696),
+    "deepseek-v3-dense": (7168, 18432),
+    "smollm3-3b": (2048, 11008),
+    "gpt-oss-20b-expert": (2880, 2880),
+}
+PAST_A_TILE = (129, 257, 513, 1025)
 # The shapes the issue reported the kernel slipping on (H200, 2026-11-30), kept first in the set.
 REPORTED = [
     {"name": "llama-2-7b-m8", "M": 8, "K": 4096, "N": 11008},
@@ -96,12 +120,62 @@ def _shape(case: dict) -> tuple[int, int, int]:
     return case["M"], case["K"], case["N"]
 
 
+def _ragged(rng: random.Random, low: int, high: int, unaligned_16: bool) -> int:
+    """A width in [low, high]: a multiple of 8 but not of 16, or of 16 but not of 64."""
+    while True:
+        width = 8 * rng.randint(low // 8, high // 8)
+        if (width % 16 != 0) if unaligned_16 else (width % 16 == 0 and width % 64 != 0):
+            return width
+
+
+def held_out_cases(seed: int = THIRD_SEED, count: int = COUNT, avoid: Sequence[dict] = ()) -> list[dict]:
+    """`count` cases, a quarter of each kind (the module's docstring), in turn: ragged widths,
+    M past a tile, few-tile decode, recent models; a shape `avoid` or an earlier draw holds is
+    skipped."""
+    rng = random.Random(seed)
+    drawn: list[dict] = []
+    taken = {_shape(c) for c in avoid}
+    models = sorted(RECENT_MODELS)
+    kinds = ("ragged", "past a tile", "few-tile decode", "recent model")
+    while len(drawn) < count:
+        kind, turn = kinds[len(drawn) % 4], len(drawn) // 4  # a skipped draw is drawn again, of its kind
+        if kind == "ragged":
+            K = _ragged(rng, *K_RANGE, unaligned_16=turn % 2 == 0)
+            N = _ragged(rng, *N_RANGE, unaligned_16=turn % 3 != 2)
+            M = _log_uniform(rng, 1, 64) if turn % 2 else _log_uniform(rng, 65, 16384)
+            name = "ragged"
+        elif kind == "past a tile":
+            M = PAST_A_TILE[turn % len(PAST_A_TILE)]
+            name = rng.choice(models)
+            K, N = RECENT_MODELS[name]
+        elif kind == "few-tile decode":
+            M = rng.randint(33, 64)
+            name = rng.choice(models)
+            K = RECENT_MODELS[name][0]
+            N = 8 * (_log_uniform(rng, 1024, 6144) // 8)
+            name = "few-tiles"
+        else:
+            name = rng.choice(models)
+            K, N = RECENT_MODELS[name]
+            M = _log_uniform(rng, 1, 64) if turn % 2 else _log_uniform(rng, 65, 16384)
+        if (M, K, N) in taken:
+            continue
+        taken.add((M, K, N))
+        label = f"{name}-m{M}"
+        while any(c["name"] == label for c in drawn):
+            label += "-again"
+        drawn.append({"name": label, "M": M, "K": K, "N": N})
+    return drawn
+
+
 def suite_cases(name: str) -> list[dict]:
     if name in ("generated", "backward-generated"):
         return cases(SEED)
     if name == "generated-2":
         # Fresh shapes only: a run of both suites times a shape they share once, under one of them.
         return cases(SECOND_SEED, first=[], avoid=cases(SEED))
+    if name == "generated-3":
+        return held_out_cases(THIRD_SEED, avoid=[*cases(SEED), *suite_cases("generated-2")])
     raise ValueError(f"no generated suite {name!r} (there are: {', '.join(SUITES)})")
 
 
@@ -110,6 +184,10 @@ SUITES = {  # name: its about line (plain YAML: no colon and space in it)
     "generated-2": (
         f"A second set held out from tuning, drawn by `python -m kernels.shapes` (seed {SECOND_SEED}) "
         "without the first set's shapes; do not edit by hand."
+    ),
+    "generated-3": (
+        f"A third set held out from tuning, drawn by `python -m kernels.shapes` (seed {THIRD_SEED}) by kind "
+        "(ragged widths, M past a tile, few-tile decode, the open models of 2025); do not edit by hand."
     ),
     "backward-generated": (
         "The first set's shapes, the backward alone and a training step; gemm is cuBLAS computing dx and dW "
@@ -122,6 +200,7 @@ SUITES = {  # name: its about line (plain YAML: no colon and space in it)
 _TIMED = {
     "generated": "  implementations: [fused, eager, compiled, max-autotune, gemm, copy]",
     "generated-2": "  implementations: [fused, eager, compiled, max-autotune, gemm, copy]",
+    "generated-3": "  implementations: [fused, eager, compiled, max-autotune, gemm, copy]",
     "backward-generated": "  mode: [backward, forward+backward]\n  implementations: [fused, eager, compiled, gemm]",
 }
 

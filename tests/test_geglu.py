@@ -516,6 +516,7 @@ def test_the_generated_suites_are_what_the_seeded_generator_draws():
         assert len(set(names)) == len(names)
     assert len(committed["generated"]["cases"]) == len(shapes.REPORTED) + shapes.COUNT
     assert len(committed["generated-2"]["cases"]) == shapes.COUNT  # all drawn: no reported shapes in front
+    assert len(committed["generated-3"]["cases"]) == shapes.COUNT
     assert shapes.cases() == shapes.cases()  # seeded: the same set every time
     # The first set's draws are the seed's own, none skipped: what was committed before a second
     # set existed, and what its runs measured.
@@ -542,11 +543,33 @@ def test_the_second_generated_set_is_fresh_and_of_the_same_kinds():
     assert all(c in second for c in unskipped if _shape(c) not in first_shapes)
 
 
-def test_the_held_out_set_is_not_tuned_on():
+def test_the_third_set_is_fresh_and_a_quarter_of_each_kind():
+    """generated-3 (issue 55): no shape of the first two sets; a quarter each of ragged widths
+    (multiples of 8 not of 16, or of 16 not of 64), M just past a tile, decode of 33 to 64 rows
+    over N of 1024 to 6144, and the open models of 2025."""
+    from kernels import shapes
+
+    earlier = {_shape(c) for name in ("generated", "generated-2") for c in shapes.suite_cases(name)}
+    third = shapes.suite_cases("generated-3")
+    assert len(third) == shapes.COUNT and not earlier & {_shape(c) for c in third}
+    assert len({_shape(c) for c in third}) == len(third)
+    ragged, past, few, recent = (third[kind::4] for kind in range(4))
+    for case in ragged:
+        assert case["name"].startswith("ragged-")
+        for width in (case["K"], case["N"]):
+            assert width % 8 == 0 and (width % 16 != 0 or width % 64 != 0), case
+    assert {width % 16 != 0 for c in ragged for width in (c["K"], c["N"])} == {True, False}  # both kinds
+    assert sorted({c["M"] for c in past}) == list(shapes.PAST_A_TILE)
+    assert all((c["K"], c["N"]) in shapes.RECENT_MODELS.values() for c in past + recent)
+    assert all(c["name"].startswith("few-tiles-") and 33 <= c["M"] <= 64 and 1024 <= c["N"] <= 6144 for c in few)
+    assert sum(c["M"] <= 64 for c in recent) == sum(c["M"] > 64 for c in recent) == len(recent) // 2
+
+
+def test_the_held_out_sets_are_not_tuned_on():
     from kernels import shapes, tune
 
-    assert set(shapes.SUITES) == {"generated", "generated-2", "backward-generated"}
-    assert "generated" in tune.TUNED_ON and "generated-2" not in tune.TUNED_ON
+    assert set(shapes.SUITES) == {"generated", "generated-2", "generated-3", "backward-generated"}
+    assert "generated" in tune.TUNED_ON and not {"generated-2", "generated-3"} & set(tune.TUNED_ON)
     # The backward suite times the first set's shapes, not the held-out ones.
     assert shapes.suite_cases("backward-generated") == shapes.suite_cases("generated")
 
@@ -572,8 +595,8 @@ def test_the_shape_generator_prints_the_suites_it_is_asked_for(monkeypatch, caps
     assert both is None and printed.startswith("generated:\n") and "\ngenerated-2:\n" in printed
     one, printed = shapes_main("generated-2")
     assert one is None and printed.startswith("generated-2:\n") and "\ngenerated:" not in printed
-    wrong, printed = shapes_main("generated-3")
-    assert isinstance(wrong, str) and wrong.startswith("no generated suite 'generated-3'") and printed == ""
+    wrong, printed = shapes_main("generated-4")
+    assert isinstance(wrong, str) and wrong.startswith("no generated suite 'generated-4'") and printed == ""
 
 
 @needs_interpreter
