@@ -460,6 +460,11 @@ def prefill_by_waves(M: int, N: int, num_sms: int) -> dict | None:
     return None
 
 
+# The epilogue path's elementwise kernel: 16 x 128 elements a program (the sizes a launch config
+# holds; the kernel takes no BLOCK_K, GROUP_M or pipeline).
+EPILOGUE = {"BLOCK_M": 16, "BLOCK_N": 128, "BLOCK_K": 16, "GROUP_M": 1, "num_warps": 4, "num_stages": 1}
+
+
 def candidates(path: str, shape_class: str) -> list[dict]:
     """Configs worth trying for 16-bit inputs, those that fit in shared memory."""
     return [c for c in _CANDIDATES[(path, shape_class)] if _fits(c)]

@@ -36,7 +36,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from . import configs, geglu_backward
 
 APPROXIMATIONS = ("none", "tanh")
-PATHS = ("tma", "pointer")
+PATHS = ("tma", "pointer", "epilogue")
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 # Triton reads a jit function's annotations: tl.constexpr marks a meta-parameter, and a type
@@ -216,6 +216,34 @@ def _store_h(h_ptr, z1, z2, offs_m, offs_n, M, N, APPROXIMATE_TANH: tl.constexpr
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     tl.store(h1_ptrs, gelu.to(h_ptr.dtype.element_ty), mask=mask)
     tl.store(h1_ptrs + N, (z1 * slope).to(h_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _geglu_epilogue_kernel(  # type: ignore[no-untyped-def]
+    z_ptr,  # [M, 2N] = [z1 | z2] in fp32, x @ weight.T as cuBLAS wrote it, contiguous
+    out_ptr,
+    h_ptr,  # None, or the saved factors [M, 2N] (contiguous): see _store_h
+    M,
+    N,
+    stride_om,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    APPROXIMATE_TANH: tl.constexpr,
+):
+    """The epilogue path's one kernel: out = z1 * gelu(z2) over z that cuBLAS computed. It reads
+    z once and writes out once, where eager's gelu and product read z2 twice and z1 once, and
+    write two halves."""
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    z1_ptrs = z_ptr + offs_m[:, None].to(tl.int64) * (2 * N) + offs_n[None, :]
+    z1 = tl.load(z1_ptrs, mask=mask, other=0.0).to(tl.float32)
+    z2 = tl.load(z1_ptrs + N, mask=mask, other=0.0).to(tl.float32)
+    out = z1 * _gelu(z2, APPROXIMATE_TANH)
+    out_ptrs = out_ptr + offs_m[:, None].to(tl.int64) * stride_om + offs_n[None, :]
+    tl.store(out_ptrs, out.to(out_ptr.dtype.element_ty), mask=mask)
+    if h_ptr is not None:
+        _store_h(h_ptr, z1, z2, offs_m, offs_n, M, N, APPROXIMATE_TANH)
 
 
 @triton.jit
@@ -525,7 +553,7 @@ def _refuse_unknown(config: Mapping[str, Any]) -> None:
 class LaunchPlan:
     """The path and launch config `geglu` uses for some inputs, and where the config came from."""
 
-    path: str  # "tma" or "pointer"
+    path: str  # "tma", "pointer" or "epilogue" (cuBLAS's matmul, then _geglu_epilogue_kernel)
     gpu: str
     shape_class: str  # configs.shape_class
     num_sms: int
@@ -550,7 +578,9 @@ def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) 
 def plan_for(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) -> LaunchPlan:
     """The path and launch config `geglu` uses for these inputs.
 
-    `path` forces "tma" or "pointer"; by default TMA is used wherever it can be.
+    `path` forces "tma", "pointer" or "epilogue"; by default TMA is used wherever it can be.
+    The epilogue path (cuBLAS's matmul into z, then one elementwise kernel) is taken only where
+    asked for, so far: which shapes the plan should send there is measured first (issue 55).
     """
     _check_inputs(x, weight, "none")
     if path is not None and path not in PATHS:
@@ -559,6 +589,9 @@ def plan_for(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) -> 
     M = math.prod(x.shape[:-1])
     x2d = x.reshape(M, K) if M and K else x
     gpu, num_sms, has_tma = _device_info(x.device)
+    if path == "epilogue":
+        config = LaunchConfig.of(configs.EPILOGUE)
+        return LaunchPlan("epilogue", gpu, configs.shape_class(M, K, N, num_sms), num_sms, config, "fixed")
     can_tma = (has_tma or _interpreting()) and M > 0 and K > 0 and _tma_capable(x2d, weight, N)
     if path == "tma" and not can_tma:
         raise ValueError(
@@ -779,9 +812,45 @@ def _launch(
     memory are what `python -m kernels.tune` reports). `h`, a contiguous [M, 2N] tensor, also
     receives the factors the backward needs (_store_h); without it the kernels compile as they
     did before the backward existed."""
+    launch = {"tma": _launch_tma, "pointer": _launch_pointer, "epilogue": _launch_epilogue}[plan.path]
     if h is None:
-        return (_launch_tma if plan.path == "tma" else _launch_pointer)(x2d, weight, out2d, plan, tanh)
-    return (_launch_tma if plan.path == "tma" else _launch_pointer)(x2d, weight, out2d, plan, tanh, h)
+        return launch(x2d, weight, out2d, plan, tanh)
+    return launch(x2d, weight, out2d, plan, tanh, h)
+
+
+def _launch_epilogue(
+    x2d: torch.Tensor,
+    weight: torch.Tensor,
+    out2d: torch.Tensor,
+    plan: LaunchPlan,
+    tanh: bool,
+    h: torch.Tensor | None = None,
+) -> Any:
+    """z = x @ weight.T by cuBLAS, then the epilogue kernel; BLOCK_K, GROUP_M and num_stages of
+    the plan's config are not used. z is kept in fp32, as the other paths keep their accumulators,
+    so that the path holds the kernel's precision (eager's z, rounded to 16 bits, does not):
+    cuBLAS writes fp32 from 16-bit inputs (out_dtype), which the CPU's mm does not offer."""
+    if x2d.dtype == torch.float32:
+        z = torch.mm(x2d, weight.t())
+    elif x2d.is_cuda:
+        z = torch.mm(x2d, weight.t(), out_dtype=torch.float32)
+    else:
+        z = torch.mm(x2d.float(), weight.float().t())
+    config = plan.config
+    M, N = out2d.shape
+    grid = (triton.cdiv(M, config.BLOCK_M), triton.cdiv(N, config.BLOCK_N))
+    return _geglu_epilogue_kernel[grid](
+        z,
+        out2d,
+        h,
+        M,
+        N,
+        out2d.stride(0),
+        BLOCK_M=config.BLOCK_M,
+        BLOCK_N=config.BLOCK_N,
+        APPROXIMATE_TANH=tanh,
+        num_warps=config.num_warps,
+    )
 
 
 def _launch_pointer(

@@ -107,6 +107,13 @@ def fused_pointer(x: torch.Tensor, weight: torch.Tensor, approximate: str = "non
     return geglu(x, weight, approximate=approximate, path="pointer")
 
 
+@subject.implementation("fused-epilogue", under_test=True, config=functools.partial(launch_plan, path="epilogue"))
+def fused_epilogue(x: torch.Tensor, weight: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    """cuBLAS's matmul, then one elementwise kernel (geglu's epilogue path): timed beside fused on
+    the generated sets, to find the shapes where the plan should take it (issue 55)."""
+    return geglu(x, weight, approximate=approximate, path="epilogue")
+
+
 @subject.implementation("eager")
 def eager_geglu(x: torch.Tensor, weight: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     z = F.linear(x, weight)

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 APPROXIMATIONS = ("none", "tanh")
-PATHS = ("tma", "pointer")
+PATHS = ("tma", "pointer", "epilogue")
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 

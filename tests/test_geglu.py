@@ -600,6 +600,26 @@ def test_the_shape_generator_prints_the_suites_it_is_asked_for(monkeypatch, caps
 
 
 @needs_interpreter
+@pytest.mark.parametrize(
+    "batch,K,N,dtype,bound,approximate",
+    [
+        ((1,), 41, 7, *TOLERANCES[0], "none"),
+        ((3, 43), 72, 150, *TOLERANCES[0], "tanh"),
+        ((130,), 375, 40, *TOLERANCES[1], "none"),
+        ((130,), 375, 40, *TOLERANCES[1], "tanh"),
+    ],
+)
+def test_the_epilogue_path_matches_float64_to_the_kernels_precision(batch, K, N, dtype, bound, approximate):
+    """cuBLAS's z (here the CPU's mm) in fp32, then one elementwise kernel: as precise as the
+    fused kernels (TOLERANCES), on shapes no TMA path can take (K = 41) and edge tiles in both
+    directions (N = 150 past one 128-column block; 129 rows past 8 blocks of 16)."""
+    _check(batch, K, N, dtype, bound, approximate, path="epilogue")
+    x, weight = make_inputs(batch, K, N, dtype)
+    plan = launch_plan(x, weight, path="epilogue")
+    assert plan["path"] == "epilogue" and plan["source"] == "fixed"
+
+
+@needs_interpreter
 @pytest.mark.parametrize("batch,K,N", [((5,), 64, 64), ((64,), 72, 40)])
 def test_decode_blocks_cover_every_row(batch, K, N):
     x, weight = make_inputs(batch, K, N, torch.float16)
@@ -719,11 +739,11 @@ def test_matches_float64_reference_on_gpu(batch, K, N, dtype, bound, approximate
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("path", ["tma", "pointer"])
+@pytest.mark.parametrize("path", ["tma", "pointer", "epilogue"])
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @pytest.mark.parametrize("dtype,bound", [(torch.float16, 5e-4), (torch.bfloat16, 3e-3)])
 @pytest.mark.parametrize("batch,K,N", [*TMA_SHAPES, ((8192,), 2048, 5120), ((16,), 3072, 24576), ((64,), 5376, 21504)])
-def test_both_paths_on_gpu(batch, K, N, dtype, bound, approximate, path):
+def test_every_path_on_gpu(batch, K, N, dtype, bound, approximate, path):
     _check(batch, K, N, dtype, bound, approximate, device="cuda", path=path)
 
 

@@ -141,6 +141,17 @@ def test_the_tma_forward_saves_h_right(plan, config, recompute):
 
 
 @needs_interpreter
+@pytest.mark.parametrize("recompute", [False, True], ids=["save", "recompute"])
+def test_the_epilogue_forward_saves_h_right(plan, recompute):
+    """The epilogue path stores the backward's factors from cuBLAS's z, as the fused kernels do
+    from their accumulators; recomputed, it runs the path again."""
+    plan("fused", SMALL)
+    x, weight, g = make_inputs((70,), 41, 150, torch.float16)  # edge tiles both ways; K no TMA takes
+    got = grads(x, weight, g, "tanh", path="epilogue", recompute=recompute)
+    _assert_matches(got, float64_grads(x, weight, g, "tanh"), torch.float16)
+
+
+@needs_interpreter
 def test_the_split_k_forward_saves_h_right(monkeypatch):
     monkeypatch.setattr(geglu_module, "_device_info", lambda device: ("NVIDIA H200", 132, True))
     x, weight, g = make_inputs((5,), 2104, 24, torch.float16)
