@@ -49,6 +49,8 @@ def unexpected(error: Exception) -> str:
     """An error of perfbot's own code (or of a library it called), in one line for the process
     that reports it: its kind, its message and the line that raised it, so that a rare one can
     be found from the run's message alone."""
-    frames = traceback.extract_tb(error.__traceback__)
-    where = f" (raised at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
-    return f"{type(error).__name__}: {error}{where}"
+    frames = list(traceback.walk_tb(error.__traceback__))  # no source read, unlike extract_tb
+    if not frames:
+        return f"{type(error).__name__}: {error}"
+    frame, line = frames[-1]
+    return f"{type(error).__name__}: {error} (raised at {Path(frame.f_code.co_filename).name}:{line})"

@@ -290,6 +290,19 @@ def test_the_worker_answers_bad_requests_with_an_error_not_a_crash(repo: Path, t
     assert re.search(r"\(raised at worker\.py:\d+\)$", error["error"]), error
 
 
+def test_an_unexpected_error_names_the_line_that_raised_it_not_perfbots_caller():
+    """errors.unexpected: the innermost frame, here json's own decoder two calls below ours."""
+    from perfbot.errors import unexpected
+
+    try:
+        json.loads("{")
+    except ValueError as error:
+        said = unexpected(error)
+    assert said.startswith("JSONDecodeError: Expecting property name")
+    assert re.search(r"\(raised at decoder\.py:\d+\)$", said), said
+    assert unexpected(RuntimeError("never raised")) == "RuntimeError: never raised"
+
+
 def test_a_worker_draws_the_second_ab_afresh(gpu, project: Path, monkeypatch):
     # The confirming A/B comes with the next seed; a worker that kept the first A/B's sides would
     # repeat its inputs and placements.
