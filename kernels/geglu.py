@@ -8,7 +8,7 @@ side by side and applies the epilogue in registers, so z never reaches memory. T
 the N output columns, not the 2N columns of the matmul: the seed issue's kernel launched a
 program for every column of [z1 | z2] and half of them did work that was thrown away.
 
-Two paths, chosen per call (see `plan_for`):
+Two paths, chosen per call (see `plan_for`), and a third taken only when asked for:
 - ``tma`` (Hopper and newer, 16-bit inputs): a persistent kernel, one program per SM (or two)
   walking the tiles in grouped order; x and both halves of weight arrive through TMA
   descriptors, out leaves through one; optionally warp-specialized (producer warps load,
@@ -17,6 +17,9 @@ Two paths, chosen per call (see `plan_for`):
   tile to arrive adds them and applies the epilogue.
 - ``pointer`` (everything else: A100, fp32, shapes TMA cannot describe): the tutorial-03 style
   kernel with pointer arithmetic, one program per tile.
+- ``epilogue`` (``path="epilogue"``): z written by cuBLAS, in fp32, then one elementwise kernel
+  (`_geglu_epilogue_kernel`); where it beats the fused launch is measured before the plan takes
+  it (issue 55).
 """
 
 from __future__ import annotations
@@ -220,23 +223,23 @@ def _store_h(h_ptr, z1, z2, offs_m, offs_n, M, N, APPROXIMATE_TANH: tl.constexpr
 
 @triton.jit
 def _geglu_epilogue_kernel(  # type: ignore[no-untyped-def]
-    z_ptr,  # [M, 2N] = [z1 | z2] in fp32, x @ weight.T as cuBLAS wrote it, contiguous
+    z_ptr,  # [M, 2N] = [z1 | z2] in fp32, x @ weight.T as cuBLAS wrote it
     out_ptr,
     h_ptr,  # None, or the saved factors [M, 2N] (contiguous): see _store_h
     M,
     N,
+    stride_zm,
     stride_om,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     APPROXIMATE_TANH: tl.constexpr,
 ):
-    """The epilogue path's one kernel: out = z1 * gelu(z2) over z that cuBLAS computed. It reads
-    z once and writes out once, where eager's gelu and product read z2 twice and z1 once, and
-    write two halves."""
+    """The epilogue path's one kernel: out = z1 * gelu(z2) over the fp32 z that cuBLAS computed,
+    read once, and out written once (with the backward's factors, where asked)."""
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    z1_ptrs = z_ptr + offs_m[:, None].to(tl.int64) * (2 * N) + offs_n[None, :]
+    z1_ptrs = z_ptr + offs_m[:, None].to(tl.int64) * stride_zm + offs_n[None, :]
     z1 = tl.load(z1_ptrs, mask=mask, other=0.0).to(tl.float32)
     z2 = tl.load(z1_ptrs + N, mask=mask, other=0.0).to(tl.float32)
     out = z1 * _gelu(z2, APPROXIMATE_TANH)
@@ -674,7 +677,7 @@ def geglu(
     """out = z1 * gelu(z2, approximate) with [z1 | z2] = x @ weight.T.
 
     `out`, if given, receives the result and must be a contiguous [..., N] tensor of x's dtype.
-    `path` forces a kernel ("tma" or "pointer"); `config` overrides the tuned launch
+    `path` forces a path ("tma", "pointer" or "epilogue"); `config` overrides the tuned launch
     configuration (used by the tuner).
 
     Differentiable: where grad is enabled and x or weight requires it, the call goes through
@@ -827,17 +830,16 @@ def _launch_epilogue(
     h: torch.Tensor | None = None,
 ) -> Any:
     """z = x @ weight.T by cuBLAS, then the epilogue kernel; BLOCK_K, GROUP_M and num_stages of
-    the plan's config are not used. z is kept in fp32, as the other paths keep their accumulators,
-    so that the path holds the kernel's precision (eager's z, rounded to 16 bits, does not):
-    cuBLAS writes fp32 from 16-bit inputs (out_dtype), which the CPU's mm does not offer."""
-    if x2d.dtype == torch.float32:
-        z = torch.mm(x2d, weight.t())
-    elif x2d.is_cuda:
-        z = torch.mm(x2d, weight.t(), out_dtype=torch.float32)
-    else:
-        z = torch.mm(x2d.float(), weight.float().t())
+    the plan's config are not used, and an option (split_k, ...) is refused. z is kept in fp32,
+    as the other paths keep their accumulators, so that the path holds the kernel's precision
+    (eager's z, rounded to 16 bits, does not): 8 bytes a pair of columns more than eager's z, in
+    the matmul's write and the epilogue's read. fp32 inputs go to cuBLAS as PyTorch is set (no
+    TF32 unless the caller allowed it)."""
     config = plan.config
+    if replace(config, named=frozenset()) != LaunchConfig.of({name: getattr(config, name) for name in _SIZES}):
+        raise ValueError(f"geglu: the epilogue path takes no launch options, got {config.record()}")
     M, N = out2d.shape
+    z = _z_in_fp32(x2d, weight)
     grid = (triton.cdiv(M, config.BLOCK_M), triton.cdiv(N, config.BLOCK_N))
     return _geglu_epilogue_kernel[grid](
         z,
@@ -845,6 +847,7 @@ def _launch_epilogue(
         h,
         M,
         N,
+        z.stride(0),
         out2d.stride(0),
         BLOCK_M=config.BLOCK_M,
         BLOCK_N=config.BLOCK_N,
@@ -958,6 +961,22 @@ def _launch_tma(
 # Arrival counts of the split-K kernel: one zeroed buffer per device and stream. Invariant: every
 # count in it is zero between launches, as each tile's last part leaves it.
 _COUNTERS: dict[tuple[str, int | None], torch.Tensor] = {}
+
+
+def _z_in_fp32(x2d: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """x @ weight.T in fp32. cuBLAS writes fp32 from 16-bit inputs (mm's out_dtype, PyTorch 2.8
+    on; before it, fp32 copies multiplied); the CPU's mm has no out_dtype either. Compiling
+    without a GPU (_compiling_only) computes nothing: z is only allocated."""
+    if _compiling_only():
+        return torch.empty(x2d.shape[0], weight.shape[0], dtype=torch.float32, device=x2d.device)
+    if x2d.dtype == torch.float32:
+        return torch.mm(x2d, weight.t())
+    if x2d.is_cuda:
+        try:
+            return torch.mm(x2d, weight.t(), out_dtype=torch.float32)
+        except TypeError:  # a PyTorch before 2.8
+            pass
+    return torch.mm(x2d.float(), weight.float().t())
 
 
 def _capturing(device: torch.device) -> bool:

@@ -132,13 +132,17 @@ def held_out_cases(seed: int = THIRD_SEED, count: int = COUNT, avoid: Sequence[d
     """`count` cases, a quarter of each kind (the module's docstring), in turn: ragged widths,
     M past a tile, few-tile decode, recent models; a shape `avoid` or an earlier draw holds is
     skipped."""
+    if count % 4:
+        raise ValueError(f"a held-out set is a quarter of each of four kinds: {count} cases is not")
     rng = random.Random(seed)
     drawn: list[dict] = []
     taken = {_shape(c) for c in avoid}
     models = sorted(RECENT_MODELS)
     kinds = ("ragged", "past a tile", "few-tile decode", "recent model")
-    while len(drawn) < count:
-        kind, turn = kinds[len(drawn) % 4], len(drawn) // 4  # a skipped draw is drawn again, of its kind
+    for _ in range(100 * count):  # a skipped draw is drawn again, of its kind; never forever
+        if len(drawn) == count:
+            break
+        kind, turn = kinds[len(drawn) % 4], len(drawn) // 4
         if kind == "ragged":
             K = _ragged(rng, *K_RANGE, unaligned_16=turn % 2 == 0)
             N = _ragged(rng, *N_RANGE, unaligned_16=turn % 3 != 2)
@@ -165,6 +169,8 @@ def held_out_cases(seed: int = THIRD_SEED, count: int = COUNT, avoid: Sequence[d
         while any(c["name"] == label for c in drawn):
             label += "-again"
         drawn.append({"name": label, "M": M, "K": K, "N": N})
+    if len(drawn) < count:
+        raise ValueError(f"only {len(drawn)} of {count} held-out shapes could be drawn apart from those to avoid")
     return drawn
 
 

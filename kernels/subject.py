@@ -7,6 +7,8 @@ Implementations:
 - ``fused`` (under test): the Triton kernel of geglu.py;
 - ``fused-pointer`` (under test): the same kernel forced onto its pointer path, the path of GPUs
   without TMA;
+- ``fused-epilogue`` (under test): geglu's epilogue path, cuBLAS's matmul then one elementwise
+  kernel, timed on the generated suites;
 - ``eager``: cuBLAS matmul, then chunk, gelu and multiply as separate PyTorch ops (the seed
   issue's forward pass);
 - ``compiled``: ``torch.compile`` of eager, default mode;
@@ -18,7 +20,7 @@ Implementations:
 - ``copy`` (a bound): a device-to-device copy of weight, the memory-bandwidth ceiling of the
   decode shapes.
 
-fused and fused-pointer are differentiable through geglu's autograd.Function (its backward is
+fused, fused-pointer and fused-epilogue are differentiable through geglu's autograd.Function (its backward is
 geglu_backward.py's); eager, compiled, max-autotune and gemm through PyTorch.
 """
 

@@ -128,7 +128,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "kernels" / "tuned_configs.yaml", help="YAML file to update")
     parser.add_argument("--samples", type=int, default=10, help="timed samples per candidate and shape")
-    parser.add_argument("--paths", default="tma,pointer", help="comma-separated paths to tune")
+    parser.add_argument("--paths", default="tma,pointer", help="comma-separated paths to tune: tma, pointer")
     parser.add_argument("--classes", default=",".join(configs.SHAPE_CLASSES), help="comma-separated shape classes")
     parser.add_argument("--where", default="", help="only candidates with these values, e.g. flatten=True,one_dot=True")
     parser.add_argument(

@@ -565,6 +565,17 @@ def test_the_third_set_is_fresh_and_a_quarter_of_each_kind():
     assert sum(c["M"] <= 64 for c in recent) == sum(c["M"] > 64 for c in recent) == len(recent) // 2
 
 
+def test_a_held_out_set_is_drawn_whole_or_refused():
+    from kernels import shapes
+
+    with pytest.raises(ValueError, match="a quarter of each of four kinds"):
+        shapes.held_out_cases(count=6)
+    # Every shape a kind can take at M past a tile is to be avoided: it cannot be drawn apart.
+    avoid = [{"M": m, "K": k, "N": n} for m in shapes.PAST_A_TILE for k, n in shapes.RECENT_MODELS.values()]
+    with pytest.raises(ValueError, match="could be drawn apart"):
+        shapes.held_out_cases(avoid=avoid)
+
+
 def test_the_held_out_sets_are_not_tuned_on():
     from kernels import shapes, tune
 
@@ -609,14 +620,39 @@ def test_the_shape_generator_prints_the_suites_it_is_asked_for(monkeypatch, caps
         ((130,), 375, 40, *TOLERANCES[1], "tanh"),
     ],
 )
-def test_the_epilogue_path_matches_float64_to_the_kernels_precision(batch, K, N, dtype, bound, approximate):
+def test_the_epilogue_path_matches_float64_to_the_kernels_precision(
+    monkeypatch, batch, K, N, dtype, bound, approximate
+):
     """cuBLAS's z (here the CPU's mm) in fp32, then one elementwise kernel: as precise as the
     fused kernels (TOLERANCES), on shapes no TMA path can take (K = 41) and edge tiles in both
-    directions (N = 150 past one 128-column block; 129 rows past 8 blocks of 16)."""
-    _check(batch, K, N, dtype, bound, approximate, path="epilogue")
-    x, weight = make_inputs(batch, K, N, dtype)
+    directions (N = 150 past one 128-column block; 130 rows past 8 blocks of 16). Nothing is
+    written past out (a buffer's tail stays NaN). z is fp32: a 16-bit z would stay inside the
+    fp16 bound here (3.7e-4 against 5e-4), so its dtype is asserted."""
+    from kernels import geglu as geglu_module
+
+    zs, launched = [], []
+    real_z, real_launch = geglu_module._z_in_fp32, geglu_module._launch_epilogue
+    monkeypatch.setattr(geglu_module, "_z_in_fp32", lambda *args: zs.append(real_z(*args)) or zs[-1])
+    monkeypatch.setattr(geglu_module, "_launch_epilogue", lambda *args: launched.append(1) or real_launch(*args))
+    x, weight = make_inputs(batch, K, N, dtype, seed=K * N)
+    rows = math.prod(batch)
+    buffer = torch.full((rows * N + 64,), float("nan"), dtype=dtype)
+    out = buffer[: rows * N].view(*batch, N)
+    geglu(x, weight, approximate=approximate, out=out, path="epilogue")
+    assert launched == [1] and [z.dtype for z in zs] == [torch.float32]
+    assert torch.isfinite(out).all() and torch.isnan(buffer[rows * N :]).all()
+    assert relative_error(out, reference(x, weight, approximate)) <= bound
     plan = launch_plan(x, weight, path="epilogue")
     assert plan["path"] == "epilogue" and plan["source"] == "fixed"
+
+
+@needs_interpreter
+def test_the_epilogue_path_refuses_launch_options():
+    """An option of the fused kernels given to the epilogue path is refused, not ignored."""
+    x, weight = make_inputs((5,), 64, 24, torch.float16)
+    with pytest.raises(ValueError, match="the epilogue path takes no launch options"):
+        geglu(x, weight, path="epilogue", config={"split_k": 2})
+    geglu(x, weight, path="epilogue", config={"BLOCK_N": 32})  # its sizes are its own to set
 
 
 @needs_interpreter

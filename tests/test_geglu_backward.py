@@ -142,13 +142,16 @@ def test_the_tma_forward_saves_h_right(plan, config, recompute):
 
 @needs_interpreter
 @pytest.mark.parametrize("recompute", [False, True], ids=["save", "recompute"])
-def test_the_epilogue_forward_saves_h_right(plan, recompute):
+def test_the_epilogue_forward_saves_h_right(monkeypatch, plan, recompute):
     """The epilogue path stores the backward's factors from cuBLAS's z, as the fused kernels do
-    from their accumulators; recomputed, it runs the path again."""
+    from their accumulators; recomputed, it runs the path again (twice in all)."""
     plan("fused", SMALL)
+    launched, real = [], geglu_module._launch_epilogue
+    monkeypatch.setattr(geglu_module, "_launch_epilogue", lambda *args: launched.append(1) or real(*args))
     x, weight, g = make_inputs((70,), 41, 150, torch.float16)  # edge tiles both ways; K no TMA takes
     got = grads(x, weight, g, "tanh", path="epilogue", recompute=recompute)
     _assert_matches(got, float64_grads(x, weight, g, "tanh"), torch.float16)
+    assert len(launched) == (2 if recompute else 1)
 
 
 @needs_interpreter
