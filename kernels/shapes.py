@@ -103,21 +103,31 @@ def cases(
             name = rng.choice(sorted(MODELS))
             K, N = MODELS[name]
         kind = "decode" if index % 2 == 0 else "prefill"
-        M = _log_uniform(rng, 1, 64) if kind == "decode" else _log_uniform(rng, 65, 16384)
+        M = _rows(rng, decode=kind == "decode")
         index += 1
         if (M, K, N) in taken or not left[kind]:
             continue
         left[kind] -= 1
         taken.add((M, K, N))
-        label = f"{name}-m{M}"
-        while any(c["name"] == label for c in drawn):
-            label += "-again"
-        drawn.append({"name": label, "M": M, "K": K, "N": N})
+        drawn.append(_named(drawn, name, M, K, N))
     return drawn
 
 
 def _shape(case: dict) -> tuple[int, int, int]:
     return case["M"], case["K"], case["N"]
+
+
+def _rows(rng: random.Random, decode: bool) -> int:
+    """A token count: decode 1 to 64 rows, prefill 65 to 16384, log-uniform."""
+    return _log_uniform(rng, 1, 64) if decode else _log_uniform(rng, 65, 16384)
+
+
+def _named(drawn: Sequence[dict], name: str, M: int, K: int, N: int) -> dict:
+    """The case, named NAME-mM, made unique among those drawn before it."""
+    label = f"{name}-m{M}"
+    while any(c["name"] == label for c in drawn):
+        label += "-again"
+    return {"name": label, "M": M, "K": K, "N": N}
 
 
 def _ragged(rng: random.Random, low: int, high: int, unaligned_16: bool) -> int:
@@ -146,7 +156,7 @@ def held_out_cases(seed: int = THIRD_SEED, count: int = COUNT, avoid: Sequence[d
         if kind == "ragged":
             K = _ragged(rng, *K_RANGE, unaligned_16=turn % 2 == 0)
             N = _ragged(rng, *N_RANGE, unaligned_16=turn % 3 != 2)
-            M = _log_uniform(rng, 1, 64) if turn % 2 else _log_uniform(rng, 65, 16384)
+            M = _rows(rng, decode=turn % 2 == 1)
             name = "ragged"
         elif kind == "past a tile":
             M = PAST_A_TILE[turn % len(PAST_A_TILE)]
@@ -161,14 +171,11 @@ def held_out_cases(seed: int = THIRD_SEED, count: int = COUNT, avoid: Sequence[d
         else:
             name = rng.choice(models)
             K, N = RECENT_MODELS[name]
-            M = _log_uniform(rng, 1, 64) if turn % 2 else _log_uniform(rng, 65, 16384)
+            M = _rows(rng, decode=turn % 2 == 1)
         if (M, K, N) in taken:
             continue
         taken.add((M, K, N))
-        label = f"{name}-m{M}"
-        while any(c["name"] == label for c in drawn):
-            label += "-again"
-        drawn.append({"name": label, "M": M, "K": K, "N": N})
+        drawn.append(_named(drawn, name, M, K, N))
     if len(drawn) < count:
         raise ValueError(f"only {len(drawn)} of {count} held-out shapes could be drawn apart from those to avoid")
     return drawn
