@@ -816,8 +816,6 @@ def _launch(
     receives the factors the backward needs (_store_h); without it the kernels compile as they
     did before the backward existed."""
     launch = {"tma": _launch_tma, "pointer": _launch_pointer, "epilogue": _launch_epilogue}[plan.path]
-    if h is None:
-        return launch(x2d, weight, out2d, plan, tanh)
     return launch(x2d, weight, out2d, plan, tanh, h)
 
 

@@ -20,8 +20,8 @@ Implementations:
 - ``copy`` (a bound): a device-to-device copy of weight, the memory-bandwidth ceiling of the
   decode shapes.
 
-fused, fused-pointer and fused-epilogue are differentiable through geglu's autograd.Function (its backward is
-geglu_backward.py's); eager, compiled, max-autotune and gemm through PyTorch.
+fused, fused-pointer and fused-epilogue are differentiable through geglu's autograd.Function
+(its backward is geglu_backward.py's); eager, compiled, max-autotune and gemm through PyTorch.
 """
 
 from __future__ import annotations
