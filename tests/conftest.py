@@ -1,3 +1,5 @@
+import atexit
+import gc
 import os
 import shutil
 from pathlib import Path
@@ -19,6 +21,12 @@ if not HAS_GPU:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# A pytest process that has run a few hundred tests holds millions of objects, and the collections
+# at interpreter exit walk them all: pytest-xdist's workers took seconds each to end after their
+# last test, the whole run waiting on them. Frozen first, the exit skips those collections (the
+# process ends either way; what its atexit hooks clean up, they still clean up before this runs).
+atexit.register(gc.freeze)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -83,6 +83,22 @@ def test_a_command_that_decides_nothing_imports_no_scipy(tmp_path: Path):
     assert done.stdout.splitlines()[-1] == "[]"
 
 
+def test_a_commands_objects_are_frozen_before_its_exit_collections():
+    """The collections at interpreter exit walk every object left; a command that loaded
+    PyTorch spent most of a second in them. By the time they run, perfbot has frozen its objects
+    (gc.freeze), after the atexit hooks registered while it ran, which still run before."""
+    probe = (
+        "import atexit, gc\n"
+        "atexit.register(lambda: print('frozen at exit', gc.get_freeze_count() > 0))\n"
+        "from perfbot.cli import perfbot\n"
+        "atexit.register(lambda: print('frozen in a later hook', gc.get_freeze_count() > 0))\n"
+        "perfbot(['--version'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-2:] == ["frozen in a later hook False", "frozen at exit True"]
+
+
 def invoke(*args: str):
     return CliRunner().invoke(perfbot, list(args))
 
