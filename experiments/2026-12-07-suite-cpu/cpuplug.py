@@ -29,6 +29,7 @@ def pytest_runtest_protocol(item, nextitem):
     yield
     row = {
         "test": item.nodeid,
+        "start": round(started, 2),
         "wall": round(time.time() - started, 2),
         "self": round(_cpu(resource.RUSAGE_SELF) - own, 2),
         "children": round(_cpu(resource.RUSAGE_CHILDREN) - children, 2),
