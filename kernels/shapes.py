@@ -211,9 +211,9 @@ SUITES = {  # name: its about line (plain YAML: no colon and space in it)
 # have a backward (the compiled ones compile a backward too, but max-autotune's takes minutes a
 # shape) in the backward modes.
 _TIMED = {
-    "generated": "  implementations: [fused, fused-epilogue, fused-layer, eager, compiled, max-autotune, gemm, copy]",
-    "generated-2": "  implementations: [fused, fused-epilogue, fused-layer, eager, compiled, max-autotune, gemm, copy]",
-    "generated-3": "  implementations: [fused, fused-epilogue, fused-layer, eager, compiled, max-autotune, gemm, copy]",
+    "generated": "  implementations: [fused, fused-epilogue, eager, compiled, max-autotune, gemm, copy]",
+    "generated-2": "  implementations: [fused, fused-epilogue, eager, compiled, max-autotune, gemm, copy]",
+    "generated-3": "  implementations: [fused, fused-epilogue, eager, compiled, max-autotune, gemm, copy]",
     "backward-generated": "  mode: [backward, forward+backward]\n  implementations: [fused, eager, compiled, gemm]",
 }
 

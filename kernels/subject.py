@@ -9,9 +9,6 @@ Implementations:
   without TMA;
 - ``fused-epilogue`` (under test): geglu's epilogue path, cuBLAS's matmul then one elementwise
   kernel, timed on the generated suites;
-- ``fused-layer`` (under test): the fused kernel called through a ``GeGLU`` layer holding the
-  weight (geglu_layer.py), which pads the weight's rows once, as a model's layer does at load
-  time, timed on the generated suites, in the forward alone;
 - ``eager``: cuBLAS matmul, then chunk, gelu and multiply as separate PyTorch ops (the seed
   issue's forward pass);
 - ``compiled``: ``torch.compile`` of eager, default mode;
@@ -36,12 +33,10 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch.utils.weak import WeakIdKeyDictionary
 
 from perfbot import Case, Subject
 
 from .geglu import geglu, launch_plan
-from .geglu_layer import GeGLU
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 BYTES_PER_ELEMENT = {"float16": 2, "bfloat16": 2, "float32": 4}
@@ -119,31 +114,6 @@ def fused_epilogue(x: torch.Tensor, weight: torch.Tensor, approximate: str = "no
     """cuBLAS's matmul, then one elementwise kernel (geglu's epilogue path): timed beside fused on
     the generated sets, to find the shapes where the plan should take it (issue 55)."""
     return geglu(x, weight, approximate=approximate, path="epilogue")
-
-
-# The layers holding each weight a case is timed on, one per GELU, as a model's layers hold
-# theirs: made at the first call on a weight (its padded copy with it), gone with the weight.
-_LAYERS: WeakIdKeyDictionary = WeakIdKeyDictionary()
-
-
-def _layer(weight: torch.Tensor, approximate: str) -> GeGLU:
-    layers = _LAYERS.setdefault(weight, {})
-    if approximate not in layers:
-        layers[approximate] = GeGLU.holding(weight, approximate=approximate)
-    layer: GeGLU = layers[approximate]
-    return layer
-
-
-def _layer_plan(x: torch.Tensor, weight: torch.Tensor) -> dict[str, Any]:
-    return launch_plan(x, _layer(weight, "none").kernel_weight())
-
-
-# Forward only: the layer's parameter is a leaf of its own, which a gradient would reach, not the
-# case's weight.
-@subject.implementation("fused-layer", under_test=True, config=_layer_plan, modes=("forward",))
-def fused_layer(x: torch.Tensor, weight: torch.Tensor, approximate: str = "none") -> torch.Tensor:
-    """geglu through a GeGLU layer holding this weight, its rows padded once (issue 55)."""
-    return _layer(weight, approximate)(x)
 
 
 @subject.implementation("eager")

@@ -45,16 +45,6 @@ def _check_inputs(x: torch.Tensor, weight: torch.Tensor, approximate: str) -> No
         raise ValueError(f"geglu: x and weight must share one dtype, got {x.dtype} and {weight.dtype}")
 
 
-def _aligned(*tensors: torch.Tensor) -> bool:
-    """The real kernel's test of rows that TMA reads at full speed (kernels/geglu_layer.py asks
-    it of a weight); PyTorch here reads any rows alike."""
-    return True
-
-
-def _aligned_rows(x2d: torch.Tensor) -> torch.Tensor:
-    return x2d
-
-
 def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) -> dict:
     """The plan the real kernel records on the CPU, where it takes its pointer path (a TMA
     path is asked for by name only)."""

@@ -2,8 +2,8 @@
 # Issue 55: where geglu's epilogue path (cuBLAS's matmul, then one elementwise kernel) beats the
 # fused launch. From perfbot's root on the device tool's GPU, its wheels carried in .whl/:
 #   bash experiments/2026-12-07-h200-epilogue/probe.sh OUT [SECONDS_PER_SUITE]
-# Each suite is one `perfbot run` of fused, fused-epilogue, fused-layer, eager and gemm (the erf
-# GELU), under `timeout`; a suite cut off leaves no results file, and the next one still runs.
+# Each suite is one `perfbot run` of fused, fused-epilogue, eager and gemm (the erf GELU), under
+# `timeout`; a suite cut off leaves no results file, and the next one still runs.
 set -u
 out=$(realpath -m "${1:?usage: $0 OUT [SECONDS_PER_SUITE]}"); limit=${2:-200}
 mkdir -p "$out"
@@ -15,6 +15,6 @@ date -u > "$out/date.txt"; git log --oneline -1 > "$out/commit.txt"
 for suite in generated-3 generated generated-2; do
   started=$SECONDS
   timeout "$limit" python3 -m perfbot run --suite "$suite" --kernel fused --kernel fused-epilogue \
-    --kernel fused-layer --kernel eager --kernel gemm --out "$out/$suite.json" > "$out/$suite.txt" 2>&1
+    --kernel eager --kernel gemm --out "$out/$suite.json" > "$out/$suite.txt" 2>&1
   echo "$suite: exit $?, $((SECONDS - started)) s"
 done
