@@ -25,8 +25,8 @@ from .errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EnvironmentFailure, Perfbo
 
 MEASURING_MODULES = ("torch", "triton")
 
-# A command that loaded PyTorch spends most of a second at exit in the collections that walk its
-# objects (about 0.9 s against 0.3 s on CI's machine, `perfbot suites`). Frozen once the atexit
+# A command that loaded PyTorch spent most of a second at exit in the collections that walk its
+# objects (experiments/2026-12-07-suite-cpu, "the exit's collections"). Frozen once the atexit
 # hooks registered after this have run, they are skipped: the process ends either way, and what
 # it writes it has closed by then.
 atexit.register(gc.freeze)

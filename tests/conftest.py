@@ -31,8 +31,8 @@ atexit.register(gc.freeze)
 
 def pytest_xdist_auto_num_workers(config) -> int:
     # `-n auto`: one worker per core, but never fewer than four. Tests wait on the processes they
-    # start (git, pip, perfbot's own), and on CI's two cores two more workers fill that time: the
-    # inner loop took 173 s with four against 178 s with two (CONTRIBUTING.md).
+    # start (git, pip, perfbot's own), and on CI's two cores two more workers fill that time
+    # (the inner loop's times with two and four: CONTRIBUTING.md, "Test tiers and their times").
     return max(4, len(os.sched_getaffinity(0)))
 
 
