@@ -1,0 +1,2 @@
+import atexit, gc
+atexit.register(gc.freeze)
