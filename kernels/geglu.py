@@ -17,9 +17,9 @@ Two paths, chosen per call (see `plan_for`), and a third taken only when asked f
   tile to arrive adds them and applies the epilogue.
 - ``pointer`` (everything else: A100, fp32, shapes TMA cannot describe): the tutorial-03 style
   kernel with pointer arithmetic, one program per tile.
-- ``epilogue`` (``path="epilogue"``): z written by cuBLAS, in fp32, then one elementwise kernel
-  (`_geglu_epilogue_kernel`); where it beats the fused launch is measured before the plan takes
-  it (issue 55).
+- ``epilogue`` (``path="epilogue"``): z written by cuBLAS in x's dtype, as eager's matmul writes
+  it, then one elementwise kernel (`_geglu_epilogue_kernel`); where it beats the fused launch is
+  measured before the plan takes it (issue 55).
 """
 
 from __future__ import annotations
@@ -223,7 +223,7 @@ def _store_h(h_ptr, z1, z2, offs_m, offs_n, M, N, APPROXIMATE_TANH: tl.constexpr
 
 @triton.jit
 def _geglu_epilogue_kernel(  # type: ignore[no-untyped-def]
-    z_ptr,  # [M, 2N] = [z1 | z2] in fp32, x @ weight.T as cuBLAS wrote it
+    z_ptr,  # [M, 2N] = [z1 | z2] in x's dtype, x @ weight.T as cuBLAS wrote it
     out_ptr,
     h_ptr,  # None, or the saved factors [M, 2N] (contiguous): see _store_h
     M,
@@ -234,8 +234,8 @@ def _geglu_epilogue_kernel(  # type: ignore[no-untyped-def]
     BLOCK_N: tl.constexpr,
     APPROXIMATE_TANH: tl.constexpr,
 ):
-    """The epilogue path's one kernel: out = z1 * gelu(z2) over the fp32 z that cuBLAS computed,
-    read once, and out written once (with the backward's factors, where asked)."""
+    """The epilogue path's one kernel: out = z1 * gelu(z2) over the z that cuBLAS computed, read
+    once, and out written once (with the backward's factors, where asked)."""
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
@@ -828,16 +828,16 @@ def _launch_epilogue(
     h: torch.Tensor | None = None,
 ) -> Any:
     """z = x @ weight.T by cuBLAS, then the epilogue kernel; BLOCK_K, GROUP_M and num_stages of
-    the plan's config are not used, and an option (split_k, ...) is refused. z is kept in fp32,
-    as the other paths keep their accumulators, so that the path holds the kernel's precision
-    (eager's z, rounded to 16 bits, does not): 8 bytes a pair of columns more than eager's z, in
-    the matmul's write and the epilogue's read. fp32 inputs go to cuBLAS as PyTorch is set (no
-    TF32 unless the caller allowed it)."""
+    the plan's config are not used, and an option (split_k, ...) is refused. z is in x's dtype,
+    as eager's and torch.compile's matmul writes it: the path stands in for the fused launch
+    where that would be slower than those two, so it moves no more bytes than they do, and it
+    has their precision, not the fused kernels' fp32 accumulators (docs/kernel.md, "The epilogue
+    path"). fp32 inputs go to cuBLAS as PyTorch is set (no TF32 unless the caller allowed it)."""
     config = plan.config
     if replace(config, named=frozenset()) != LaunchConfig.of({name: getattr(config, name) for name in _SIZES}):
         raise ValueError(f"geglu: the epilogue path takes no launch options, got {config.record()}")
     M, N = out2d.shape
-    z = _z_in_fp32(x2d, weight)
+    z = _z(x2d, weight)
     grid = (triton.cdiv(M, config.BLOCK_M), triton.cdiv(N, config.BLOCK_N))
     return _geglu_epilogue_kernel[grid](
         z,
@@ -961,20 +961,12 @@ def _launch_tma(
 _COUNTERS: dict[tuple[str, int | None], torch.Tensor] = {}
 
 
-def _z_in_fp32(x2d: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """x @ weight.T in fp32. cuBLAS writes fp32 from 16-bit inputs (mm's out_dtype, PyTorch 2.8
-    on; before it, fp32 copies multiplied); the CPU's mm has no out_dtype either. Compiling
+def _z(x2d: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """x @ weight.T in x's dtype, by cuBLAS (the CPU's mm under the interpreter). Compiling
     without a GPU (_compiling_only) computes nothing: z is only allocated."""
     if _compiling_only():
-        return torch.empty(x2d.shape[0], weight.shape[0], dtype=torch.float32, device=x2d.device)
-    if x2d.dtype == torch.float32:
-        return torch.mm(x2d, weight.t())
-    if x2d.is_cuda:
-        try:
-            return torch.mm(x2d, weight.t(), out_dtype=torch.float32)
-        except TypeError:  # a PyTorch before 2.8
-            pass
-    return torch.mm(x2d.float(), weight.float().t())
+        return torch.empty(x2d.shape[0], weight.shape[0], dtype=x2d.dtype, device=x2d.device)
+    return torch.mm(x2d, weight.t())
 
 
 def _capturing(device: torch.device) -> bool:
