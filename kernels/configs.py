@@ -465,6 +465,40 @@ def prefill_by_waves(M: int, N: int, num_sms: int) -> dict | None:
 EPILOGUE = {"BLOCK_M": 16, "BLOCK_N": 128, "BLOCK_K": 16, "GROUP_M": 1, "num_warps": 4, "num_stages": 1}
 
 
+# Where the fused launch is predicted to lose to the unfused path (cuBLAS's matmul, then one
+# elementwise kernel: geglu's epilogue path, which moves the bytes torch.compile's code moves).
+# Fitted on the H200 (experiments/2026-12-07-h200-epilogue); docs/kernel.md's plan table says
+# which shapes each sends there. Rows start 32-byte aligned from ALIGN_ROWS_FROM on (geglu copies
+# x); only the weight's rows then stay slow, and the fused launch still won on those shapes.
+MISALIGNED_ROWS = (17, 1023)  # rows, both ends included
+# Decode whose column tiles fill under half the SMs (where split K would be taken), above 16 rows.
+FEW_TILES_FROM_ROWS = 17
+# A prefill of fewer than PREFILL_64_MAX_ROWS rows whose tiles fill under FILLED_AT_LEAST of the
+# plan's waves, where K is long enough that cuBLAS's matmul dwarfs the elementwise pass after it.
+LONG_K = 4096
+FILLED_AT_LEAST = 0.85
+
+
+def unfused_reason(
+    M: int, K: int, N: int, plan_class: str, block_m: int, block_n: int, num_sms: int, weight_aligned: bool
+) -> str | None:
+    """Why a fused TMA launch of this plan (`plan_class`, `block_m` x `block_n` tiles) would lose
+    to the unfused path, or None where it would not."""
+    first, last = MISALIGNED_ROWS
+    if not weight_aligned and first <= M <= last:
+        return "weight rows misaligned"
+    if plan_class == "decode" and M >= FEW_TILES_FROM_ROWS and -(-N // block_n) < num_sms // 2:
+        return "few column tiles"
+    if (
+        plan_class == "large"
+        and M < PREFILL_64_MAX_ROWS
+        and K >= LONG_K
+        and filled(M, N, block_m, block_n, num_sms) < FILLED_AT_LEAST
+    ):
+        return "long K, tiles fill the waves poorly"
+    return None
+
+
 def candidates(path: str, shape_class: str) -> list[dict]:
     """Configs worth trying for 16-bit inputs, those that fit in shared memory."""
     return [c for c in _CANDIDATES[(path, shape_class)] if _fits(c)]

@@ -8,7 +8,7 @@ side by side and applies the epilogue in registers, so z never reaches memory. T
 the N output columns, not the 2N columns of the matmul: the seed issue's kernel launched a
 program for every column of [z1 | z2] and half of them did work that was thrown away.
 
-Two paths, chosen per call (see `plan_for`), and a third taken only when asked for:
+Three paths, chosen per call (see `plan_for`):
 - ``tma`` (Hopper and newer, 16-bit inputs): a persistent kernel, one program per SM (or two)
   walking the tiles in grouped order; x and both halves of weight arrive through TMA
   descriptors, out leaves through one; optionally warp-specialized (producer warps load,
@@ -17,9 +17,9 @@ Two paths, chosen per call (see `plan_for`), and a third taken only when asked f
   tile to arrive adds them and applies the epilogue.
 - ``pointer`` (everything else: A100, fp32, shapes TMA cannot describe): the tutorial-03 style
   kernel with pointer arithmetic, one program per tile.
-- ``epilogue`` (``path="epilogue"``): z written by cuBLAS in x's dtype, as eager's matmul writes
-  it, then one elementwise kernel (`_geglu_epilogue_kernel`); where it beats the fused launch is
-  measured before the plan takes it (issue 55).
+- ``epilogue``: z written by cuBLAS in x's dtype, as eager's matmul writes it, then one
+  elementwise kernel (`_geglu_epilogue_kernel`); taken where the fused TMA launch is predicted to
+  lose to it (`configs.unfused_reason`), or when asked for (``path="epilogue"``).
 """
 
 from __future__ import annotations
@@ -564,13 +564,15 @@ class LaunchPlan:
     source: str  # "tuned", "by waves", "fixed", "untuned", "autotuned", "given", ...
     one_group: bool = False  # GROUP_M holds every row block (configs.one_group), not the tuned one
     align_x: bool = False  # geglu copies x into 32-byte-aligned rows first (_aligned_rows)
+    reason: str | None = None  # why the epilogue path stands in for the fused launch (source "stands in")
 
     def record(self) -> dict[str, Any]:
-        """The plan as results record it (the subject's `config`): one_group and align_x only
-        where they hold."""
+        """The plan as results record it (the subject's `config`): one_group, align_x and reason
+        only where they hold."""
         flags = {name: True for name in ("one_group", "align_x") if getattr(self, name)}
+        why = {"reason": self.reason} if self.reason is not None else {}
         where = {"path": self.path, "gpu": self.gpu, "shape_class": self.shape_class, "num_sms": self.num_sms}
-        return {**where, **self.config.record(), "source": self.source, **flags}
+        return {**where, **self.config.record(), "source": self.source, **flags, **why}
 
 
 def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) -> dict[str, Any]:
@@ -578,12 +580,14 @@ def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) 
     return plan_for(x, weight, path).record()
 
 
-def plan_for(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) -> LaunchPlan:
+def plan_for(x: torch.Tensor, weight: torch.Tensor, path: str | None = None, *, stand_in: bool = True) -> LaunchPlan:
     """The path and launch config `geglu` uses for these inputs.
 
-    `path` forces "tma", "pointer" or "epilogue"; by default TMA is used wherever it can be.
-    The epilogue path (cuBLAS's matmul into z, then one elementwise kernel) is taken only where
-    asked for, so far: which shapes the plan should send there is measured first (issue 55).
+    `path` forces "tma", "pointer" or "epilogue"; by default TMA is used wherever it can be,
+    except where its fused launch is predicted to lose to the epilogue path (cuBLAS's matmul into
+    z, then one elementwise kernel): misaligned weight rows, few column tiles, a long K whose
+    tiles fill the waves poorly (configs.unfused_reason). `stand_in=False` keeps the fused launch
+    there: a caller that gives a launch config means the fused kernel's.
     """
     _check_inputs(x, weight, "none")
     if path is not None and path not in PATHS:
@@ -619,7 +623,22 @@ def plan_for(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) -> 
         plan = _prefill_plan(plan, M, N, num_sms)
     if chosen == "tma" and M >= ALIGN_ROWS_FROM and not _aligned(x2d):
         plan = replace(plan, align_x=True)
+    if path is None and stand_in and chosen == "tma":
+        return _unfused_where_fused_loses(plan, M, K, N, weight)
     return plan
+
+
+def _unfused_where_fused_loses(plan: LaunchPlan, M: int, K: int, N: int, weight: torch.Tensor) -> LaunchPlan:
+    """The epilogue path where the fused launch of `plan` is predicted to lose to it
+    (configs.unfused_reason), the plan itself elsewhere. The record names the reason."""
+    config = plan.config
+    reason = configs.unfused_reason(
+        M, K, N, plan.shape_class, config.BLOCK_M, config.BLOCK_N, plan.num_sms, _aligned(weight)
+    )
+    if reason is None:
+        return plan
+    epilogue = LaunchConfig.of(configs.EPILOGUE)
+    return LaunchPlan("epilogue", plan.gpu, plan.shape_class, plan.num_sms, epilogue, "stands in", reason=reason)
 
 
 def _decode_plan(plan: LaunchPlan, K: int, N: int, num_sms: int) -> LaunchPlan:
@@ -721,7 +740,7 @@ def _forward(
         return out.zero_()
     x2d = x.reshape(M, K)
     out2d = out.view(M, N)
-    plan = plan_for(x2d, weight, path)
+    plan = plan_for(x2d, weight, path, stand_in=config is None)
     if plan.align_x:
         x2d = _aligned_rows(x2d)
     # TMA stores need a 16-byte-aligned base: an out that has none is written through a fresh one.

@@ -8,7 +8,9 @@ Implementations:
 - ``fused-pointer`` (under test): the same kernel forced onto its pointer path, the path of GPUs
   without TMA;
 - ``fused-epilogue`` (under test): geglu's epilogue path, cuBLAS's matmul then one elementwise
-  kernel, timed on the generated suites;
+  kernel, on every shape; ``fused`` takes it only where its rule predicts the fused launch loses;
+- ``fused-tma`` (under test, Hopper only): the fused TMA launch on every shape, even where
+  ``fused`` takes the epilogue path: what that rule is judged against;
 - ``eager``: cuBLAS matmul, then chunk, gelu and multiply as separate PyTorch ops (the seed
   issue's forward pass);
 - ``compiled``: ``torch.compile`` of eager, default mode;
@@ -20,7 +22,7 @@ Implementations:
 - ``copy`` (a bound): a device-to-device copy of weight, the memory-bandwidth ceiling of the
   decode shapes.
 
-fused, fused-pointer and fused-epilogue are differentiable through geglu's autograd.Function
+fused, fused-pointer, fused-epilogue and fused-tma are differentiable through geglu's autograd.Function
 (its backward is geglu_backward.py's); eager, compiled, max-autotune and gemm through PyTorch.
 """
 
@@ -111,9 +113,16 @@ def fused_pointer(x: torch.Tensor, weight: torch.Tensor, approximate: str = "non
 
 @subject.implementation("fused-epilogue", under_test=True, config=functools.partial(launch_plan, path="epilogue"))
 def fused_epilogue(x: torch.Tensor, weight: torch.Tensor, approximate: str = "none") -> torch.Tensor:
-    """cuBLAS's matmul, then one elementwise kernel (geglu's epilogue path): timed beside fused on
-    the generated sets, to find the shapes where the plan should take it (issue 55)."""
+    """cuBLAS's matmul, then one elementwise kernel (geglu's epilogue path), on every shape: timed
+    beside fused on the generated suites."""
     return geglu(x, weight, approximate=approximate, path="epilogue")
+
+
+@subject.implementation("fused-tma", under_test=True, config=functools.partial(launch_plan, path="tma"))
+def fused_tma(x: torch.Tensor, weight: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    """The fused TMA launch on every shape, where the plan would send some to the epilogue path:
+    what the plan's rule (configs.unfused_reason) is judged against. Hopper only."""
+    return geglu(x, weight, approximate=approximate, path="tma")
 
 
 @subject.implementation("eager")

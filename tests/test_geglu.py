@@ -143,9 +143,14 @@ def h200(monkeypatch):
     monkeypatch.setattr(geglu_module, "_device_info", lambda device: ("NVIDIA H200", 132, True))
 
 
-def _plan(M, K, N, **options):
+def _plan(M, K, N, path=None, stand_in=False):
+    """The plan's record for a bf16 M x K -> N; by default the fused launch's, even where the
+    epilogue path would stand in for it (test_the_epilogue_path_stands_in_where_fused_would_lose)."""
+    from kernels import geglu as geglu_module
+
     x = torch.empty(M, K, dtype=torch.bfloat16, device="meta")
-    return launch_plan(x, torch.empty(2 * N, K, dtype=torch.bfloat16, device="meta"), **options)
+    weight = torch.empty(2 * N, K, dtype=torch.bfloat16, device="meta")
+    return geglu_module.plan_for(x, weight, path, stand_in=stand_in).record()
 
 
 @needs_interpreter
@@ -201,9 +206,9 @@ def test_a_plan_records_the_options_its_config_names_and_no_others(h200):
 @pytest.mark.parametrize("batch,K,N,split_k", [((5,), 64, 40, 1), ((33,), 72, 200, 1), ((5,), 2104, 200, 2)])
 def test_a_by_waves_plan_runs_right(h200, batch, K, N, split_k):
     x, weight = make_inputs(batch, K, N, torch.float16)
-    plan = launch_plan(x, weight)
+    plan = launch_plan(x, weight, path="tma")  # the fused launch, where the epilogue path would stand in
     assert (plan["source"], plan["split_k"]) == ("by waves", split_k)  # 2104: 4 tiles, 17 K steps
-    assert relative_error(geglu(x, weight), reference(x, weight, "none")) <= 5e-4
+    assert relative_error(geglu(x, weight, path="tma"), reference(x, weight, "none")) <= 5e-4
 
 
 @needs_interpreter
@@ -273,10 +278,69 @@ def test_the_h200_prefill_plans_group_their_row_blocks(h200):
     # A config given by hand sets GROUP_M itself: the plan no longer says "one group".
     by_hand = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 4}
     x = torch.empty(522, 5120, dtype=torch.bfloat16, device="meta")
-    typed = geglu_module.plan_for(x, torch.empty(2 * 13824, 5120, dtype=torch.bfloat16, device="meta"))
+    typed = geglu_module.plan_for(x, torch.empty(2 * 13824, 5120, dtype=torch.bfloat16, device="meta"), stand_in=False)
     assert typed.one_group and typed.record() == grouped
     given = geglu_module._with_config(typed, by_hand, 522, "given")
     assert given.config.GROUP_M == 4 and not given.one_group and "one_group" not in given.record()
+
+
+def test_the_unfused_path_is_predicted_to_win_only_inside_each_rules_bounds():
+    from kernels import configs
+
+    def reason(M, K, N, plan_class="large", block_m=128, block_n=128, aligned=True):
+        return configs.unfused_reason(M, K, N, plan_class, block_m, block_n, 132, aligned)
+
+    # Weight rows that are not 32-byte aligned, from 17 rows up to where x is realigned.
+    assert [reason(M, 3000, 7000, aligned=False) for M in (16, 17, 1023, 1024)] == [
+        None,
+        "weight rows misaligned",
+        "weight rows misaligned",
+        None,
+    ]
+    assert reason(513, 3008, 7000) is None  # the same shape, its rows aligned
+    # Decode whose column tiles fill under half of the 132 SMs, from 17 rows.
+    few = "few column tiles"
+    assert [reason(M, 3568, 65 * 64, "decode", 32, 64) for M in (16, 17, 64)] == [None, few, few]
+    assert reason(21, 3568, 66 * 64, "decode", 32, 64) is None  # 66 tiles: half the SMs
+    assert reason(21, 3568, 65 * 64, "gemv", 32, 64) is None
+    # A prefill of a long K whose tiles fill under 85% of their waves.
+    poorly = "long K, tiles fill the waves poorly"
+    assert reason(1000, 4096, 11008, block_m=128) == poorly  # 84.8% filled
+    assert reason(1000, 4096, 11008, block_m=64) is None  # 92.5%
+    assert reason(1000, 4095, 11008, block_m=128) is None  # K short of 4096
+    assert reason(278, 5120, 13824, block_m=64) == poorly  # 71.1%
+    assert reason(1023, 4096, 2560) == poorly  # 160 tiles in two waves
+    assert reason(1024, 4096, 2560) is None  # past a prefill's rows
+    assert reason(278, 5120, 13824, "small", block_m=64) is None
+
+
+@needs_interpreter
+def test_the_epilogue_path_stands_in_where_fused_would_lose(h200):
+    """The plan says which path it took and why; the result is right either way; a path or a
+    launch config asked for keeps the fused launch."""
+    stood_in = _plan(278, 5120, 13824, stand_in=True)
+    assert (stood_in["path"], stood_in["source"], stood_in["reason"]) == (
+        "epilogue",
+        "stands in",
+        "long K, tiles fill the waves poorly",
+    )
+    assert (_plan(278, 5120, 13824)["path"], _plan(278, 5120, 13824, path="tma", stand_in=True)["path"]) == (
+        "tma",
+        "tma",
+    )
+    assert "reason" not in _plan(8192, 4096, 4096, stand_in=True)  # the fused launch, as tuned
+    x, weight = make_inputs((40,), 72, 24, torch.float16)  # 144-byte rows: misaligned
+    assert launch_plan(x, weight)["reason"] == "weight rows misaligned"
+    assert relative_error(geglu(x, weight), reference(x, weight, "none")) <= 5e-4
+    launched = []
+    from kernels import geglu as geglu_module
+
+    real = geglu_module._launch
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(geglu_module, "_launch", lambda *args: launched.append(args[3].path) or real(*args))
+        geglu(x, weight)
+        geglu(x, weight, config={"BLOCK_N": 16})
+    assert launched == ["epilogue", "tma"]
 
 
 def test_k_is_split_only_where_the_tiles_leave_half_the_sms_idle():

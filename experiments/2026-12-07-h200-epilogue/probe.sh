@@ -2,7 +2,7 @@
 # Issue 55: where geglu's epilogue path (cuBLAS's matmul, then one elementwise kernel) beats the
 # fused launch. From perfbot's root on the device tool's GPU, its wheels carried in .whl/:
 #   bash experiments/2026-12-07-h200-epilogue/probe.sh OUT [SECONDS_PER_SUITE [VARIANT]]
-# Each suite is one `perfbot run` of fused, fused-epilogue, eager, compiled and gemm, under
+# Each suite is one `perfbot run` of fused, fused-tma, fused-epilogue, eager, compiled and gemm, under
 # `timeout`; a suite cut off leaves no results file, and the next one still runs. VARIANT is
 # --variant's value, approximate=none by default (approximate=all: both GELUs). COMMIT, if set,
 # names the tree in commit.txt (the device's copy of .git may be older than its files).
@@ -16,7 +16,7 @@ export PYTHONPATH=$(pwd):/tmp/site PYTHONUNBUFFERED=1
   date -u; echo "tree: ${COMMIT:-$(git log --oneline -1)}"; } > "$out/about.txt"
 for suite in generated-3 generated generated-2; do
   started=$SECONDS
-  timeout "$limit" python3 -m perfbot run --suite "$suite" --kernel fused --kernel fused-epilogue \
+  timeout "$limit" python3 -m perfbot run --suite "$suite" --kernel fused --kernel fused-tma --kernel fused-epilogue \
     --kernel eager --kernel compiled --kernel gemm --variant "$variant" --out "$out/$suite.json" > "$out/$suite.txt" 2>&1
   echo "$suite: exit $?, $((SECONDS - started)) s"
 done
