@@ -717,8 +717,9 @@ def _check_as_eager(batch, K, N, dtype, approximate, device=DEVICE, path="epilog
     assert torch.isfinite(out).all() and torch.isnan(buffer[rows * N :]).all()
     z1, z2 = (x @ weight.T).float().chunk(2, dim=-1)  # eager's z, in x's dtype
     eager_out = (z1 * F.gelu(z2, approximate=approximate)).to(dtype)
-    # A few roundings apart at most: the kernel's erf and tanh and PyTorch's differ in their last bits.
-    roundings = 8 * torch.finfo(dtype).eps
+    # One rounding of out apart, and the last bits of fp32 math: the kernel's erf and tanh and
+    # PyTorch's differ there (1.03e-6 relative on one row of 8 with tanh on an H100, 9 ulps).
+    roundings = torch.finfo(dtype).eps + 16 * torch.finfo(torch.float32).eps
     assert relative_error(out, eager_out) <= roundings
     exact = reference(x, weight, approximate)
     assert relative_error(out, exact) <= relative_error(eager_out, exact) + roundings

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from kernels import configs
 from perfbot.cli import perfbot
+from perfbot.loading.package import load_subject
 from perfbot.measuring import measure
 from perfbot.records import results
 
@@ -72,7 +73,10 @@ def test_run_checks_times_and_writes_every_sample(project: Path, tmp_path: Path)
     assert all(b.config["source"] == source for b in loaded.benchmarks if b.kernel.startswith("fused"))
     assert env["gpu_name"] and env["gpu_sm_count"] > 0
     assert env["gpu_state"]["before"] is not None, env["nvml_error"]
-    assert loaded.settings.subject == "geglu" and loaded.settings.under_test == ["fused", "fused-pointer"]
+    # Every implementation the subject puts under test, whichever of them the suite times.
+    declared = load_subject(project / "kernels").implementations
+    assert loaded.settings.subject == "geglu"
+    assert loaded.settings.under_test == [name for name, i in declared.items() if i.under_test]
     assert "M=333 K=257 N=190" in result.output and "% gemm" in result.output
 
 
