@@ -467,11 +467,12 @@ EPILOGUE = {"BLOCK_M": 16, "BLOCK_N": 128, "BLOCK_K": 16, "GROUP_M": 1, "num_war
 
 # Where the fused launch is predicted to lose to the unfused path (cuBLAS's matmul, then one
 # elementwise kernel: geglu's epilogue path, which moves the bytes torch.compile's code moves).
-# Fitted on the H200 (experiments/2026-12-07-h200-epilogue); docs/kernel.md's plan table says
-# which shapes each sends there. Rows start 32-byte aligned from ALIGN_ROWS_FROM on (geglu copies
-# x); only the weight's rows then stay slow, and the fused launch still won on those shapes.
-MISALIGNED_ROWS = (17, 1023)  # rows, both ends included
-# Decode whose column tiles fill under half the SMs (where split K would be taken), above 16 rows.
+# Fitted on the H200's results of 2026-12-03 (experiments/2026-12-03-h200-final-judgement);
+# docs/kernel.md's plan table says which shapes each sends there. From geglu.ALIGN_ROWS_FROM rows
+# on, x's rows are copied 32-byte aligned; only the weight's then stay slow, and the fused launch
+# still won on those shapes.
+MISALIGNED_ROWS = (17, 1023)  # rows, both ends included; 1023 is geglu.ALIGN_ROWS_FROM - 1
+# Decode whose column tiles fill under half the SMs (decode_split_k's bound on tiles), above 16 rows.
 FEW_TILES_FROM_ROWS = 17
 # A prefill of fewer than PREFILL_64_MAX_ROWS rows whose tiles fill under FILLED_AT_LEAST of the
 # plan's waves, where K is long enough that cuBLAS's matmul dwarfs the elementwise pass after it.

@@ -561,7 +561,7 @@ class LaunchPlan:
     shape_class: str  # configs.shape_class
     num_sms: int
     config: LaunchConfig
-    source: str  # "tuned", "by waves", "fixed", "untuned", "autotuned", "given", ...
+    source: str  # "tuned", "by waves", "fixed", "untuned", "autotuned", "given", "stands in", ...
     one_group: bool = False  # GROUP_M holds every row block (configs.one_group), not the tuned one
     align_x: bool = False  # geglu copies x into 32-byte-aligned rows first (_aligned_rows)
     reason: str | None = None  # why the epilogue path stands in for the fused launch (source "stands in")
@@ -575,9 +575,11 @@ class LaunchPlan:
         return {**where, **self.config.record(), "source": self.source, **flags, **why}
 
 
-def launch_plan(x: torch.Tensor, weight: torch.Tensor, path: str | None = None) -> dict[str, Any]:
+def launch_plan(
+    x: torch.Tensor, weight: torch.Tensor, path: str | None = None, *, stand_in: bool = True
+) -> dict[str, Any]:
     """The plan `geglu` uses for these inputs, as results record it (`plan_for`)."""
-    return plan_for(x, weight, path).record()
+    return plan_for(x, weight, path, stand_in=stand_in).record()
 
 
 def plan_for(x: torch.Tensor, weight: torch.Tensor, path: str | None = None, *, stand_in: bool = True) -> LaunchPlan:
@@ -631,10 +633,12 @@ def plan_for(x: torch.Tensor, weight: torch.Tensor, path: str | None = None, *, 
 def _unfused_where_fused_loses(plan: LaunchPlan, M: int, K: int, N: int, weight: torch.Tensor) -> LaunchPlan:
     """The epilogue path where the fused launch of `plan` is predicted to lose to it
     (configs.unfused_reason), the plan itself elsewhere. The record names the reason."""
-    config = plan.config
-    reason = configs.unfused_reason(
-        M, K, N, plan.shape_class, config.BLOCK_M, config.BLOCK_N, plan.num_sms, _aligned(weight)
-    )
+    # Where autotuning picks the tiles (a GPU with no tuned configs), the large class's default
+    # 128 x 128 decides instead: the pick, made at the first call, must not move the shape to
+    # another path at the next, between the call perfbot checks and the calls it times.
+    autotuned = plan.source in ("untuned", "autotuned")
+    block_m, block_n = (128, 128) if autotuned else (plan.config.BLOCK_M, plan.config.BLOCK_N)
+    reason = configs.unfused_reason(M, K, N, plan.shape_class, block_m, block_n, plan.num_sms, _aligned(weight))
     if reason is None:
         return plan
     epilogue = LaunchConfig.of(configs.EPILOGUE)
@@ -692,12 +696,14 @@ def geglu(
     path: str | None = None,
     config: dict | None = None,
     recompute: bool | None = None,
+    stand_in: bool = True,
 ) -> torch.Tensor:
     """out = z1 * gelu(z2, approximate) with [z1 | z2] = x @ weight.T.
 
     `out`, if given, receives the result and must be a contiguous [..., N] tensor of x's dtype.
     `path` forces a path ("tma", "pointer" or "epilogue"); `config` overrides the tuned launch
-    configuration (used by the tuner).
+    configuration (used by the tuner). Either keeps the fused launch where the plan would send
+    the shape to the epilogue path (`plan_for`), as `stand_in=False` does.
 
     Differentiable: where grad is enabled and x or weight requires it, the call goes through
     `GeGLUFunction`, whose backward is geglu_backward.py's. `recompute` says whether the backward
@@ -709,8 +715,9 @@ def geglu(
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
         if out is not None:
             raise ValueError("geglu: out= is for calls without autograd; x or weight requires grad here")
-        return _differentiable(x, weight, approximate, path, config, RECOMPUTE if recompute is None else recompute)
-    return _forward(x, weight, approximate, out, path, config)
+        recompute = RECOMPUTE if recompute is None else recompute
+        return _differentiable(x, weight, approximate, path, config, recompute, stand_in)
+    return _forward(x, weight, approximate, out, path, config, stand_in=stand_in)
 
 
 def _forward(
@@ -721,6 +728,7 @@ def _forward(
     path: str | None,
     config: dict | None,
     h: torch.Tensor | None = None,
+    stand_in: bool = True,
 ) -> torch.Tensor:
     """geglu's launches, on checked inputs; `h` [M, 2N] also receives the backward's factors."""
     K = x.shape[-1]
@@ -740,7 +748,7 @@ def _forward(
         return out.zero_()
     x2d = x.reshape(M, K)
     out2d = out.view(M, N)
-    plan = plan_for(x2d, weight, path, stand_in=config is None)
+    plan = plan_for(x2d, weight, path, stand_in=stand_in and config is None)
     if plan.align_x:
         x2d = _aligned_rows(x2d)
     # TMA stores need a 16-byte-aligned base: an out that has none is written through a fresh one.
@@ -779,11 +787,12 @@ class GeGLUFunction(torch.autograd.Function):
         path: str | None,
         config: dict | None,
         recompute: bool,
+        stand_in: bool,
     ) -> torch.Tensor:
         h = None if recompute else _empty_h(x, weight)
-        out = _forward(x, weight, approximate, None, path, config, h)
+        out = _forward(x, weight, approximate, None, path, config, h, stand_in)
         ctx.save_for_backward(x, weight, h)
-        ctx.approximate, ctx.path, ctx.config = approximate, path, config
+        ctx.approximate, ctx.path, ctx.config, ctx.stand_in = approximate, path, config, stand_in
         return out
 
     @staticmethod
@@ -795,17 +804,17 @@ class GeGLUFunction(torch.autograd.Function):
         M = math.prod(x.shape[:-1])
         if M == 0 or N == 0 or K == 0:
             dx = torch.zeros_like(x) if need_dx else None
-            return dx, torch.zeros_like(weight) if need_dw else None, None, None, None, None
+            return dx, torch.zeros_like(weight) if need_dw else None, None, None, None, None, None
         if h is None:
             # Recompute: the forward's kernel again, its out thrown away, h kept.
             h = _empty_h(x, weight)
-            _forward(x, weight, ctx.approximate, None, ctx.path, ctx.config, h)
+            _forward(x, weight, ctx.approximate, None, ctx.path, ctx.config, h, ctx.stand_in)
         x2d = x.reshape(M, K)
         plan = geglu_backward.plan_for(M, K, x.dtype, _device_info(x.device)[1])
         dx, dw = geglu_backward.backward(
             grad_out.reshape(M, N), h, x2d, weight, need_dx=need_dx, need_dw=need_dw, plan=plan
         )
-        return dx.view(x.shape) if dx is not None else None, dw, None, None, None, None
+        return dx.view(x.shape) if dx is not None else None, dw, None, None, None, None, None
 
 
 def _empty_h(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -814,11 +823,17 @@ def _empty_h(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
 
 @torch.compiler.disable
 def _differentiable(
-    x: torch.Tensor, weight: torch.Tensor, approximate: str, path: str | None, config: dict | None, recompute: bool
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    approximate: str,
+    path: str | None,
+    config: dict | None,
+    recompute: bool,
+    stand_in: bool,
 ) -> torch.Tensor:
     # torch.compile runs this call as it is (a graph break), as it does the no-grad path's
     # launches: dynamo does not trace the plan's Python.
-    out: torch.Tensor = GeGLUFunction.apply(x, weight, approximate, path, config, recompute)
+    out: torch.Tensor = GeGLUFunction.apply(x, weight, approximate, path, config, recompute, stand_in)
     return out
 
 

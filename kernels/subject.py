@@ -9,8 +9,8 @@ Implementations:
   without TMA;
 - ``fused-epilogue`` (under test): geglu's epilogue path, cuBLAS's matmul then one elementwise
   kernel, on every shape; ``fused`` takes it only where its rule predicts the fused launch loses;
-- ``fused-tma`` (under test, Hopper only): the fused TMA launch on every shape, even where
-  ``fused`` takes the epilogue path: what that rule is judged against;
+- ``fused-launch`` (under test): the fused kernels' launch on every shape, even where ``fused``
+  takes the epilogue path: what that rule is judged against;
 - ``eager``: cuBLAS matmul, then chunk, gelu and multiply as separate PyTorch ops (the seed
   issue's forward pass);
 - ``compiled``: ``torch.compile`` of eager, default mode;
@@ -22,7 +22,7 @@ Implementations:
 - ``copy`` (a bound): a device-to-device copy of weight, the memory-bandwidth ceiling of the
   decode shapes.
 
-fused, fused-pointer, fused-epilogue and fused-tma are differentiable through geglu's autograd.Function
+fused, fused-pointer, fused-epilogue and fused-launch are differentiable through geglu's autograd.Function
 (its backward is geglu_backward.py's); eager, compiled, max-autotune and gemm through PyTorch.
 """
 
@@ -118,11 +118,11 @@ def fused_epilogue(x: torch.Tensor, weight: torch.Tensor, approximate: str = "no
     return geglu(x, weight, approximate=approximate, path="epilogue")
 
 
-@subject.implementation("fused-tma", under_test=True, config=functools.partial(launch_plan, path="tma"))
-def fused_tma(x: torch.Tensor, weight: torch.Tensor, approximate: str = "none") -> torch.Tensor:
-    """The fused TMA launch on every shape, where the plan would send some to the epilogue path:
-    what the plan's rule (configs.unfused_reason) is judged against. Hopper only."""
-    return geglu(x, weight, approximate=approximate, path="tma")
+@subject.implementation("fused-launch", under_test=True, config=functools.partial(launch_plan, stand_in=False))
+def fused_launch(x: torch.Tensor, weight: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    """The fused kernels' launch on every shape, where the plan would send some to the epilogue
+    path instead: what the plan's rule (configs.unfused_reason) is judged against."""
+    return geglu(x, weight, approximate=approximate, stand_in=False)
 
 
 @subject.implementation("eager")

@@ -290,6 +290,7 @@ def test_the_h200_prefill_plans_group_their_row_blocks(h200):
 
 def test_the_unfused_path_is_predicted_to_win_only_inside_each_rules_bounds():
     from kernels import configs
+    from kernels import geglu as geglu_module
 
     def reason(M, K, N, plan_class="large", block_m=128, block_n=128, aligned=True):
         return configs.unfused_reason(M, K, N, plan_class, block_m, block_n, 132, aligned)
@@ -306,16 +307,21 @@ def test_the_unfused_path_is_predicted_to_win_only_inside_each_rules_bounds():
     few = "few column tiles"
     assert [reason(M, 3568, 65 * 64, "decode", 32, 64) for M in (16, 17, 64)] == [None, few, few]
     assert reason(21, 3568, 66 * 64, "decode", 32, 64) is None  # 66 tiles: half the SMs
+    assert reason(21, 3568, 65 * 64 + 1, "decode", 32, 64) is None  # a 66th tile, one column wide
     assert reason(21, 3568, 65 * 64, "gemv", 32, 64) is None
     # A prefill of a long K whose tiles fill under 85% of their waves.
     poorly = "long K, tiles fill the waves poorly"
     assert reason(1000, 4096, 11008, block_m=128) == poorly  # 84.8% filled
     assert reason(1000, 4096, 11008, block_m=64) is None  # 92.5%
+    assert reason(384, 4096, 23808) == poorly  # 84.5%
+    assert [reason(384, 4096, N) for N in (23936, 24064)] == [None, None]  # 85.0% and 85.5%
     assert reason(1000, 4095, 11008, block_m=128) is None  # K short of 4096
     assert reason(278, 5120, 13824, block_m=64) == poorly  # 71.1%
     assert reason(1023, 4096, 2560) == poorly  # 160 tiles in two waves
     assert reason(1024, 4096, 2560) is None  # past a prefill's rows
     assert reason(278, 5120, 13824, "small", block_m=64) is None
+    # Rows up to where geglu realigns x: the two constants must move together.
+    assert configs.MISALIGNED_ROWS[1] == geglu_module.ALIGN_ROWS_FROM - 1
 
 
 @needs_interpreter
@@ -344,7 +350,28 @@ def test_the_epilogue_path_stands_in_where_fused_would_lose(h200):
         patch.setattr(geglu_module, "_launch", lambda *args: launched.append(args[3].path) or real(*args))
         geglu(x, weight)
         geglu(x, weight, config={"BLOCK_N": 16})
-    assert launched == ["epilogue", "tma"]
+        assert relative_error(geglu(x, weight, stand_in=False), reference(x, weight, "none")) <= 5e-4
+    assert launched == ["epilogue", "tma", "tma"]
+    assert launch_plan(x, weight, stand_in=False)["path"] == "tma"
+
+
+@needs_interpreter
+def test_where_autotuning_picks_the_tiles_its_pick_does_not_move_a_shape_to_another_path(monkeypatch):
+    """On a GPU with no tuned configs the first call's plan has the first candidate's tiles and
+    later calls the autotuned ones; the path must be the same for both, or perfbot would check
+    one path and time another. 577 rows of K = 4096 -> 27136 fill 80% of the waves in 128 x 128
+    tiles and 85.2% in 128 x 64."""
+    from kernels import configs
+    from kernels import geglu as geglu_module
+
+    monkeypatch.setattr(geglu_module, "_device_info", lambda device: ("an untuned GPU", 132, True))
+    monkeypatch.setattr(configs, "_autotuned", {})
+    first = _plan(577, 4096, 27136, stand_in=True)
+    assert first["source"] == "stands in"  # the untuned plan's tiles: the class's default decides
+    tuned_pick = {**configs.candidates("tma", "large")[0], "BLOCK_M": 128, "BLOCK_N": 64}
+    configs._autotuned[("an untuned GPU", "tma", "large", torch.bfloat16)] = tuned_pick
+    assert _plan(577, 4096, 27136)["BLOCK_N"] == 64  # the pick is the fused launch's now...
+    assert _plan(577, 4096, 27136, stand_in=True) == first  # ...and the path the same
 
 
 def test_k_is_split_only_where_the_tiles_leave_half_the_sms_idle():

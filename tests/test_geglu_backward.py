@@ -143,8 +143,9 @@ def test_the_tma_forward_saves_h_right(plan, config, recompute):
 @needs_interpreter
 @pytest.mark.parametrize("recompute", [False, True], ids=["save", "recompute"])
 def test_the_epilogue_forward_saves_h_right(monkeypatch, plan, recompute):
-    """The epilogue path stores the backward's factors from cuBLAS's z, as the fused kernels do
-    from their accumulators; recomputed, it runs the path again (twice in all)."""
+    """The epilogue path stores the backward's factors from cuBLAS's z (in x's dtype, where the
+    fused kernels take them from their fp32 accumulators); recomputed, it runs the path again
+    (twice in all)."""
     plan("fused", SMALL)
     launched, real = [], geglu_module._launch_epilogue
     monkeypatch.setattr(geglu_module, "_launch_epilogue", lambda *args: launched.append(1) or real(*args))

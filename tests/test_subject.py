@@ -24,11 +24,11 @@ def geglu():
 def test_this_repositorys_subject(geglu):
     implementations = geglu.implementations
     assert set(implementations) == {
-        *("fused", "fused-pointer", "fused-epilogue", "fused-tma"),
+        *("fused", "fused-pointer", "fused-epilogue", "fused-launch"),
         *("eager", "compiled", "max-autotune", "gemm", "copy"),
     }
     under_test = [n for n, i in implementations.items() if i.under_test]
-    assert under_test == ["fused", "fused-pointer", "fused-epilogue", "fused-tma"]
+    assert under_test == ["fused", "fused-pointer", "fused-epilogue", "fused-launch"]
     assert [n for n, i in implementations.items() if i.bound] == ["gemm", "copy"]
     assert geglu.subject.takes(implementations["gemm"]) == ()
     assert geglu.subject.takes(implementations["eager"]) == ("approximate",)
