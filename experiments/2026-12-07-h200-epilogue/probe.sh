@@ -2,7 +2,7 @@
 # Issue 55: where geglu's epilogue path (cuBLAS's matmul, then one elementwise kernel) beats the
 # fused launch. From perfbot's root on the device tool's GPU, its wheels carried in .whl/:
 #   bash experiments/2026-12-07-h200-epilogue/probe.sh OUT [SECONDS_PER_SUITE [VARIANT]]
-# Each suite is one `perfbot run` of fused, fused-tma, fused-epilogue, eager, compiled and gemm, under
+# Each suite is one `perfbot run` of fused, fused-launch, fused-epilogue, eager, compiled and gemm, under
 # `timeout`; a suite cut off leaves no results file, and the next one still runs. VARIANT is
 # --variant's value, approximate=none by default (approximate=all: both GELUs). COMMIT, if set,
 # names the tree in commit.txt (the device's copy of .git may be older than its files).
@@ -14,14 +14,9 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=$(pwd):/tmp/site PYTHONUNBUFFERED=1
 { nvidia-smi --query-gpu=index,name,driver_version,power.limit,clocks.sm,temperature.gpu --format=csv
   date -u; echo "tree: ${COMMIT:-$(git log --oneline -1)}"; } > "$out/about.txt"
-# fused-tma (the fused launch on every shape, Hopper only) is not in the generated suites, which any
-# GPU may run: a copy of this project whose generated suites list it is measured instead.
-project=/tmp/probe-project; rm -rf "$project"; mkdir -p "$project"
-cp -r kernels pyproject.toml thresholds.yaml "$project"/
-sed -i 's/^  implementations: \[fused, fused-epilogue, /  implementations: [fused, fused-tma, fused-epilogue, /' "$project/kernels/suites.yaml"
 for suite in generated-3 generated generated-2; do
   started=$SECONDS
-  timeout "$limit" python3 -m perfbot run --project "$project" --suite "$suite" --kernel fused --kernel fused-tma --kernel fused-epilogue \
+  timeout "$limit" python3 -m perfbot run --suite "$suite" --kernel fused --kernel fused-launch --kernel fused-epilogue \
     --kernel eager --kernel compiled --kernel gemm --variant "$variant" --out "$out/$suite.json" > "$out/$suite.txt" 2>&1
   echo "$suite: exit $?, $((SECONDS - started)) s"
 done

@@ -1,6 +1,6 @@
 """The probe's runs as one table: python3 table.py OUT. Per case and GELU: the path fused's plan
 took (and why, where the epilogue path stood in), then the median of the per-round ratios of
-fused against eager, compiled and gemm, and of the fused launch (fused-tma) and the epilogue path
+fused against eager, compiled and gemm, and of the fused launch (fused-launch) and the epilogue path
 (fused-epilogue) against compiled; then a summary against issue 55's targets. The rounds are
 perfbot's interleaved samples, so each ratio is paired."""
 
@@ -21,7 +21,7 @@ def shown(ratio: float | None) -> str:
 
 
 COLUMNS = ["suite", "case", "M×K→N", "GELU", "fused's plan", "fused/eager", "fused/compiled", "fused/gemm"]
-COLUMNS += ["tma/compiled", "epilogue/compiled", "fused/tma"]
+COLUMNS += ["launch/compiled", "epilogue/compiled", "fused/launch"]
 print("| " + " | ".join(COLUMNS) + " |")
 print("|---|---|---|---|---|" + "---:|" * 6)
 summary: list[tuple[str, float, float, float]] = []
@@ -48,9 +48,9 @@ for path in sorted(Path(sys.argv[1]).glob("*.json")):
             paired(samples, "fused", "eager"),
             paired(samples, "fused", "compiled"),
             paired(samples, "fused", "gemm"),
-            paired(samples, "fused-tma", "compiled"),
+            paired(samples, "fused-launch", "compiled"),
             paired(samples, "fused-epilogue", "compiled"),
-            paired(samples, "fused", "fused-tma"),
+            paired(samples, "fused", "fused-launch"),
         ]
         print(
             f"| {path.stem} | {case} | {s['M']}×{s['K']}→{s['N']} | {gelu} | {plans[(case, gelu)]} | "
