@@ -715,22 +715,31 @@ def geglu(
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
         if out is not None:
             raise ValueError("geglu: out= is for calls without autograd; x or weight requires grad here")
-        recompute = RECOMPUTE if recompute is None else recompute
-        return _differentiable(x, weight, approximate, path, config, recompute, stand_in)
-    return _forward(x, weight, approximate, out, path, config, stand_in=stand_in)
+        asked = _Asked(approximate, path, config, stand_in)
+        return _differentiable(x, weight, asked, RECOMPUTE if recompute is None else recompute)
+    return _forward(x, weight, _Asked(approximate, path, config, stand_in), out)
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What a call of geglu asked for, beside its tensors: what the forward launches from, and
+    what a recomputing backward launches again."""
+
+    approximate: str
+    path: str | None
+    config: dict | None
+    stand_in: bool
 
 
 def _forward(
     x: torch.Tensor,
     weight: torch.Tensor,
-    approximate: str,
+    asked: _Asked,
     out: torch.Tensor | None,
-    path: str | None,
-    config: dict | None,
     h: torch.Tensor | None = None,
-    stand_in: bool = True,
 ) -> torch.Tensor:
     """geglu's launches, on checked inputs; `h` [M, 2N] also receives the backward's factors."""
+    approximate, path, config = asked.approximate, asked.path, asked.config
     K = x.shape[-1]
     N = weight.shape[0] // 2
     out_shape = (*x.shape[:-1], N)
@@ -748,7 +757,7 @@ def _forward(
         return out.zero_()
     x2d = x.reshape(M, K)
     out2d = out.view(M, N)
-    plan = plan_for(x2d, weight, path, stand_in=stand_in and config is None)
+    plan = plan_for(x2d, weight, path, stand_in=asked.stand_in and config is None)
     if plan.align_x:
         x2d = _aligned_rows(x2d)
     # TMA stores need a 16-byte-aligned base: an out that has none is written through a fresh one.
@@ -783,16 +792,13 @@ class GeGLUFunction(torch.autograd.Function):
         ctx: Any,
         x: torch.Tensor,
         weight: torch.Tensor,
-        approximate: str,
-        path: str | None,
-        config: dict | None,
+        asked: _Asked,
         recompute: bool,
-        stand_in: bool,
     ) -> torch.Tensor:
         h = None if recompute else _empty_h(x, weight)
-        out = _forward(x, weight, approximate, None, path, config, h, stand_in)
+        out = _forward(x, weight, asked, None, h)
         ctx.save_for_backward(x, weight, h)
-        ctx.approximate, ctx.path, ctx.config, ctx.stand_in = approximate, path, config, stand_in
+        ctx.asked = asked
         return out
 
     @staticmethod
@@ -804,17 +810,17 @@ class GeGLUFunction(torch.autograd.Function):
         M = math.prod(x.shape[:-1])
         if M == 0 or N == 0 or K == 0:
             dx = torch.zeros_like(x) if need_dx else None
-            return dx, torch.zeros_like(weight) if need_dw else None, None, None, None, None, None
+            return dx, torch.zeros_like(weight) if need_dw else None, None, None
         if h is None:
             # Recompute: the forward's kernel again, its out thrown away, h kept.
             h = _empty_h(x, weight)
-            _forward(x, weight, ctx.approximate, None, ctx.path, ctx.config, h, ctx.stand_in)
+            _forward(x, weight, ctx.asked, None, h)
         x2d = x.reshape(M, K)
         plan = geglu_backward.plan_for(M, K, x.dtype, _device_info(x.device)[1])
         dx, dw = geglu_backward.backward(
             grad_out.reshape(M, N), h, x2d, weight, need_dx=need_dx, need_dw=need_dw, plan=plan
         )
-        return dx.view(x.shape) if dx is not None else None, dw, None, None, None, None, None
+        return dx.view(x.shape) if dx is not None else None, dw, None, None
 
 
 def _empty_h(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -822,18 +828,10 @@ def _empty_h(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
 
 
 @torch.compiler.disable
-def _differentiable(
-    x: torch.Tensor,
-    weight: torch.Tensor,
-    approximate: str,
-    path: str | None,
-    config: dict | None,
-    recompute: bool,
-    stand_in: bool,
-) -> torch.Tensor:
+def _differentiable(x: torch.Tensor, weight: torch.Tensor, asked: _Asked, recompute: bool) -> torch.Tensor:
     # torch.compile runs this call as it is (a graph break), as it does the no-grad path's
     # launches: dynamo does not trace the plan's Python.
-    out: torch.Tensor = GeGLUFunction.apply(x, weight, approximate, path, config, recompute, stand_in)
+    out: torch.Tensor = GeGLUFunction.apply(x, weight, asked, recompute)
     return out
 
 
