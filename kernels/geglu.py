@@ -599,8 +599,7 @@ def plan_for(x: torch.Tensor, weight: torch.Tensor, path: str | None = None, *, 
     x2d = x.reshape(M, K) if M and K else x
     gpu, num_sms, has_tma = _device_info(x.device)
     if path == "epilogue":
-        config = LaunchConfig.of(configs.EPILOGUE)
-        return LaunchPlan("epilogue", gpu, configs.shape_class(M, K, N, num_sms), num_sms, config, "fixed")
+        return _epilogue_plan(gpu, configs.shape_class(M, K, N, num_sms), num_sms, "fixed")
     can_tma = (has_tma or _interpreting()) and M > 0 and K > 0 and _tma_capable(x2d, weight, N)
     if path == "tma" and not can_tma:
         raise ValueError(
@@ -641,8 +640,12 @@ def _unfused_where_fused_loses(plan: LaunchPlan, M: int, K: int, N: int, weight:
     reason = configs.unfused_reason(M, K, N, plan.shape_class, block_m, block_n, plan.num_sms, _aligned(weight))
     if reason is None:
         return plan
-    epilogue = LaunchConfig.of(configs.EPILOGUE)
-    return LaunchPlan("epilogue", plan.gpu, plan.shape_class, plan.num_sms, epilogue, "stands in", reason=reason)
+    return _epilogue_plan(plan.gpu, plan.shape_class, plan.num_sms, "stands in", reason)
+
+
+def _epilogue_plan(gpu: str, shape_class: str, num_sms: int, source: str, reason: str | None = None) -> LaunchPlan:
+    """The epilogue path's plan: its one fixed config (configs.EPILOGUE), asked for or standing in."""
+    return LaunchPlan("epilogue", gpu, shape_class, num_sms, LaunchConfig.of(configs.EPILOGUE), source, reason=reason)
 
 
 def _decode_plan(plan: LaunchPlan, K: int, N: int, num_sms: int) -> LaunchPlan:
